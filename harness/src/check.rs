@@ -1,0 +1,59 @@
+//! The declaration of a check: static metadata plus the function that runs it.
+
+use crate::model::{Layer, Scope, ScopeKind, Tier};
+use crate::verdict::Verdict;
+use std::time::Duration;
+
+/// One named test of a layer. `C` is the context the suites hand the engine
+/// (for rocgate: the node's facts and the run's options).
+pub struct Check<C> {
+    /// `layer::name`, e.g. `kfd::topology_node`; stable across releases.
+    pub id: &'static str,
+    /// The layer the check belongs to.
+    pub layer: Layer,
+    /// Node-wide or per GPU.
+    pub scope: ScopeKind,
+    /// The lowest tier that runs it.
+    pub tier: Tier,
+    /// Ids of checks that must pass (or skip) before this one runs, beyond the
+    /// implicit layer gating. A node-wide dependency of a per-GPU check is the
+    /// node instance; a per-GPU dependency is the same GPU's instance.
+    pub deps: &'static [&'static str],
+    /// Whether a failure blocks the layers above it.
+    pub gates: bool,
+    /// Longest time the check may take before it is reported `timeout`.
+    pub timeout: Duration,
+    /// One line: what the check verifies.
+    pub summary: &'static str,
+    /// Runs the check for one scope.
+    pub run: fn(&C, Scope) -> Verdict,
+}
+
+impl<C> Check<C> {
+    /// The check's name without its layer (`topology_node`).
+    pub fn name(&self) -> &'static str {
+        self.id.split_once("::").map_or(self.id, |(_, name)| name)
+    }
+
+    /// The test id of this check in `scope` (`gpu3.kfd.topology_node`).
+    pub fn test_id(&self, scope: Scope) -> String {
+        format!("{}.{}.{}", scope.label(), self.layer, self.name())
+    }
+}
+
+impl<C> Clone for Check<C> {
+    fn clone(&self) -> Self {
+        Check { ..*self }
+    }
+}
+
+impl<C> std::fmt::Debug for Check<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Check")
+            .field("id", &self.id)
+            .field("layer", &self.layer)
+            .field("scope", &self.scope)
+            .field("tier", &self.tier)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,457 @@
+//! The executor: runs a plan's instances on a worker pool, in dependency
+//! order, with gating, per-check timeouts and interruption.
+
+use crate::output;
+use crate::plan::Plan;
+use crate::result::CheckResult;
+use crate::verdict::{Status, Verdict};
+use crate::model::Scope;
+use std::collections::{BTreeSet, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How the executor runs a plan.
+#[derive(Clone, Debug)]
+pub struct ExecOptions {
+    /// Block checks whose dependencies did not pass (`--no-gate` clears it).
+    pub gate: bool,
+    /// Worker threads.
+    pub workers: usize,
+    /// Multiplies every check's timeout.
+    pub timeout_scale: f64,
+    /// When non-zero, the number of the signal that interrupted the run; the
+    /// executor starts nothing new once it is set.
+    pub interrupt: Arc<AtomicUsize>,
+    /// How long running checks may finish after an interruption.
+    pub interrupt_grace: Duration,
+    /// Bound for each result's captured output, in bytes.
+    pub output_limit: usize,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            gate: true,
+            workers: thread::available_parallelism().map_or(4, |n| n.get()).clamp(2, 16),
+            timeout_scale: 1.0,
+            interrupt: Arc::new(AtomicUsize::new(0)),
+            interrupt_grace: Duration::from_secs(2),
+            output_limit: output::DEFAULT_LIMIT,
+        }
+    }
+}
+
+/// Progress the executor reports as it goes, on the calling thread.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A check started on a worker.
+    Started {
+        /// Its test id.
+        id: &'a str,
+    },
+    /// A check has its final result (including blocked and skipped ones).
+    Finished(&'a CheckResult),
+}
+
+struct Job<C> {
+    index: usize,
+    scope: Scope,
+    run: fn(&C, Scope) -> Verdict,
+}
+
+type Outcome = (usize, Result<Verdict, String>, Duration);
+
+/// Runs `plan` against `ctx` and returns one result per instance, in plan order.
+pub fn execute<C: Send + Sync + 'static>(
+    plan: &Plan<'_, C>,
+    ctx: Arc<C>,
+    opts: &ExecOptions,
+    mut on_event: impl FnMut(Event<'_>),
+) -> Vec<CheckResult> {
+    let n = plan.instances.len();
+    let (job_tx, job_rx) = mpsc::channel::<Job<C>>();
+    let job_rx = Arc::new(Mutex::new(job_rx));
+    let (out_tx, out_rx) = mpsc::channel::<Outcome>();
+    let workers = opts.workers.max(1);
+    for _ in 0..workers.min(n.max(1)) {
+        spawn_worker(&ctx, &job_rx, &out_tx);
+    }
+
+    let mut results: Vec<Option<CheckResult>> = vec![None; n];
+    let mut waiting_on: Vec<usize> = plan.instances.iter().map(|i| i.deps.len()).collect();
+    let mut dependents = vec![Vec::new(); n];
+    for (i, inst) in plan.instances.iter().enumerate() {
+        for &d in &inst.deps {
+            dependents[d].push(i);
+        }
+    }
+    let mut ready: BTreeSet<usize> = (0..n).filter(|&i| waiting_on[i] == 0).collect();
+    let mut running: HashMap<usize, (Instant, Instant)> = HashMap::new();
+    let mut done = 0usize;
+
+    // Records a final result and releases the instances that waited on it.
+    let mut finish = |i: usize,
+                      result: CheckResult,
+                      results: &mut Vec<Option<CheckResult>>,
+                      ready: &mut BTreeSet<usize>,
+                      done: &mut usize,
+                      on_event: &mut dyn FnMut(Event<'_>)| {
+        on_event(Event::Finished(&result));
+        results[i] = Some(result);
+        *done += 1;
+        for &d in &dependents[i] {
+            waiting_on[d] -= 1;
+            if waiting_on[d] == 0 {
+                ready.insert(d);
+            }
+        }
+    };
+
+    while done < n {
+        let signal = opts.interrupt.load(Ordering::SeqCst);
+        if signal != 0 {
+            break;
+        }
+        // Dispatch what is ready, resolving gating on the way.
+        while running.len() < workers {
+            let Some(i) = ready.pop_first() else { break };
+            let inst = &plan.instances[i];
+            if opts.gate {
+                if let Some(blocker) = inst
+                    .deps
+                    .iter()
+                    .filter_map(|&d| results[d].as_ref())
+                    .find(|r| !r.status.lets_dependents_run())
+                {
+                    let blocked = blocked_result(plan, i, blocker, &results);
+                    finish(i, blocked, &mut results, &mut ready, &mut done, &mut on_event);
+                    continue;
+                }
+            }
+            let check = plan.check(inst);
+            let timeout = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
+            let now = Instant::now();
+            on_event(Event::Started { id: &inst.test_id });
+            if job_tx.send(Job { index: i, scope: inst.scope, run: check.run }).is_err() {
+                // Every worker is gone; nothing can run any more.
+                let r = engine_result(plan, i, Status::Crash, "rocgate's worker pool stopped".into(), Duration::ZERO);
+                finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
+                continue;
+            }
+            running.insert(i, (now, now + timeout));
+        }
+        if done >= n {
+            break;
+        }
+        let next_deadline = running.values().map(|&(_, d)| d).min();
+        let wait = next_deadline
+            .map_or(Duration::from_millis(100), |d| d.saturating_duration_since(Instant::now()))
+            .min(Duration::from_millis(100));
+        match out_rx.recv_timeout(wait) {
+            Ok((i, outcome, elapsed)) => {
+                if running.remove(&i).is_some() {
+                    let r = completed_result(plan, i, outcome, elapsed, opts.output_limit);
+                    finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let now = Instant::now();
+                let expired: Vec<usize> = running.iter().filter(|(_, (_, d))| *d <= now).map(|(&i, _)| i).collect();
+                for i in expired {
+                    let (started, _) = running.remove(&i).unwrap_or((now, now));
+                    let check = plan.check(&plan.instances[i]);
+                    let limit = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
+                    let msg = format!("did not finish within {:.1} s; abandoned", limit.as_secs_f64());
+                    let r = engine_result(plan, i, Status::Timeout, msg, now - started);
+                    finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
+                    // The stuck worker keeps its thread; give the pool a new one.
+                    spawn_worker(&ctx, &job_rx, &out_tx);
+                }
+            }
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+
+    let signal = opts.interrupt.load(Ordering::SeqCst);
+    if signal != 0 {
+        // Let running checks finish within the grace period, then close out.
+        let grace_end = Instant::now() + opts.interrupt_grace;
+        while !running.is_empty() {
+            let wait = grace_end.saturating_duration_since(Instant::now());
+            if wait.is_zero() {
+                break;
+            }
+            if let Ok((i, outcome, elapsed)) = out_rx.recv_timeout(wait) {
+                if running.remove(&i).is_some() {
+                    let r = completed_result(plan, i, outcome, elapsed, opts.output_limit);
+                    finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
+                }
+            }
+        }
+        for i in 0..n {
+            if results[i].is_none() {
+                let why = if running.contains_key(&i) {
+                    format!("interrupted by {} while running", signal_name(signal))
+                } else {
+                    format!("not run: interrupted by {}", signal_name(signal))
+                };
+                let r = engine_result(plan, i, Status::Skipped, why, Duration::ZERO);
+                on_event(Event::Finished(&r));
+                results[i] = Some(r);
+            }
+        }
+    }
+    drop(job_tx);
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.unwrap_or_else(|| {
+                engine_result(plan, i, Status::Crash, "rocgate lost this check's result".into(), Duration::ZERO)
+            })
+        })
+        .collect()
+}
+
+/// The conventional name of a signal number, for messages.
+pub fn signal_name(signal: usize) -> String {
+    match signal {
+        1 => "SIGHUP".into(),
+        2 => "SIGINT".into(),
+        15 => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+fn spawn_worker<C: Send + Sync + 'static>(
+    ctx: &Arc<C>,
+    jobs: &Arc<Mutex<Receiver<Job<C>>>>,
+    out: &Sender<Outcome>,
+) {
+    let (ctx, jobs, out) = (Arc::clone(ctx), Arc::clone(jobs), out.clone());
+    let spawned = thread::Builder::new().name("rocgate-check".into()).spawn(move || {
+        loop {
+            let job = match jobs.lock() {
+                Ok(rx) => rx.recv(),
+                Err(_) => return,
+            };
+            let Ok(job) = job else { return };
+            let start = Instant::now();
+            let outcome = catch_unwind(AssertUnwindSafe(|| (job.run)(&ctx, job.scope))).map_err(|payload| {
+                payload
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into())
+            });
+            if out.send((job.index, outcome, start.elapsed())).is_err() {
+                return;
+            }
+        }
+    });
+    // If the OS refuses a thread the remaining workers carry on; with none
+    // left, dispatch reports every check as a crash.
+    drop(spawned);
+}
+
+fn base_result<C>(plan: &Plan<'_, C>, i: usize) -> CheckResult {
+    let inst = &plan.instances[i];
+    let check = plan.check(inst);
+    CheckResult {
+        id: inst.test_id.clone(),
+        check: check.id.to_string(),
+        layer: check.layer,
+        scope: inst.scope,
+        status: Status::Skipped,
+        message: String::new(),
+        finding: None,
+        blocked_by: None,
+        duration: Duration::ZERO,
+        output: String::new(),
+        metrics: Vec::new(),
+    }
+}
+
+fn engine_result<C>(plan: &Plan<'_, C>, i: usize, status: Status, message: String, duration: Duration) -> CheckResult {
+    CheckResult {
+        status,
+        message,
+        duration,
+        ..base_result(plan, i)
+    }
+}
+
+fn completed_result<C>(
+    plan: &Plan<'_, C>,
+    i: usize,
+    outcome: Result<Verdict, String>,
+    elapsed: Duration,
+    output_limit: usize,
+) -> CheckResult {
+    match outcome {
+        Ok(v) => CheckResult {
+            status: v.status,
+            message: output::clean(&v.message, output_limit),
+            finding: v.finding,
+            duration: elapsed,
+            output: output::clean(&v.output, output_limit),
+            metrics: v.metrics,
+            ..base_result(plan, i)
+        },
+        Err(panic) => engine_result(plan, i, Status::Crash, format!("check panicked: {panic}"), elapsed),
+    }
+}
+
+fn blocked_result<C>(
+    plan: &Plan<'_, C>,
+    i: usize,
+    blocker: &CheckResult,
+    results: &[Option<CheckResult>],
+) -> CheckResult {
+    // Name the root cause, not the chain of blocked checks in between.
+    let root = match &blocker.blocked_by {
+        Some(root_id) => results
+            .iter()
+            .flatten()
+            .find(|r| &r.id == root_id)
+            .unwrap_or(blocker),
+        None => blocker,
+    };
+    let message = match root.status {
+        Status::Timeout if root.scope != Scope::Node && root.scope == plan.instances[i].scope => {
+            format!("blocked: GPU unresponsive after {} (timed out)", root.id)
+        }
+        _ => format!("blocked by {}: {}", root.id, root.message),
+    };
+    CheckResult {
+        status: Status::Blocked,
+        message,
+        blocked_by: Some(root.id.clone()),
+        ..base_result(plan, i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Check;
+    use crate::model::{Layer, ScopeKind, Tier};
+    use crate::plan::plan;
+    use crate::verdict::Finding;
+
+    fn check(id: &'static str, layer: Layer, scope: ScopeKind, run: fn(&(), Scope) -> Verdict) -> Check<()> {
+        Check {
+            id,
+            layer,
+            scope,
+            tier: Tier::Quick,
+            deps: &[],
+            gates: true,
+            timeout: Duration::from_millis(300),
+            summary: "",
+            run,
+        }
+    }
+
+    fn fail_on_gpu1(_: &(), s: Scope) -> Verdict {
+        if s == Scope::Gpu(1) {
+            Verdict::fail(Finding::new("x-broken", "gpu1 is broken", "fix it"))
+        } else {
+            Verdict::pass("ok")
+        }
+    }
+
+    fn run(reg: &[Check<()>], gpus: &[u32], opts: &ExecOptions) -> Vec<CheckResult> {
+        let p = plan(reg, gpus, Tier::Quick).unwrap();
+        execute(&p, Arc::new(()), opts, |_| {})
+    }
+
+    fn status(rs: &[CheckResult], id: &str) -> Status {
+        rs.iter().find(|r| r.id == id).unwrap().status
+    }
+
+    #[test]
+    fn a_failure_blocks_the_same_gpu_above_and_not_the_others() {
+        let reg = vec![
+            check("pci::a", Layer::Pci, ScopeKind::PerGpu, fail_on_gpu1),
+            check("amdgpu::b", Layer::Amdgpu, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+        ];
+        let rs = run(&reg, &[0, 1, 2], &ExecOptions::default());
+        assert_eq!(status(&rs, "gpu1.pci.a"), Status::Fail);
+        assert_eq!(status(&rs, "gpu1.amdgpu.b"), Status::Blocked);
+        let c = rs.iter().find(|r| r.id == "gpu1.kfd.c").unwrap();
+        assert_eq!(c.status, Status::Blocked);
+        assert_eq!(c.blocked_by.as_deref(), Some("gpu1.pci.a"));
+        assert_eq!(c.message, "blocked by gpu1.pci.a: gpu1 is broken");
+        assert_eq!(status(&rs, "gpu0.kfd.c"), Status::Pass);
+        assert_eq!(status(&rs, "gpu2.kfd.c"), Status::Pass);
+    }
+
+    #[test]
+    fn no_gate_runs_everything() {
+        let reg = vec![
+            check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
+                Verdict::fail(Finding::new("x", "broken", "fix"))
+            }),
+            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+        ];
+        let opts = ExecOptions { gate: false, ..ExecOptions::default() };
+        let rs = run(&reg, &[0, 1], &opts);
+        assert_eq!(status(&rs, "gpu0.kfd.c"), Status::Pass);
+        let gated = run(&reg, &[0, 1], &ExecOptions::default());
+        assert_eq!(status(&gated, "gpu0.kfd.c"), Status::Blocked);
+    }
+
+    #[test]
+    fn hung_check_times_out_and_others_finish() {
+        let reg = vec![
+            check("pci::hang", Layer::Pci, ScopeKind::PerGpu, |_, s| {
+                if s == Scope::Gpu(0) {
+                    thread::sleep(Duration::from_secs(30));
+                }
+                Verdict::pass("ok")
+            }),
+            check("kfd::after", Layer::Kfd, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+        ];
+        let opts = ExecOptions { workers: 1, ..ExecOptions::default() };
+        let start = Instant::now();
+        let rs = run(&reg, &[0, 1, 2], &opts);
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(status(&rs, "gpu0.pci.hang"), Status::Timeout);
+        let after = rs.iter().find(|r| r.id == "gpu0.kfd.after").unwrap();
+        assert_eq!(after.status, Status::Blocked);
+        assert!(after.message.contains("GPU unresponsive after gpu0.pci.hang"), "{}", after.message);
+        // The replacement worker ran the other GPUs' checks.
+        assert_eq!(status(&rs, "gpu2.kfd.after"), Status::Pass);
+    }
+
+    #[test]
+    fn panicking_check_is_a_crash() {
+        #[allow(clippy::panic)]
+        fn boom(_: &(), _: Scope) -> Verdict {
+            panic!("parser bug")
+        }
+        let reg = vec![check("pci::boom", Layer::Pci, ScopeKind::Node, boom)];
+        let rs = run(&reg, &[], &ExecOptions::default());
+        assert_eq!(rs[0].status, Status::Crash);
+        assert!(rs[0].message.contains("parser bug"));
+    }
+
+    #[test]
+    fn interruption_skips_what_did_not_run() {
+        let reg = vec![
+            check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| Verdict::pass("ok")),
+            check("kfd::b", Layer::Kfd, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+        ];
+        let opts = ExecOptions::default();
+        opts.interrupt.store(2, Ordering::SeqCst);
+        let rs = run(&reg, &[0], &opts);
+        assert!(rs.iter().all(|r| r.status == Status::Skipped));
+        assert!(rs[0].message.contains("SIGINT"));
+    }
+}

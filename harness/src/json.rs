@@ -1,0 +1,72 @@
+//! The JSON results file (schema_version 1).
+
+use crate::model::Layer;
+use crate::result::{CheckResult, RunReport};
+use crate::verdict::Status;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Version of the JSON results layout; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Document<'a> {
+    schema_version: u32,
+    tool: &'a str,
+    tier: &'a str,
+    started_at: String,
+    duration_ms: f64,
+    interrupted: Option<&'a str>,
+    passed: bool,
+    first_failing_layer: Option<Layer>,
+    summary: BTreeMap<&'static str, usize>,
+    node: BTreeMap<&'a str, &'a str>,
+    scopes: Vec<ScopeDoc>,
+    results: &'a [CheckResult],
+}
+
+#[derive(Serialize)]
+struct ScopeDoc {
+    scope: String,
+    first_failing_layer: Option<Layer>,
+    properties: BTreeMap<String, String>,
+}
+
+/// Renders a run as pretty-printed JSON. `tool` names the producer and its
+/// version; `node_properties` describe the node (sysroot, kernel, driver).
+pub fn render(report: &RunReport, tool: &str, node_properties: &[(String, String)]) -> Result<String, String> {
+    let summary = [
+        Status::Pass,
+        Status::Fail,
+        Status::Blocked,
+        Status::Skipped,
+        Status::Timeout,
+        Status::Crash,
+    ]
+    .into_iter()
+    .map(|s| (s.as_str(), report.count(s)))
+    .collect();
+    let doc = Document {
+        schema_version: SCHEMA_VERSION,
+        tool,
+        tier: report.tier.as_str(),
+        started_at: report.started_at.to_rfc3339(),
+        duration_ms: (report.duration.as_secs_f64() * 1e6).round() / 1e3,
+        interrupted: report.interrupted.as_deref(),
+        passed: report.all_passed(),
+        first_failing_layer: report.first_failing_layer(None),
+        summary,
+        node: node_properties.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        scopes: report
+            .scope_list()
+            .into_iter()
+            .map(|s| ScopeDoc {
+                scope: s.label(),
+                first_failing_layer: report.first_failing_layer(Some(s)),
+                properties: report.scope_info(s).properties.into_iter().collect(),
+            })
+            .collect(),
+        results: &report.results,
+    };
+    serde_json::to_string_pretty(&doc).map_err(|e| format!("failed to serialise the JSON report: {e}"))
+}

@@ -1,0 +1,26 @@
+//! The rocgate engine.
+//!
+//! It knows nothing about ROCm: it plans checks over scopes (the node and each
+//! GPU), runs them with gating and timeouts, and writes reports. The suites
+//! crate supplies the checks and the context they read.
+
+pub mod atomic;
+pub mod check;
+pub mod doctor;
+pub mod exec;
+pub mod junit;
+pub mod json;
+pub mod model;
+pub mod output;
+pub mod plan;
+pub mod result;
+pub mod sysroot;
+pub mod verdict;
+
+pub use check::Check;
+pub use exec::{ExecOptions, Event, execute};
+pub use model::{Layer, Scope, ScopeKind, Tier};
+pub use plan::{Plan, PlanError, plan};
+pub use result::{CheckResult, RunReport, ScopeInfo};
+pub use sysroot::{ReadError, Sysroot};
+pub use verdict::{Finding, Metric, Status, Verdict};

@@ -1,0 +1,239 @@
+//! Every host path is read through a sysroot: `/` on a live node, or a
+//! directory holding a captured or synthetic node.
+
+use std::fmt;
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+/// Files larger than this are not sysfs attributes; reads stop here.
+const MAX_ATTRIBUTE_BYTES: u64 = 1 << 20;
+
+/// A root through which host paths are read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sysroot {
+    root: PathBuf,
+}
+
+/// Why a host file could not be read; its `Display` names the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadError {
+    /// The file as it exists on this machine (sysroot included).
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: ReadErrorKind,
+}
+
+/// The kinds of read failure a check distinguishes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadErrorKind {
+    /// The file does not exist.
+    NotFound,
+    /// EACCES or EPERM (a device cgroup gives EPERM).
+    PermissionDenied,
+    /// The contents are not UTF-8.
+    NotUtf8,
+    /// The contents do not have the expected format.
+    Malformed(String),
+    /// Any other I/O error, with the OS's text.
+    Io(String),
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.path.display();
+        match &self.kind {
+            ReadErrorKind::NotFound => write!(f, "{p} does not exist"),
+            ReadErrorKind::PermissionDenied => write!(f, "failed to read {p}: permission denied"),
+            ReadErrorKind::NotUtf8 => write!(f, "failed to parse {p}: contents are not UTF-8 text"),
+            ReadErrorKind::Malformed(why) => write!(f, "failed to parse {p}: {why}"),
+            ReadErrorKind::Io(why) => write!(f, "failed to read {p}: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+impl ReadError {
+    /// A format error in `path`.
+    pub fn malformed(path: impl Into<PathBuf>, why: impl Into<String>) -> Self {
+        ReadError {
+            path: path.into(),
+            kind: ReadErrorKind::Malformed(why.into()),
+        }
+    }
+
+    /// Whether the file is simply absent.
+    pub fn is_not_found(&self) -> bool {
+        self.kind == ReadErrorKind::NotFound
+    }
+
+    fn from_io(path: PathBuf, e: &std::io::Error) -> Self {
+        let kind = match e.kind() {
+            ErrorKind::NotFound => ReadErrorKind::NotFound,
+            ErrorKind::PermissionDenied => ReadErrorKind::PermissionDenied,
+            _ if e.raw_os_error() == Some(1) => ReadErrorKind::PermissionDenied,
+            _ if e.raw_os_error() == Some(20) => ReadErrorKind::NotFound, // ENOTDIR: a parent is a file
+            _ => ReadErrorKind::Io(e.to_string()),
+        };
+        ReadError { path, kind }
+    }
+}
+
+impl Sysroot {
+    /// The live host.
+    pub fn live() -> Self {
+        Sysroot { root: PathBuf::from("/") }
+    }
+
+    /// A captured or synthetic node rooted at `dir`.
+    pub fn at(dir: impl Into<PathBuf>) -> Self {
+        Sysroot { root: dir.into() }
+    }
+
+    /// Whether this is the live host (`/`).
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/")
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where host path `host` (absolute, like `/sys/class/kfd`) lives here.
+    pub fn path(&self, host: &str) -> PathBuf {
+        self.root.join(host.trim_start_matches('/'))
+    }
+
+    /// Whether `host` exists (following links).
+    pub fn exists(&self, host: &str) -> bool {
+        self.path(host).exists()
+    }
+
+    /// Reads a small text file: stops at the first NUL (captures are often
+    /// NUL-padded), trims surrounding whitespace, and rejects non-UTF-8.
+    pub fn read_text(&self, host: &str) -> Result<String, ReadError> {
+        let path = self.path(host);
+        let bytes = read_bounded(&path, MAX_ATTRIBUTE_BYTES)?;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        let text = std::str::from_utf8(&bytes[..end]).map_err(|_| ReadError {
+            path: path.clone(),
+            kind: ReadErrorKind::NotUtf8,
+        })?;
+        Ok(text.trim().to_string())
+    }
+
+    /// Like [`Sysroot::read_text`], but an absent file is `Ok(None)`.
+    pub fn read_opt(&self, host: &str) -> Result<Option<String>, ReadError> {
+        match self.read_text(host) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads up to `limit` bytes of a file as raw bytes.
+    pub fn read_bytes(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
+        read_bounded(&self.path(host), limit)
+    }
+
+    /// Reads at most the last `limit` bytes of a file (a log that may be huge).
+    pub fn read_tail(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
+        use std::io::{Seek, SeekFrom};
+        let path = self.path(host);
+        let io = |e: std::io::Error| ReadError::from_io(path.clone(), &e);
+        let mut file = std::fs::File::open(&path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        file.seek(SeekFrom::Start(len.saturating_sub(limit))).map_err(io)?;
+        let mut bytes = Vec::new();
+        file.take(limit).read_to_end(&mut bytes).map_err(io)?;
+        Ok(bytes)
+    }
+
+    /// The names of the entries of a directory, sorted (numerically where
+    /// both names are numbers, so node `10` follows node `9`).
+    pub fn list_dir(&self, host: &str) -> Result<Vec<String>, ReadError> {
+        let path = self.path(host);
+        let entries = std::fs::read_dir(&path).map_err(|e| ReadError::from_io(path.clone(), &e))?;
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| ReadError::from_io(path.clone(), &e))?;
+            match entry.file_name().into_string() {
+                Ok(name) => names.push(name),
+                Err(raw) => {
+                    return Err(ReadError::malformed(
+                        path.clone(),
+                        format!("entry {} is not UTF-8", raw.to_string_lossy()),
+                    ));
+                }
+            }
+        }
+        names.sort_by(|a, b| match (a.parse::<u64>(), b.parse::<u64>()) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            _ => a.cmp(b),
+        });
+        Ok(names)
+    }
+
+    /// The last component of a symbolic link's target (`amdgpu` for a
+    /// `driver` link), or `None` when there is no link.
+    pub fn link_name(&self, host: &str) -> Result<Option<String>, ReadError> {
+        let path = self.path(host);
+        match std::fs::read_link(&path) {
+            Ok(target) => Ok(target.file_name().map(|n| n.to_string_lossy().into_owned())),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) if e.kind() == ErrorKind::InvalidInput => Err(ReadError::malformed(path, "expected a symbolic link")),
+            Err(e) => Err(ReadError::from_io(path, &e)),
+        }
+    }
+}
+
+impl fmt::Display for Sysroot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.root.display())
+    }
+}
+
+fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = std::fs::File::open(path).map_err(|e| ReadError::from_io(path.to_path_buf(), &e))?;
+    let mut bytes = Vec::new();
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ReadError::from_io(path.to_path_buf(), &e))?;
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn reads_through_the_root_and_names_files_in_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Sysroot::at(dir.path());
+        fs::create_dir_all(dir.path().join("sys/a")).unwrap();
+        fs::write(dir.path().join("sys/a/padded"), b"0x00000068\n\0\0\0\0").unwrap();
+        fs::write(dir.path().join("sys/a/latin1"), b"caf\xe9").unwrap();
+        assert_eq!(root.read_text("/sys/a/padded").unwrap(), "0x00000068");
+        let e = root.read_text("/sys/a/latin1").unwrap_err();
+        assert_eq!(e.kind, ReadErrorKind::NotUtf8);
+        assert!(e.to_string().contains("sys/a/latin1"), "{e}");
+        assert_eq!(root.read_opt("/sys/a/none").unwrap(), None);
+        assert!(root.read_text("/sys/a/padded/below").unwrap_err().is_not_found());
+    }
+
+    #[test]
+    fn lists_numerically_and_reads_link_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Sysroot::at(dir.path());
+        for n in ["10", "9", "1"] {
+            fs::create_dir_all(dir.path().join("nodes").join(n)).unwrap();
+        }
+        assert_eq!(root.list_dir("/nodes").unwrap(), ["1", "9", "10"]);
+        std::os::unix::fs::symlink("../../bus/pci/drivers/amdgpu", dir.path().join("driver")).unwrap();
+        assert_eq!(root.link_name("/driver").unwrap().as_deref(), Some("amdgpu"));
+        assert_eq!(root.link_name("/nolink").unwrap(), None);
+        assert!(root.link_name("/nodes").is_err());
+    }
+}

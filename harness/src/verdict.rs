@@ -1,0 +1,183 @@
+//! What a check says about itself, and the outcomes the engine records.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The outcome of one check instance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The check ran and what it asserts holds.
+    Pass,
+    /// The check ran and found a fault (it always carries a finding).
+    Fail,
+    /// The check did not run because a check it depends on did not pass.
+    Blocked,
+    /// The check did not run or does not apply, for the stated reason.
+    Skipped,
+    /// The check did not finish within its time limit.
+    Timeout,
+    /// The check's code or the process running it died.
+    Crash,
+}
+
+impl Status {
+    /// The lowercase name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Blocked => "blocked",
+            Status::Skipped => "skipped",
+            Status::Timeout => "timeout",
+            Status::Crash => "crash",
+        }
+    }
+
+    /// Whether this outcome is a fault found by the check itself (not a
+    /// consequence of another check's fault).
+    pub fn is_fault(self) -> bool {
+        matches!(self, Status::Fail | Status::Timeout | Status::Crash)
+    }
+
+    /// Whether checks that depend on this one may run.
+    pub fn lets_dependents_run(self) -> bool {
+        matches!(self, Status::Pass | Status::Skipped)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A diagnosed fault: a stable code, what was seen, and what to do next.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable, kebab-case identifier (`amdgpu-not-loaded`), safe to match on.
+    pub code: String,
+    /// What was observed, naming files, devices and values.
+    pub message: String,
+    /// The next thing an engineer should do.
+    pub next_step: String,
+}
+
+impl Finding {
+    /// A finding with its code, message and next step.
+    pub fn new(
+        code: impl Into<String>,
+        message: impl Into<String>,
+        next_step: impl Into<String>,
+    ) -> Self {
+        Finding {
+            code: code.into(),
+            message: message.into(),
+            next_step: next_step.into(),
+        }
+    }
+}
+
+/// A measured number attached to a result (bandwidth, count, latency).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// Metric name (`h2d_bandwidth`).
+    pub name: String,
+    /// The measured value.
+    pub value: f64,
+    /// Its unit (`GB/s`, `count`).
+    pub unit: String,
+}
+
+/// What a check returns: pass, fail with a finding, or skipped with a reason,
+/// plus optional output and metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// Pass, Fail or Skipped; the engine alone produces the other outcomes.
+    pub status: Status,
+    /// One line for humans.
+    pub message: String,
+    /// Present exactly when `status` is `Fail`.
+    pub finding: Option<Finding>,
+    /// Longer evidence (file contents, log lines), bounded by the reports.
+    pub output: String,
+    /// Measured values.
+    pub metrics: Vec<Metric>,
+}
+
+impl Verdict {
+    /// The check passed; `message` says what was verified.
+    pub fn pass(message: impl Into<String>) -> Self {
+        Verdict {
+            status: Status::Pass,
+            message: message.into(),
+            finding: None,
+            output: String::new(),
+            metrics: Vec::new(),
+        }
+    }
+
+    /// The check found a fault.
+    pub fn fail(finding: Finding) -> Self {
+        Verdict {
+            status: Status::Fail,
+            message: finding.message.clone(),
+            finding: Some(finding),
+            output: String::new(),
+            metrics: Vec::new(),
+        }
+    }
+
+    /// The check could not run or does not apply; `reason` says why.
+    pub fn skip(reason: impl Into<String>) -> Self {
+        Verdict {
+            status: Status::Skipped,
+            message: reason.into(),
+            finding: None,
+            output: String::new(),
+            metrics: Vec::new(),
+        }
+    }
+
+    /// Attaches evidence text.
+    #[must_use]
+    pub fn with_output(mut self, output: impl Into<String>) -> Self {
+        self.output = output.into();
+        self
+    }
+
+    /// Attaches a metric.
+    #[must_use]
+    pub fn with_metric(mut self, name: &str, value: f64, unit: &str) -> Self {
+        self.metrics.push(Metric {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+        });
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fail_carries_its_finding_message() {
+        let v = Verdict::fail(Finding::new("kfd-missing", "/dev/kfd is absent", "load amdgpu"));
+        assert_eq!(v.status, Status::Fail);
+        assert_eq!(v.message, "/dev/kfd is absent");
+        assert_eq!(v.finding.as_ref().map(|f| f.code.as_str()), Some("kfd-missing"));
+    }
+
+    #[test]
+    fn only_pass_and_skip_let_dependents_run() {
+        assert!(Status::Pass.lets_dependents_run());
+        assert!(Status::Skipped.lets_dependents_run());
+        for s in [Status::Fail, Status::Blocked, Status::Timeout, Status::Crash] {
+            assert!(!s.lets_dependents_run(), "{s}");
+        }
+        assert!(!Status::Blocked.is_fault());
+        assert!(Status::Crash.is_fault());
+    }
+}

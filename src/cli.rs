@@ -1,0 +1,107 @@
+//! Command-line arguments.
+
+use clap::{Args, Parser, Subcommand};
+use rocgate_harness::{Sysroot, Tier};
+use std::path::PathBuf;
+
+/// Layer-by-layer validation of AMD ROCm GPU nodes for CI.
+#[derive(Debug, Parser)]
+#[command(name = "rocgate", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// rocgate's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the checks bottom-up and report (exit 0 all passed, 1 a failure, 2 usage error).
+    Run(RunArgs),
+    /// Find the first broken layer, its likely cause and the next step.
+    Doctor(DoctorArgs),
+    /// Show what the node has: GPUs, partitions, driver, kernel.
+    Inventory(InventoryArgs),
+    /// List the checks that would run.
+    List(ListArgs),
+}
+
+/// Where the node is.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// Read the node from this directory (a captured or synthetic node) instead of `/`.
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+}
+
+impl NodeArgs {
+    /// The sysroot to read through.
+    pub fn sysroot(&self) -> Sysroot {
+        self.sysroot.as_ref().map_or_else(Sysroot::live, Sysroot::at)
+    }
+}
+
+/// `rocgate run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// How deep to go: quick, standard or extended.
+    #[arg(long, default_value = "quick")]
+    pub tier: Tier,
+    /// GPUs to check: inventory indices (0,3) or PCI addresses (0000:05:00.0).
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
+    /// Fail the GPU count check when fewer than N GPUs are on the PCI bus.
+    #[arg(long, value_name = "N")]
+    pub expect_gpus: Option<usize>,
+    /// Write JUnit XML here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write JSON results here.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Run every selected check even when a check below it failed.
+    #[arg(long)]
+    pub no_gate: bool,
+    /// Multiply every check's timeout (slow or loaded nodes).
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
+    pub timeout_scale: f64,
+    /// Print only the summary and failures.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// `rocgate doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Expect at least N GPUs on the PCI bus.
+    #[arg(long, value_name = "N")]
+    pub expect_gpus: Option<usize>,
+    /// Print the diagnosis as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rocgate inventory`.
+#[derive(Debug, Args)]
+pub struct InventoryArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rocgate list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Tier to list.
+    #[arg(long, default_value = "quick")]
+    pub tier: Tier,
+    /// Expand per-GPU checks over this node's GPUs and print test ids.
+    #[arg(long, value_name = "DIR")]
+    pub sysroot: Option<PathBuf>,
+}

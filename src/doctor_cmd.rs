@@ -1,0 +1,123 @@
+//! `rocgate doctor`: walk the layers bottom-up and name the first broken one.
+
+use crate::cli::DoctorArgs;
+use crate::ui::style::Style;
+use rocgate_harness::doctor::{Diagnosis, Located, diagnose};
+use rocgate_harness::{ExecOptions, Layer, RunReport, Status, Tier};
+use rocgate_suites::{RunOptions, Session};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+#[derive(Serialize)]
+struct DoctorJson<'a> {
+    schema_version: u32,
+    sysroot: String,
+    healthy: bool,
+    first_failing_layer: Option<Layer>,
+    layers: BTreeMap<&'static str, &'static str>,
+    likely_cause: Option<&'a Located>,
+    findings: &'a [Located],
+}
+
+/// What a layer looks like from the doctor's chair.
+fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
+    let rs: Vec<Status> = report.results.iter().filter(|r| r.layer == layer).map(|r| r.status).collect();
+    let passed = rs.iter().any(|s| *s == Status::Pass);
+    let blocked = rs.iter().any(|s| *s == Status::Blocked);
+    if rs.iter().any(|s| s.is_fault()) {
+        "broken"
+    } else if passed && blocked {
+        "partly reached"
+    } else if passed {
+        "ok"
+    } else if blocked {
+        "not reached"
+    } else {
+        "skipped"
+    }
+}
+
+/// Diagnoses the node; exit 0 when healthy, 1 with findings.
+pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
+    let session = Session::open(
+        args.node.sysroot(),
+        RunOptions {
+            expect_gpus: args.expect_gpus,
+        },
+    )?;
+    let gpus = session.select_gpus(None)?;
+    let plan = session.plan(&gpus, Tier::Quick).map_err(|e| format!("internal error: {e}"))?;
+    let report = session.run(&plan, &ExecOptions::default(), |_| {});
+    let diagnosis = diagnose(&report);
+    let layers: Vec<Layer> = Layer::ALL
+        .into_iter()
+        .filter(|l| report.results.iter().any(|r| r.layer == *l))
+        .collect();
+    if args.json {
+        let doc = DoctorJson {
+            schema_version: diagnosis.schema_version,
+            sysroot: session.facts().sysroot.to_string(),
+            healthy: diagnosis.findings.is_empty(),
+            first_failing_layer: diagnosis.first_failing_layer,
+            layers: layers.iter().map(|l| (l.as_str(), layer_state(&report, *l))).collect(),
+            likely_cause: diagnosis.likely_cause.as_ref(),
+            findings: &diagnosis.findings,
+        };
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| format!("failed to serialise the diagnosis: {e}"))?;
+        println!("{text}");
+    } else {
+        print!("{}", render(&session, &report, &diagnosis, &layers, Style::for_stdout()));
+    }
+    Ok(if diagnosis.findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn render(session: &Session, report: &RunReport, d: &Diagnosis, layers: &[Layer], style: Style) -> String {
+    let mut out = format!(
+        "{} node {} ({} GPUs)\n\n",
+        style.bold("rocgate doctor:"),
+        session.facts().sysroot,
+        session.facts().gpus.len()
+    );
+    for &l in layers {
+        let state = layer_state(report, l);
+        let codes: Vec<String> = {
+            let mut by_code: BTreeMap<&str, usize> = BTreeMap::new();
+            for f in d.findings.iter().filter(|f| f.layer == l) {
+                *by_code.entry(f.code.as_str()).or_default() += 1;
+            }
+            by_code.iter().map(|(c, n)| if *n > 1 { format!("{c} x{n}") } else { (*c).to_string() }).collect()
+        };
+        let painted = match state {
+            "broken" => style.red(&format!("{state:<15}")),
+            "ok" => style.green(&format!("{state:<15}")),
+            _ => style.yellow(&format!("{state:<15}")),
+        };
+        out.push_str(&format!("  {:<9} {painted}{}\n", l.as_str(), codes.join(", ")));
+    }
+    out.push('\n');
+    match &d.likely_cause {
+        None => out.push_str(&format!("{}\n", style.green("No fault found in any layer."))),
+        Some(c) => {
+            out.push_str(&format!(
+                "First failing layer: {}\nLikely cause [{}] at {}:\n  {}\nNext step:\n  {}\n",
+                style.bold(c.layer.as_str()),
+                style.red(&c.code),
+                c.check,
+                c.message,
+                c.next_step
+            ));
+            let others: Vec<&Located> = d.findings.iter().skip(1).collect();
+            if !others.is_empty() {
+                out.push_str(&format!("\nOther findings ({}):\n", others.len()));
+                for f in others.iter().take(12) {
+                    out.push_str(&format!("  [{}] {}: {}\n", f.code, f.check, f.message));
+                }
+                if others.len() > 12 {
+                    out.push_str(&format!("  ... and {} more (`rocgate doctor --json` lists all)\n", others.len() - 12));
+                }
+            }
+        }
+    }
+    out
+}

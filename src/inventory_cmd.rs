@@ -1,0 +1,78 @@
+//! `rocgate inventory`: what the node has.
+
+use crate::cli::InventoryArgs;
+use crate::ui::style::Style;
+use rocgate_suites::inventory::{Inventory, build};
+use rocgate_suites::{RunOptions, Session};
+use std::process::ExitCode;
+
+/// Prints the inventory.
+pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
+    let session = Session::open(args.node.sysroot(), RunOptions::default())?;
+    let inv = build(session.facts());
+    if args.json {
+        let text = serde_json::to_string_pretty(&inv).map_err(|e| format!("failed to serialise the inventory: {e}"))?;
+        println!("{text}");
+    } else {
+        print!("{}", render(&inv, Style::for_stdout()));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gib(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "-".into(), |b| format!("{:.0} GiB", b as f64 / f64::from(1u32 << 30)))
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+fn render(inv: &Inventory, style: Style) -> String {
+    let n = &inv.node;
+    let driver = match (&n.amdgpu_initstate, &n.amdgpu_version, &n.amdgpu_srcversion) {
+        (None, _, _) => "amdgpu not loaded".to_string(),
+        (Some(s), Some(v), _) => format!("amdgpu {v} (DKMS, {s})"),
+        (Some(s), None, Some(src)) => format!("inbox amdgpu srcversion {src} ({s})"),
+        (Some(s), None, None) => format!("amdgpu ({s})"),
+    };
+    let mut out = format!(
+        "{} {} · kernel {} · {driver} · {} AMD GPUs on PCI, {} GPU scopes\n",
+        style.bold("node"),
+        inv.sysroot,
+        n.kernel.as_deref().unwrap_or("unknown"),
+        n.pci_gpus,
+        inv.gpus.len()
+    );
+    if !n.dkms_kernels.is_empty() {
+        out.push_str(&format!("DKMS amdgpu built for: {}\n", n.dkms_kernels.join(", ")));
+    }
+    out.push('\n');
+    let head = format!(
+        "{:<7}{:<15}{:<8}{:<28}{:<9}{:>5}{:>5} {:>9}  {:<20}{:<20}{:>5}{:>7}  {}",
+        "gpu", "pci address", "device", "product", "gfx", "CUs", "XCC", "VRAM", "serial", "hive", "kfd", "render", "driver"
+    );
+    out.push_str(&style.bold(&head));
+    out.push('\n');
+    for g in &inv.gpus {
+        out.push_str(&format!(
+            "{:<7}{:<15}{:<8}{:<28}{:<9}{:>5}{:>5} {:>9}  {:<20}{:<20}{:>5}{:>7}  {}\n",
+            format!("gpu{}", g.index),
+            g.pci_address,
+            opt(g.device_id.as_deref()),
+            opt(g.product.as_deref()),
+            opt(g.gfx_target.as_deref()),
+            opt(g.compute_units),
+            opt(g.num_xcc),
+            gib(g.vram_bytes),
+            opt(g.unique_id.as_deref()),
+            opt(g.hive_id.as_deref()),
+            opt(g.kfd_node),
+            opt(g.drm_render_minor),
+            opt(g.driver.as_deref()),
+        ));
+    }
+    if inv.gpus.is_empty() {
+        out.push_str("(no AMD GPU found)\n");
+    }
+    out
+}

@@ -1,0 +1,33 @@
+//! `rocgate`: validates an AMD ROCm GPU node layer by layer and reports the
+//! first broken layer, its likely cause and the next step.
+
+mod cli;
+mod doctor_cmd;
+mod inventory_cmd;
+mod list_cmd;
+mod run_cmd;
+mod signals;
+mod ui;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit code for usage and configuration errors.
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let result = match cli.command {
+        cli::Command::Run(args) => run_cmd::run(&args),
+        cli::Command::Doctor(args) => doctor_cmd::run(&args),
+        cli::Command::Inventory(args) => inventory_cmd::run(&args),
+        cli::Command::List(args) => list_cmd::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rocgate: {e}");
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
+}

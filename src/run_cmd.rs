@@ -1,0 +1,134 @@
+//! `rocgate run`: plan, execute, report.
+
+use crate::cli::RunArgs;
+use crate::signals;
+use crate::ui::{ladder, progress::Progress, style::Style};
+use rocgate_harness::{ExecOptions, Plan, RunReport, ScopeKind, atomic, json, junit};
+use rocgate_suites::{NodeContext, RunOptions, Session};
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Runs the checks; exit 0 when everything selected passed, 1 otherwise.
+pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
+    if !(args.timeout_scale > 0.0 && args.timeout_scale.is_finite()) {
+        return Err(format!("--timeout-scale must be a positive number, not {}", args.timeout_scale));
+    }
+    let session = Session::open(
+        args.node.sysroot(),
+        RunOptions {
+            expect_gpus: args.expect_gpus,
+        },
+    )?;
+    let gpus = session.select_gpus(args.gpus.as_deref())?;
+    let plan = session.plan(&gpus, args.tier).map_err(|e| format!("internal error: {e}"))?;
+    let interrupt = signals::interrupt_flag()?;
+    let style = Style::for_stdout();
+    if !args.quiet {
+        print!("{}", header(&session, &plan, args.timeout_scale, style));
+    }
+    let opts = ExecOptions {
+        gate: !args.no_gate,
+        timeout_scale: args.timeout_scale,
+        interrupt,
+        ..ExecOptions::default()
+    };
+    let mut progress = Progress::new(plan.instances.len(), args.quiet);
+    let report = session.run(&plan, &opts, |e| progress.on_event(e));
+    progress.finish();
+
+    let written = write_reports(args, &session, &report);
+    if !args.quiet {
+        println!();
+        print!("{}", ladder::ladder(&report, style));
+    }
+    let failures = ladder::failures(&report, style);
+    if !failures.is_empty() {
+        println!();
+        print!("{failures}");
+    }
+    println!();
+    println!("{}", ladder::summary(&report, style));
+    match written {
+        Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
+        Err(e) => {
+            eprintln!("rocgate: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    }
+    Ok(if report.interrupted.is_some() {
+        ExitCode::from(130)
+    } else if report.all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn write_reports(args: &RunArgs, session: &Session, report: &RunReport) -> Result<Vec<String>, String> {
+    let props = session.node_properties(report.tier);
+    let mut lines = Vec::new();
+    if let Some(path) = &args.junit {
+        atomic::write(path, junit::render(report, &props)?.as_bytes())?;
+        lines.push(format!("JUnit: {}", path.display()));
+    }
+    if let Some(path) = &args.json {
+        let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
+        atomic::write(path, json::render(report, &tool, &props)?.as_bytes())?;
+        lines.push(format!("JSON:  {}", path.display()));
+    }
+    Ok(lines)
+}
+
+fn header(session: &Session, plan: &Plan<'_, NodeContext>, scale: f64, style: Style) -> String {
+    let f = session.facts();
+    let mut models: BTreeMap<String, usize> = BTreeMap::new();
+    for g in f.gpus.iter().filter(|g| plan.gpus.contains(&g.index)) {
+        let name = format!(
+            "{} ({})",
+            g.product.as_deref().unwrap_or("unknown AMD GPU"),
+            g.gfx_target.as_deref().unwrap_or("gfx?")
+        );
+        *models.entry(name).or_default() += 1;
+    }
+    let gpus = if models.is_empty() {
+        "no GPU".to_string()
+    } else {
+        models.iter().map(|(m, n)| format!("{n}x {m}")).collect::<Vec<_>>().join(", ")
+    };
+    let node_checks = plan.instances.iter().filter(|i| plan.check(i).scope == ScopeKind::Node).count();
+    let per_gpu = plan.registry.iter().filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier).count();
+    // Upper bound: node checks one after another, GPUs in parallel.
+    let node_budget: Duration = plan
+        .instances
+        .iter()
+        .filter(|i| plan.check(i).scope == ScopeKind::Node)
+        .map(|i| plan.check(i).timeout)
+        .sum();
+    let gpu_budget: Duration = plan
+        .registry
+        .iter()
+        .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
+        .map(|c| c.timeout)
+        .sum();
+    let budget = if plan.gpus.is_empty() { node_budget } else { node_budget + gpu_budget };
+    format!(
+        "{} {} · {} tier · node {}\n{}\nplan: {} checks ({node_checks} node + {per_gpu} per GPU x {} GPUs); time budget {:.0} s (every check has its own timeout)\n\n",
+        style.bold("rocgate"),
+        env!("CARGO_PKG_VERSION"),
+        plan.tier,
+        f.sysroot,
+        style.dim(&format!(
+            "kernel {} · {} · {gpus}",
+            f.kernel_release.as_deref().unwrap_or("unknown"),
+            match (&f.amdgpu.version, &f.amdgpu.srcversion, f.amdgpu.is_live()) {
+                (Some(v), _, true) => format!("amdgpu {v} (DKMS)"),
+                (None, Some(_), true) => "inbox amdgpu".to_string(),
+                _ => "amdgpu not loaded".to_string(),
+            }
+        )),
+        plan.instances.len(),
+        plan.gpus.len(),
+        budget.as_secs_f64() * scale
+    )
+}

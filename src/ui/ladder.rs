@@ -1,0 +1,151 @@
+//! The end-of-run view: a ladder per scope (layer by layer), the failures
+//! with their next steps, and a summary line.
+
+use super::style::Style;
+use rocgate_harness::{CheckResult, Layer, RunReport, Scope, Status};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The worst outcome of a scope's checks in one layer.
+fn cell(results: &[&CheckResult]) -> Option<Status> {
+    let rank = |s: Status| match s {
+        Status::Crash => 6,
+        Status::Timeout => 5,
+        Status::Fail => 4,
+        Status::Blocked => 3,
+        Status::Pass => 2,
+        Status::Skipped => 1,
+    };
+    results.iter().map(|r| r.status).max_by_key(|&s| rank(s))
+}
+
+fn cell_text(status: Option<Status>) -> &'static str {
+    match status {
+        None => "-",
+        Some(Status::Pass) => "pass",
+        Some(Status::Fail) => "FAIL",
+        Some(Status::Blocked) => "blocked",
+        Some(Status::Skipped) => "skip",
+        Some(Status::Timeout) => "TIMEOUT",
+        Some(Status::Crash) => "CRASH",
+    }
+}
+
+fn paint(style: Style, status: Option<Status>, padded: &str) -> String {
+    match status {
+        Some(s) if s.is_fault() => style.red(padded),
+        Some(Status::Pass) => style.green(padded),
+        Some(Status::Blocked | Status::Skipped) => style.yellow(padded),
+        _ => style.dim(padded),
+    }
+}
+
+/// Renders the ladder, grouping consecutive GPUs with identical rows when the
+/// node has many (a 64-partition node stays readable).
+pub fn ladder(report: &RunReport, style: Style) -> String {
+    let layers: Vec<Layer> = Layer::ALL
+        .into_iter()
+        .filter(|l| report.results.iter().any(|r| r.layer == *l))
+        .collect();
+    let mut rows: Vec<(Scope, Vec<Option<Status>>, String)> = Vec::new();
+    for scope in report.scope_list() {
+        let mine: Vec<&CheckResult> = report.results.iter().filter(|r| r.scope == scope).collect();
+        let cells = layers
+            .iter()
+            .map(|l| cell(&mine.iter().copied().filter(|r| r.layer == *l).collect::<Vec<_>>()))
+            .collect();
+        let info = report.scope_info(scope);
+        let ident = [info.get("pci_address"), info.get("product"), info.get("gfx_target")]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("  ");
+        rows.push((scope, cells, ident));
+    }
+    let gpu_rows = rows.iter().filter(|(s, _, _)| *s != Scope::Node).count();
+    let mut out = String::new();
+    let mut header = format!("{:<14}", "scope");
+    for l in &layers {
+        let _ = write!(header, "{:<9}", l.as_str());
+    }
+    let _ = writeln!(out, "{}", style.bold(header.trim_end()));
+    let mut i = 0;
+    while i < rows.len() {
+        let (scope, cells, ident) = &rows[i];
+        let mut j = i + 1;
+        if gpu_rows > 16 && *scope != Scope::Node {
+            while j < rows.len() && rows[j].1 == *cells && rows[j].0 != Scope::Node {
+                j += 1;
+            }
+        }
+        let label = if j - i > 1 { format!("{}..{}", scope.label(), rows[j - 1].0.label()) } else { scope.label() };
+        let mut line = format!("{label:<14}");
+        for &c in cells {
+            line.push_str(&paint(style, c, &format!("{:<9}", cell_text(c))));
+        }
+        let tail = if j - i > 1 { format!("{} GPUs", j - i) } else { ident.clone() };
+        let _ = writeln!(out, "{}{}", line, style.dim(&tail));
+        i = j;
+    }
+    out
+}
+
+/// Renders each fault with its finding and next step, bottom-up; identical
+/// findings on many GPUs are folded into one entry.
+pub fn failures(report: &RunReport, style: Style) -> String {
+    let mut faults: Vec<&CheckResult> = report.results.iter().filter(|r| r.status.is_fault()).collect();
+    if faults.is_empty() {
+        return String::new();
+    }
+    faults.sort_by_key(|r| (r.layer, r.scope));
+    // Fold the same check with the same code across scopes.
+    let mut groups: BTreeMap<(Layer, String, String), Vec<&CheckResult>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for r in faults {
+        let code = r.finding.as_ref().map_or_else(|| r.status.to_string(), |f| f.code.clone());
+        let key = (r.layer, r.check.clone(), code);
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        groups.entry(key).or_default().push(r);
+    }
+    let mut out = String::new();
+    let first = report.first_failing_layer(None).map_or("none", Layer::as_str);
+    let _ = writeln!(out, "{}", style.bold(&format!("Failures (first failing layer: {first})")));
+    for key in order {
+        let rs = &groups[&key];
+        let r = rs[0];
+        let scopes = if rs.len() > 1 {
+            format!(" (and {} more: {})", rs.len() - 1, rs[1..].iter().take(8).map(|r| r.scope.label()).collect::<Vec<_>>().join(", "))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  {} {} [{}]{scopes}", style.red(&r.status.as_str().to_uppercase()), r.id, key.2);
+        let _ = writeln!(out, "      {}", r.message);
+        if let Some(f) = &r.finding {
+            let _ = writeln!(out, "      next: {}", f.next_step);
+        }
+    }
+    out
+}
+
+/// One line: counts and time.
+pub fn summary(report: &RunReport, style: Style) -> String {
+    let verdict = if report.interrupted.is_some() {
+        style.yellow("INTERRUPTED")
+    } else if report.all_passed() {
+        style.green("PASSED")
+    } else {
+        style.red("FAILED")
+    };
+    format!(
+        "{verdict}: {} passed, {} failed, {} blocked, {} skipped, {} timed out, {} crashed in {:.1} ms",
+        report.count(Status::Pass),
+        report.count(Status::Fail),
+        report.count(Status::Blocked),
+        report.count(Status::Skipped),
+        report.count(Status::Timeout),
+        report.count(Status::Crash),
+        report.duration.as_secs_f64() * 1e3
+    )
+}

@@ -1,0 +1,61 @@
+//! The context every check of the suites reads: the node's facts and the
+//! run's options.
+
+use crate::facts::NodeFacts;
+use crate::facts::gpus::Gpu;
+use rocgate_harness::{Finding, Scope, ScopeInfo, Verdict};
+
+/// Options that change what checks expect.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// `--expect-gpus N`: fail the GPU count check when fewer are present.
+    pub expect_gpus: Option<usize>,
+}
+
+/// What checks read.
+#[derive(Debug)]
+pub struct NodeContext {
+    /// The node.
+    pub facts: NodeFacts,
+    /// The run's options.
+    pub options: RunOptions,
+}
+
+impl NodeContext {
+    /// The GPU a per-GPU scope refers to; a verdict to return when there is
+    /// none (a planning defect, reported rather than panicking).
+    pub fn gpu(&self, scope: Scope) -> Result<&Gpu, Verdict> {
+        scope.gpu().and_then(|i| self.facts.gpu(i)).ok_or_else(|| {
+            Verdict::fail(Finding::new(
+                "internal-error",
+                format!("scope {scope} names no GPU of this node"),
+                "report this as a rocgate bug, with the output of `rocgate inventory --json`",
+            ))
+        })
+    }
+
+    /// Identity properties of each GPU scope, for reports.
+    pub fn scope_infos(&self) -> Vec<(Scope, ScopeInfo)> {
+        self.facts
+            .gpus
+            .iter()
+            .map(|g| {
+                let mut info = ScopeInfo::default();
+                info.push("pci_address", g.pci_address.clone());
+                if let Some(p) = &g.product {
+                    info.push("product", p.clone());
+                }
+                if let Some(t) = &g.gfx_target {
+                    info.push("gfx_target", t.clone());
+                }
+                if let Some(u) = g.kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0) {
+                    info.push("unique_id", format!("0x{u:016x}"));
+                }
+                if let Some(k) = &g.kfd {
+                    info.push("kfd_node", k.id.to_string());
+                }
+                (Scope::Gpu(g.index), info)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,117 @@
+//! The node's GPUs: KFD GPU nodes (a partition counts as one) merged with the
+//! AMD GPUs on the PCI bus, so a GPU missing from KFD still has a scope.
+
+use super::drm::DrmNodes;
+use super::ids;
+use super::kfd::{KfdNode, Topology};
+use super::pci::{PciDevice, PciScan};
+
+/// One GPU (or partition) of the node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gpu {
+    /// Position in the inventory (`gpu<index>`).
+    pub index: u32,
+    /// Its KFD node, when KFD has one.
+    pub kfd: Option<KfdNode>,
+    /// Its PCI address (a partition's comes from KFD's location_id).
+    pub pci_address: String,
+    /// The physical PCI function: the same address, or function 0 of the
+    /// same device for a partition.
+    pub pci: Option<PciDevice>,
+    /// PCI device id.
+    pub device_id: Option<u16>,
+    /// Marketing name, when the device id is known.
+    pub product: Option<String>,
+    /// gfx target (`gfx942`).
+    pub gfx_target: Option<String>,
+    /// Whether the gfx target came from the device-id table (old kernels).
+    pub gfx_from_device_table: bool,
+}
+
+impl Gpu {
+    /// The address of the physical function (where sysfs keeps firmware and
+    /// the driver link).
+    pub fn physical_address(&self) -> &str {
+        self.pci.as_ref().map_or(&self.pci_address, |p| &p.address)
+    }
+
+    /// Compute units from KFD.
+    pub fn compute_units(&self) -> Option<u64> {
+        self.kfd.as_ref().and_then(KfdNode::compute_units)
+    }
+
+    /// The render minor: KFD's `drm_render_minor` if non-zero, else the DRM
+    /// class entry whose device is this GPU.
+    pub fn render_minor(&self, drm: &DrmNodes) -> Option<u32> {
+        self.kfd
+            .as_ref()
+            .and_then(|k| k.drm_render_minor)
+            .filter(|&m| m > 0)
+            .and_then(|m| u32::try_from(m).ok())
+            .or_else(|| drm.render_by_device.get(&self.pci_address).copied())
+    }
+
+    /// A short label for messages: `gpu3 (0000:05:00.0, AMD Instinct MI300X)`.
+    pub fn label(&self) -> String {
+        match &self.product {
+            Some(p) => format!("gpu{} ({}, {p})", self.index, self.pci_address),
+            None => format!("gpu{} ({})", self.index, self.pci_address),
+        }
+    }
+}
+
+/// The function-0 address of the device `address` belongs to.
+pub fn function_zero(address: &str) -> Option<String> {
+    address.rsplit_once('.').map(|(dev, _)| format!("{dev}.0"))
+}
+
+/// Merges KFD GPU nodes and PCI GPUs into the inventory's GPU list.
+pub fn enumerate(topology: Option<&Topology>, pci: Option<&PciScan>) -> Vec<Gpu> {
+    let mut gpus = Vec::new();
+    let empty = PciScan::default();
+    let pci = pci.unwrap_or(&empty);
+    for node in topology.iter().flat_map(|t| t.gpu_nodes()) {
+        let address = node.pci_address().unwrap_or_else(|| format!("kfd-node-{}", node.id));
+        let physical = pci
+            .by_address(&address)
+            .or_else(|| function_zero(&address).and_then(|a| pci.by_address(&a)))
+            .cloned();
+        let device_id = node
+            .device_id
+            .and_then(|d| u16::try_from(d).ok())
+            .filter(|&d| d != 0)
+            .or(physical.as_ref().map(|p| p.device_id));
+        let known = device_id.and_then(ids::known_device);
+        let from_version = node.gfx_target_version.and_then(ids::gfx_target_name);
+        gpus.push(Gpu {
+            index: 0,
+            kfd: Some(node.clone()),
+            pci_address: address,
+            pci: physical,
+            device_id,
+            product: known.map(|k| k.product.to_string()),
+            gfx_from_device_table: from_version.is_none() && known.is_some(),
+            gfx_target: from_version.or(known.map(|k| k.gfx_target.to_string())),
+        });
+    }
+    for dev in &pci.gpus {
+        if gpus.iter().any(|g| g.pci_address == dev.address) {
+            continue;
+        }
+        let known = ids::known_device(dev.device_id);
+        gpus.push(Gpu {
+            index: 0,
+            kfd: None,
+            pci_address: dev.address.clone(),
+            pci: Some(dev.clone()),
+            device_id: Some(dev.device_id),
+            product: known.map(|k| k.product.to_string()),
+            gfx_target: known.map(|k| k.gfx_target.to_string()),
+            gfx_from_device_table: known.is_some(),
+        });
+    }
+    for (i, g) in gpus.iter_mut().enumerate() {
+        g.index = u32::try_from(i).unwrap_or(u32::MAX);
+    }
+    gpus
+}

@@ -1,0 +1,116 @@
+//! What the node is: everything the node layers read, gathered once per run
+//! through the sysroot. Read failures are kept as values for the checks to
+//! report.
+
+pub mod access;
+pub mod blacklist;
+pub mod capture;
+pub mod dkms;
+pub mod drm;
+pub mod gpus;
+pub mod ids;
+pub mod kernel_log;
+pub mod kfd;
+pub mod module;
+pub mod pci;
+pub mod properties;
+
+use rocgate_harness::{ReadError, Sysroot};
+use std::sync::OnceLock;
+
+/// The node's facts.
+#[derive(Debug)]
+pub struct NodeFacts {
+    /// Where they were read from.
+    pub sysroot: Sysroot,
+    /// AMD GPUs on the PCI bus.
+    pub pci: Result<pci::PciScan, ReadError>,
+    /// The KFD topology.
+    pub kfd: Result<kfd::Topology, ReadError>,
+    /// DRM cards and render nodes.
+    pub drm: drm::DrmNodes,
+    /// The amdgpu module.
+    pub amdgpu: module::AmdgpuModule,
+    /// The running kernel's release.
+    pub kernel_release: Result<String, ReadError>,
+    /// `/proc/cmdline`, when readable.
+    pub cmdline: Option<String>,
+    /// Settings that keep amdgpu from loading.
+    pub blacklist: Vec<blacklist::BlacklistEntry>,
+    /// DKMS amdgpu builds.
+    pub dkms: dkms::DkmsAmdgpu,
+    /// The sysroot's capture record (`Err` when it is malformed).
+    pub capture: Result<Option<capture::Capture>, String>,
+    /// The user whose access is checked, when known.
+    pub user: Option<access::User>,
+    /// `/etc/group`.
+    pub groups: Vec<access::Group>,
+    /// The node's GPUs.
+    pub gpus: Vec<gpus::Gpu>,
+    kernel_log: OnceLock<Result<kernel_log::KernelLog, String>>,
+    firmware_events: OnceLock<Vec<kernel_log::FirmwareEvent>>,
+}
+
+impl NodeFacts {
+    /// Reads the node through `sysroot`. Never fails: what cannot be read is
+    /// recorded for the checks to report.
+    pub fn discover(sysroot: Sysroot) -> NodeFacts {
+        let pci = pci::scan(&sysroot);
+        let kfd = kfd::read(&sysroot);
+        let gpus = gpus::enumerate(kfd.as_ref().ok(), pci.as_ref().ok());
+        let cmdline = sysroot.read_opt("/proc/cmdline").ok().flatten();
+        let capture = capture::read(&sysroot);
+        let user = access::current_user(&sysroot, capture.as_ref().ok().and_then(Option::as_ref));
+        NodeFacts {
+            drm: drm::read(&sysroot),
+            amdgpu: module::read_amdgpu(&sysroot),
+            kernel_release: module::kernel_release(&sysroot),
+            blacklist: blacklist::scan(&sysroot, cmdline.as_deref()),
+            dkms: dkms::scan(&sysroot),
+            groups: access::read_groups(&sysroot),
+            cmdline,
+            capture,
+            user,
+            gpus,
+            pci,
+            kfd,
+            sysroot,
+            kernel_log: OnceLock::new(),
+            firmware_events: OnceLock::new(),
+        }
+    }
+
+    /// The kernel log, read on first use (it can be large).
+    pub fn kernel_log(&self) -> &Result<kernel_log::KernelLog, String> {
+        self.kernel_log.get_or_init(|| kernel_log::read(&self.sysroot))
+    }
+
+    /// Firmware and GPU-init errors in the kernel log (empty when the log is
+    /// unreadable; [`NodeFacts::kernel_log`] says why).
+    pub fn firmware_events(&self) -> &[kernel_log::FirmwareEvent] {
+        self.firmware_events.get_or_init(|| match self.kernel_log() {
+            Ok(log) => kernel_log::firmware_events(&log.lines),
+            Err(_) => Vec::new(),
+        })
+    }
+
+    /// The GPU with inventory index `index`.
+    pub fn gpu(&self, index: u32) -> Option<&gpus::Gpu> {
+        self.gpus.get(index as usize)
+    }
+
+    /// The capture record, if the sysroot has a valid one.
+    pub fn capture(&self) -> Option<&capture::Capture> {
+        self.capture.as_ref().ok().and_then(Option::as_ref)
+    }
+
+    /// Probes read-write access to a device node.
+    pub fn access(&self, host: &str) -> access::Access {
+        access::probe(&self.sysroot, self.capture(), host)
+    }
+
+    /// Number of physical AMD GPUs on the PCI bus.
+    pub fn pci_gpu_count(&self) -> usize {
+        self.pci.as_ref().map_or(0, |p| p.gpus.len())
+    }
+}

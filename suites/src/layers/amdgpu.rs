@@ -1,0 +1,243 @@
+//! amdgpu: the DRM kernel driver, its build for the running kernel, and the
+//! render node of each GPU.
+
+use super::{check, list};
+use crate::context::NodeContext;
+use crate::facts::NodeFacts;
+use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+
+const NEEDS_MODULE: &[&str] = &["amdgpu::module_live"];
+
+/// The amdgpu layer's checks (causes first: blacklist and DKMS before the
+/// module state they explain).
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![
+        Check {
+            gates: false,
+            ..check(
+                "amdgpu::blacklist",
+                Layer::Amdgpu,
+                ScopeKind::Node,
+                "amdgpu is not disabled on the kernel command line or in modprobe.d",
+                blacklist,
+            )
+        },
+        Check {
+            gates: false,
+            ..check(
+                "amdgpu::dkms",
+                Layer::Amdgpu,
+                ScopeKind::Node,
+                "an installed DKMS amdgpu is built for the running kernel",
+                dkms,
+            )
+        },
+        check(
+            "amdgpu::module_live",
+            Layer::Amdgpu,
+            ScopeKind::Node,
+            "the amdgpu module is loaded and initialised (initstate live)",
+            module_live,
+        ),
+        Check {
+            deps: NEEDS_MODULE,
+            gates: false,
+            ..check(
+                "amdgpu::driver_version",
+                Layer::Amdgpu,
+                ScopeKind::Node,
+                "the loaded amdgpu identifies its build (DKMS version or inbox srcversion)",
+                driver_version,
+            )
+        },
+        Check {
+            deps: NEEDS_MODULE,
+            ..check(
+                "amdgpu::bound",
+                Layer::Amdgpu,
+                ScopeKind::PerGpu,
+                "amdgpu drives this GPU (its PCI function is bound to amdgpu)",
+                bound,
+            )
+        },
+        Check {
+            deps: NEEDS_MODULE,
+            ..check(
+                "amdgpu::render_node",
+                Layer::Amdgpu,
+                ScopeKind::PerGpu,
+                "the GPU's render node /dev/dri/renderD<minor> exists",
+                render_node,
+            )
+        },
+    ]
+}
+
+fn running_kernel(facts: &NodeFacts) -> String {
+    facts.kernel_release.as_ref().map_or_else(|_| "unknown".to_string(), Clone::clone)
+}
+
+fn blacklist(ctx: &NodeContext, _: Scope) -> Verdict {
+    let facts = &ctx.facts;
+    if facts.blacklist.is_empty() {
+        return Verdict::pass("amdgpu is not disabled on the kernel command line or in modprobe.d");
+    }
+    let places: Vec<String> = facts.blacklist.iter().map(|b| format!("{}: {}", b.source, b.text)).collect();
+    let loaded = if facts.amdgpu.is_live() {
+        " (amdgpu is loaded anyway, by an explicit modprobe)"
+    } else {
+        ""
+    };
+    Verdict::fail(Finding::new(
+        "amdgpu-blacklisted",
+        format!("amdgpu is disabled by {}{loaded}", list(&places, 4)),
+        "remove it: for the kernel command line edit GRUB_CMDLINE_LINUX in /etc/default/grub and run `sudo update-grub`; for modprobe.d delete the line and run `sudo update-initramfs -u`; then reboot",
+    ))
+    .with_output(places.join("\n"))
+}
+
+fn dkms(ctx: &NodeContext, _: Scope) -> Verdict {
+    let facts = &ctx.facts;
+    let kernel = match &facts.kernel_release {
+        Ok(k) => k,
+        Err(e) => return Verdict::skip(format!("running kernel unknown: {e}")),
+    };
+    if !facts.dkms.is_installed() {
+        return Verdict::skip("no DKMS amdgpu is installed (the kernel's inbox driver is used)");
+    }
+    if let Some(path) = facts.dkms.build_for(kernel) {
+        return Verdict::pass(format!("DKMS amdgpu is built for the running kernel {kernel} ({path})"));
+    }
+    let kernels: Vec<&str> = facts.dkms.builds.iter().map(|(k, _)| k.as_str()).collect();
+    let built = if kernels.is_empty() {
+        format!("registered with DKMS ({}) but built for no kernel", list(&facts.dkms.registered, 3))
+    } else {
+        format!("built for {}", list(&kernels, 4))
+    };
+    let running = if facts.amdgpu.is_live() && facts.amdgpu.version.is_none() {
+        "; the loaded amdgpu is the kernel's inbox driver, not the ROCm one"
+    } else {
+        ""
+    };
+    let version = facts.dkms.registered.first().map_or("<version>", String::as_str);
+    Verdict::fail(Finding::new(
+        "dkms-stale",
+        format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"),
+        format!(
+            "rebuild it for this kernel: `sudo apt install linux-headers-{kernel} && sudo dkms autoinstall -k {kernel}`, then reboot; if the build fails read /var/lib/dkms/amdgpu/{version}/build/make.log; or boot a kernel it was built for"
+        ),
+    ))
+}
+
+fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
+    let facts = &ctx.facts;
+    let m = &facts.amdgpu;
+    if m.is_live() {
+        return Verdict::pass("amdgpu is loaded (initstate live)");
+    }
+    let mut message = match (&m.initstate, &m.error) {
+        (Some(state), _) => format!("amdgpu is loaded but its initstate is '{state}', not live"),
+        (None, Some(e)) => format!("the amdgpu module state is unreadable: {e}"),
+        (None, None) => "the amdgpu kernel module is not loaded (/sys/module/amdgpu does not exist)".to_string(),
+    };
+    if m.in_proc_modules == Some(true) && m.initstate.is_none() {
+        message.push_str("; /proc/modules lists it");
+    }
+    let kernel = running_kernel(facts);
+    let next = if !facts.blacklist.is_empty() {
+        "amdgpu is disabled (see node.amdgpu.blacklist): remove that setting and reboot, or `sudo modprobe amdgpu` to load it now".to_string()
+    } else if facts.dkms.is_installed() && facts.dkms.build_for(&kernel).is_none() {
+        format!("the DKMS amdgpu is not built for kernel {kernel} (see node.amdgpu.dkms): `sudo dkms autoinstall -k {kernel}`, then `sudo modprobe amdgpu`")
+    } else {
+        format!(
+            "`sudo modprobe amdgpu`, then read `dmesg | grep -i amdgpu` for why it did not load; if modprobe cannot find it, install the driver (amdgpu-dkms, or linux-modules-extra-{kernel} for the inbox driver)"
+        )
+    };
+    Verdict::fail(Finding::new("amdgpu-not-loaded", message, next))
+}
+
+fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
+    let facts = &ctx.facts;
+    let kernel = running_kernel(facts);
+    match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
+        (Some(v), _) => Verdict::pass(format!("DKMS amdgpu {v} on kernel {kernel}")),
+        (None, Some(src)) => Verdict::pass(format!("inbox amdgpu (srcversion {src}) on kernel {kernel}")),
+        (None, None) => Verdict::fail(Finding::new(
+            "amdgpu-version-unknown",
+            "amdgpu is live but exposes neither /sys/module/amdgpu/version nor srcversion",
+            "run `modinfo amdgpu` to identify the installed build",
+        )),
+    }
+}
+
+fn bound(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let Some(pci) = &gpu.pci else {
+        return Verdict::skip("not on the PCI bus (see pci.identity)");
+    };
+    match pci.driver.as_deref() {
+        Some("amdgpu") => {
+            let card = ctx
+                .facts
+                .drm
+                .card_by_device
+                .get(&pci.address)
+                .map_or_else(String::new, |c| format!(" (card{c})"));
+            Verdict::pass(format!("{} is bound to amdgpu{card}", pci.address))
+        }
+        other => {
+            let log = ctx.facts.kernel_log().as_ref().map_or_else(
+                |_| String::new(),
+                |l| {
+                    let mine: Vec<&str> = l.lines.iter().filter(|x| x.contains(&pci.address)).map(String::as_str).collect();
+                    mine[mine.len().saturating_sub(20)..].join("\n")
+                },
+            );
+            Verdict::fail(Finding::new(
+                "amdgpu-probe-failed",
+                format!(
+                    "amdgpu is loaded but does not drive {} (bound to: {}): its probe failed or this driver does not support device 0x{:04x}",
+                    pci.address,
+                    other.unwrap_or("nothing"),
+                    pci.device_id
+                ),
+                format!(
+                    "read `dmesg | grep {}` for the probe error; a device this driver does not know needs a newer amdgpu (DKMS) or kernel",
+                    pci.address
+                ),
+            ))
+            .with_output(log)
+        }
+    }
+}
+
+fn render_node(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
+        return Verdict::fail(Finding::new(
+            "render-node-missing",
+            format!(
+                "no render node is known for {}: KFD gives no drm_render_minor and /sys/class/drm has no renderD* for it",
+                gpu.pci_address
+            ),
+            "the driver did not register a DRM device for this GPU: read `dmesg | grep -i drm`",
+        ));
+    };
+    let path = format!("/dev/dri/renderD{minor}");
+    if ctx.facts.sysroot.exists(&path) {
+        return Verdict::pass(format!("{path} exists"));
+    }
+    Verdict::fail(Finding::new(
+        "render-node-missing",
+        format!("{path} (the render node of {}) does not exist", gpu.pci_address),
+        format!(
+            "on the host, udev did not create it: `sudo udevadm trigger` and check /lib/udev/rules.d; in a container, pass it: `--device {path}` (or all of /dev/dri)"
+        ),
+    ))
+}

@@ -1,0 +1,286 @@
+//! firmware: the microcode amdgpu loaded at probe, and load failures in the
+//! kernel log.
+
+use super::{check, list};
+use crate::context::NodeContext;
+use crate::facts::NodeFacts;
+use crate::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent};
+use crate::facts::pci::parse_hex;
+use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+
+/// Firmware is read from what the loaded driver exposes, so without amdgpu
+/// the cause is the driver, not the firmware.
+const NEEDS_DRIVER: &[&str] = &["amdgpu::module_live"];
+
+/// The firmware layer's checks.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![
+        Check {
+            gates: false,
+            deps: NEEDS_DRIVER,
+            ..check(
+                "firmware::kernel_log",
+                Layer::Firmware,
+                ScopeKind::Node,
+                "the kernel log has no firmware or PSP errors that name no GPU",
+                kernel_log,
+            )
+        },
+        Check {
+            deps: NEEDS_DRIVER,
+            ..check(
+                "firmware::init_errors",
+                Layer::Firmware,
+                ScopeKind::PerGpu,
+                "amdgpu did not abandon this GPU's init over firmware (kernel log)",
+                init_errors,
+            )
+        },
+        Check {
+            deps: NEEDS_DRIVER,
+            gates: false,
+            ..check(
+                "firmware::load_errors",
+                Layer::Firmware,
+                ScopeKind::PerGpu,
+                "every firmware file amdgpu requested for this GPU loaded (kernel log)",
+                load_errors,
+            )
+        },
+        Check {
+            deps: NEEDS_DRIVER,
+            ..check(
+                "firmware::versions",
+                Layer::Firmware,
+                ScopeKind::PerGpu,
+                "amdgpu reports this GPU's firmware versions (fw_version/*, vbios_version)",
+                versions,
+            )
+        },
+    ]
+}
+
+/// This GPU's firmware events, or the verdict to return when the log is unreadable.
+fn events_for(facts: &NodeFacts, address: &str) -> Result<(Vec<FirmwareEvent>, String), Verdict> {
+    match facts.kernel_log() {
+        Ok(log) => Ok((
+            facts
+                .firmware_events()
+                .iter()
+                .filter(|e| e.address.as_deref() == Some(address))
+                .cloned()
+                .collect(),
+            log.source.clone(),
+        )),
+        Err(why) => Err(Verdict::skip(why.clone())),
+    }
+}
+
+fn lines(events: &[FirmwareEvent]) -> String {
+    events
+        .iter()
+        .map(|e| if e.by_context { format!("{} (attributed by the preceding line)", e.line) } else { e.line.clone() })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Where a requested firmware file is on disk, if anywhere.
+fn firmware_on_disk(facts: &NodeFacts, file: &str) -> Option<String> {
+    ["", ".zst", ".xz"]
+        .iter()
+        .map(|ext| format!("/lib/firmware/{file}{ext}"))
+        .find(|p| facts.sysroot.exists(p))
+}
+
+fn missing_files_advice(facts: &NodeFacts, events: &[FirmwareEvent]) -> String {
+    let mut files: Vec<&str> = events.iter().filter_map(|e| e.file.as_deref()).collect();
+    files.dedup();
+    if files.is_empty() {
+        return "read the GPU's kernel log (`dmesg | grep -i -e psp -e firmware`); reinstall the firmware that matches the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver) and reboot; if it persists, update the GPU's firmware bundle (PLDM/IFWI)".into();
+    }
+    let (present, absent): (Vec<&str>, Vec<&str>) = files.iter().partition(|f| firmware_on_disk(facts, f).is_some());
+    let mut advice = Vec::new();
+    if !absent.is_empty() {
+        advice.push(format!(
+            "{} missing from /lib/firmware: install the firmware matching the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver)",
+            list(&absent, 4)
+        ));
+    }
+    if !present.is_empty() {
+        advice.push(format!(
+            "{} present in /lib/firmware but did not load: the initramfs is likely stale; run `sudo update-initramfs -u` (or dracut -f)",
+            list(&present, 4)
+        ));
+    }
+    format!("{}; then reboot", advice.join("; "))
+}
+
+fn kernel_log(ctx: &NodeContext, _: Scope) -> Verdict {
+    let log = match ctx.facts.kernel_log() {
+        Ok(l) => l,
+        Err(why) => return Verdict::skip(why.clone()),
+    };
+    let stray: Vec<FirmwareEvent> = ctx.facts.firmware_events().iter().filter(|e| e.address.is_none()).cloned().collect();
+    if stray.is_empty() {
+        return Verdict::pass(format!("no firmware errors without a GPU address in {}", log.source));
+    }
+    Verdict::fail(Finding::new(
+        "firmware-load-failed",
+        format!(
+            "{} firmware/PSP error lines in {} name no GPU: {}",
+            stray.len(),
+            log.source,
+            stray[0].line
+        ),
+        missing_files_advice(&ctx.facts, &stray),
+    ))
+    .with_output(lines(&stray))
+}
+
+fn init_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let (events, source) = match events_for(&ctx.facts, gpu.physical_address()) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
+    let fatal: Vec<&FirmwareEvent> = events
+        .iter()
+        .filter(|e| matches!(e.kind, FirmwareErrorKind::FatalInit | FirmwareErrorKind::Psp))
+        .collect();
+    if fatal.is_empty() {
+        return Verdict::pass(format!("no GPU-init or PSP errors for {} in {source}", gpu.physical_address()));
+    }
+    let loads: Vec<&FirmwareEvent> = events.iter().filter(|e| e.kind == FirmwareErrorKind::Load).collect();
+    let (code, cause) = match loads.iter().find_map(|e| e.file.as_deref()) {
+        Some(file) => ("firmware-load-failed", format!("after {file} failed to load")),
+        None if !loads.is_empty() => ("firmware-load-failed", "after a firmware load failure".to_string()),
+        None => ("gpu-init-failed", "with PSP/init errors".to_string()),
+    };
+    Verdict::fail(Finding::new(
+        code,
+        format!("{}: amdgpu failed this GPU's init {cause}: {}", gpu.label(), fatal.last().map_or("", |e| e.line.as_str())),
+        missing_files_advice(&ctx.facts, &events),
+    ))
+    .with_output(lines(&events))
+}
+
+fn load_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let (events, source) = match events_for(&ctx.facts, gpu.physical_address()) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
+    let loads: Vec<FirmwareEvent> = events.into_iter().filter(|e| e.kind == FirmwareErrorKind::Load).collect();
+    if loads.is_empty() {
+        return Verdict::pass(format!("no firmware load failures for {} in {source}", gpu.physical_address()));
+    }
+    let files: Vec<&str> = loads.iter().filter_map(|e| e.file.as_deref()).collect();
+    let what = if files.is_empty() { "firmware".to_string() } else { list(&files, 4) };
+    Verdict::fail(Finding::new(
+        "firmware-load-failed",
+        format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()),
+        missing_files_advice(&ctx.facts, &loads),
+    ))
+    .with_output(lines(&loads))
+}
+
+fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let Some(pci) = &gpu.pci else {
+        return Verdict::skip("not on the PCI bus (see pci.identity)");
+    };
+    let root = &ctx.facts.sysroot;
+    let dir = format!("{}/fw_version", pci.sysfs_dir());
+    let names = match root.list_dir(&dir) {
+        Ok(n) => n,
+        Err(e) if e.is_not_found() => {
+            return Verdict::fail(Finding::new(
+                "firmware-not-reported",
+                format!(
+                    "amdgpu exposes no firmware versions for {} ({} does not exist): the driver did not finish initialising this GPU",
+                    pci.address,
+                    root.path(&dir).display()
+                ),
+                format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
+            ));
+        }
+        Err(e) => {
+            return Verdict::fail(Finding::new(
+                "firmware-version-unreadable",
+                e.to_string(),
+                "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup",
+            ));
+        }
+    };
+    let mut found = Vec::new();
+    let mut bad = Vec::new();
+    let mut mec_zero = false;
+    for name in names.iter().filter(|n| n.ends_with("_fw_version")) {
+        let host = format!("{dir}/{name}");
+        let ip = name.trim_end_matches("_fw_version").to_uppercase();
+        match root.read_text(&host) {
+            Ok(text) => match parse_hex(&text) {
+                Some(v) => {
+                    mec_zero |= ip == "MEC" && v == 0;
+                    found.push(format!("{ip} 0x{v:08x}"));
+                }
+                None => bad.push(format!("failed to parse {}: '{text}' is not 0x-hex", root.path(&host).display())),
+            },
+            Err(e) => bad.push(e.to_string()),
+        }
+    }
+    let vbios = root
+        .read_opt(&format!("{}/vbios_version", pci.sysfs_dir()))
+        .ok()
+        .flatten()
+        .filter(|v| !v.is_empty());
+    if !bad.is_empty() {
+        return Verdict::fail(Finding::new(
+            "firmware-version-unreadable",
+            format!("{} firmware version files of {} are unreadable: {}", bad.len(), pci.address, bad[0]),
+            "the driver exposes damaged firmware information; read `dmesg | grep -i firmware` and reload amdgpu",
+        ))
+        .with_output(bad.join("\n"));
+    }
+    if found.is_empty() {
+        return Verdict::fail(Finding::new(
+            "firmware-not-reported",
+            format!("{} lists no *_fw_version files", root.path(&dir).display()),
+            format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
+        ));
+    }
+    if mec_zero {
+        return Verdict::fail(Finding::new(
+            "firmware-load-failed",
+            format!("{}: the MEC (compute) firmware version is 0: its microcode is not loaded", gpu.label()),
+            "reinstall the GPU firmware matching the driver and reboot; read `dmesg | grep -i mec`",
+        ))
+        .with_output(found.join("\n"));
+    }
+    let summary: Vec<&String> = found
+        .iter()
+        .filter(|f| ["MEC ", "SOS ", "SMC ", "SDMA ", "RLC "].iter().any(|p| f.starts_with(p)))
+        .collect();
+    let mut message = format!(
+        "{} firmware versions: {}",
+        found.len(),
+        summary.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    if let Some(v) = &vbios {
+        message.push_str(&format!("; VBIOS {v}"));
+    }
+    let mut output = found.join("\n");
+    if let Some(v) = vbios {
+        output.push_str(&format!("\nVBIOS {v}"));
+    }
+    Verdict::pass(message).with_output(output)
+}

@@ -1,0 +1,209 @@
+//! pci: the silicon on the bus, and who claims it.
+
+use super::{check, list};
+use crate::context::NodeContext;
+use crate::facts::pci::PCI_DEVICES;
+use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use std::collections::BTreeMap;
+
+/// The pci layer's checks.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![
+        check(
+            "pci::amd_gpu_present",
+            Layer::Pci,
+            ScopeKind::Node,
+            "at least one AMD GPU (vendor 0x1002, display or accelerator class) is on the PCI bus",
+            amd_gpu_present,
+        ),
+        Check {
+            gates: false,
+            ..check(
+                "pci::gpu_count",
+                Layer::Pci,
+                ScopeKind::Node,
+                "the PCI bus holds at least the expected number of GPUs (--expect-gpus)",
+                gpu_count,
+            )
+        },
+        check(
+            "pci::identity",
+            Layer::Pci,
+            ScopeKind::PerGpu,
+            "the GPU is a PCI function with a readable vendor, device and class",
+            identity,
+        ),
+        check(
+            "pci::driver_binding",
+            Layer::Pci,
+            ScopeKind::PerGpu,
+            "the GPU is not claimed by a driver other than amdgpu (vfio-pci, pci-stub)",
+            driver_binding,
+        ),
+        Check {
+            gates: false,
+            ..check(
+                "pci::link_width",
+                Layer::Pci,
+                ScopeKind::PerGpu,
+                "the PCIe link runs at the device's full width",
+                link_width,
+            )
+        },
+    ]
+}
+
+fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
+    let facts = &ctx.facts;
+    let scan = match &facts.pci {
+        Ok(s) => s,
+        Err(e) => {
+            return Verdict::fail(Finding::new(
+                "pci-sysfs-unreadable",
+                format!("cannot list PCI devices: {e}"),
+                "run rocgate on the host (or in a container with /sys mounted), or pass --sysroot with a captured node",
+            ));
+        }
+    };
+    let unreadable: Vec<String> = scan.errors.iter().map(ToString::to_string).collect();
+    if scan.gpus.is_empty() {
+        let mut message = format!(
+            "no AMD GPU on the PCI bus: none of the {} PCI functions under {} has vendor 0x1002 with a display or accelerator class",
+            scan.devices_seen,
+            facts.sysroot.path(PCI_DEVICES).display()
+        );
+        if !unreadable.is_empty() {
+            message.push_str(&format!(" ({} entries unreadable)", unreadable.len()));
+        }
+        return Verdict::fail(Finding::new(
+            "no-amd-gpu",
+            message,
+            "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through",
+        ))
+        .with_output(unreadable.join("\n"));
+    }
+    let mut by_model: BTreeMap<String, usize> = BTreeMap::new();
+    for g in &scan.gpus {
+        let name = crate::facts::ids::known_device(g.device_id)
+            .map_or_else(|| "AMD GPU".to_string(), |k| k.product.to_string());
+        *by_model.entry(format!("{name} [1002:{:04x}]", g.device_id)).or_default() += 1;
+    }
+    let models: Vec<String> = by_model.iter().map(|(m, n)| format!("{n}x {m}")).collect();
+    let mut message = format!("{} AMD GPUs on the PCI bus: {}", scan.gpus.len(), models.join(", "));
+    if !unreadable.is_empty() {
+        message.push_str(&format!(" ({} other PCI entries unreadable, see output)", unreadable.len()));
+    }
+    Verdict::pass(message)
+        .with_metric("pci_gpus", scan.gpus.len() as f64, "count")
+        .with_output(unreadable.join("\n"))
+}
+
+fn gpu_count(ctx: &NodeContext, _: Scope) -> Verdict {
+    let Some(expected) = ctx.options.expect_gpus else {
+        return Verdict::skip("no expected GPU count given (use --expect-gpus N)");
+    };
+    let found = ctx.facts.pci_gpu_count();
+    let addresses: Vec<String> = ctx
+        .facts
+        .pci
+        .as_ref()
+        .map(|s| s.gpus.iter().map(|g| g.address.clone()).collect())
+        .unwrap_or_default();
+    if found < expected {
+        return Verdict::fail(Finding::new(
+            "gpu-count-mismatch",
+            format!(
+                "found {found} AMD GPUs on the PCI bus, expected {expected} (present: {})",
+                if addresses.is_empty() { "none".to_string() } else { list(&addresses, 16) }
+            ),
+            "a GPU that fell off the bus usually needs a cold power cycle; if it stays missing, look for PCIe/AER errors in `dmesg | grep -i -e aer -e pcie`, then reseat or replace the GPU or baseboard",
+        ))
+        .with_metric("pci_gpus", found as f64, "count");
+    }
+    Verdict::pass(format!("found {found} AMD GPUs (expected {expected})")).with_metric("pci_gpus", found as f64, "count")
+}
+
+fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let Some(pci) = &gpu.pci else {
+        let node = gpu.kfd.as_ref().map_or_else(String::new, |k| format!("KFD node {} reports ", k.id));
+        return Verdict::fail(Finding::new(
+            "gpu-not-on-pci",
+            format!(
+                "{node}PCI address {}, but no AMD GPU is at that address (or its function 0) under {PCI_DEVICES}",
+                gpu.pci_address
+            ),
+            "the KFD topology and the PCI bus disagree: on a live node rescan the bus (`echo 1 | sudo tee /sys/bus/pci/rescan`) and reboot if it persists; for a captured node, recapture it",
+        ));
+    };
+    let product = gpu.product.as_deref().unwrap_or("device id not in rocgate's table");
+    let partition = if pci.address == gpu.pci_address {
+        String::new()
+    } else {
+        format!(", partition of {}", pci.address)
+    };
+    Verdict::pass(format!(
+        "{}: {product} [1002:{:04x}], class 0x{:06x}{partition}",
+        gpu.pci_address, pci.device_id, pci.class
+    ))
+}
+
+fn driver_binding(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let Some(pci) = &gpu.pci else {
+        return Verdict::skip("not on the PCI bus (see pci.identity)");
+    };
+    match pci.driver.as_deref() {
+        Some("amdgpu") => Verdict::pass(format!("{} is bound to amdgpu", pci.address)),
+        None => Verdict::pass(format!(
+            "{} is claimed by no other driver (none bound yet; binding to amdgpu is checked at the amdgpu layer)",
+            pci.address
+        )),
+        Some(other) => {
+            let why = match other {
+                "vfio-pci" | "pci-stub" => " (reserved for passthrough to a virtual machine)",
+                _ => "",
+            };
+            Verdict::fail(Finding::new(
+                "gpu-bound-to-other-driver",
+                format!("{} is bound to {other}{why}, not amdgpu", pci.address),
+                format!(
+                    "if the GPU should serve this host, release it: remove it from {other}'s ids (e.g. vfio-pci.ids= on the kernel command line or /etc/modprobe.d), then `echo {} | sudo tee /sys/bus/pci/drivers/{other}/unbind` and `sudo modprobe amdgpu`",
+                    pci.address
+                ),
+            ))
+        }
+    }
+}
+
+fn link_width(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let Some(pci) = &gpu.pci else {
+        return Verdict::skip("not on the PCI bus (see pci.identity)");
+    };
+    let (Some(cur), Some(max)) = (pci.current_link_width, pci.max_link_width) else {
+        return Verdict::skip(format!("{} exposes no link width in sysfs", pci.address));
+    };
+    let speed = pci.current_link_speed.as_deref().unwrap_or("speed unknown");
+    if cur < max {
+        return Verdict::fail(Finding::new(
+            "pcie-link-degraded",
+            format!("the PCIe link of {} runs at x{cur}, the device supports x{max} ({speed})", pci.address),
+            format!(
+                "reseat the GPU or its riser/cable; `sudo lspci -vv -s {}` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth",
+                pci.address
+            ),
+        ))
+        .with_metric("link_width", f64::from(cur), "lanes");
+    }
+    Verdict::pass(format!("x{cur} of x{max}, {speed}")).with_metric("link_width", f64::from(cur), "lanes")
+}

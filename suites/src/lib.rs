@@ -1,0 +1,15 @@
+//! rocgate's layer suites.
+//!
+//! [`facts`] reads the node through a sysroot; [`layers`] holds one module
+//! per layer whose checks turn those facts into verdicts with findings;
+//! [`inventory`] describes the node for humans and machines.
+
+pub mod context;
+pub mod facts;
+pub mod inventory;
+pub mod layers;
+pub mod session;
+
+pub use context::{NodeContext, RunOptions};
+pub use layers::registry;
+pub use session::Session;

@@ -1,0 +1,128 @@
+//! One run against one node: open the sysroot, select GPUs, plan, execute.
+//! The CLI and the `cargo test` harness both go through here.
+
+use crate::context::{NodeContext, RunOptions};
+use crate::facts::NodeFacts;
+use rocgate_harness::{Check, Event, ExecOptions, Plan, PlanError, RunReport, Sysroot, Tier, execute, plan};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A node opened for checking.
+pub struct Session {
+    /// What the checks read.
+    pub ctx: Arc<NodeContext>,
+    /// The checks.
+    pub registry: Vec<Check<NodeContext>>,
+}
+
+impl Session {
+    /// Opens the node at `sysroot`. Errors are configuration errors (a
+    /// sysroot that does not exist, a malformed capture record).
+    pub fn open(sysroot: Sysroot, options: RunOptions) -> Result<Session, String> {
+        if !sysroot.root().is_dir() {
+            return Err(format!("failed to open sysroot {}: not a directory", sysroot.root().display()));
+        }
+        let facts = NodeFacts::discover(sysroot);
+        if let Err(e) = &facts.capture {
+            return Err(e.clone());
+        }
+        Ok(Session {
+            ctx: Arc::new(NodeContext { facts, options }),
+            registry: crate::registry(),
+        })
+    }
+
+    /// The node's facts.
+    pub fn facts(&self) -> &NodeFacts {
+        &self.ctx.facts
+    }
+
+    /// Resolves `--gpus`: inventory indices (`0,3`) or PCI addresses
+    /// (`0000:05:00.0`, `05:00.0`; a device's address selects all its
+    /// partitions). `None` selects every GPU.
+    pub fn select_gpus(&self, selector: Option<&str>) -> Result<Vec<u32>, String> {
+        let gpus = &self.facts().gpus;
+        let Some(selector) = selector else {
+            return Ok(gpus.iter().map(|g| g.index).collect());
+        };
+        let mut chosen = Vec::new();
+        for token in selector.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let token = token.strip_prefix("gpu").unwrap_or(token);
+            let hits: Vec<u32> = if let Ok(i) = token.parse::<u32>() {
+                gpus.iter().filter(|g| g.index == i).map(|g| g.index).collect()
+            } else {
+                let mut addr = token.to_ascii_lowercase();
+                if addr.matches(':').count() == 1 {
+                    addr.insert_str(0, "0000:");
+                }
+                gpus.iter()
+                    .filter(|g| g.pci_address == addr || g.physical_address() == addr)
+                    .map(|g| g.index)
+                    .collect()
+            };
+            if hits.is_empty() {
+                let range = match gpus.len() {
+                    0 => "this node has no GPU".to_string(),
+                    n => format!("this node has gpu0..gpu{} (see `rocgate inventory`)", n - 1),
+                };
+                return Err(format!("--gpus: no GPU matches '{token}'; {range}"));
+            }
+            chosen.extend(hits);
+        }
+        chosen.sort_unstable();
+        chosen.dedup();
+        Ok(chosen)
+    }
+
+    /// Plans the registry at `tier` over `gpus`.
+    pub fn plan(&self, gpus: &[u32], tier: Tier) -> Result<Plan<'_, NodeContext>, PlanError> {
+        plan(&self.registry, gpus, tier)
+    }
+
+    /// Executes `plan` and assembles the report.
+    pub fn run(&self, plan: &Plan<'_, NodeContext>, opts: &ExecOptions, on_event: impl FnMut(Event<'_>)) -> RunReport {
+        let started_at = chrono::Local::now();
+        let start = Instant::now();
+        let results = execute(plan, Arc::clone(&self.ctx), opts, on_event);
+        let signal = opts.interrupt.load(std::sync::atomic::Ordering::SeqCst);
+        RunReport {
+            tier: plan.tier,
+            started_at,
+            duration: start.elapsed(),
+            results,
+            scopes: self
+                .ctx
+                .scope_infos()
+                .into_iter()
+                .filter(|(s, _)| s.gpu().is_some_and(|g| plan.gpus.contains(&g)))
+                .collect(),
+            interrupted: (signal != 0).then(|| rocgate_harness::exec::signal_name(signal)),
+        }
+    }
+
+    /// Node-wide properties for reports: tool, sysroot, kernel, driver.
+    pub fn node_properties(&self, tier: Tier) -> Vec<(String, String)> {
+        let f = self.facts();
+        let mut p = vec![
+            ("rocgate_version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+            ("tier".to_string(), tier.to_string()),
+            ("sysroot".to_string(), f.sysroot.to_string()),
+        ];
+        if f.sysroot.is_live() {
+            if let Ok(Some(h)) = f.sysroot.read_opt("/proc/sys/kernel/hostname") {
+                p.push(("hostname".into(), h));
+            }
+        }
+        if let Ok(k) = &f.kernel_release {
+            p.push(("kernel".into(), k.clone()));
+        }
+        match (&f.amdgpu.version, &f.amdgpu.srcversion) {
+            (Some(v), _) => p.push(("amdgpu_version".into(), format!("{v} (dkms)"))),
+            (None, Some(s)) => p.push(("amdgpu_version".into(), format!("inbox (srcversion {s})"))),
+            _ => {}
+        }
+        p.push(("pci_gpus".into(), f.pci_gpu_count().to_string()));
+        p.push(("gpus".into(), f.gpus.len().to_string()));
+        p
+    }
+}
