@@ -23,8 +23,8 @@ struct DoctorJson<'a> {
 /// What a layer looks like from the doctor's chair.
 fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
     let rs: Vec<Status> = report.results.iter().filter(|r| r.layer == layer).map(|r| r.status).collect();
-    let passed = rs.iter().any(|s| *s == Status::Pass);
-    let blocked = rs.iter().any(|s| *s == Status::Blocked);
+    let passed = rs.contains(&Status::Pass);
+    let blocked = rs.contains(&Status::Blocked);
     if rs.iter().any(|s| s.is_fault()) {
         "broken"
     } else if passed && blocked {

@@ -1,1 +1,15 @@
-fn main() {}
+//! `cargo test --test host`: rocgate's checks on this machine as test trials
+//! (`node.amdgpu.module_live`, `gpu3.kfd.topology_node`, ...). Filters and
+//! `--list` work as with any test binary. See `rocgate_suites::cargo_test`
+//! for the `ROCGATE_*` variables.
+
+use rocgate_suites::cargo_test::{HarnessEnv, trials};
+
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = match HarnessEnv::from_env() {
+        Ok(env) => trials(&env),
+        Err(e) => vec![libtest_mimic::Trial::test("rocgate.environment", move || Err(e.into()))],
+    };
+    libtest_mimic::run(&args, trials).exit();
+}

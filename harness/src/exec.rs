@@ -192,8 +192,8 @@ pub fn execute<C: Send + Sync + 'static>(
                 }
             }
         }
-        for i in 0..n {
-            if results[i].is_none() {
+        for (i, slot) in results.iter_mut().enumerate() {
+            if slot.is_none() {
                 let why = if running.contains_key(&i) {
                     format!("interrupted by {} while running", signal_name(signal))
                 } else {
@@ -201,7 +201,7 @@ pub fn execute<C: Send + Sync + 'static>(
                 };
                 let r = engine_result(plan, i, Status::Skipped, why, Duration::ZERO);
                 on_event(Event::Finished(&r));
-                results[i] = Some(r);
+                *slot = Some(r);
             }
         }
     }

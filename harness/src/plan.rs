@@ -81,10 +81,10 @@ pub fn plan<'r, C>(registry: &'r [Check<C>], gpus: &[u32], tier: Tier) -> Result
     let scopes: Vec<Scope> = std::iter::once(Scope::Node).chain(gpus.iter().map(|&g| Scope::Gpu(g))).collect();
     for &scope in &scopes {
         for (ci, c) in registry.iter().enumerate() {
-            let applies = match (c.scope, scope) {
-                (ScopeKind::Node, Scope::Node) | (ScopeKind::PerGpu, Scope::Gpu(_)) => true,
-                _ => false,
-            };
+            let applies = matches!(
+                (c.scope, scope),
+                (ScopeKind::Node, Scope::Node) | (ScopeKind::PerGpu, Scope::Gpu(_))
+            );
             if applies && c.tier <= tier {
                 instances.push(Instance {
                     check: ci,

@@ -4,6 +4,7 @@
 //! per layer whose checks turn those facts into verdicts with findings;
 //! [`inventory`] describes the node for humans and machines.
 
+pub mod cargo_test;
 pub mod context;
 pub mod facts;
 pub mod inventory;

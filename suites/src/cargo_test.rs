@@ -1,0 +1,177 @@
+//! The `cargo test` front end: every planned check instance becomes a
+//! libtest-mimic trial named by its test id (`gpu3.kfd.topology_node`),
+//! driven by the same planner and executor as `rocgate run`.
+//!
+//! Environment: `ROCGATE_SYSROOT` (default `/`), `ROCGATE_TIER` (default
+//! quick), `ROCGATE_EXPECT_GPUS`, and `ROCGATE_REQUIRE_GPU=1`, which turns
+//! "no AMD GPU on the PCI bus" from ignored trials into failures.
+
+use crate::context::RunOptions;
+use crate::session::Session;
+use libtest_mimic::{Completion, Failed, Trial};
+use rocgate_harness::{CheckResult, ExecOptions, RunReport, Status, Sysroot, Tier};
+use std::sync::{Arc, OnceLock};
+
+/// What the harness was asked to do.
+#[derive(Clone, Debug, Default)]
+pub struct HarnessEnv {
+    /// The node to check (`None` = the live host).
+    pub sysroot: Option<String>,
+    /// The tier.
+    pub tier: Tier,
+    /// Expected GPU count.
+    pub expect_gpus: Option<usize>,
+    /// Fail instead of ignoring when the node has no AMD GPU.
+    pub require_gpu: bool,
+}
+
+impl HarnessEnv {
+    /// Reads `ROCGATE_*` variables; malformed values are reported as errors.
+    pub fn from_env() -> Result<HarnessEnv, String> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Ok(HarnessEnv {
+            sysroot: var("ROCGATE_SYSROOT"),
+            tier: match var("ROCGATE_TIER") {
+                Some(t) => t.parse().map_err(|e| format!("ROCGATE_TIER: {e}"))?,
+                None => Tier::Quick,
+            },
+            expect_gpus: match var("ROCGATE_EXPECT_GPUS") {
+                Some(n) => Some(n.parse().map_err(|_| format!("ROCGATE_EXPECT_GPUS: '{n}' is not a count"))?),
+                None => None,
+            },
+            require_gpu: var("ROCGATE_REQUIRE_GPU").as_deref() == Some("1"),
+        })
+    }
+}
+
+/// Builds the trials. The node is checked once, by the first trial that runs;
+/// the others read their result from that run.
+pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
+    let sysroot = env.sysroot.as_ref().map_or_else(Sysroot::live, Sysroot::at);
+    let session = match Session::open(sysroot, RunOptions { expect_gpus: env.expect_gpus }) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return vec![Trial::test("rocgate.setup", move || Err(e.into()))],
+    };
+    let gpus = session.select_gpus(None).unwrap_or_default();
+    let ids: Vec<String> = match session.plan(&gpus, env.tier) {
+        Ok(p) => p.instances.iter().map(|i| i.test_id.clone()).collect(),
+        Err(e) => return vec![Trial::test("rocgate.plan", move || Err(format!("internal error: {e}").into()))],
+    };
+    if session.facts().pci_gpu_count() == 0 {
+        let why = "no AMD GPU on the PCI bus (set ROCGATE_REQUIRE_GPU=1 to fail instead)";
+        let require = env.require_gpu;
+        return ids
+            .into_iter()
+            .map(|id| {
+                Trial::ignorable_test(id, move || {
+                    if require {
+                        Err("no AMD GPU on the PCI bus and ROCGATE_REQUIRE_GPU=1".into())
+                    } else {
+                        Ok(Completion::ignored_with(why))
+                    }
+                })
+            })
+            .collect();
+    }
+    let report: Arc<OnceLock<RunReport>> = Arc::new(OnceLock::new());
+    let tier = env.tier;
+    ids.into_iter()
+        .map(|id| {
+            let (session, report, gpus) = (Arc::clone(&session), Arc::clone(&report), gpus.clone());
+            Trial::ignorable_test(id.clone(), move || {
+                let report = report.get_or_init(|| match session.plan(&gpus, tier) {
+                    Ok(plan) => session.run(&plan, &ExecOptions::default(), |_| {}),
+                    Err(_) => unreachable_plan(tier),
+                });
+                match report.results.iter().find(|r| r.id == id) {
+                    Some(r) => outcome(r),
+                    None => Err(format!("{id} produced no result").into()),
+                }
+            })
+        })
+        .collect()
+}
+
+/// An empty report, for a plan that failed the second time it was built
+/// (it succeeded moments before; every trial then says it has no result).
+fn unreachable_plan(tier: Tier) -> RunReport {
+    RunReport {
+        tier,
+        started_at: chrono::Local::now(),
+        duration: std::time::Duration::ZERO,
+        results: Vec::new(),
+        scopes: Vec::new(),
+        interrupted: None,
+    }
+}
+
+/// A result as a trial outcome: blocked and skipped are ignored with their
+/// reason, so `cargo test` shows one failure at the broken layer.
+pub fn outcome(r: &CheckResult) -> Result<Completion, Failed> {
+    match r.status {
+        Status::Pass => Ok(Completion::Completed),
+        Status::Skipped | Status::Blocked => Ok(Completion::ignored_with(&r.message)),
+        Status::Fail | Status::Timeout | Status::Crash => {
+            let mut text = format!("{}: {}", r.status, r.message);
+            if let Some(f) = &r.finding {
+                text.push_str(&format!("\ncode: {}\nnext step: {}", f.code, f.next_step));
+            }
+            if !r.output.is_empty() {
+                text.push_str(&format!("\n{}", r.output));
+            }
+            Err(text.into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use libtest_mimic::Arguments;
+
+    fn run(env: &HarnessEnv) -> libtest_mimic::Conclusion {
+        let args = Arguments {
+            quiet: true,
+            test_threads: Some(4),
+            ..Arguments::default()
+        };
+        libtest_mimic::run(&args, trials(env))
+    }
+
+    fn node(name: &str) -> (tempfile::TempDir, HarnessEnv) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = rocgate_fixtures::scenario(name).unwrap();
+        s.spec.write(&dir.path().join("n")).unwrap();
+        let env = HarnessEnv {
+            sysroot: Some(dir.path().join("n").display().to_string()),
+            ..HarnessEnv::default()
+        };
+        (dir, env)
+    }
+
+    #[test]
+    fn healthy_node_passes_every_trial() {
+        let (_d, env) = node("mi300x-8");
+        let c = run(&env);
+        assert_eq!(c.num_failed, 0);
+        assert!(c.num_passed > 100, "{}", c.num_passed);
+    }
+
+    #[test]
+    fn broken_node_fails_once_and_ignores_what_it_blocks() {
+        let (_d, env) = node("amdgpu-not-loaded");
+        let c = run(&env);
+        assert_eq!(c.num_failed, 1, "only node.amdgpu.module_live fails");
+        assert!(c.num_ignored > 8);
+    }
+
+    #[test]
+    fn no_gpu_is_ignored_unless_required() {
+        let (_d, env) = node("no-amd-gpu");
+        let c = run(&env);
+        assert_eq!(c.num_failed, 0);
+        assert!(c.num_ignored > 0);
+        let strict = run(&HarnessEnv { require_gpu: true, ..env });
+        assert!(strict.num_failed > 0);
+    }
+}
