@@ -22,7 +22,12 @@ struct DoctorJson<'a> {
 
 /// What a layer looks like from the doctor's chair.
 fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
-    let rs: Vec<Status> = report.results.iter().filter(|r| r.layer == layer).map(|r| r.status).collect();
+    let rs: Vec<Status> = report
+        .results
+        .iter()
+        .filter(|r| r.layer == layer)
+        .map(|r| r.status)
+        .collect();
     let passed = rs.contains(&Status::Pass);
     let blocked = rs.contains(&Status::Blocked);
     if rs.iter().any(|s| s.is_fault()) {
@@ -47,7 +52,9 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
         },
     )?;
     let gpus = session.select_gpus(None)?;
-    let plan = session.plan(&gpus, Tier::Quick).map_err(|e| format!("internal error: {e}"))?;
+    let plan = session
+        .plan(&gpus, Tier::Quick)
+        .map_err(|e| format!("internal error: {e}"))?;
     let report = session.run(&plan, &ExecOptions::default(), |_| {});
     let diagnosis = diagnose(&report);
     let layers: Vec<Layer> = Layer::ALL
@@ -60,19 +67,36 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
             sysroot: session.facts().sysroot.to_string(),
             healthy: diagnosis.findings.is_empty(),
             first_failing_layer: diagnosis.first_failing_layer,
-            layers: layers.iter().map(|l| (l.as_str(), layer_state(&report, *l))).collect(),
+            layers: layers
+                .iter()
+                .map(|l| (l.as_str(), layer_state(&report, *l)))
+                .collect(),
             likely_cause: diagnosis.likely_cause.as_ref(),
             findings: &diagnosis.findings,
         };
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| format!("failed to serialise the diagnosis: {e}"))?;
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| format!("failed to serialise the diagnosis: {e}"))?;
         println!("{text}");
     } else {
-        print!("{}", render(&session, &report, &diagnosis, &layers, Style::for_stdout()));
+        print!(
+            "{}",
+            render(&session, &report, &diagnosis, &layers, Style::for_stdout())
+        );
     }
-    Ok(if diagnosis.findings.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if diagnosis.findings.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
-fn render(session: &Session, report: &RunReport, d: &Diagnosis, layers: &[Layer], style: Style) -> String {
+fn render(
+    session: &Session,
+    report: &RunReport,
+    d: &Diagnosis,
+    layers: &[Layer],
+    style: Style,
+) -> String {
     let mut out = format!(
         "{} node {} ({} GPUs)\n\n",
         style.bold("rocgate doctor:"),
@@ -86,18 +110,31 @@ fn render(session: &Session, report: &RunReport, d: &Diagnosis, layers: &[Layer]
             for f in d.findings.iter().filter(|f| f.layer == l) {
                 *by_code.entry(f.code.as_str()).or_default() += 1;
             }
-            by_code.iter().map(|(c, n)| if *n > 1 { format!("{c} x{n}") } else { (*c).to_string() }).collect()
+            by_code
+                .iter()
+                .map(|(c, n)| {
+                    if *n > 1 {
+                        format!("{c} x{n}")
+                    } else {
+                        (*c).to_string()
+                    }
+                })
+                .collect()
         };
         let painted = match state {
             "broken" => style.red(&format!("{state:<15}")),
             "ok" => style.green(&format!("{state:<15}")),
             _ => style.yellow(&format!("{state:<15}")),
         };
-        out.push_str(&format!("  {:<9} {painted}{}\n", l.as_str(), codes.join(", ")));
+        out.push_str(format!("  {:<9} {painted}{}", l.as_str(), codes.join(", ")).trim_end());
+        out.push('\n');
     }
     out.push('\n');
     match &d.likely_cause {
-        None => out.push_str(&format!("{}\n", style.green("No fault found in any layer."))),
+        None => out.push_str(&format!(
+            "{}\n",
+            style.green("No fault found in any layer.")
+        )),
         Some(c) => {
             out.push_str(&format!(
                 "First failing layer: {}\nLikely cause [{}] at {}:\n  {}\nNext step:\n  {}\n",
@@ -114,7 +151,10 @@ fn render(session: &Session, report: &RunReport, d: &Diagnosis, layers: &[Layer]
                     out.push_str(&format!("  [{}] {}: {}\n", f.code, f.check, f.message));
                 }
                 if others.len() > 12 {
-                    out.push_str(&format!("  ... and {} more (`rocgate doctor --json` lists all)\n", others.len() - 12));
+                    out.push_str(&format!(
+                        "  ... and {} more (`rocgate doctor --json` lists all)\n",
+                        others.len() - 12
+                    ));
                 }
             }
         }

@@ -11,7 +11,8 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
     let session = Session::open(args.node.sysroot(), RunOptions::default())?;
     let inv = build(session.facts());
     if args.json {
-        let text = serde_json::to_string_pretty(&inv).map_err(|e| format!("failed to serialise the inventory: {e}"))?;
+        let text = serde_json::to_string_pretty(&inv)
+            .map_err(|e| format!("failed to serialise the inventory: {e}"))?;
         println!("{text}");
     } else {
         print!("{}", render(&inv, Style::for_stdout()));
@@ -20,7 +21,10 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
 }
 
 fn gib(bytes: Option<u64>) -> String {
-    bytes.map_or_else(|| "-".into(), |b| format!("{:.0} GiB", b as f64 / f64::from(1u32 << 30)))
+    bytes.map_or_else(
+        || "-".into(),
+        |b| format!("{:.0} GiB", b as f64 / f64::from(1u32 << 30)),
+    )
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -44,12 +48,27 @@ fn render(inv: &Inventory, style: Style) -> String {
         inv.gpus.len()
     );
     if !n.dkms_kernels.is_empty() {
-        out.push_str(&format!("DKMS amdgpu built for: {}\n", n.dkms_kernels.join(", ")));
+        out.push_str(&format!(
+            "DKMS amdgpu built for: {}\n",
+            n.dkms_kernels.join(", ")
+        ));
     }
     out.push('\n');
     let head = format!(
         "{:<7}{:<15}{:<8}{:<28}{:<9}{:>5}{:>5} {:>9}  {:<20}{:<20}{:>5}{:>7}  {}",
-        "gpu", "pci address", "device", "product", "gfx", "CUs", "XCC", "VRAM", "serial", "hive", "kfd", "render", "driver"
+        "gpu",
+        "pci address",
+        "device",
+        "product",
+        "gfx",
+        "CUs",
+        "XCC",
+        "VRAM",
+        "serial",
+        "hive",
+        "kfd",
+        "render",
+        "driver"
     );
     out.push_str(&style.bold(&head));
     out.push('\n');

@@ -2,7 +2,7 @@
 
 use crate::cli::ListArgs;
 use crate::ui::style::Style;
-use rocgate_harness::{Sysroot, ScopeKind};
+use rocgate_harness::{ScopeKind, Sysroot};
 use rocgate_suites::{RunOptions, Session, registry};
 use std::process::ExitCode;
 
@@ -12,7 +12,9 @@ pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
     if let Some(dir) = &args.sysroot {
         let session = Session::open(Sysroot::at(dir), RunOptions::default())?;
         let gpus = session.select_gpus(None)?;
-        let plan = session.plan(&gpus, args.tier).map_err(|e| format!("internal error: {e}"))?;
+        let plan = session
+            .plan(&gpus, args.tier)
+            .map_err(|e| format!("internal error: {e}"))?;
         for inst in &plan.instances {
             println!("{}", inst.test_id);
         }
@@ -20,7 +22,10 @@ pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
     }
     println!(
         "{}",
-        style.bold(&format!("{:<10}{:<9}{:<10}{:<30}{:<7}{}", "layer", "scope", "tier", "check", "gates", "verifies"))
+        style.bold(&format!(
+            "{:<10}{:<9}{:<10}{:<30}{:<7}{}",
+            "layer", "scope", "tier", "check", "gates", "verifies"
+        ))
     );
     for c in registry().iter().filter(|c| c.tier <= args.tier) {
         let scope = match c.scope {

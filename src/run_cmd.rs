@@ -12,7 +12,10 @@ use std::time::Duration;
 /// Runs the checks; exit 0 when everything selected passed, 1 otherwise.
 pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     if !(args.timeout_scale > 0.0 && args.timeout_scale.is_finite()) {
-        return Err(format!("--timeout-scale must be a positive number, not {}", args.timeout_scale));
+        return Err(format!(
+            "--timeout-scale must be a positive number, not {}",
+            args.timeout_scale
+        ));
     }
     let session = Session::open(
         args.node.sysroot(),
@@ -21,7 +24,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
         },
     )?;
     let gpus = session.select_gpus(args.gpus.as_deref())?;
-    let plan = session.plan(&gpus, args.tier).map_err(|e| format!("internal error: {e}"))?;
+    let plan = session
+        .plan(&gpus, args.tier)
+        .map_err(|e| format!("internal error: {e}"))?;
     let interrupt = signals::interrupt_flag()?;
     let style = Style::for_stdout();
     if !args.quiet {
@@ -65,7 +70,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn write_reports(args: &RunArgs, session: &Session, report: &RunReport) -> Result<Vec<String>, String> {
+fn write_reports(
+    args: &RunArgs,
+    session: &Session,
+    report: &RunReport,
+) -> Result<Vec<String>, String> {
     let props = session.node_properties(report.tier);
     let mut lines = Vec::new();
     if let Some(path) = &args.junit {
@@ -94,10 +103,22 @@ fn header(session: &Session, plan: &Plan<'_, NodeContext>, scale: f64, style: St
     let gpus = if models.is_empty() {
         "no GPU".to_string()
     } else {
-        models.iter().map(|(m, n)| format!("{n}x {m}")).collect::<Vec<_>>().join(", ")
+        models
+            .iter()
+            .map(|(m, n)| format!("{n}x {m}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    let node_checks = plan.instances.iter().filter(|i| plan.check(i).scope == ScopeKind::Node).count();
-    let per_gpu = plan.registry.iter().filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier).count();
+    let node_checks = plan
+        .instances
+        .iter()
+        .filter(|i| plan.check(i).scope == ScopeKind::Node)
+        .count();
+    let per_gpu = plan
+        .registry
+        .iter()
+        .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
+        .count();
     // Upper bound: node checks one after another, GPUs in parallel.
     let node_budget: Duration = plan
         .instances
@@ -111,9 +132,13 @@ fn header(session: &Session, plan: &Plan<'_, NodeContext>, scale: f64, style: St
         .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
         .map(|c| c.timeout)
         .sum();
-    let budget = if plan.gpus.is_empty() { node_budget } else { node_budget + gpu_budget };
+    let budget = if plan.gpus.is_empty() {
+        node_budget
+    } else {
+        node_budget + gpu_budget
+    };
     format!(
-        "{} {} · {} tier · node {}\n{}\nplan: {} checks ({node_checks} node + {per_gpu} per GPU x {} GPUs); time budget {:.0} s (every check has its own timeout)\n\n",
+        "{} {} · {} tier · node {}\n{}\nplan: {} checks ({node_checks} node + {per_gpu} per GPU x {} GPUs); time budget {:.0} s if every check ran into its timeout\n",
         style.bold("rocgate"),
         env!("CARGO_PKG_VERSION"),
         plan.tier,

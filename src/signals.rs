@@ -8,7 +8,11 @@ use std::sync::atomic::AtomicUsize;
 /// returned flag.
 pub fn interrupt_flag() -> Result<Arc<AtomicUsize>, String> {
     let flag = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         let number = usize::try_from(sig).unwrap_or(2);
         signal_hook::flag::register_usize(sig, Arc::clone(&flag), number)
             .map_err(|e| format!("failed to install the signal handler for signal {sig}: {e}"))?;

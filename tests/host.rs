@@ -9,7 +9,10 @@ fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let trials = match HarnessEnv::from_env() {
         Ok(env) => trials(&env),
-        Err(e) => vec![libtest_mimic::Trial::test("rocgate.environment", move || Err(e.into()))],
+        Err(e) => vec![libtest_mimic::Trial::test(
+            "rocgate.environment",
+            move || Err(e.into()),
+        )],
     };
     libtest_mimic::run(&args, trials).exit();
 }

@@ -14,14 +14,27 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let mut tmp = tempfile::Builder::new()
         .prefix(".rocgate-")
         .tempfile_in(dir)
-        .map_err(|e| format!("failed to create a temporary file in {}: {e}", dir.display()))?;
+        .map_err(|e| {
+            format!(
+                "failed to create a temporary file in {}: {e}",
+                dir.display()
+            )
+        })?;
     // Reports are for CI to read; a temp file starts out private.
     tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644)))
+        .and_then(|()| {
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))
+        })
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| format!("failed to write {}: {e}", tmp.path().display()))?;
-    tmp.persist(path)
-        .map_err(|e| format!("failed to move the report into {}: {}", path.display(), e.error))?;
+    tmp.persist(path).map_err(|e| {
+        format!(
+            "failed to move the report into {}: {}",
+            path.display(),
+            e.error
+        )
+    })?;
     Ok(())
 }
 

@@ -1,11 +1,11 @@
 //! The executor: runs a plan's instances on a worker pool, in dependency
 //! order, with gating, per-check timeouts and interruption.
 
+use crate::model::Scope;
 use crate::output;
 use crate::plan::Plan;
 use crate::result::CheckResult;
-use crate::verdict::{Status, Verdict};
-use crate::model::Scope;
+use crate::verdict::{Finding, Status, Verdict};
 use std::collections::{BTreeSet, HashMap};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,7 +36,9 @@ impl Default for ExecOptions {
     fn default() -> Self {
         ExecOptions {
             gate: true,
-            workers: thread::available_parallelism().map_or(4, |n| n.get()).clamp(2, 16),
+            workers: thread::available_parallelism()
+                .map_or(4, |n| n.get())
+                .clamp(2, 16),
             timeout_scale: 1.0,
             interrupt: Arc::new(AtomicUsize::new(0)),
             interrupt_grace: Duration::from_secs(2),
@@ -128,7 +130,14 @@ pub fn execute<C: Send + Sync + 'static>(
                     .find(|r| !r.status.lets_dependents_run())
                 {
                     let blocked = blocked_result(plan, i, blocker, &results);
-                    finish(i, blocked, &mut results, &mut ready, &mut done, &mut on_event);
+                    finish(
+                        i,
+                        blocked,
+                        &mut results,
+                        &mut ready,
+                        &mut done,
+                        &mut on_event,
+                    );
                     continue;
                 }
             }
@@ -136,9 +145,22 @@ pub fn execute<C: Send + Sync + 'static>(
             let timeout = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
             let now = Instant::now();
             on_event(Event::Started { id: &inst.test_id });
-            if job_tx.send(Job { index: i, scope: inst.scope, run: check.run }).is_err() {
+            if job_tx
+                .send(Job {
+                    index: i,
+                    scope: inst.scope,
+                    run: check.run,
+                })
+                .is_err()
+            {
                 // Every worker is gone; nothing can run any more.
-                let r = engine_result(plan, i, Status::Crash, "rocgate's worker pool stopped".into(), Duration::ZERO);
+                let r = engine_result(
+                    plan,
+                    i,
+                    Status::Crash,
+                    "rocgate's worker pool stopped".into(),
+                    Duration::ZERO,
+                );
                 finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
                 continue;
             }
@@ -149,7 +171,9 @@ pub fn execute<C: Send + Sync + 'static>(
         }
         let next_deadline = running.values().map(|&(_, d)| d).min();
         let wait = next_deadline
-            .map_or(Duration::from_millis(100), |d| d.saturating_duration_since(Instant::now()))
+            .map_or(Duration::from_millis(100), |d| {
+                d.saturating_duration_since(Instant::now())
+            })
             .min(Duration::from_millis(100));
         match out_rx.recv_timeout(wait) {
             Ok((i, outcome, elapsed)) => {
@@ -160,12 +184,19 @@ pub fn execute<C: Send + Sync + 'static>(
             }
             Err(RecvTimeoutError::Timeout) => {
                 let now = Instant::now();
-                let expired: Vec<usize> = running.iter().filter(|(_, (_, d))| *d <= now).map(|(&i, _)| i).collect();
+                let expired: Vec<usize> = running
+                    .iter()
+                    .filter(|(_, (_, d))| *d <= now)
+                    .map(|(&i, _)| i)
+                    .collect();
                 for i in expired {
                     let (started, _) = running.remove(&i).unwrap_or((now, now));
                     let check = plan.check(&plan.instances[i]);
                     let limit = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
-                    let msg = format!("did not finish within {:.1} s; abandoned", limit.as_secs_f64());
+                    let msg = format!(
+                        "did not finish within {:.1} s; abandoned",
+                        limit.as_secs_f64()
+                    );
                     let r = engine_result(plan, i, Status::Timeout, msg, now - started);
                     finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
                     // The stuck worker keeps its thread; give the pool a new one.
@@ -211,7 +242,13 @@ pub fn execute<C: Send + Sync + 'static>(
         .enumerate()
         .map(|(i, r)| {
             r.unwrap_or_else(|| {
-                engine_result(plan, i, Status::Crash, "rocgate lost this check's result".into(), Duration::ZERO)
+                engine_result(
+                    plan,
+                    i,
+                    Status::Crash,
+                    "rocgate lost this check's result".into(),
+                    Duration::ZERO,
+                )
             })
         })
         .collect()
@@ -233,26 +270,29 @@ fn spawn_worker<C: Send + Sync + 'static>(
     out: &Sender<Outcome>,
 ) {
     let (ctx, jobs, out) = (Arc::clone(ctx), Arc::clone(jobs), out.clone());
-    let spawned = thread::Builder::new().name("rocgate-check".into()).spawn(move || {
-        loop {
-            let job = match jobs.lock() {
-                Ok(rx) => rx.recv(),
-                Err(_) => return,
-            };
-            let Ok(job) = job else { return };
-            let start = Instant::now();
-            let outcome = catch_unwind(AssertUnwindSafe(|| (job.run)(&ctx, job.scope))).map_err(|payload| {
-                payload
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".into())
-            });
-            if out.send((job.index, outcome, start.elapsed())).is_err() {
-                return;
+    let spawned = thread::Builder::new()
+        .name("rocgate-check".into())
+        .spawn(move || {
+            loop {
+                let job = match jobs.lock() {
+                    Ok(rx) => rx.recv(),
+                    Err(_) => return,
+                };
+                let Ok(job) = job else { return };
+                let start = Instant::now();
+                let outcome = catch_unwind(AssertUnwindSafe(|| (job.run)(&ctx, job.scope)))
+                    .map_err(|payload| {
+                        payload
+                            .downcast_ref::<&str>()
+                            .map(|s| (*s).to_string())
+                            .or_else(|| payload.downcast_ref::<String>().cloned())
+                            .unwrap_or_else(|| "unknown panic".into())
+                    });
+                if out.send((job.index, outcome, start.elapsed())).is_err() {
+                    return;
+                }
             }
-        }
-    });
+        });
     // If the OS refuses a thread the remaining workers carry on; with none
     // left, dispatch reports every check as a crash.
     drop(spawned);
@@ -276,7 +316,13 @@ fn base_result<C>(plan: &Plan<'_, C>, i: usize) -> CheckResult {
     }
 }
 
-fn engine_result<C>(plan: &Plan<'_, C>, i: usize, status: Status, message: String, duration: Duration) -> CheckResult {
+fn engine_result<C>(
+    plan: &Plan<'_, C>,
+    i: usize,
+    status: Status,
+    message: String,
+    duration: Duration,
+) -> CheckResult {
     CheckResult {
         status,
         message,
@@ -296,13 +342,23 @@ fn completed_result<C>(
         Ok(v) => CheckResult {
             status: v.status,
             message: output::clean(&v.message, output_limit),
-            finding: v.finding,
+            finding: v.finding.map(|f| Finding {
+                code: output::clean(&f.code, 128),
+                message: output::clean(&f.message, output_limit),
+                next_step: output::clean(&f.next_step, output_limit),
+            }),
             duration: elapsed,
             output: output::clean(&v.output, output_limit),
             metrics: v.metrics,
             ..base_result(plan, i)
         },
-        Err(panic) => engine_result(plan, i, Status::Crash, format!("check panicked: {panic}"), elapsed),
+        Err(panic) => engine_result(
+            plan,
+            i,
+            Status::Crash,
+            format!("check panicked: {panic}"),
+            elapsed,
+        ),
     }
 }
 
@@ -341,9 +397,13 @@ mod tests {
     use crate::check::Check;
     use crate::model::{Layer, ScopeKind, Tier};
     use crate::plan::plan;
-    use crate::verdict::Finding;
 
-    fn check(id: &'static str, layer: Layer, scope: ScopeKind, run: fn(&(), Scope) -> Verdict) -> Check<()> {
+    fn check(
+        id: &'static str,
+        layer: Layer,
+        scope: ScopeKind,
+        run: fn(&(), Scope) -> Verdict,
+    ) -> Check<()> {
         Check {
             id,
             layer,
@@ -378,8 +438,12 @@ mod tests {
     fn a_failure_blocks_the_same_gpu_above_and_not_the_others() {
         let reg = vec![
             check("pci::a", Layer::Pci, ScopeKind::PerGpu, fail_on_gpu1),
-            check("amdgpu::b", Layer::Amdgpu, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
-            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+            check("amdgpu::b", Layer::Amdgpu, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
+            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
         ];
         let rs = run(&reg, &[0, 1, 2], &ExecOptions::default());
         assert_eq!(status(&rs, "gpu1.pci.a"), Status::Fail);
@@ -398,9 +462,14 @@ mod tests {
             check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
                 Verdict::fail(Finding::new("x", "broken", "fix"))
             }),
-            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
         ];
-        let opts = ExecOptions { gate: false, ..ExecOptions::default() };
+        let opts = ExecOptions {
+            gate: false,
+            ..ExecOptions::default()
+        };
         let rs = run(&reg, &[0, 1], &opts);
         assert_eq!(status(&rs, "gpu0.kfd.c"), Status::Pass);
         let gated = run(&reg, &[0, 1], &ExecOptions::default());
@@ -416,16 +485,27 @@ mod tests {
                 }
                 Verdict::pass("ok")
             }),
-            check("kfd::after", Layer::Kfd, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+            check("kfd::after", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
         ];
-        let opts = ExecOptions { workers: 1, ..ExecOptions::default() };
+        let opts = ExecOptions {
+            workers: 1,
+            ..ExecOptions::default()
+        };
         let start = Instant::now();
         let rs = run(&reg, &[0, 1, 2], &opts);
         assert!(start.elapsed() < Duration::from_secs(5));
         assert_eq!(status(&rs, "gpu0.pci.hang"), Status::Timeout);
         let after = rs.iter().find(|r| r.id == "gpu0.kfd.after").unwrap();
         assert_eq!(after.status, Status::Blocked);
-        assert!(after.message.contains("GPU unresponsive after gpu0.pci.hang"), "{}", after.message);
+        assert!(
+            after
+                .message
+                .contains("GPU unresponsive after gpu0.pci.hang"),
+            "{}",
+            after.message
+        );
         // The replacement worker ran the other GPUs' checks.
         assert_eq!(status(&rs, "gpu2.kfd.after"), Status::Pass);
     }
@@ -445,8 +525,12 @@ mod tests {
     #[test]
     fn interruption_skips_what_did_not_run() {
         let reg = vec![
-            check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| Verdict::pass("ok")),
-            check("kfd::b", Layer::Kfd, ScopeKind::PerGpu, |_, _| Verdict::pass("ok")),
+            check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
+                Verdict::pass("ok")
+            }),
+            check("kfd::b", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
         ];
         let opts = ExecOptions::default();
         opts.interrupt.store(2, Ordering::SeqCst);

@@ -34,7 +34,11 @@ struct ScopeDoc {
 
 /// Renders a run as pretty-printed JSON. `tool` names the producer and its
 /// version; `node_properties` describe the node (sysroot, kernel, driver).
-pub fn render(report: &RunReport, tool: &str, node_properties: &[(String, String)]) -> Result<String, String> {
+pub fn render(
+    report: &RunReport,
+    tool: &str,
+    node_properties: &[(String, String)],
+) -> Result<String, String> {
     let summary = [
         Status::Pass,
         Status::Fail,
@@ -56,7 +60,10 @@ pub fn render(report: &RunReport, tool: &str, node_properties: &[(String, String
         passed: report.all_passed(),
         first_failing_layer: report.first_failing_layer(None),
         summary,
-        node: node_properties.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        node: node_properties
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
         scopes: report
             .scope_list()
             .into_iter()
@@ -68,5 +75,6 @@ pub fn render(report: &RunReport, tool: &str, node_properties: &[(String, String
             .collect(),
         results: &report.results,
     };
-    serde_json::to_string_pretty(&doc).map_err(|e| format!("failed to serialise the JSON report: {e}"))
+    serde_json::to_string_pretty(&doc)
+        .map_err(|e| format!("failed to serialise the JSON report: {e}"))
 }

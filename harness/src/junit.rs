@@ -19,7 +19,8 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
     for scope in report.scope_list() {
         let mut suite = TestSuite::new(scope.label());
         suite.set_timestamp(report.started_at.fixed_offset());
-        let results: Vec<&CheckResult> = report.results.iter().filter(|r| r.scope == scope).collect();
+        let results: Vec<&CheckResult> =
+            report.results.iter().filter(|r| r.scope == scope).collect();
         suite.set_time(results.iter().map(|r| r.duration).sum());
         if scope == Scope::Node {
             for (k, v) in node_properties {
@@ -29,7 +30,9 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
         for (k, v) in &report.scope_info(scope).properties {
             suite.add_property(Property::new(k.as_str(), v.as_str()));
         }
-        let first = report.first_failing_layer(Some(scope)).map_or("none", |l| l.as_str());
+        let first = report
+            .first_failing_layer(Some(scope))
+            .map_or("none", |l| l.as_str());
         suite.add_property(Property::new("first_failing_layer", first));
         if let Some(why) = &report.interrupted {
             suite.add_property(Property::new("interrupted", why.as_str()));
@@ -37,7 +40,9 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
         suite.add_test_cases(results.into_iter().map(test_case));
         junit.add_test_suite(suite);
     }
-    let xml = junit.to_string().map_err(|e| format!("failed to serialise the JUnit report: {e}"))?;
+    let xml = junit
+        .to_string()
+        .map_err(|e| format!("failed to serialise the JUnit report: {e}"))?;
     drop_root_skipped_attribute(&xml)
 }
 
@@ -45,7 +50,11 @@ fn test_case(r: &CheckResult) -> TestCase {
     let status = match r.status {
         Status::Pass => TestCaseStatus::success(),
         Status::Fail | Status::Timeout | Status::Crash => {
-            let kind = if r.status == Status::Crash { NonSuccessKind::Error } else { NonSuccessKind::Failure };
+            let kind = if r.status == Status::Crash {
+                NonSuccessKind::Error
+            } else {
+                NonSuccessKind::Failure
+            };
             let mut s = TestCaseStatus::non_success(kind);
             s.set_message(r.message.as_str());
             let mut text = r.message.clone();
@@ -134,7 +143,8 @@ mod tests {
             scope,
             status,
             message: message.into(),
-            finding: (status == Status::Fail).then(|| Finding::new("amdgpu-not-loaded", message, "modprobe amdgpu")),
+            finding: (status == Status::Fail)
+                .then(|| Finding::new("amdgpu-not-loaded", message, "modprobe amdgpu")),
             blocked_by: None,
             duration: Duration::from_millis(3),
             output: "line <1> & \"two\"".into(),
@@ -151,8 +161,20 @@ mod tests {
             started_at: chrono::Local::now(),
             duration: Duration::from_millis(10),
             results: vec![
-                result("node.amdgpu.module_live", Scope::Node, Layer::Amdgpu, Status::Fail, "not loaded"),
-                result("gpu0.kfd.topology_node", Scope::Gpu(0), Layer::Kfd, Status::Blocked, "blocked by node.amdgpu.module_live: not loaded"),
+                result(
+                    "node.amdgpu.module_live",
+                    Scope::Node,
+                    Layer::Amdgpu,
+                    Status::Fail,
+                    "not loaded",
+                ),
+                result(
+                    "gpu0.kfd.topology_node",
+                    Scope::Gpu(0),
+                    Layer::Kfd,
+                    Status::Blocked,
+                    "blocked by node.amdgpu.module_live: not loaded",
+                ),
             ],
             scopes: vec![(Scope::Gpu(0), info)],
             interrupted: None,
@@ -164,7 +186,9 @@ mod tests {
         assert!(xml.contains(r#"<property name="pci_address" value="0000:05:00.0"/>"#));
         assert!(xml.contains(r#"<property name="first_failing_layer" value="amdgpu"/>"#));
         assert!(xml.contains(r#"type="amdgpu-not-loaded""#));
-        assert!(xml.contains(r#"<skipped message="blocked by node.amdgpu.module_live: not loaded""#));
+        assert!(
+            xml.contains(r#"<skipped message="blocked by node.amdgpu.module_live: not loaded""#)
+        );
         assert!(xml.contains("&lt;1&gt; &amp;"));
         let root = xml.lines().find(|l| l.contains("<testsuites")).unwrap();
         assert!(!root.contains("skipped="), "{root}");

@@ -8,8 +8,8 @@ pub mod atomic;
 pub mod check;
 pub mod doctor;
 pub mod exec;
-pub mod junit;
 pub mod json;
+pub mod junit;
 pub mod model;
 pub mod output;
 pub mod plan;
@@ -18,7 +18,7 @@ pub mod sysroot;
 pub mod verdict;
 
 pub use check::Check;
-pub use exec::{ExecOptions, Event, execute};
+pub use exec::{Event, ExecOptions, execute};
 pub use model::{Layer, Scope, ScopeKind, Tier};
 pub use plan::{Plan, PlanError, plan};
 pub use result::{CheckResult, RunReport, ScopeInfo};

@@ -79,7 +79,9 @@ impl FromStr for Layer {
 }
 
 /// How deep a run goes. Each tier includes the checks of the tiers below it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
     /// Seconds: the node layers up to a HIP smoke test.
@@ -115,7 +117,9 @@ impl FromStr for Tier {
             "quick" => Ok(Tier::Quick),
             "standard" => Ok(Tier::Standard),
             "extended" => Ok(Tier::Extended),
-            other => Err(format!("unknown tier '{other}'; use quick, standard or extended")),
+            other => Err(format!(
+                "unknown tier '{other}'; use quick, standard or extended"
+            )),
         }
     }
 }
@@ -218,6 +222,11 @@ mod tests {
         assert_eq!("gpu12".parse::<Scope>(), Ok(Scope::Gpu(12)));
         assert_eq!("node".parse::<Scope>(), Ok(Scope::Node));
         assert!("gpux".parse::<Scope>().is_err());
-        assert!("bogus".parse::<Layer>().unwrap_err().contains("known layers"));
+        assert!(
+            "bogus"
+                .parse::<Layer>()
+                .unwrap_err()
+                .contains("known layers")
+        );
     }
 }

@@ -9,7 +9,10 @@ pub const DEFAULT_LIMIT: usize = 16 * 1024;
 pub fn clean(text: &str, limit: usize) -> String {
     let stripped = if text.contains('\u{1b}') {
         // The stripper also drops tabs; escape sequences never contain one.
-        text.split('\t').map(strip_ansi_escapes::strip_str).collect::<Vec<_>>().join("\t")
+        text.split('\t')
+            .map(strip_ansi_escapes::strip_str)
+            .collect::<Vec<_>>()
+            .join("\t")
     } else {
         text.to_string()
     };

@@ -58,7 +58,11 @@ pub enum PlanError {
 }
 
 /// Plans `registry` at `tier` over the GPU scopes `gpus`.
-pub fn plan<'r, C>(registry: &'r [Check<C>], gpus: &[u32], tier: Tier) -> Result<Plan<'r, C>, PlanError> {
+pub fn plan<'r, C>(
+    registry: &'r [Check<C>],
+    gpus: &[u32],
+    tier: Tier,
+) -> Result<Plan<'r, C>, PlanError> {
     let mut by_id: HashMap<&str, usize> = HashMap::new();
     for (i, c) in registry.iter().enumerate() {
         if by_id.insert(c.id, i).is_some() {
@@ -78,7 +82,9 @@ pub fn plan<'r, C>(registry: &'r [Check<C>], gpus: &[u32], tier: Tier) -> Result
 
     // Expand: node instances first, then each GPU's; registry order within.
     let mut instances = Vec::new();
-    let scopes: Vec<Scope> = std::iter::once(Scope::Node).chain(gpus.iter().map(|&g| Scope::Gpu(g))).collect();
+    let scopes: Vec<Scope> = std::iter::once(Scope::Node)
+        .chain(gpus.iter().map(|&g| Scope::Gpu(g)))
+        .collect();
     for &scope in &scopes {
         for (ci, c) in registry.iter().enumerate() {
             let applies = matches!(
@@ -95,8 +101,11 @@ pub fn plan<'r, C>(registry: &'r [Check<C>], gpus: &[u32], tier: Tier) -> Result
             }
         }
     }
-    let index: HashMap<(usize, Scope), usize> =
-        instances.iter().enumerate().map(|(i, inst)| ((inst.check, inst.scope), i)).collect();
+    let index: HashMap<(usize, Scope), usize> = instances
+        .iter()
+        .enumerate()
+        .map(|(i, inst)| ((inst.check, inst.scope), i))
+        .collect();
 
     for i in 0..instances.len() {
         let (ci, scope) = (instances[i].check, instances[i].scope);
@@ -105,7 +114,10 @@ pub fn plan<'r, C>(registry: &'r [Check<C>], gpus: &[u32], tier: Tier) -> Result
         // Implicit gating: lower-layer gating checks of the same scope and of the node.
         for (j, other) in instances.iter().enumerate() {
             let oc = &registry[other.check];
-            if oc.gates && oc.layer < me.layer && (other.scope == scope || other.scope == Scope::Node) {
+            if oc.gates
+                && oc.layer < me.layer
+                && (other.scope == scope || other.scope == Scope::Node)
+            {
                 deps.insert(j);
             }
         }
@@ -189,7 +201,12 @@ mod tests {
     use crate::verdict::Verdict;
     use std::time::Duration;
 
-    fn check(id: &'static str, layer: Layer, scope: ScopeKind, deps: &'static [&'static str]) -> Check<()> {
+    fn check(
+        id: &'static str,
+        layer: Layer,
+        scope: ScopeKind,
+        deps: &'static [&'static str],
+    ) -> Check<()> {
         Check {
             id,
             layer,
@@ -204,7 +221,9 @@ mod tests {
     }
 
     fn ids(p: &Plan<'_, ()>, deps: &[usize]) -> Vec<String> {
-        deps.iter().map(|&d| p.instances[d].test_id.clone()).collect()
+        deps.iter()
+            .map(|&d| p.instances[d].test_id.clone())
+            .collect()
     }
 
     #[test]
@@ -212,18 +231,38 @@ mod tests {
         let reg = vec![
             check("pci::present", Layer::Pci, ScopeKind::Node, &[]),
             check("amdgpu::module", Layer::Amdgpu, ScopeKind::Node, &[]),
-            check("firmware::versions", Layer::Firmware, ScopeKind::PerGpu, &["amdgpu::module"]),
+            check(
+                "firmware::versions",
+                Layer::Firmware,
+                ScopeKind::PerGpu,
+                &["amdgpu::module"],
+            ),
             check("kfd::node", Layer::Kfd, ScopeKind::PerGpu, &[]),
         ];
         let p = plan(&reg, &[0, 1], Tier::Quick).unwrap();
         assert_eq!(p.instances.len(), 6);
-        let kfd1 = p.instances.iter().find(|i| i.test_id == "gpu1.kfd.node").unwrap();
+        let kfd1 = p
+            .instances
+            .iter()
+            .find(|i| i.test_id == "gpu1.kfd.node")
+            .unwrap();
         assert_eq!(
             ids(&p, &kfd1.deps),
-            ["node.pci.present", "node.amdgpu.module", "gpu1.firmware.versions"]
+            [
+                "node.pci.present",
+                "node.amdgpu.module",
+                "gpu1.firmware.versions"
+            ]
         );
-        let fw0 = p.instances.iter().find(|i| i.test_id == "gpu0.firmware.versions").unwrap();
-        assert_eq!(ids(&p, &fw0.deps), ["node.pci.present", "node.amdgpu.module"]);
+        let fw0 = p
+            .instances
+            .iter()
+            .find(|i| i.test_id == "gpu0.firmware.versions")
+            .unwrap();
+        assert_eq!(
+            ids(&p, &fw0.deps),
+            ["node.pci.present", "node.amdgpu.module"]
+        );
         // Every dependency precedes its dependent.
         for (i, inst) in p.instances.iter().enumerate() {
             assert!(inst.deps.iter().all(|&d| d < i), "{}", inst.test_id);
@@ -234,7 +273,10 @@ mod tests {
     fn non_gating_checks_add_no_implicit_edges() {
         let mut count = check("pci::count", Layer::Pci, ScopeKind::Node, &[]);
         count.gates = false;
-        let reg = vec![count, check("kfd::node", Layer::Kfd, ScopeKind::PerGpu, &[])];
+        let reg = vec![
+            count,
+            check("kfd::node", Layer::Kfd, ScopeKind::PerGpu, &[]),
+        ];
         let p = plan(&reg, &[0], Tier::Quick).unwrap();
         assert!(p.instances.iter().all(|i| i.deps.is_empty()));
     }
@@ -243,31 +285,55 @@ mod tests {
     fn tier_filters_and_unknown_deps_and_cycles_are_reported() {
         let mut slow = check("hip::stress", Layer::Hip, ScopeKind::PerGpu, &[]);
         slow.tier = Tier::Extended;
-        let reg = vec![check("pci::present", Layer::Pci, ScopeKind::Node, &[]), slow];
+        let reg = vec![
+            check("pci::present", Layer::Pci, ScopeKind::Node, &[]),
+            slow,
+        ];
         assert_eq!(plan(&reg, &[0], Tier::Quick).unwrap().instances.len(), 1);
         assert_eq!(plan(&reg, &[0], Tier::Extended).unwrap().instances.len(), 2);
 
         let bad = vec![check("a::x", Layer::Pci, ScopeKind::Node, &["b::y"])];
-        assert!(matches!(plan(&bad, &[], Tier::Quick), Err(PlanError::UnknownDependency { .. })));
+        assert!(matches!(
+            plan(&bad, &[], Tier::Quick),
+            Err(PlanError::UnknownDependency { .. })
+        ));
 
         let cyc = vec![
             check("pci::a", Layer::Pci, ScopeKind::Node, &["kfd::b"]),
             check("kfd::b", Layer::Kfd, ScopeKind::Node, &[]),
         ];
-        assert!(matches!(plan(&cyc, &[], Tier::Quick), Err(PlanError::Cycle(_))));
+        assert!(matches!(
+            plan(&cyc, &[], Tier::Quick),
+            Err(PlanError::Cycle(_))
+        ));
 
-        let dup = vec![check("a::x", Layer::Pci, ScopeKind::Node, &[]), check("a::x", Layer::Kfd, ScopeKind::Node, &[])];
-        assert_eq!(plan(&dup, &[], Tier::Quick).err(), Some(PlanError::DuplicateId("a::x".into())));
+        let dup = vec![
+            check("a::x", Layer::Pci, ScopeKind::Node, &[]),
+            check("a::x", Layer::Kfd, ScopeKind::Node, &[]),
+        ];
+        assert_eq!(
+            plan(&dup, &[], Tier::Quick).err(),
+            Some(PlanError::DuplicateId("a::x".into()))
+        );
     }
 
     #[test]
     fn node_check_depending_on_per_gpu_check_waits_for_every_gpu() {
         let reg = vec![
             check("hip::smoke", Layer::Hip, ScopeKind::PerGpu, &[]),
-            check("rccl::allreduce", Layer::Rccl, ScopeKind::Node, &["hip::smoke"]),
+            check(
+                "rccl::allreduce",
+                Layer::Rccl,
+                ScopeKind::Node,
+                &["hip::smoke"],
+            ),
         ];
         let p = plan(&reg, &[0, 1, 2], Tier::Quick).unwrap();
-        let rccl = p.instances.iter().find(|i| i.test_id == "node.rccl.allreduce").unwrap();
+        let rccl = p
+            .instances
+            .iter()
+            .find(|i| i.test_id == "node.rccl.allreduce")
+            .unwrap();
         assert_eq!(rccl.deps.len(), 3);
     }
 }

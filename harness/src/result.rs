@@ -28,7 +28,11 @@ pub struct CheckResult {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub blocked_by: Option<String>,
     /// Wall time of the check.
-    #[serde(rename = "duration_ms", serialize_with = "as_millis", deserialize_with = "from_millis")]
+    #[serde(
+        rename = "duration_ms",
+        serialize_with = "as_millis",
+        deserialize_with = "from_millis"
+    )]
     pub duration: Duration,
     /// Captured evidence, cleaned and bounded.
     #[serde(skip_serializing_if = "String::is_empty", default)]
@@ -41,7 +45,9 @@ pub struct CheckResult {
 impl CheckResult {
     /// The check's name without its layer.
     pub fn name(&self) -> &str {
-        self.check.split_once("::").map_or(self.check.as_str(), |(_, n)| n)
+        self.check
+            .split_once("::")
+            .map_or(self.check.as_str(), |(_, n)| n)
     }
 }
 
@@ -71,7 +77,10 @@ impl ScopeInfo {
 
     /// The value of a property.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.properties.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.properties
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -127,6 +136,10 @@ impl RunReport {
 
     /// Whether every result passed or was skipped, and the run was complete.
     pub fn all_passed(&self) -> bool {
-        self.interrupted.is_none() && self.results.iter().all(|r| matches!(r.status, Status::Pass | Status::Skipped))
+        self.interrupted.is_none()
+            && self
+                .results
+                .iter()
+                .all(|r| matches!(r.status, Status::Pass | Status::Skipped))
     }
 }

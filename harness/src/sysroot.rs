@@ -1,18 +1,31 @@
 //! Every host path is read through a sysroot: `/` on a live node, or a
 //! directory holding a captured or synthetic node.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 /// Files larger than this are not sysfs attributes; reads stop here.
 const MAX_ATTRIBUTE_BYTES: u64 = 1 << 20;
 
 /// A root through which host paths are read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Sysroot {
     root: PathBuf,
+    /// Host paths accessed so far, when recording (for snapshots and for
+    /// measuring what a run reads).
+    recorder: Option<Arc<Mutex<BTreeSet<String>>>>,
 }
+
+impl PartialEq for Sysroot {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for Sysroot {}
 
 /// Why a host file could not be read; its `Display` names the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,12 +95,39 @@ impl ReadError {
 impl Sysroot {
     /// The live host.
     pub fn live() -> Self {
-        Sysroot { root: PathBuf::from("/") }
+        Sysroot::at("/")
     }
 
     /// A captured or synthetic node rooted at `dir`.
     pub fn at(dir: impl Into<PathBuf>) -> Self {
-        Sysroot { root: dir.into() }
+        Sysroot {
+            root: dir.into(),
+            recorder: None,
+        }
+    }
+
+    /// Like [`Sysroot::at`], remembering every host path accessed.
+    pub fn recording(dir: impl Into<PathBuf>) -> Self {
+        Sysroot {
+            recorder: Some(Arc::new(Mutex::new(BTreeSet::new()))),
+            ..Sysroot::at(dir)
+        }
+    }
+
+    /// The host paths accessed so far (empty unless recording), sorted.
+    pub fn recorded(&self) -> Vec<String> {
+        self.recorder
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|set| set.iter().cloned().collect()))
+            .unwrap_or_default()
+    }
+
+    fn note(&self, host: &str) {
+        if let Some(r) = &self.recorder {
+            if let Ok(mut set) = r.lock() {
+                set.insert(host.to_string());
+            }
+        }
     }
 
     /// Whether this is the live host (`/`).
@@ -107,12 +147,14 @@ impl Sysroot {
 
     /// Whether `host` exists (following links).
     pub fn exists(&self, host: &str) -> bool {
+        self.note(host);
         self.path(host).exists()
     }
 
     /// Reads a small text file: stops at the first NUL (captures are often
     /// NUL-padded), trims surrounding whitespace, and rejects non-UTF-8.
     pub fn read_text(&self, host: &str) -> Result<String, ReadError> {
+        self.note(host);
         let path = self.path(host);
         let bytes = read_bounded(&path, MAX_ATTRIBUTE_BYTES)?;
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
@@ -134,17 +176,20 @@ impl Sysroot {
 
     /// Reads up to `limit` bytes of a file as raw bytes.
     pub fn read_bytes(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
+        self.note(host);
         read_bounded(&self.path(host), limit)
     }
 
     /// Reads at most the last `limit` bytes of a file (a log that may be huge).
     pub fn read_tail(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
         use std::io::{Seek, SeekFrom};
+        self.note(host);
         let path = self.path(host);
         let io = |e: std::io::Error| ReadError::from_io(path.clone(), &e);
         let mut file = std::fs::File::open(&path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
-        file.seek(SeekFrom::Start(len.saturating_sub(limit))).map_err(io)?;
+        file.seek(SeekFrom::Start(len.saturating_sub(limit)))
+            .map_err(io)?;
         let mut bytes = Vec::new();
         file.take(limit).read_to_end(&mut bytes).map_err(io)?;
         Ok(bytes)
@@ -153,6 +198,7 @@ impl Sysroot {
     /// The names of the entries of a directory, sorted (numerically where
     /// both names are numbers, so node `10` follows node `9`).
     pub fn list_dir(&self, host: &str) -> Result<Vec<String>, ReadError> {
+        self.note(host);
         let path = self.path(host);
         let entries = std::fs::read_dir(&path).map_err(|e| ReadError::from_io(path.clone(), &e))?;
         let mut names = Vec::new();
@@ -178,11 +224,14 @@ impl Sysroot {
     /// The last component of a symbolic link's target (`amdgpu` for a
     /// `driver` link), or `None` when there is no link.
     pub fn link_name(&self, host: &str) -> Result<Option<String>, ReadError> {
+        self.note(host);
         let path = self.path(host);
         match std::fs::read_link(&path) {
             Ok(target) => Ok(target.file_name().map(|n| n.to_string_lossy().into_owned())),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) if e.kind() == ErrorKind::InvalidInput => Err(ReadError::malformed(path, "expected a symbolic link")),
+            Err(e) if e.kind() == ErrorKind::InvalidInput => {
+                Err(ReadError::malformed(path, "expected a symbolic link"))
+            }
             Err(e) => Err(ReadError::from_io(path, &e)),
         }
     }
@@ -220,7 +269,11 @@ mod tests {
         assert_eq!(e.kind, ReadErrorKind::NotUtf8);
         assert!(e.to_string().contains("sys/a/latin1"), "{e}");
         assert_eq!(root.read_opt("/sys/a/none").unwrap(), None);
-        assert!(root.read_text("/sys/a/padded/below").unwrap_err().is_not_found());
+        assert!(
+            root.read_text("/sys/a/padded/below")
+                .unwrap_err()
+                .is_not_found()
+        );
     }
 
     #[test]
@@ -231,9 +284,18 @@ mod tests {
             fs::create_dir_all(dir.path().join("nodes").join(n)).unwrap();
         }
         assert_eq!(root.list_dir("/nodes").unwrap(), ["1", "9", "10"]);
-        std::os::unix::fs::symlink("../../bus/pci/drivers/amdgpu", dir.path().join("driver")).unwrap();
-        assert_eq!(root.link_name("/driver").unwrap().as_deref(), Some("amdgpu"));
+        std::os::unix::fs::symlink("../../bus/pci/drivers/amdgpu", dir.path().join("driver"))
+            .unwrap();
+        assert_eq!(
+            root.link_name("/driver").unwrap().as_deref(),
+            Some("amdgpu")
+        );
         assert_eq!(root.link_name("/nolink").unwrap(), None);
         assert!(root.link_name("/nodes").is_err());
+        assert!(root.recorded().is_empty());
+        let rec = Sysroot::recording(dir.path());
+        let _ = rec.list_dir("/nodes");
+        let _ = rec.read_opt("/absent");
+        assert_eq!(rec.recorded(), ["/absent", "/nodes"]);
     }
 }

@@ -164,17 +164,29 @@ mod tests {
 
     #[test]
     fn fail_carries_its_finding_message() {
-        let v = Verdict::fail(Finding::new("kfd-missing", "/dev/kfd is absent", "load amdgpu"));
+        let v = Verdict::fail(Finding::new(
+            "kfd-missing",
+            "/dev/kfd is absent",
+            "load amdgpu",
+        ));
         assert_eq!(v.status, Status::Fail);
         assert_eq!(v.message, "/dev/kfd is absent");
-        assert_eq!(v.finding.as_ref().map(|f| f.code.as_str()), Some("kfd-missing"));
+        assert_eq!(
+            v.finding.as_ref().map(|f| f.code.as_str()),
+            Some("kfd-missing")
+        );
     }
 
     #[test]
     fn only_pass_and_skip_let_dependents_run() {
         assert!(Status::Pass.lets_dependents_run());
         assert!(Status::Skipped.lets_dependents_run());
-        for s in [Status::Fail, Status::Blocked, Status::Timeout, Status::Crash] {
+        for s in [
+            Status::Fail,
+            Status::Blocked,
+            Status::Timeout,
+            Status::Crash,
+        ] {
             assert!(!s.lets_dependents_run(), "{s}");
         }
         assert!(!Status::Blocked.is_fault());

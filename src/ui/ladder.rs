@@ -52,14 +52,26 @@ pub fn ladder(report: &RunReport, style: Style) -> String {
         let mine: Vec<&CheckResult> = report.results.iter().filter(|r| r.scope == scope).collect();
         let cells = layers
             .iter()
-            .map(|l| cell(&mine.iter().copied().filter(|r| r.layer == *l).collect::<Vec<_>>()))
+            .map(|l| {
+                cell(
+                    &mine
+                        .iter()
+                        .copied()
+                        .filter(|r| r.layer == *l)
+                        .collect::<Vec<_>>(),
+                )
+            })
             .collect();
         let info = report.scope_info(scope);
-        let ident = [info.get("pci_address"), info.get("product"), info.get("gfx_target")]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>()
-            .join("  ");
+        let ident = [
+            info.get("pci_address"),
+            info.get("product"),
+            info.get("gfx_target"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join("  ");
         rows.push((scope, cells, ident));
     }
     let gpu_rows = rows.iter().filter(|(s, _, _)| *s != Scope::Node).count();
@@ -78,12 +90,25 @@ pub fn ladder(report: &RunReport, style: Style) -> String {
                 j += 1;
             }
         }
-        let label = if j - i > 1 { format!("{}..{}", scope.label(), rows[j - 1].0.label()) } else { scope.label() };
+        let label = if j - i > 1 {
+            format!("{}..{}", scope.label(), rows[j - 1].0.label())
+        } else {
+            scope.label()
+        };
+        let tail = if j - i > 1 {
+            format!("{} GPUs", j - i)
+        } else {
+            ident.clone()
+        };
         let mut line = format!("{label:<14}");
-        for &c in cells {
-            line.push_str(&paint(style, c, &format!("{:<9}", cell_text(c))));
+        for (k, &c) in cells.iter().enumerate() {
+            let text = if k + 1 == cells.len() && tail.is_empty() {
+                cell_text(c).to_string()
+            } else {
+                format!("{:<9}", cell_text(c))
+            };
+            line.push_str(&paint(style, c, &text));
         }
-        let tail = if j - i > 1 { format!("{} GPUs", j - i) } else { ident.clone() };
         let _ = writeln!(out, "{}{}", line, style.dim(&tail));
         i = j;
     }
@@ -93,7 +118,11 @@ pub fn ladder(report: &RunReport, style: Style) -> String {
 /// Renders each fault with its finding and next step, bottom-up; identical
 /// findings on many GPUs are folded into one entry.
 pub fn failures(report: &RunReport, style: Style) -> String {
-    let mut faults: Vec<&CheckResult> = report.results.iter().filter(|r| r.status.is_fault()).collect();
+    let mut faults: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| r.status.is_fault())
+        .collect();
     if faults.is_empty() {
         return String::new();
     }
@@ -102,7 +131,10 @@ pub fn failures(report: &RunReport, style: Style) -> String {
     let mut groups: BTreeMap<(Layer, String, String), Vec<&CheckResult>> = BTreeMap::new();
     let mut order = Vec::new();
     for r in faults {
-        let code = r.finding.as_ref().map_or_else(|| r.status.to_string(), |f| f.code.clone());
+        let code = r
+            .finding
+            .as_ref()
+            .map_or_else(|| r.status.to_string(), |f| f.code.clone());
         let key = (r.layer, r.check.clone(), code);
         if !groups.contains_key(&key) {
             order.push(key.clone());
@@ -110,17 +142,38 @@ pub fn failures(report: &RunReport, style: Style) -> String {
         groups.entry(key).or_default().push(r);
     }
     let mut out = String::new();
-    let first = report.first_failing_layer(None).map_or("none", Layer::as_str);
-    let _ = writeln!(out, "{}", style.bold(&format!("Failures (first failing layer: {first})")));
+    let first = report
+        .first_failing_layer(None)
+        .map_or("none", Layer::as_str);
+    let _ = writeln!(
+        out,
+        "{}",
+        style.bold(&format!("Failures (first failing layer: {first})"))
+    );
     for key in order {
         let rs = &groups[&key];
         let r = rs[0];
         let scopes = if rs.len() > 1 {
-            format!(" (and {} more: {})", rs.len() - 1, rs[1..].iter().take(8).map(|r| r.scope.label()).collect::<Vec<_>>().join(", "))
+            format!(
+                " (and {} more: {})",
+                rs.len() - 1,
+                rs[1..]
+                    .iter()
+                    .take(8)
+                    .map(|r| r.scope.label())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         } else {
             String::new()
         };
-        let _ = writeln!(out, "  {} {} [{}]{scopes}", style.red(&r.status.as_str().to_uppercase()), r.id, key.2);
+        let _ = writeln!(
+            out,
+            "  {} {} [{}]{scopes}",
+            style.red(&r.status.as_str().to_uppercase()),
+            r.id,
+            key.2
+        );
         let _ = writeln!(out, "      {}", r.message);
         if let Some(f) = &r.finding {
             let _ = writeln!(out, "      next: {}", f.next_step);

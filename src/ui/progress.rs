@@ -43,8 +43,17 @@ impl Progress {
                         let _ = write!(err, "\r\x1b[K");
                     }
                     let label = format!("{:<7}", r.status.as_str().to_uppercase());
-                    let code = r.finding.as_ref().map_or_else(String::new, |f| format!("[{}] ", f.code));
-                    let _ = writeln!(err, "  {} {} {code}{}", self.style.red(&label), r.id, r.message);
+                    let code = r
+                        .finding
+                        .as_ref()
+                        .map_or_else(String::new, |f| format!("[{}] ", f.code));
+                    let _ = writeln!(
+                        err,
+                        "  {} {} {code}{}",
+                        self.style.red(&label),
+                        r.id,
+                        r.message
+                    );
                 } else if self.live && r.status != Status::Blocked {
                     let _ = write!(err, "\r\x1b[K  [{:>4}/{}] {}", self.done, self.total, r.id);
                     let _ = err.flush();

@@ -36,7 +36,10 @@ impl HarnessEnv {
                 None => Tier::Quick,
             },
             expect_gpus: match var("ROCGATE_EXPECT_GPUS") {
-                Some(n) => Some(n.parse().map_err(|_| format!("ROCGATE_EXPECT_GPUS: '{n}' is not a count"))?),
+                Some(n) => Some(
+                    n.parse()
+                        .map_err(|_| format!("ROCGATE_EXPECT_GPUS: '{n}' is not a count"))?,
+                ),
                 None => None,
             },
             require_gpu: var("ROCGATE_REQUIRE_GPU").as_deref() == Some("1"),
@@ -48,14 +51,23 @@ impl HarnessEnv {
 /// the others read their result from that run.
 pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
     let sysroot = env.sysroot.as_ref().map_or_else(Sysroot::live, Sysroot::at);
-    let session = match Session::open(sysroot, RunOptions { expect_gpus: env.expect_gpus }) {
+    let session = match Session::open(
+        sysroot,
+        RunOptions {
+            expect_gpus: env.expect_gpus,
+        },
+    ) {
         Ok(s) => Arc::new(s),
         Err(e) => return vec![Trial::test("rocgate.setup", move || Err(e.into()))],
     };
     let gpus = session.select_gpus(None).unwrap_or_default();
     let ids: Vec<String> = match session.plan(&gpus, env.tier) {
         Ok(p) => p.instances.iter().map(|i| i.test_id.clone()).collect(),
-        Err(e) => return vec![Trial::test("rocgate.plan", move || Err(format!("internal error: {e}").into()))],
+        Err(e) => {
+            return vec![Trial::test("rocgate.plan", move || {
+                Err(format!("internal error: {e}").into())
+            })];
+        }
     };
     if session.facts().pci_gpu_count() == 0 {
         let why = "no AMD GPU on the PCI bus (set ROCGATE_REQUIRE_GPU=1 to fail instead)";
@@ -171,7 +183,10 @@ mod tests {
         let c = run(&env);
         assert_eq!(c.num_failed, 0);
         assert!(c.num_ignored > 0);
-        let strict = run(&HarnessEnv { require_gpu: true, ..env });
+        let strict = run(&HarnessEnv {
+            require_gpu: true,
+            ..env
+        });
         assert!(strict.num_failed > 0);
     }
 }

@@ -79,16 +79,18 @@ pub fn build(facts: &NodeFacts) -> Inventory {
         .iter()
         .map(|g| {
             let k = g.kfd.as_ref();
-            let vram = k.and_then(crate::facts::kfd::KfdNode::vram_bytes).or_else(|| {
-                g.pci.as_ref().and_then(|p| {
-                    facts
-                        .sysroot
-                        .read_opt(&format!("{}/mem_info_vram_total", p.sysfs_dir()))
-                        .ok()
-                        .flatten()
-                        .and_then(|t| t.parse().ok())
-                })
-            });
+            let vram = k
+                .and_then(crate::facts::kfd::KfdNode::vram_bytes)
+                .or_else(|| {
+                    g.pci.as_ref().and_then(|p| {
+                        facts
+                            .sysroot
+                            .read_opt(&format!("{}/mem_info_vram_total", p.sysfs_dir()))
+                            .ok()
+                            .flatten()
+                            .and_then(|t| t.parse().ok())
+                    })
+                });
             GpuEntry {
                 index: g.index,
                 kfd_node: k.map(|k| k.id),

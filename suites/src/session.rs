@@ -3,7 +3,9 @@
 
 use crate::context::{NodeContext, RunOptions};
 use crate::facts::NodeFacts;
-use rocgate_harness::{Check, Event, ExecOptions, Plan, PlanError, RunReport, Sysroot, Tier, execute, plan};
+use rocgate_harness::{
+    Check, Event, ExecOptions, Plan, PlanError, RunReport, Sysroot, Tier, execute, plan,
+};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,7 +22,10 @@ impl Session {
     /// sysroot that does not exist, a malformed capture record).
     pub fn open(sysroot: Sysroot, options: RunOptions) -> Result<Session, String> {
         if !sysroot.root().is_dir() {
-            return Err(format!("failed to open sysroot {}: not a directory", sysroot.root().display()));
+            return Err(format!(
+                "failed to open sysroot {}: not a directory",
+                sysroot.root().display()
+            ));
         }
         let facts = NodeFacts::discover(sysroot);
         if let Err(e) = &facts.capture {
@@ -49,7 +54,10 @@ impl Session {
         for token in selector.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             let token = token.strip_prefix("gpu").unwrap_or(token);
             let hits: Vec<u32> = if let Ok(i) = token.parse::<u32>() {
-                gpus.iter().filter(|g| g.index == i).map(|g| g.index).collect()
+                gpus.iter()
+                    .filter(|g| g.index == i)
+                    .map(|g| g.index)
+                    .collect()
             } else {
                 let mut addr = token.to_ascii_lowercase();
                 if addr.matches(':').count() == 1 {
@@ -80,7 +88,12 @@ impl Session {
     }
 
     /// Executes `plan` and assembles the report.
-    pub fn run(&self, plan: &Plan<'_, NodeContext>, opts: &ExecOptions, on_event: impl FnMut(Event<'_>)) -> RunReport {
+    pub fn run(
+        &self,
+        plan: &Plan<'_, NodeContext>,
+        opts: &ExecOptions,
+        on_event: impl FnMut(Event<'_>),
+    ) -> RunReport {
         let started_at = chrono::Local::now();
         let start = Instant::now();
         let results = execute(plan, Arc::clone(&self.ctx), opts, on_event);
@@ -104,7 +117,10 @@ impl Session {
     pub fn node_properties(&self, tier: Tier) -> Vec<(String, String)> {
         let f = self.facts();
         let mut p = vec![
-            ("rocgate_version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+            (
+                "rocgate_version".to_string(),
+                env!("CARGO_PKG_VERSION").to_string(),
+            ),
             ("tier".to_string(), tier.to_string()),
             ("sysroot".to_string(), f.sysroot.to_string()),
         ];

@@ -61,7 +61,11 @@ pub fn current_user(root: &Sysroot, capture: Option<&Capture>) -> Option<User> {
         });
     }
     let uid = nix::unistd::getuid();
-    let mut groups: Vec<u32> = nix::unistd::getgroups().unwrap_or_default().into_iter().map(|g| g.as_raw()).collect();
+    let mut groups: Vec<u32> = nix::unistd::getgroups()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|g| g.as_raw())
+        .collect();
     groups.push(nix::unistd::getegid().as_raw());
     groups.sort_unstable();
     groups.dedup();
@@ -94,7 +98,9 @@ pub fn parse_groups(text: &str) -> Vec<Group> {
 
 /// The groups of the node (`/etc/group` through the sysroot).
 pub fn read_groups(root: &Sysroot) -> Vec<Group> {
-    root.read_text("/etc/group").map(|t| parse_groups(&t)).unwrap_or_default()
+    root.read_text("/etc/group")
+        .map(|t| parse_groups(&t))
+        .unwrap_or_default()
 }
 
 /// Tries to open `host` read-write: for real on a live host, from the capture
@@ -128,14 +134,25 @@ pub fn probe(root: &Sysroot, capture: Option<&Capture>, host: &str) -> Access {
 }
 
 fn probe_live(host: &str) -> Access {
-    match std::fs::OpenOptions::new().read(true).write(true).open(host) {
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(host)
+    {
         Ok(_) => Access::Granted,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Access::Missing,
         Err(e) if matches!(e.raw_os_error(), Some(1 | 13)) => Access::Denied {
-            errno: if e.raw_os_error() == Some(1) { "EPERM" } else { "EACCES" }.to_string(),
+            errno: if e.raw_os_error() == Some(1) {
+                "EPERM"
+            } else {
+                "EACCES"
+            }
+            .to_string(),
             gid: std::fs::metadata(host).ok().map(|m| m.gid()),
         },
-        Err(e) => Access::Failed { error: e.to_string() },
+        Err(e) => Access::Failed {
+            error: e.to_string(),
+        },
     }
 }
 

@@ -2,7 +2,12 @@
 
 use rocgate_harness::Sysroot;
 
-const MODPROBE_DIRS: [&str; 4] = ["/etc/modprobe.d", "/run/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d"];
+const MODPROBE_DIRS: [&str; 4] = [
+    "/etc/modprobe.d",
+    "/run/modprobe.d",
+    "/lib/modprobe.d",
+    "/usr/lib/modprobe.d",
+];
 
 /// One place that keeps amdgpu from loading.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,7 +28,9 @@ pub fn scan(root: &Sysroot, cmdline: Option<&str>) -> Vec<BlacklistEntry> {
         found.extend(from_cmdline(cmdline));
     }
     for dir in MODPROBE_DIRS {
-        let Ok(files) = root.list_dir(dir) else { continue };
+        let Ok(files) = root.list_dir(dir) else {
+            continue;
+        };
         for file in files.into_iter().filter(|f| f.ends_with(".conf")) {
             let host = format!("{dir}/{file}");
             if let Ok(text) = root.read_text(&host) {
@@ -65,7 +72,9 @@ pub fn from_modprobe_conf(text: &str, host: &str) -> Vec<BlacklistEntry> {
         let words: Vec<&str> = line.split_whitespace().collect();
         let hard = match words.as_slice() {
             ["blacklist", "amdgpu"] => false,
-            ["install", "amdgpu", cmd, ..] if cmd.ends_with("/false") || cmd.ends_with("/true") => true,
+            ["install", "amdgpu", cmd, ..] if cmd.ends_with("/false") || cmd.ends_with("/true") => {
+                true
+            }
             _ => continue,
         };
         found.push(BlacklistEntry {
@@ -90,7 +99,10 @@ mod tests {
         assert_eq!(from_cmdline("nomodeset").len(), 1);
         assert_eq!(from_cmdline("amdgpu.modeset=0").len(), 1);
         assert!(from_cmdline("amdgpu.modeset=1").is_empty());
-        let m = from_modprobe_conf("# no\nblacklist amdgpu\ninstall amdgpu /bin/false\nblacklist radeon\n", "/etc/modprobe.d/x.conf");
+        let m = from_modprobe_conf(
+            "# no\nblacklist amdgpu\ninstall amdgpu /bin/false\nblacklist radeon\n",
+            "/etc/modprobe.d/x.conf",
+        );
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].source, "/etc/modprobe.d/x.conf line 2");
         assert!(!m[0].hard);

@@ -1,8 +1,8 @@
 //! `rocgate-capture.toml`: what a sysroot cannot hold as files — who ran the
 //! capture and whether that user could open each device node.
 
-use serde::{Deserialize, Serialize};
 use rocgate_harness::Sysroot;
+use serde::{Deserialize, Serialize};
 
 /// Host path of the capture record inside a sysroot.
 pub const CAPTURE_FILE: &str = "/rocgate-capture.toml";
@@ -62,7 +62,9 @@ pub fn read(root: &Sysroot) -> Result<Option<Capture>, String> {
     }
     match root.read_opt(CAPTURE_FILE) {
         Ok(None) => Ok(None),
-        Ok(Some(text)) => Capture::parse(&text, &root.path(CAPTURE_FILE).display().to_string()).map(Some),
+        Ok(Some(text)) => {
+            Capture::parse(&text, &root.path(CAPTURE_FILE).display().to_string()).map(Some)
+        }
         Err(e) => Err(e.to_string()),
     }
 }

@@ -20,7 +20,10 @@ pub struct DkmsAmdgpu {
 impl DkmsAmdgpu {
     /// The build for `kernel`, if any.
     pub fn build_for(&self, kernel: &str) -> Option<&str> {
-        self.builds.iter().find(|(k, _)| k == kernel).map(|(_, p)| p.as_str())
+        self.builds
+            .iter()
+            .find(|(k, _)| k == kernel)
+            .map(|(_, p)| p.as_str())
     }
 
     /// Whether any DKMS amdgpu is installed at all.
@@ -33,7 +36,9 @@ impl DkmsAmdgpu {
 pub fn scan(root: &Sysroot) -> DkmsAmdgpu {
     let mut found = DkmsAmdgpu::default();
     for modules in MODULE_ROOTS {
-        let Ok(kernels) = root.list_dir(modules) else { continue };
+        let Ok(kernels) = root.list_dir(modules) else {
+            continue;
+        };
         for kernel in kernels {
             if found.builds.iter().any(|(k, _)| *k == kernel) {
                 continue;
@@ -41,7 +46,11 @@ pub fn scan(root: &Sysroot) -> DkmsAmdgpu {
             let kernel_ref = &kernel;
             let hit = DKMS_DIRS
                 .iter()
-                .flat_map(|d| MODULE_FILES.iter().map(move |f| format!("{modules}/{kernel_ref}/{d}/{f}")))
+                .flat_map(|d| {
+                    MODULE_FILES
+                        .iter()
+                        .map(move |f| format!("{modules}/{kernel_ref}/{d}/{f}"))
+                })
                 .find(|p| root.exists(p));
             if let Some(path) = hit {
                 found.builds.push((kernel, path));
@@ -49,7 +58,10 @@ pub fn scan(root: &Sysroot) -> DkmsAmdgpu {
         }
     }
     if let Ok(versions) = root.list_dir("/var/lib/dkms/amdgpu") {
-        found.registered = versions.into_iter().filter(|v| v != "kernel" && !v.starts_with('.')).collect();
+        found.registered = versions
+            .into_iter()
+            .filter(|v| v != "kernel" && !v.starts_with('.'))
+            .collect();
     }
     found
 }

@@ -36,13 +36,23 @@ pub fn read(root: &Sysroot) -> DrmNodes {
         return drm;
     };
     for name in entries {
-        let device = || root.link_name(&format!("{DRM_CLASS}/{name}/device")).ok().flatten();
-        if let Some(minor) = name.strip_prefix("renderD").and_then(|m| m.parse::<u32>().ok()) {
+        let device = || {
+            root.link_name(&format!("{DRM_CLASS}/{name}/device"))
+                .ok()
+                .flatten()
+        };
+        if let Some(minor) = name
+            .strip_prefix("renderD")
+            .and_then(|m| m.parse::<u32>().ok())
+        {
             drm.render_minors.insert(minor);
             if let Some(dev) = device() {
                 drm.render_by_device.insert(dev, minor);
             }
-        } else if let Some(card) = name.strip_prefix("card").and_then(|c| c.parse::<u32>().ok()) {
+        } else if let Some(card) = name
+            .strip_prefix("card")
+            .and_then(|c| c.parse::<u32>().ok())
+        {
             if let Some(dev) = device() {
                 drm.card_by_device.insert(dev, card);
             }

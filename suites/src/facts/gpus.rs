@@ -71,7 +71,9 @@ pub fn enumerate(topology: Option<&Topology>, pci: Option<&PciScan>) -> Vec<Gpu>
     let empty = PciScan::default();
     let pci = pci.unwrap_or(&empty);
     for node in topology.iter().flat_map(|t| t.gpu_nodes()) {
-        let address = node.pci_address().unwrap_or_else(|| format!("kfd-node-{}", node.id));
+        let address = node
+            .pci_address()
+            .unwrap_or_else(|| format!("kfd-node-{}", node.id));
         let physical = pci
             .by_address(&address)
             .or_else(|| function_zero(&address).and_then(|a| pci.by_address(&a)))

@@ -25,11 +25,21 @@ pub fn read(root: &Sysroot) -> Result<KernelLog, String> {
     let mut tried = Vec::new();
     if root.is_live() {
         match read_kmsg() {
-            Ok(lines) => return Ok(KernelLog { source: "/dev/kmsg".into(), lines }),
+            Ok(lines) => {
+                return Ok(KernelLog {
+                    source: "/dev/kmsg".into(),
+                    lines,
+                });
+            }
             Err(e) => tried.push(format!("/dev/kmsg: {e}")),
         }
         match read_journal() {
-            Ok(lines) => return Ok(KernelLog { source: "journalctl -k -b".into(), lines }),
+            Ok(lines) => {
+                return Ok(KernelLog {
+                    source: "journalctl -k -b".into(),
+                    lines,
+                });
+            }
             Err(e) => tried.push(format!("journalctl -k -b: {e}")),
         }
     }
@@ -52,7 +62,10 @@ pub fn read(root: &Sysroot) -> Result<KernelLog, String> {
 /// The lines after the last boot banner (`Linux version ...`), or all lines.
 pub fn current_boot(text: &str) -> Vec<String> {
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines.iter().rposition(|l| l.contains("] Linux version ") || l.contains("kernel: Linux version ")).unwrap_or(0);
+    let start = lines
+        .iter()
+        .rposition(|l| l.contains("] Linux version ") || l.contains("kernel: Linux version "))
+        .unwrap_or(0);
     lines[start..].iter().map(|l| (*l).to_string()).collect()
 }
 
@@ -94,7 +107,11 @@ pub fn parse_kmsg_record(record: &str) -> Option<String> {
     let (header, rest) = record.split_once(';')?;
     let message = rest.lines().next().unwrap_or("");
     let usec: u64 = header.split(',').nth(2)?.parse().ok()?;
-    Some(format!("[{:>5}.{:06}] {message}", usec / 1_000_000, usec % 1_000_000))
+    Some(format!(
+        "[{:>5}.{:06}] {message}",
+        usec / 1_000_000,
+        usec % 1_000_000
+    ))
 }
 
 fn read_journal() -> Result<Vec<String>, String> {
@@ -113,7 +130,10 @@ fn read_journal() -> Result<Vec<String>, String> {
         let _ = (&mut out).take(LOG_TAIL_BYTES * 4).read_to_end(&mut bytes);
         bytes
     });
-    let status = match child.wait_timeout(Duration::from_secs(10)).map_err(|e| e.to_string())? {
+    let status = match child
+        .wait_timeout(Duration::from_secs(10))
+        .map_err(|e| e.to_string())?
+    {
         Some(s) => s,
         None => {
             let _ = child.kill();
@@ -121,10 +141,14 @@ fn read_journal() -> Result<Vec<String>, String> {
             return Err("did not finish within 10 s".into());
         }
     };
-    let bytes = reader.join().map_err(|_| "reader thread failed".to_string())?;
+    let bytes = reader
+        .join()
+        .map_err(|_| "reader thread failed".to_string())?;
     let text = String::from_utf8_lossy(&bytes);
     if !status.success() || text.trim().is_empty() {
-        return Err(format!("exited with {status} and no kernel lines (no permission?)"));
+        return Err(format!(
+            "exited with {status} and no kernel lines (no permission?)"
+        ));
     }
     Ok(text.lines().map(str::to_string).collect())
 }
@@ -156,8 +180,9 @@ pub struct FirmwareEvent {
     pub kind: FirmwareErrorKind,
 }
 
-static ADDRESS: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\b([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b").ok());
+static ADDRESS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"\b([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b").ok()
+});
 static FIRMWARE_FILE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r#"(?:Direct firmware load for |Failed to load firmware "?)(amdgpu/[^\s"]+)"#).ok()
 });
@@ -241,7 +266,10 @@ mod tests {
         );
         let ev = firmware_events(&log);
         assert_eq!(ev.len(), 5);
-        assert!(ev.iter().all(|e| e.address.as_deref() == Some("0000:04:00.0")));
+        assert!(
+            ev.iter()
+                .all(|e| e.address.as_deref() == Some("0000:04:00.0"))
+        );
         assert_eq!(ev[0].file.as_deref(), Some("amdgpu/psp_13_0_8_toc.bin"));
         assert_eq!(ev[0].kind, FirmwareErrorKind::Load);
         assert_eq!(ev[1].kind, FirmwareErrorKind::Load);
@@ -258,13 +286,17 @@ mod tests {
         assert_eq!(ev[0].address, None);
         assert_eq!(ev[0].kind, FirmwareErrorKind::Psp);
         let text = "[1.0] Linux version 6.1\nold boot amdgpu 0000:01:00.0: Fatal error during GPU init\n[0.0] Linux version 6.8\n[1.0] fine\n";
-        assert_eq!(current_boot(text), ["[0.0] Linux version 6.8", "[1.0] fine"]);
+        assert_eq!(
+            current_boot(text),
+            ["[0.0] Linux version 6.8", "[1.0] fine"]
+        );
     }
 
     #[test]
     fn kmsg_records_become_dmesg_lines() {
         assert_eq!(
-            parse_kmsg_record("6,339,5140900,-;amdgpu: Topology: Add CPU node\n SUBSYSTEM=pci\n").as_deref(),
+            parse_kmsg_record("6,339,5140900,-;amdgpu: Topology: Add CPU node\n SUBSYSTEM=pci\n")
+                .as_deref(),
             Some("[    5.140900] amdgpu: Topology: Add CPU node")
         );
         assert_eq!(parse_kmsg_record("garbage"), None);

@@ -157,8 +157,12 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
     let num = |key: &str| props.number(key, &path);
     let mut node = KfdNode {
         id,
-        gpu_id: root.read_opt(&format!("{dir}/gpu_id"))?.and_then(|t| t.parse().ok()),
-        name: root.read_opt(&format!("{dir}/name"))?.filter(|n| !n.is_empty()),
+        gpu_id: root
+            .read_opt(&format!("{dir}/gpu_id"))?
+            .and_then(|t| t.parse().ok()),
+        name: root
+            .read_opt(&format!("{dir}/name"))?
+            .filter(|n| !n.is_empty()),
         simd_count: num("simd_count")?.unwrap_or(0),
         simd_per_cu: num("simd_per_cu")?,
         gfx_target_version: num("gfx_target_version")?,
@@ -202,7 +206,10 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
 /// Numbered subdirectories of `dir`; a missing directory is empty.
 fn list_sub(root: &Sysroot, dir: &str) -> Result<Vec<String>, ReadError> {
     match root.list_dir(dir) {
-        Ok(names) => Ok(names.into_iter().filter(|n| n.parse::<u32>().is_ok()).collect()),
+        Ok(names) => Ok(names
+            .into_iter()
+            .filter(|n| n.parse::<u32>().is_ok())
+            .collect()),
         Err(e) if e.is_not_found() => Ok(Vec::new()),
         Err(e) => Err(e),
     }

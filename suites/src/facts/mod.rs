@@ -82,16 +82,18 @@ impl NodeFacts {
 
     /// The kernel log, read on first use (it can be large).
     pub fn kernel_log(&self) -> &Result<kernel_log::KernelLog, String> {
-        self.kernel_log.get_or_init(|| kernel_log::read(&self.sysroot))
+        self.kernel_log
+            .get_or_init(|| kernel_log::read(&self.sysroot))
     }
 
     /// Firmware and GPU-init errors in the kernel log (empty when the log is
     /// unreadable; [`NodeFacts::kernel_log`] says why).
     pub fn firmware_events(&self) -> &[kernel_log::FirmwareEvent] {
-        self.firmware_events.get_or_init(|| match self.kernel_log() {
-            Ok(log) => kernel_log::firmware_events(&log.lines),
-            Err(_) => Vec::new(),
-        })
+        self.firmware_events
+            .get_or_init(|| match self.kernel_log() {
+                Ok(log) => kernel_log::firmware_events(&log.lines),
+                Err(_) => Vec::new(),
+            })
     }
 
     /// The GPU with inventory index `index`.

@@ -38,10 +38,10 @@ pub fn read_amdgpu(root: &Sysroot) -> AmdgpuModule {
     let initstate = opt("/sys/module/amdgpu/initstate");
     let version = opt("/sys/module/amdgpu/version");
     let srcversion = opt("/sys/module/amdgpu/srcversion");
-    let in_proc_modules = root
-        .read_text("/proc/modules")
-        .ok()
-        .map(|t| t.lines().any(|l| l.split_whitespace().next() == Some("amdgpu")));
+    let in_proc_modules = root.read_text("/proc/modules").ok().map(|t| {
+        t.lines()
+            .any(|l| l.split_whitespace().next() == Some("amdgpu"))
+    });
     AmdgpuModule {
         initstate,
         version,

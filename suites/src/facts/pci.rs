@@ -63,7 +63,10 @@ pub fn is_gpu_class(class: u32) -> bool {
 /// Parses a `0x`-prefixed hex sysfs value.
 pub fn parse_hex(text: &str) -> Option<u64> {
     let t = text.trim();
-    let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    let digits = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
     if digits.is_empty() || digits.len() > 16 {
         return None;
     }
@@ -94,7 +97,9 @@ pub fn scan(root: &Sysroot) -> Result<PciScan, ReadError> {
         let hex = |file: &str| -> Result<u64, ReadError> {
             let host = format!("{dir}/{file}");
             let text = root.read_text(&host)?;
-            parse_hex(&text).ok_or_else(|| ReadError::malformed(root.path(&host), format!("'{text}' is not a hex number")))
+            parse_hex(&text).ok_or_else(|| {
+                ReadError::malformed(root.path(&host), format!("'{text}' is not a hex number"))
+            })
         };
         let vendor = match hex("vendor") {
             Ok(v) => v,
@@ -114,14 +119,27 @@ pub fn scan(root: &Sysroot) -> Result<PciScan, ReadError> {
             }
         };
         let (Ok(class), Ok(device_id)) = (u32::try_from(class), u16::try_from(device)) else {
-            scan.errors.push(ReadError::malformed(root.path(&dir), "class or device id out of range"));
+            scan.errors.push(ReadError::malformed(
+                root.path(&dir),
+                "class or device id out of range",
+            ));
             continue;
         };
         if !is_gpu_class(class) {
             continue;
         }
-        let width = |file: &str| root.read_opt(&format!("{dir}/{file}")).ok().flatten().and_then(|t| t.parse().ok());
-        let text = |file: &str| root.read_opt(&format!("{dir}/{file}")).ok().flatten().filter(|t| !t.is_empty());
+        let width = |file: &str| {
+            root.read_opt(&format!("{dir}/{file}"))
+                .ok()
+                .flatten()
+                .and_then(|t| t.parse().ok())
+        };
+        let text = |file: &str| {
+            root.read_opt(&format!("{dir}/{file}"))
+                .ok()
+                .flatten()
+                .filter(|t| !t.is_empty())
+        };
         let driver = match root.link_name(&format!("{dir}/driver")) {
             Ok(d) => d,
             Err(e) => {

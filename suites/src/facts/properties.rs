@@ -31,7 +31,11 @@ impl Properties {
                 _ => {
                     return Err(ReadError::malformed(
                         path,
-                        format!("line {}: '{}' has no value (truncated file?)", i + 1, short(line)),
+                        format!(
+                            "line {}: '{}' has no value (truncated file?)",
+                            i + 1,
+                            short(line)
+                        ),
                     ));
                 }
             };
@@ -52,7 +56,10 @@ impl Properties {
 
     /// The raw text value of `key`.
     pub fn text(&self, key: &str) -> Option<&str> {
-        self.entries.iter().find(|e| e.key == key).map(|e| e.value.as_str())
+        self.entries
+            .iter()
+            .find(|e| e.key == key)
+            .map(|e| e.value.as_str())
     }
 
     /// The value of `key` as an unsigned decimal number; `Ok(None)` when the
@@ -64,7 +71,12 @@ impl Properties {
             Some(e) => e.value.parse::<u64>().map(Some).map_err(|_| {
                 ReadError::malformed(
                     path,
-                    format!("line {}: {} is '{}', not an unsigned decimal number", e.line, key, short(&e.value)),
+                    format!(
+                        "line {}: {} is '{}', not an unsigned decimal number",
+                        e.line,
+                        key,
+                        short(&e.value)
+                    ),
                 )
             }),
         }
@@ -97,9 +109,13 @@ mod tests {
     #[test]
     fn parses_and_reports_truncation_and_garbage() {
         let p = Path::new("/sys/class/kfd/kfd/topology/nodes/2/properties");
-        let props = Properties::parse("simd_count 416\nhive_id 12609507387757274807\n\n", p).unwrap();
+        let props =
+            Properties::parse("simd_count 416\nhive_id 12609507387757274807\n\n", p).unwrap();
         assert_eq!(props.number("simd_count", p).unwrap(), Some(416));
-        assert_eq!(props.number("hive_id", p).unwrap(), Some(12_609_507_387_757_274_807));
+        assert_eq!(
+            props.number("hive_id", p).unwrap(),
+            Some(12_609_507_387_757_274_807)
+        );
         assert_eq!(props.number("domain", p).unwrap(), None);
 
         let e = Properties::parse("simd_count 416\nsimd_per", p).unwrap_err();

@@ -74,7 +74,10 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 }
 
 fn running_kernel(facts: &NodeFacts) -> String {
-    facts.kernel_release.as_ref().map_or_else(|_| "unknown".to_string(), Clone::clone)
+    facts
+        .kernel_release
+        .as_ref()
+        .map_or_else(|_| "unknown".to_string(), Clone::clone)
 }
 
 fn blacklist(ctx: &NodeContext, _: Scope) -> Verdict {
@@ -82,7 +85,11 @@ fn blacklist(ctx: &NodeContext, _: Scope) -> Verdict {
     if facts.blacklist.is_empty() {
         return Verdict::pass("amdgpu is not disabled on the kernel command line or in modprobe.d");
     }
-    let places: Vec<String> = facts.blacklist.iter().map(|b| format!("{}: {}", b.source, b.text)).collect();
+    let places: Vec<String> = facts
+        .blacklist
+        .iter()
+        .map(|b| format!("{}: {}", b.source, b.text))
+        .collect();
     let loaded = if facts.amdgpu.is_live() {
         " (amdgpu is loaded anyway, by an explicit modprobe)"
     } else {
@@ -106,11 +113,16 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Verdict {
         return Verdict::skip("no DKMS amdgpu is installed (the kernel's inbox driver is used)");
     }
     if let Some(path) = facts.dkms.build_for(kernel) {
-        return Verdict::pass(format!("DKMS amdgpu is built for the running kernel {kernel} ({path})"));
+        return Verdict::pass(format!(
+            "DKMS amdgpu is built for the running kernel {kernel} ({path})"
+        ));
     }
     let kernels: Vec<&str> = facts.dkms.builds.iter().map(|(k, _)| k.as_str()).collect();
     let built = if kernels.is_empty() {
-        format!("registered with DKMS ({}) but built for no kernel", list(&facts.dkms.registered, 3))
+        format!(
+            "registered with DKMS ({}) but built for no kernel",
+            list(&facts.dkms.registered, 3)
+        )
     } else {
         format!("built for {}", list(&kernels, 4))
     };
@@ -119,7 +131,11 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Verdict {
     } else {
         ""
     };
-    let version = facts.dkms.registered.first().map_or("<version>", String::as_str);
+    let version = facts
+        .dkms
+        .registered
+        .first()
+        .map_or("<version>", String::as_str);
     Verdict::fail(Finding::new(
         "dkms-stale",
         format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"),
@@ -138,7 +154,9 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
     let mut message = match (&m.initstate, &m.error) {
         (Some(state), _) => format!("amdgpu is loaded but its initstate is '{state}', not live"),
         (None, Some(e)) => format!("the amdgpu module state is unreadable: {e}"),
-        (None, None) => "the amdgpu kernel module is not loaded (/sys/module/amdgpu does not exist)".to_string(),
+        (None, None) => {
+            "the amdgpu kernel module is not loaded (/sys/module/amdgpu does not exist)".to_string()
+        }
     };
     if m.in_proc_modules == Some(true) && m.initstate.is_none() {
         message.push_str("; /proc/modules lists it");
@@ -147,7 +165,9 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
     let next = if !facts.blacklist.is_empty() {
         "amdgpu is disabled (see node.amdgpu.blacklist): remove that setting and reboot, or `sudo modprobe amdgpu` to load it now".to_string()
     } else if facts.dkms.is_installed() && facts.dkms.build_for(&kernel).is_none() {
-        format!("the DKMS amdgpu is not built for kernel {kernel} (see node.amdgpu.dkms): `sudo dkms autoinstall -k {kernel}`, then `sudo modprobe amdgpu`")
+        format!(
+            "the DKMS amdgpu is not built for kernel {kernel} (see node.amdgpu.dkms): `sudo dkms autoinstall -k {kernel}`, then `sudo modprobe amdgpu`"
+        )
     } else {
         format!(
             "`sudo modprobe amdgpu`, then read `dmesg | grep -i amdgpu` for why it did not load; if modprobe cannot find it, install the driver (amdgpu-dkms, or linux-modules-extra-{kernel} for the inbox driver)"
@@ -161,7 +181,9 @@ fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
     let kernel = running_kernel(facts);
     match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
         (Some(v), _) => Verdict::pass(format!("DKMS amdgpu {v} on kernel {kernel}")),
-        (None, Some(src)) => Verdict::pass(format!("inbox amdgpu (srcversion {src}) on kernel {kernel}")),
+        (None, Some(src)) => Verdict::pass(format!(
+            "inbox amdgpu (srcversion {src}) on kernel {kernel}"
+        )),
         (None, None) => Verdict::fail(Finding::new(
             "amdgpu-version-unknown",
             "amdgpu is live but exposes neither /sys/module/amdgpu/version nor srcversion",
@@ -192,7 +214,12 @@ fn bound(ctx: &NodeContext, scope: Scope) -> Verdict {
             let log = ctx.facts.kernel_log().as_ref().map_or_else(
                 |_| String::new(),
                 |l| {
-                    let mine: Vec<&str> = l.lines.iter().filter(|x| x.contains(&pci.address)).map(String::as_str).collect();
+                    let mine: Vec<&str> = l
+                        .lines
+                        .iter()
+                        .filter(|x| x.contains(&pci.address))
+                        .map(String::as_str)
+                        .collect();
                     mine[mine.len().saturating_sub(20)..].join("\n")
                 },
             );
@@ -235,7 +262,10 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Verdict {
     }
     Verdict::fail(Finding::new(
         "render-node-missing",
-        format!("{path} (the render node of {}) does not exist", gpu.pci_address),
+        format!(
+            "{path} (the render node of {}) does not exist",
+            gpu.pci_address
+        ),
         format!(
             "on the host, udev did not create it: `sudo udevadm trigger` and check /lib/udev/rules.d; in a container, pass it: `--device {path}` (or all of /dev/dri)"
         ),

@@ -7,13 +7,15 @@ use rocgate_harness::{Finding, Verdict};
 /// The verdict for opening `path` read-write. `missing_code` is the finding
 /// code when the node does not exist.
 pub fn verdict(facts: &NodeFacts, path: &str, missing_code: &str) -> Verdict {
-    let who = facts
-        .user
-        .as_ref()
-        .map_or_else(|| "the current user".to_string(), |u| format!("user {} (uid {})", u.name, u.uid));
+    let who = facts.user.as_ref().map_or_else(
+        || "the current user".to_string(),
+        |u| format!("user {} (uid {})", u.name, u.uid),
+    );
     match facts.access(path) {
         Access::Granted => Verdict::pass(format!("{who} can open {path} read-write")),
-        Access::Unknown { reason } => Verdict::skip(format!("cannot tell whether {path} opens: {reason}")),
+        Access::Unknown { reason } => {
+            Verdict::skip(format!("cannot tell whether {path} opens: {reason}"))
+        }
         Access::Missing => Verdict::fail(Finding::new(
             missing_code,
             format!("{path} does not exist"),
@@ -32,7 +34,9 @@ fn denied(facts: &NodeFacts, path: &str, who: &str, errno: &str, gid: Option<u32
     if errno == "EPERM" {
         return Finding::new(
             "kfd-permission",
-            format!("{who} cannot open {path} read-write: operation not permitted (EPERM): a device cgroup denies it"),
+            format!(
+                "{who} cannot open {path} read-write: operation not permitted (EPERM): a device cgroup denies it"
+            ),
             format!(
                 "the container was started without this device: pass `--device /dev/kfd --device /dev/dri` (docker/podman) or request the GPU through the AMD GPU device plugin (Kubernetes); {path} must be allowed in the cgroup"
             ),

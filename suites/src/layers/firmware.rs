@@ -79,7 +79,13 @@ fn events_for(facts: &NodeFacts, address: &str) -> Result<(Vec<FirmwareEvent>, S
 fn lines(events: &[FirmwareEvent]) -> String {
     events
         .iter()
-        .map(|e| if e.by_context { format!("{} (attributed by the preceding line)", e.line) } else { e.line.clone() })
+        .map(|e| {
+            if e.by_context {
+                format!("{} (attributed by the preceding line)", e.line)
+            } else {
+                e.line.clone()
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -98,7 +104,9 @@ fn missing_files_advice(facts: &NodeFacts, events: &[FirmwareEvent]) -> String {
     if files.is_empty() {
         return "read the GPU's kernel log (`dmesg | grep -i -e psp -e firmware`); reinstall the firmware that matches the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver) and reboot; if it persists, update the GPU's firmware bundle (PLDM/IFWI)".into();
     }
-    let (present, absent): (Vec<&str>, Vec<&str>) = files.iter().partition(|f| firmware_on_disk(facts, f).is_some());
+    let (present, absent): (Vec<&str>, Vec<&str>) = files
+        .iter()
+        .partition(|f| firmware_on_disk(facts, f).is_some());
     let mut advice = Vec::new();
     if !absent.is_empty() {
         advice.push(format!(
@@ -120,9 +128,18 @@ fn kernel_log(ctx: &NodeContext, _: Scope) -> Verdict {
         Ok(l) => l,
         Err(why) => return Verdict::skip(why.clone()),
     };
-    let stray: Vec<FirmwareEvent> = ctx.facts.firmware_events().iter().filter(|e| e.address.is_none()).cloned().collect();
+    let stray: Vec<FirmwareEvent> = ctx
+        .facts
+        .firmware_events()
+        .iter()
+        .filter(|e| e.address.is_none())
+        .cloned()
+        .collect();
     if stray.is_empty() {
-        return Verdict::pass(format!("no firmware errors without a GPU address in {}", log.source));
+        return Verdict::pass(format!(
+            "no firmware errors without a GPU address in {}",
+            log.source
+        ));
     }
     Verdict::fail(Finding::new(
         "firmware-load-failed",
@@ -148,20 +165,41 @@ fn init_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     let fatal: Vec<&FirmwareEvent> = events
         .iter()
-        .filter(|e| matches!(e.kind, FirmwareErrorKind::FatalInit | FirmwareErrorKind::Psp))
+        .filter(|e| {
+            matches!(
+                e.kind,
+                FirmwareErrorKind::FatalInit | FirmwareErrorKind::Psp
+            )
+        })
         .collect();
     if fatal.is_empty() {
-        return Verdict::pass(format!("no GPU-init or PSP errors for {} in {source}", gpu.physical_address()));
+        return Verdict::pass(format!(
+            "no GPU-init or PSP errors for {} in {source}",
+            gpu.physical_address()
+        ));
     }
-    let loads: Vec<&FirmwareEvent> = events.iter().filter(|e| e.kind == FirmwareErrorKind::Load).collect();
+    let loads: Vec<&FirmwareEvent> = events
+        .iter()
+        .filter(|e| e.kind == FirmwareErrorKind::Load)
+        .collect();
     let (code, cause) = match loads.iter().find_map(|e| e.file.as_deref()) {
-        Some(file) => ("firmware-load-failed", format!("after {file} failed to load")),
-        None if !loads.is_empty() => ("firmware-load-failed", "after a firmware load failure".to_string()),
+        Some(file) => (
+            "firmware-load-failed",
+            format!("after {file} failed to load"),
+        ),
+        None if !loads.is_empty() => (
+            "firmware-load-failed",
+            "after a firmware load failure".to_string(),
+        ),
         None => ("gpu-init-failed", "with PSP/init errors".to_string()),
     };
     Verdict::fail(Finding::new(
         code,
-        format!("{}: amdgpu failed this GPU's init {cause}: {}", gpu.label(), fatal.last().map_or("", |e| e.line.as_str())),
+        format!(
+            "{}: amdgpu failed this GPU's init {cause}: {}",
+            gpu.label(),
+            fatal.last().map_or("", |e| e.line.as_str())
+        ),
         missing_files_advice(&ctx.facts, &events),
     ))
     .with_output(lines(&events))
@@ -176,12 +214,22 @@ fn load_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
         Ok(e) => e,
         Err(v) => return v,
     };
-    let loads: Vec<FirmwareEvent> = events.into_iter().filter(|e| e.kind == FirmwareErrorKind::Load).collect();
+    let loads: Vec<FirmwareEvent> = events
+        .into_iter()
+        .filter(|e| e.kind == FirmwareErrorKind::Load)
+        .collect();
     if loads.is_empty() {
-        return Verdict::pass(format!("no firmware load failures for {} in {source}", gpu.physical_address()));
+        return Verdict::pass(format!(
+            "no firmware load failures for {} in {source}",
+            gpu.physical_address()
+        ));
     }
     let files: Vec<&str> = loads.iter().filter_map(|e| e.file.as_deref()).collect();
-    let what = if files.is_empty() { "firmware".to_string() } else { list(&files, 4) };
+    let what = if files.is_empty() {
+        "firmware".to_string()
+    } else {
+        list(&files, 4)
+    };
     Verdict::fail(Finding::new(
         "firmware-load-failed",
         format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()),
@@ -233,7 +281,10 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
                     mec_zero |= ip == "MEC" && v == 0;
                     found.push(format!("{ip} 0x{v:08x}"));
                 }
-                None => bad.push(format!("failed to parse {}: '{text}' is not 0x-hex", root.path(&host).display())),
+                None => bad.push(format!(
+                    "failed to parse {}: '{text}' is not 0x-hex",
+                    root.path(&host).display()
+                )),
             },
             Err(e) => bad.push(e.to_string()),
         }
@@ -261,19 +312,30 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
     if mec_zero {
         return Verdict::fail(Finding::new(
             "firmware-load-failed",
-            format!("{}: the MEC (compute) firmware version is 0: its microcode is not loaded", gpu.label()),
+            format!(
+                "{}: the MEC (compute) firmware version is 0: its microcode is not loaded",
+                gpu.label()
+            ),
             "reinstall the GPU firmware matching the driver and reboot; read `dmesg | grep -i mec`",
         ))
         .with_output(found.join("\n"));
     }
     let summary: Vec<&String> = found
         .iter()
-        .filter(|f| ["MEC ", "SOS ", "SMC ", "SDMA ", "RLC "].iter().any(|p| f.starts_with(p)))
+        .filter(|f| {
+            ["MEC ", "SOS ", "SMC ", "SDMA ", "RLC "]
+                .iter()
+                .any(|p| f.starts_with(p))
+        })
         .collect();
     let mut message = format!(
         "{} firmware versions: {}",
         found.len(),
-        summary.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        summary
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     if let Some(v) = &vbios {
         message.push_str(&format!("; VBIOS {v}"));

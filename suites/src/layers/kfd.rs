@@ -13,7 +13,13 @@ use std::collections::{BTreeMap, BTreeSet};
 /// The kfd layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
-        check("kfd::dev_kfd", Layer::Kfd, ScopeKind::Node, "/dev/kfd exists", dev_kfd),
+        check(
+            "kfd::dev_kfd",
+            Layer::Kfd,
+            ScopeKind::Node,
+            "/dev/kfd exists",
+            dev_kfd,
+        ),
         Check {
             deps: &["kfd::dev_kfd"],
             ..check(
@@ -147,7 +153,7 @@ fn dev_kfd(ctx: &NodeContext, _: Scope) -> Verdict {
         format!("/dev/kfd does not exist{topo}{}", kfd_refusal(facts)),
         KFD_NEXT_STEP,
     ))
-        .with_output(kfd_log_lines(facts).join("\n"))
+    .with_output(kfd_log_lines(facts).join("\n"))
 }
 
 fn dev_kfd_access(ctx: &NodeContext, _: Scope) -> Verdict {
@@ -206,7 +212,10 @@ fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
         message.push_str(&format!(" (generation {g})"));
     }
     if !hidden.is_empty() {
-        message.push_str(&format!("; {} nodes hidden from this process (EPERM: device cgroup)", hidden.len()));
+        message.push_str(&format!(
+            "; {} nodes hidden from this process (EPERM: device cgroup)",
+            hidden.len()
+        ));
     }
     Verdict::pass(message).with_metric("kfd_gpu_nodes", gpus as f64, "count")
 }
@@ -223,15 +232,26 @@ fn group_by<K: Ord>(gpus: &[Gpu], key: impl Fn(&Gpu) -> Option<K>) -> BTreeMap<K
 }
 
 fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
-    let by_serial = group_by(&ctx.facts.gpus, |g| g.kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0));
-    let partitioned: Vec<_> = by_serial.iter().filter(|(_, members)| members.len() > 1).collect();
+    let by_serial = group_by(&ctx.facts.gpus, |g| {
+        g.kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0)
+    });
+    let partitioned: Vec<_> = by_serial
+        .iter()
+        .filter(|(_, members)| members.len() > 1)
+        .collect();
     if partitioned.is_empty() {
         return Verdict::skip("no partitioned GPU (no unique_id is shared by two KFD nodes)");
     }
     let mut problems = Vec::new();
     for (serial, members) in &partitioned {
-        let devices: BTreeSet<String> = members.iter().filter_map(|g| function_zero(&g.pci_address)).collect();
-        let targets: BTreeSet<&str> = members.iter().filter_map(|g| g.gfx_target.as_deref()).collect();
+        let devices: BTreeSet<String> = members
+            .iter()
+            .filter_map(|g| function_zero(&g.pci_address))
+            .collect();
+        let targets: BTreeSet<&str> = members
+            .iter()
+            .filter_map(|g| g.gfx_target.as_deref())
+            .collect();
         if devices.len() > 1 || targets.len() > 1 {
             problems.push(format!(
                 "unique_id 0x{serial:016x} is shared by {} nodes on {} devices ({}) with gfx targets {}",
@@ -251,18 +271,30 @@ fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
         .with_output(problems.join("\n"));
     }
     let sizes: BTreeSet<usize> = partitioned.iter().map(|(_, m)| m.len()).collect();
-    let cus: BTreeSet<u64> = partitioned.iter().flat_map(|(_, m)| m.iter().filter_map(|g| g.compute_units())).collect();
+    let cus: BTreeSet<u64> = partitioned
+        .iter()
+        .flat_map(|(_, m)| m.iter().filter_map(|g| g.compute_units()))
+        .collect();
     Verdict::pass(format!(
         "{} GPUs partitioned into {} partitions each ({} CUs per partition)",
         partitioned.len(),
-        sizes.iter().map(ToString::to_string).collect::<Vec<_>>().join("/"),
-        cus.iter().map(ToString::to_string).collect::<Vec<_>>().join("/")
+        sizes
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("/"),
+        cus.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("/")
     ))
 }
 
 fn xgmi_hives(ctx: &NodeContext, _: Scope) -> Verdict {
     let gpus = &ctx.facts.gpus;
-    let hives = group_by(gpus, |g| g.kfd.as_ref().and_then(|k| k.hive_id).filter(|&h| h != 0));
+    let hives = group_by(gpus, |g| {
+        g.kfd.as_ref().and_then(|k| k.hive_id).filter(|&h| h != 0)
+    });
     if hives.is_empty() {
         return Verdict::skip("no XGMI hive (hive_id is 0 or absent on every GPU)");
     }
@@ -276,7 +308,10 @@ fn xgmi_hives(ctx: &NodeContext, _: Scope) -> Verdict {
                 .find(|g| g.kfd.as_ref().is_some_and(|k| u64::from(k.id) == node_id))
                 .and_then(|g| function_zero(&g.pci_address))
         };
-        let devices: BTreeSet<String> = members.iter().filter_map(|g| function_zero(&g.pci_address)).collect();
+        let devices: BTreeSet<String> = members
+            .iter()
+            .filter_map(|g| function_zero(&g.pci_address))
+            .collect();
         described.push(format!("hive 0x{hive:016x}: {} GPUs", devices.len()));
         if devices.len() < 2 {
             continue;
@@ -287,7 +322,11 @@ fn xgmi_hives(ctx: &NodeContext, _: Scope) -> Verdict {
                 .filter(|g| function_zero(&g.pci_address).as_ref() == Some(dev))
                 .filter_map(|g| g.kfd.as_ref())
                 .flat_map(|k| k.io_links.iter())
-                .any(|l| l.link_type == LINK_TYPE_XGMI && l.flags & 1 == 1 && device_of(l.node_to).is_some_and(|d| &d != dev));
+                .any(|l| {
+                    l.link_type == LINK_TYPE_XGMI
+                        && l.flags & 1 == 1
+                        && device_of(l.node_to).is_some_and(|d| &d != dev)
+                });
             if !linked {
                 problems.push(format!("{dev} is in hive 0x{hive:016x} but has no enabled XGMI link to another GPU of it"));
             }
@@ -301,7 +340,11 @@ fn xgmi_hives(ctx: &NodeContext, _: Scope) -> Verdict {
         ))
         .with_output(problems.join("\n"));
     }
-    Verdict::pass(format!("{} XGMI hives: {}", hives.len(), described.join("; ")))
+    Verdict::pass(format!(
+        "{} XGMI hives: {}",
+        hives.len(),
+        described.join("; ")
+    ))
 }
 
 fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
@@ -310,14 +353,16 @@ fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     if let Some(k) = &gpu.kfd {
-        let id = k.gpu_id.map_or_else(String::new, |g| format!(", gpu_id {g}"));
+        let id = k
+            .gpu_id
+            .map_or_else(String::new, |g| format!(", gpu_id {g}"));
         return Verdict::pass(format!("KFD node {}{id} at {}", k.id, gpu.pci_address));
     }
-    let hidden = ctx
-        .facts
-        .kfd
-        .as_ref()
-        .is_ok_and(|t| t.errors.iter().any(|e| e.kind == ReadErrorKind::PermissionDenied));
+    let hidden = ctx.facts.kfd.as_ref().is_ok_and(|t| {
+        t.errors
+            .iter()
+            .any(|e| e.kind == ReadErrorKind::PermissionDenied)
+    });
     if hidden {
         return Verdict::skip(format!(
             "{} has no readable KFD node; some KFD nodes are hidden from this process by the device cgroup",
@@ -342,7 +387,9 @@ fn gfx_target(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     let version = gpu.kfd.as_ref().and_then(|k| k.gfx_target_version);
     match (&gpu.gfx_target, version) {
-        (Some(t), Some(v)) if !gpu.gfx_from_device_table => Verdict::pass(format!("{t} (gfx_target_version {v})")),
+        (Some(t), Some(v)) if !gpu.gfx_from_device_table => {
+            Verdict::pass(format!("{t} (gfx_target_version {v})"))
+        }
         (Some(t), _) => Verdict::pass(format!(
             "{t} (from device id 0x{:04x}: this kernel's KFD gives no usable gfx_target_version)",
             gpu.device_id.unwrap_or(0)
@@ -352,7 +399,10 @@ fn gfx_target(ctx: &NodeContext, scope: Scope) -> Verdict {
             format!(
                 "the gfx target of {} is unknown: gfx_target_version {} and device id 0x{:04x} is not in rocgate's table",
                 gpu.label(),
-                v.map_or_else(|| "absent".to_string(), |v| format!("{v} is not a valid target")),
+                v.map_or_else(
+                    || "absent".to_string(),
+                    |v| format!("{v} is not a valid target")
+                ),
                 gpu.device_id.unwrap_or(0)
             ),
             "update rocgate; if KFD reports a malformed gfx_target_version, the kernel's amdkfd does not support this GPU",
@@ -384,7 +434,8 @@ fn compute_units(ctx: &NodeContext, scope: Scope) -> Verdict {
                 "KFD reports no compute units for {} (simd_count {}, simd_per_cu {})",
                 gpu.label(),
                 k.simd_count,
-                k.simd_per_cu.map_or_else(|| "absent".to_string(), |v| v.to_string())
+                k.simd_per_cu
+                    .map_or_else(|| "absent".to_string(), |v| v.to_string())
             ),
             "the GPU's compute engines did not come up: read `dmesg | grep -i amdgpu` for init errors, then reset the GPU or reboot",
         )),
@@ -405,7 +456,10 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Verdict {
     if minor == 0 {
         return Verdict::fail(Finding::new(
             "render-minor-missing",
-            format!("KFD reports drm_render_minor 0 for {}: the GPU has no render node, so ROCr cannot use it", gpu.label()),
+            format!(
+                "KFD reports drm_render_minor 0 for {}: the GPU has no render node, so ROCr cannot use it",
+                gpu.label()
+            ),
             "the DRM side of amdgpu did not register this GPU: read `dmesg | grep -i drm` and reload amdgpu",
         ));
     }
@@ -423,15 +477,25 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Verdict {
     if !drm.render_minors.contains(&minor32) {
         return Verdict::fail(Finding::new(
             "render-minor-mismatch",
-            format!("KFD names renderD{minor} for {}, but /sys/class/drm has no renderD{minor}", gpu.label()),
+            format!(
+                "KFD names renderD{minor} for {}, but /sys/class/drm has no renderD{minor}",
+                gpu.label()
+            ),
             "KFD and DRM disagree: reload amdgpu or reboot",
         ));
     }
     match drm.device_of_render(minor32) {
-        Some(dev) if crate::facts::pci::is_pci_address(dev) && dev != gpu.pci_address && dev != gpu.physical_address() => {
+        Some(dev)
+            if crate::facts::pci::is_pci_address(dev)
+                && dev != gpu.pci_address
+                && dev != gpu.physical_address() =>
+        {
             Verdict::fail(Finding::new(
                 "render-minor-mismatch",
-                format!("KFD names renderD{minor} for {}, but that render node belongs to {dev}", gpu.label()),
+                format!(
+                    "KFD names renderD{minor} for {}, but that render node belongs to {dev}",
+                    gpu.label()
+                ),
                 "KFD and DRM disagree about which GPU owns the render node: reload amdgpu or reboot",
             ))
         }
@@ -447,5 +511,9 @@ fn render_access(ctx: &NodeContext, scope: Scope) -> Verdict {
     let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
         return Verdict::skip("no render node known (see amdgpu.render_node)");
     };
-    device_access::verdict(&ctx.facts, &format!("/dev/dri/renderD{minor}"), "render-node-missing")
+    device_access::verdict(
+        &ctx.facts,
+        &format!("/dev/dri/renderD{minor}"),
+        "render-node-missing",
+    )
 }

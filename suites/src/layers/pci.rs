@@ -86,12 +86,21 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
     for g in &scan.gpus {
         let name = crate::facts::ids::known_device(g.device_id)
             .map_or_else(|| "AMD GPU".to_string(), |k| k.product.to_string());
-        *by_model.entry(format!("{name} [1002:{:04x}]", g.device_id)).or_default() += 1;
+        *by_model
+            .entry(format!("{name} [1002:{:04x}]", g.device_id))
+            .or_default() += 1;
     }
     let models: Vec<String> = by_model.iter().map(|(m, n)| format!("{n}x {m}")).collect();
-    let mut message = format!("{} AMD GPUs on the PCI bus: {}", scan.gpus.len(), models.join(", "));
+    let mut message = format!(
+        "{} AMD GPUs on the PCI bus: {}",
+        scan.gpus.len(),
+        models.join(", ")
+    );
     if !unreadable.is_empty() {
-        message.push_str(&format!(" ({} other PCI entries unreadable, see output)", unreadable.len()));
+        message.push_str(&format!(
+            " ({} other PCI entries unreadable, see output)",
+            unreadable.len()
+        ));
     }
     Verdict::pass(message)
         .with_metric("pci_gpus", scan.gpus.len() as f64, "count")
@@ -120,7 +129,11 @@ fn gpu_count(ctx: &NodeContext, _: Scope) -> Verdict {
         ))
         .with_metric("pci_gpus", found as f64, "count");
     }
-    Verdict::pass(format!("found {found} AMD GPUs (expected {expected})")).with_metric("pci_gpus", found as f64, "count")
+    Verdict::pass(format!("found {found} AMD GPUs (expected {expected})")).with_metric(
+        "pci_gpus",
+        found as f64,
+        "count",
+    )
 }
 
 fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
@@ -129,7 +142,10 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(pci) = &gpu.pci else {
-        let node = gpu.kfd.as_ref().map_or_else(String::new, |k| format!("KFD node {} reports ", k.id));
+        let node = gpu
+            .kfd
+            .as_ref()
+            .map_or_else(String::new, |k| format!("KFD node {} reports ", k.id));
         return Verdict::fail(Finding::new(
             "gpu-not-on-pci",
             format!(
@@ -139,7 +155,10 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
             "the KFD topology and the PCI bus disagree: on a live node rescan the bus (`echo 1 | sudo tee /sys/bus/pci/rescan`) and reboot if it persists; for a captured node, recapture it",
         ));
     };
-    let product = gpu.product.as_deref().unwrap_or("device id not in rocgate's table");
+    let product = gpu
+        .product
+        .as_deref()
+        .unwrap_or("device id not in rocgate's table");
     let partition = if pci.address == gpu.pci_address {
         String::new()
     } else {
@@ -205,5 +224,9 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Verdict {
         ))
         .with_metric("link_width", f64::from(cur), "lanes");
     }
-    Verdict::pass(format!("x{cur} of x{max}, {speed}")).with_metric("link_width", f64::from(cur), "lanes")
+    Verdict::pass(format!("x{cur} of x{max}, {speed}")).with_metric(
+        "link_width",
+        f64::from(cur),
+        "lanes",
+    )
 }

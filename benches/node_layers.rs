@@ -1,0 +1,105 @@
+//! Benchmark: the node layers (pci, firmware, amdgpu, kfd) over the
+//! 64-partition 8x MI300X CPX node, against `cat` reading the same files.
+//!
+//! `cargo bench --bench node_layers` prints medians of:
+//! - `rocgate run --quiet` as a process (what CI pays),
+//! - discovery + plan + execute in-process,
+//! - one `cat` process reading every file rocgate read.
+
+use rocgate_harness::{ExecOptions, Sysroot, Tier};
+use rocgate_suites::{RunOptions, Session};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 40;
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn in_process(root: &Path) -> (usize, Vec<String>) {
+    let session = Session::open(Sysroot::recording(root), RunOptions::default()).expect("open");
+    let gpus = session.select_gpus(None).expect("gpus");
+    let plan = session.plan(&gpus, Tier::Quick).expect("plan");
+    let report = session.run(&plan, &ExecOptions::default(), |_| {});
+    assert!(report.all_passed(), "the benchmark node must be healthy");
+    (report.results.len(), session.facts().sysroot.recorded())
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("mi300x-8-cpx");
+    rocgate_fixtures::scenario("mi300x-8-cpx")
+        .expect("scenario")
+        .spec
+        .write(&root)
+        .expect("write");
+    let bin = env!("CARGO_BIN_EXE_rocgate");
+
+    let (checks, recorded) = in_process(&root);
+    let files: Vec<String> = recorded
+        .iter()
+        .map(|h| root.join(h.trim_start_matches('/')))
+        .filter(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .collect();
+
+    let time = |f: &mut dyn FnMut()| {
+        f();
+        median(
+            (0..ROUNDS)
+                .map(|_| {
+                    let t = Instant::now();
+                    f();
+                    t.elapsed()
+                })
+                .collect(),
+        )
+    };
+    let engine = time(&mut || {
+        in_process(&root);
+    });
+    let binary = time(&mut || {
+        let ok = Command::new(bin)
+            .args(["run", "--quiet", "--sysroot"])
+            .arg(&root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("rocgate")
+            .success();
+        assert!(ok);
+    });
+    let cat = time(&mut || {
+        let ok = Command::new("cat")
+            .args(&files)
+            .stdout(Stdio::null())
+            .status()
+            .expect("cat")
+            .success();
+        assert!(ok);
+    });
+    println!(
+        "node layers on the 64-partition MI300X CPX fixture: {checks} checks, {} files read ({} paths touched)",
+        files.len(),
+        recorded.len()
+    );
+    println!(
+        "  rocgate run (process)         {:>8.2} ms",
+        binary.as_secs_f64() * 1e3
+    );
+    println!(
+        "  discovery + checks in-process {:>8.2} ms",
+        engine.as_secs_f64() * 1e3
+    );
+    println!(
+        "  cat of the same files         {:>8.2} ms",
+        cat.as_secs_f64() * 1e3
+    );
+    println!(
+        "  ratio rocgate/cat             {:>8.1}x",
+        binary.as_secs_f64() / cat.as_secs_f64()
+    );
+}

@@ -1,0 +1,92 @@
+//! `rocgate doctor` names the right code and layer on every synthetic node.
+
+mod common;
+
+use common::{node, rocgate};
+
+#[test]
+fn every_scenario_gets_its_diagnosis() {
+    for scenario in rocgate_fixtures::catalogue() {
+        let n = node(scenario.name);
+        let mut cmd = rocgate();
+        cmd.args(["doctor", "--json", "--sysroot"]).arg(&n.root);
+        if let Some(e) = scenario.expect_gpus {
+            cmd.args(["--expect-gpus", &e.to_string()]);
+        }
+        let out = cmd.output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{}: doctor printed no JSON ({e}): {}",
+                scenario.name,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        match scenario.diagnosis {
+            None => {
+                assert_eq!(out.status.code(), Some(0), "{}: {doc:#}", scenario.name);
+                assert_eq!(doc["healthy"], true, "{}", scenario.name);
+                assert!(
+                    doc["findings"].as_array().unwrap().is_empty(),
+                    "{}: {doc:#}",
+                    scenario.name
+                );
+                assert_eq!(doc["first_failing_layer"], serde_json::Value::Null);
+            }
+            Some((code, layer)) => {
+                assert_eq!(out.status.code(), Some(1), "{}", scenario.name);
+                assert_eq!(
+                    doc["first_failing_layer"], layer,
+                    "{}: {doc:#}",
+                    scenario.name
+                );
+                assert_eq!(
+                    doc["likely_cause"]["code"], code,
+                    "{}: {doc:#}",
+                    scenario.name
+                );
+                assert_eq!(doc["likely_cause"]["layer"], layer, "{}", scenario.name);
+                for f in doc["findings"].as_array().unwrap() {
+                    for key in ["code", "layer", "scope", "message", "next_step"] {
+                        assert!(
+                            f[key].as_str().is_some_and(|s| !s.is_empty()),
+                            "{}: finding without {key}: {f}",
+                            scenario.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn permission_finding_names_the_group_and_the_user() {
+    let n = node("kfd-permission");
+    let out = rocgate()
+        .args(["doctor", "--sysroot"])
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("group render"), "{text}");
+    assert!(text.contains("usermod -aG render ci"), "{text}");
+}
+
+#[test]
+fn firmware_checks_are_blocked_not_failed_without_the_driver() {
+    let n = node("amdgpu-not-loaded");
+    let out = rocgate()
+        .args(["doctor", "--json", "--sysroot"])
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["layers"]["firmware"], "not reached", "{doc:#}");
+    let codes: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["amdgpu-not-loaded"]);
+}

@@ -1,0 +1,175 @@
+//! Hangs, interruptions and damaged files: rocgate finishes, reports, and
+//! names what it could not read.
+
+mod common;
+
+use common::{node, result, rocgate, run};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Replaces a file with a FIFO nobody writes to: opening it blocks forever,
+/// like a sysfs read on a wedged GPU.
+fn make_hang(path: &std::path::Path) {
+    std::fs::remove_file(path).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn mec(root: &std::path::Path, bus: &str) -> std::path::PathBuf {
+    root.join(format!(
+        "sys/devices/pci0000:00/0000:{bus}:00.0/fw_version/mec_fw_version"
+    ))
+}
+
+#[test]
+fn a_hung_check_times_out_and_the_other_gpus_finish() {
+    let n = node("mi300x-8");
+    make_hang(&mec(&n.root, "46"));
+    let start = Instant::now();
+    // Checks get 10 s; scaled to 1 s here.
+    let (code, stdout, json, junit) = run(&n.root, &["--timeout-scale", "0.1"]);
+    let elapsed = start.elapsed();
+    assert!(elapsed < Duration::from_millis(2500), "took {elapsed:?}");
+    assert_eq!(code, 1, "{stdout}");
+    let hung = result(&json, "gpu2.firmware.versions");
+    assert_eq!(hung["status"], "timeout");
+    let after = result(&json, "gpu2.kfd.topology_node");
+    assert_eq!(after["status"], "blocked");
+    assert!(
+        after["message"]
+            .as_str()
+            .unwrap()
+            .contains("GPU unresponsive after gpu2.firmware.versions")
+    );
+    for gpu in [0, 1, 3, 7] {
+        assert_eq!(
+            result(&json, &format!("gpu{gpu}.kfd.compute_units"))["status"],
+            "pass"
+        );
+    }
+    assert!(junit.contains(r#"<testsuite name="gpu2""#));
+    assert!(junit.contains(r#"type="timeout""#));
+}
+
+#[test]
+fn sigint_stops_the_run_and_still_writes_the_reports() {
+    let n = node("mi300x-8");
+    for bus in ["05", "26", "46", "65", "85", "a6", "c6", "e5"] {
+        make_hang(&mec(&n.root, bus));
+    }
+    let junit = n.root.with_extension("junit.xml");
+    let json = n.root.with_extension("results.json");
+    let bin = assert_cmd::cargo::cargo_bin("rocgate");
+    let mut child = std::process::Command::new(bin)
+        .args(["run", "--sysroot"])
+        .arg(&n.root)
+        .arg("--junit")
+        .arg(&junit)
+        .arg("--json")
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let start = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "took {:?} after SIGINT",
+        start.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], "SIGINT");
+    let r = result(&doc, "gpu0.firmware.versions");
+    assert_eq!(r["status"], "skipped");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted by SIGINT")
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains(r#"<property name="interrupted" value="SIGINT"/>"#));
+    quick_junit::Report::deserialize_from_str(&xml).unwrap();
+}
+
+#[test]
+fn damaged_files_are_named_not_fatal() {
+    let n = node("mi300x-8");
+    let topo = n.root.join("sys/class/kfd/kfd/topology/nodes");
+    std::fs::write(
+        topo.join("3/properties"),
+        b"simd_count 1216\nsimd_per_cu \xff\xfe\n",
+    )
+    .unwrap();
+    std::fs::write(
+        topo.join("4/properties"),
+        b"cpu_cores_count 0\nsimd_count 1216\nsimd_per",
+    )
+    .unwrap();
+    // NUL padding is what real captures look like; it must still parse.
+    std::fs::write(mec(&n.root, "05"), b"0x0000009a\n\0\0\0\0\0\0\0\0").unwrap();
+    std::fs::write(
+        n.root.join("sys/devices/pci0000:00/0000:85:00.0/class"),
+        b"display\n",
+    )
+    .unwrap();
+    let (code, stdout, json, _) = run(&n.root, &[]);
+    assert_eq!(code, 1, "{stdout}");
+    let topo = result(&json, "node.kfd.topology");
+    assert_eq!(topo["status"], "fail");
+    assert_eq!(topo["finding"]["code"], "kfd-topology-unreadable");
+    let msg = topo["message"].as_str().unwrap();
+    assert!(
+        msg.contains("nodes/3/properties") && msg.contains("not UTF-8"),
+        "{msg}"
+    );
+    assert!(
+        topo["output"]
+            .as_str()
+            .unwrap()
+            .contains("nodes/4/properties")
+    );
+    assert_eq!(result(&json, "gpu0.firmware.versions")["status"], "pass");
+    let pci = result(&json, "node.pci.amd_gpu_present");
+    assert!(
+        pci["output"]
+            .as_str()
+            .unwrap()
+            .contains("0000:85:00.0/class"),
+        "{pci}"
+    );
+    assert!(
+        common::results(&json)
+            .iter()
+            .all(|r| r["status"] != "crash")
+    );
+}
+
+#[test]
+fn the_live_host_run_finishes_and_reports() {
+    // Whatever this machine is, the run completes with a verdict and valid reports.
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("host.xml");
+    let out = rocgate()
+        .args(["run", "--junit"])
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
+    quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+    let out = rocgate().args(["doctor", "--json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["healthy"].is_boolean());
+}
