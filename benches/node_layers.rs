@@ -6,6 +6,8 @@
 //! - discovery + plan + execute in-process,
 //! - one `cat` process reading every file rocgate read.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use rocgate_harness::{ExecOptions, Sysroot, Tier};
 use rocgate_suites::{RunOptions, Session};
 use std::path::Path;

@@ -3,6 +3,8 @@
 //! `--list` work as with any test binary. See `rocgate_suites::cargo_test`
 //! for the `ROCGATE_*` variables.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use rocgate_suites::cargo_test::{HarnessEnv, trials};
 
 fn main() {

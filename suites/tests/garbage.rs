@@ -2,6 +2,8 @@
 //! check return values; nothing panics (a panicking check would show up as
 //! `crash`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use proptest::prelude::*;
 use rocgate_harness::{ExecOptions, Status, Sysroot, Tier};
 use rocgate_suites::{RunOptions, Session};
