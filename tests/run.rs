@@ -92,28 +92,27 @@ fn a_gpu_failure_blocks_only_that_gpu() {
     assert_eq!(scope["properties"]["pci_address"], "0000:65:00.0");
 }
 
+fn scope_names(json: &serde_json::Value) -> Vec<&str> {
+    json["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["scope"].as_str().unwrap())
+        .collect()
+}
+
 #[test]
 fn gpu_selection_by_index_and_address() {
     let n = node("mi300x-8-cpx");
     let (code, _, json, junit) = run(&n.root, &["--gpus", "0,3"]);
     assert_eq!(code, 0);
-    let scopes: Vec<&str> = json["scopes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["scope"].as_str().unwrap())
-        .collect();
+    let scopes = scope_names(&json);
     assert_eq!(scopes, ["node", "gpu0", "gpu3"]);
     assert_eq!(junit.matches("<testsuite ").count(), 3);
 
     // A device's address selects its eight partitions.
     let (_, _, json, _) = run(&n.root, &["--gpus", "26:00.0"]);
-    let scopes: Vec<&str> = json["scopes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["scope"].as_str().unwrap())
-        .collect();
+    let scopes = scope_names(&json);
     assert_eq!(
         scopes,
         [
