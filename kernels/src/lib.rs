@@ -1,0 +1,124 @@
+//! rocgate's GPU kernels, embedded as AMDGPU code objects.
+//!
+//! `device/kernels.cl` holds `vector_add`, `fill` and `triad`; the build
+//! compiles it for every supported gfx target when an AMDGPU-capable clang is
+//! available. Checks look their GPU's target up with [`code_object`] and skip
+//! with [`missing_reason`] when this build has none.
+
+/// One compiled code object (an AMDGPU ELF shared object).
+#[derive(Debug)]
+pub struct CodeObject {
+    /// The gfx target (`gfx942`).
+    pub target: &'static str,
+    /// The ELF bytes.
+    pub bytes: &'static [u8],
+}
+
+/// Page-aligned storage: ELF readers and code object loaders expect aligned headers.
+#[repr(C, align(4096))]
+#[allow(dead_code, reason = "unused when the build found no compiler")]
+struct Aligned<T: ?Sized>(T);
+
+include!(concat!(env!("OUT_DIR"), "/code_objects.rs"));
+
+/// Kernel names in every code object.
+pub const KERNELS: [&str; 3] = ["vector_add", "fill", "triad"];
+
+/// The code object for `target` (`gfx942`; feature suffixes such as
+/// `:sramecc+:xnack-` are ignored).
+pub fn code_object(target: &str) -> Option<&'static CodeObject> {
+    let base = target.split(':').next().unwrap_or(target);
+    CODE_OBJECTS.iter().find(|c| c.target == base)
+}
+
+/// Why this build has no code object for `target`, as a skip reason.
+pub fn missing_reason(target: &str) -> String {
+    let base = target.split(':').next().unwrap_or(target);
+    match SKIPPED_TARGETS.iter().find(|(t, _)| *t == base) {
+        Some((_, why)) => format!("no code object for {base} in this build ({why})"),
+        None => format!(
+            "no code object for {base} in this build (rocgate builds kernels for {})",
+            CODE_OBJECTS
+                .iter()
+                .map(|c| c.target)
+                .chain(SKIPPED_TARGETS.iter().map(|(t, _)| *t))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object::{Object, ObjectSymbol};
+
+    /// `EF_AMDGPU_MACH` values (llvm/BinaryFormat/ELF.h).
+    fn mach(target: &str) -> u32 {
+        match target {
+            "gfx908" => 0x30,
+            "gfx90a" => 0x3f,
+            "gfx942" => 0x4c,
+            "gfx950" => 0x4f,
+            "gfx1100" => 0x41,
+            "gfx1101" => 0x46,
+            "gfx1200" => 0x48,
+            "gfx1201" => 0x4e,
+            other => panic!("no EF_AMDGPU_MACH for {other}"),
+        }
+    }
+
+    #[test]
+    fn code_objects_are_amdgpu_elves_for_their_target_with_every_kernel() {
+        if std::env::var("ROCGATE_REQUIRE_KERNELS").as_deref() == Ok("1") {
+            assert!(
+                COMPILER.is_some(),
+                "ROCGATE_REQUIRE_KERNELS=1 but this build found no AMDGPU clang"
+            );
+            for t in [
+                "gfx908", "gfx90a", "gfx942", "gfx1100", "gfx1101", "gfx1200", "gfx1201",
+            ] {
+                assert!(code_object(t).is_some(), "{t}: {}", missing_reason(t));
+            }
+        }
+        for co in CODE_OBJECTS {
+            let file = object::File::parse(co.bytes).unwrap();
+            let object::FileFlags::Elf { e_flags, .. } = file.flags() else {
+                panic!("{}: not an ELF", co.target)
+            };
+            // e_machine (bytes 18..20): EM_AMDGPU = 224.
+            assert_eq!(
+                u16::from_le_bytes([co.bytes[18], co.bytes[19]]),
+                224,
+                "{}",
+                co.target
+            );
+            assert_eq!(
+                e_flags & 0xff,
+                mach(co.target),
+                "{}: e_flags {e_flags:#x}",
+                co.target
+            );
+            let names: Vec<String> = file
+                .dynamic_symbols()
+                .filter_map(|s| s.name().ok().map(str::to_string))
+                .collect();
+            for k in KERNELS {
+                assert!(
+                    names.iter().any(|n| *n == format!("{k}.kd")),
+                    "{}: no {k}.kd in {names:?}",
+                    co.target
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn lookups_ignore_target_features_and_explain_misses() {
+        if let Some(first) = CODE_OBJECTS.first() {
+            assert!(code_object(&format!("{}:sramecc+:xnack-", first.target)).is_some());
+        }
+        assert!(code_object("gfx900").is_none());
+        assert!(missing_reason("gfx900").starts_with("no code object for gfx900 in this build"));
+    }
+}

@@ -1,0 +1,75 @@
+//! HIP errors, named by `hipGetErrorName`.
+
+use crate::loader::MissingSymbol;
+use thiserror::Error;
+
+/// A failed HIP call.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum HipError {
+    /// The library lacks the symbol.
+    #[error(transparent)]
+    Missing(#[from] MissingSymbol),
+    /// The call returned an error code.
+    #[error("{call} failed: {name} ({code}){}", if text.is_empty() { String::new() } else { format!(": {text}") })]
+    Code {
+        /// The function called.
+        call: &'static str,
+        /// `hipError_t`.
+        code: i32,
+        /// `hipGetErrorName`.
+        name: String,
+        /// `hipGetErrorString`.
+        text: String,
+    },
+    /// hiprtc failed.
+    #[error("{call} failed: {text} ({code}){}", if log.is_empty() { String::new() } else { format!("\n{log}") })]
+    Rtc {
+        /// The function called.
+        call: &'static str,
+        /// `hiprtcResult`.
+        code: i32,
+        /// `hiprtcGetErrorString`.
+        text: String,
+        /// The compile log.
+        log: String,
+    },
+    /// The call succeeded but its result is unusable.
+    #[error("{call}: {reason}")]
+    Invalid {
+        /// The function called.
+        call: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+impl HipError {
+    /// The `hipError_t`, when the call returned one.
+    pub fn code(&self) -> Option<i32> {
+        match self {
+            HipError::Code { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+/// The name of a `hipError_t` when the library cannot say (it is missing).
+pub fn fallback_name(code: i32) -> &'static str {
+    match code {
+        0 => "hipSuccess",
+        1 => "hipErrorInvalidValue",
+        2 => "hipErrorOutOfMemory",
+        3 => "hipErrorNotInitialized",
+        35 => "hipErrorInsufficientDriver",
+        98 => "hipErrorInvalidDeviceFunction",
+        100 => "hipErrorNoDevice",
+        101 => "hipErrorInvalidDevice",
+        200 => "hipErrorInvalidImage",
+        209 => "hipErrorNoBinaryForGpu",
+        214 => "hipErrorECCNotCorrectable",
+        700 => "hipErrorIllegalAddress",
+        719 => "hipErrorLaunchFailure",
+        999 => "hipErrorUnknown",
+        _ => "hipError (unknown code)",
+    }
+}

@@ -1,0 +1,67 @@
+//! Raw HIP declarations (`hip_runtime_api.h`, `hiprtc.h`); the values used
+//! here are the same from ROCm 5.2 to 7.x.
+
+#![allow(
+    missing_docs,
+    non_snake_case,
+    reason = "names and values mirror hip_runtime_api.h"
+)]
+
+use crate::table::symbol_table;
+use std::ffi::{c_char, c_void};
+
+pub type Error = i32;
+pub const SUCCESS: Error = 0;
+pub type Module = *mut c_void;
+pub type Function = *mut c_void;
+pub type RtcProgram = *mut c_void;
+
+pub const ATTR_MAX_THREADS_PER_BLOCK: i32 = 56;
+pub const ATTR_MULTIPROCESSOR_COUNT: i32 = 63;
+pub const ATTR_TOTAL_GLOBAL_MEM: i32 = 84;
+pub const ATTR_WARP_SIZE: i32 = 87;
+
+pub const MEMCPY_HOST_TO_DEVICE: i32 = 1;
+pub const MEMCPY_DEVICE_TO_HOST: i32 = 2;
+pub const HOST_MALLOC_DEFAULT: u32 = 0;
+
+symbol_table! {
+    /// The HIP runtime symbols rocgate uses.
+    pub struct Table {
+        hipInit: fn(u32) -> Error;
+        hipGetDeviceCount: fn(*mut i32) -> Error;
+        hipRuntimeGetVersion: fn(*mut i32) -> Error;
+        hipDriverGetVersion: fn(*mut i32) -> Error;
+        hipGetErrorName: fn(Error) -> *const c_char;
+        hipGetErrorString: fn(Error) -> *const c_char;
+        hipSetDevice: fn(i32) -> Error;
+        hipDeviceGetAttribute: fn(*mut i32, i32, i32) -> Error;
+        hipDeviceGetName: fn(*mut c_char, i32, i32) -> Error;
+        hipDeviceGetPCIBusId: fn(*mut c_char, i32, i32) -> Error;
+        hipDeviceTotalMem: fn(*mut usize, i32) -> Error;
+        hipDeviceSynchronize: fn() -> Error;
+        hipMalloc: fn(*mut *mut c_void, usize) -> Error;
+        hipFree: fn(*mut c_void) -> Error;
+        hipHostMalloc: fn(*mut *mut c_void, usize, u32) -> Error;
+        hipHostFree: fn(*mut c_void) -> Error;
+        hipMemcpy: fn(*mut c_void, *const c_void, usize, i32) -> Error;
+        hipModuleLoadData: fn(*mut Module, *const c_void) -> Error;
+        hipModuleUnload: fn(Module) -> Error;
+        hipModuleGetFunction: fn(*mut Function, Module, *const c_char) -> Error;
+        hipModuleLaunchKernel: fn(Function, u32, u32, u32, u32, u32, u32, u32, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> Error;
+    }
+}
+
+symbol_table! {
+    /// The hiprtc symbols rocgate uses (libhiprtc, or libamdhip64 before ROCm 7).
+    pub struct RtcTable {
+        hiprtcCreateProgram: fn(*mut RtcProgram, *const c_char, *const c_char, i32, *const *const c_char, *const *const c_char) -> i32;
+        hiprtcCompileProgram: fn(RtcProgram, i32, *const *const c_char) -> i32;
+        hiprtcGetProgramLogSize: fn(RtcProgram, *mut usize) -> i32;
+        hiprtcGetProgramLog: fn(RtcProgram, *mut c_char) -> i32;
+        hiprtcGetCodeSize: fn(RtcProgram, *mut usize) -> i32;
+        hiprtcGetCode: fn(RtcProgram, *mut c_char) -> i32;
+        hiprtcDestroyProgram: fn(*mut RtcProgram) -> i32;
+        hiprtcGetErrorString: fn(i32) -> *const c_char;
+    }
+}

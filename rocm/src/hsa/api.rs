@@ -1,0 +1,694 @@
+//! HSA calls that return `Result`, and owners for queues, signals, memory
+//! and executables.
+
+#![allow(unsafe_code, reason = "this module is the safe face of the HSA C API")]
+
+use super::status::{HsaError, status_name};
+use super::sys::{self, Agent, MemoryPool, Status, Table};
+use crate::loader::{LoadError, Loaded, MissingSymbol, Search};
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// An opened HSA runtime.
+pub struct Hsa {
+    table: Table,
+    loaded: Loaded,
+}
+
+impl std::fmt::Debug for Hsa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hsa")
+            .field("path", &self.loaded.path)
+            .finish()
+    }
+}
+
+/// What rocgate reads about an agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentInfo {
+    /// The handle.
+    pub agent: Agent,
+    /// CPU or GPU.
+    pub is_gpu: bool,
+    /// `gfx942` for GPUs.
+    pub name: String,
+    /// Marketing name.
+    pub product: String,
+    /// Compute units.
+    pub compute_units: u32,
+    /// Wavefront size.
+    pub wavefront_size: u32,
+    /// PCI location id (`bus << 8 | dev << 3 | fn`).
+    pub bdfid: u32,
+    /// PCI domain.
+    pub domain: u32,
+}
+
+/// A memory pool and its properties.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolInfo {
+    /// The handle.
+    pub pool: MemoryPool,
+    /// Segment (0 = global).
+    pub segment: u32,
+    /// Global flags (kernarg 1, fine 2, coarse 4).
+    pub flags: u32,
+    /// Size in bytes.
+    pub size: usize,
+    /// Whether the runtime may allocate from it.
+    pub alloc_allowed: bool,
+}
+
+impl PoolInfo {
+    /// A global pool the runtime can allocate from, with `flag` set.
+    pub fn is_global_with(&self, flag: u32) -> bool {
+        self.segment == sys::SEGMENT_GLOBAL && self.alloc_allowed && self.flags & flag != 0
+    }
+}
+
+fn fixed_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).trim().to_string()
+}
+
+unsafe extern "C" fn collect_agent(agent: Agent, data: *mut c_void) -> Status {
+    // SAFETY: `data` is the `Vec<Agent>` passed by `Hsa::agents`.
+    unsafe { (*(data as *mut Vec<Agent>)).push(agent) };
+    sys::STATUS_SUCCESS
+}
+
+unsafe extern "C" fn collect_pool(pool: MemoryPool, data: *mut c_void) -> Status {
+    // SAFETY: `data` is the `Vec<MemoryPool>` passed by `Hsa::pools`.
+    unsafe { (*(data as *mut Vec<MemoryPool>)).push(pool) };
+    sys::STATUS_SUCCESS
+}
+
+impl Hsa {
+    /// Opens the runtime through `search`.
+    pub fn open(search: &Search) -> Result<Arc<Hsa>, LoadError> {
+        let loaded = search.open(&super::LIBRARY)?;
+        Ok(Arc::new(Hsa {
+            table: Table::load(&loaded),
+            loaded,
+        }))
+    }
+
+    /// The file that was loaded.
+    pub fn path(&self) -> &Path {
+        &self.loaded.path
+    }
+
+    fn f<F: Copy>(r: &Result<F, MissingSymbol>) -> Result<F, HsaError> {
+        r.clone().map_err(HsaError::from)
+    }
+
+    /// Turns a status into a `Result`, with `hsa_status_string`'s text.
+    fn check(&self, call: &'static str, status: Status) -> Result<(), HsaError> {
+        if status == sys::STATUS_SUCCESS || status == sys::STATUS_INFO_BREAK {
+            return Ok(());
+        }
+        let name = status_name(status);
+        let text = self.status_text(status);
+        // ROCr's text repeats the name ("HSA_STATUS_ERROR_X: what it means").
+        let text = text
+            .strip_prefix(name)
+            .map_or(text.as_str(), |t| t.trim_start_matches(':').trim())
+            .to_string();
+        Err(HsaError::Status {
+            call,
+            status,
+            name,
+            text,
+        })
+    }
+
+    /// `hsa_status_string` for `status` (empty if unavailable).
+    pub fn status_text(&self, status: Status) -> String {
+        let Ok(f) = &self.table.hsa_status_string else {
+            return String::new();
+        };
+        let mut text: *const c_char = std::ptr::null();
+        // SAFETY: hsa_status_string writes a pointer to a static string.
+        let rc = unsafe { f(status, &mut text) };
+        if rc != sys::STATUS_SUCCESS || text.is_null() {
+            return String::new();
+        }
+        // SAFETY: non-null, NUL-terminated, owned by the runtime.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// `hsa_init`.
+    pub fn init(&self) -> Result<(), HsaError> {
+        let f = Self::f(&self.table.hsa_init)?;
+        // SAFETY: no arguments.
+        self.check("hsa_init", unsafe { f() })
+    }
+
+    /// The runtime's HSA version (`hsa_system_get_info`), after `init`.
+    pub fn version(&self) -> Result<(u16, u16), HsaError> {
+        let f = Self::f(&self.table.hsa_system_get_info)?;
+        let (mut major, mut minor) = (0u16, 0u16);
+        // SAFETY: both attributes are uint16_t.
+        self.check("hsa_system_get_info", unsafe {
+            f(sys::SYSTEM_INFO_VERSION_MAJOR, (&raw mut major).cast())
+        })?;
+        self.check("hsa_system_get_info", unsafe {
+            f(sys::SYSTEM_INFO_VERSION_MINOR, (&raw mut minor).cast())
+        })?;
+        Ok((major, minor))
+    }
+
+    fn info<T: Copy + Default>(&self, agent: Agent, attr: u32) -> Result<T, HsaError> {
+        let f = Self::f(&self.table.hsa_agent_get_info)?;
+        let mut v = T::default();
+        // SAFETY: the caller picks `T` to match the attribute's C type.
+        self.check("hsa_agent_get_info", unsafe {
+            f(agent, attr, (&raw mut v).cast())
+        })?;
+        Ok(v)
+    }
+
+    fn info_name(&self, agent: Agent, attr: u32) -> Result<String, HsaError> {
+        let f = Self::f(&self.table.hsa_agent_get_info)?;
+        let mut v = [0u8; 64];
+        // SAFETY: name attributes are char[64].
+        self.check("hsa_agent_get_info", unsafe {
+            f(agent, attr, v.as_mut_ptr().cast())
+        })?;
+        Ok(fixed_string(&v))
+    }
+
+    /// Every agent, with what rocgate reads about it.
+    pub fn agents(&self) -> Result<Vec<AgentInfo>, HsaError> {
+        let f = Self::f(&self.table.hsa_iterate_agents)?;
+        let mut agents: Vec<Agent> = Vec::new();
+        // SAFETY: the callback only pushes into `agents`, which outlives the call.
+        self.check("hsa_iterate_agents", unsafe {
+            f(collect_agent, (&raw mut agents).cast())
+        })?;
+        agents
+            .into_iter()
+            .map(|agent| {
+                let device: u32 = self.info(agent, sys::AGENT_INFO_DEVICE)?;
+                let name = self.info_name(agent, sys::AGENT_INFO_NAME)?;
+                let is_gpu = device == sys::DEVICE_TYPE_GPU;
+                // AMD extensions exist for every agent on ROCr; tolerate their
+                // absence on CPU agents of other implementations.
+                let product = self
+                    .info_name(agent, sys::AMD_AGENT_INFO_PRODUCT_NAME)
+                    .unwrap_or_default();
+                Ok(AgentInfo {
+                    agent,
+                    is_gpu,
+                    name,
+                    product,
+                    compute_units: if is_gpu {
+                        self.info(agent, sys::AMD_AGENT_INFO_COMPUTE_UNIT_COUNT)?
+                    } else {
+                        0
+                    },
+                    wavefront_size: if is_gpu {
+                        self.info(agent, sys::AGENT_INFO_WAVEFRONT_SIZE)?
+                    } else {
+                        0
+                    },
+                    bdfid: if is_gpu {
+                        self.info(agent, sys::AMD_AGENT_INFO_BDFID)?
+                    } else {
+                        0
+                    },
+                    domain: if is_gpu {
+                        self.info(agent, sys::AMD_AGENT_INFO_DOMAIN).unwrap_or(0)
+                    } else {
+                        0
+                    },
+                })
+            })
+            .collect()
+    }
+
+    /// The agent's memory pools.
+    pub fn pools(&self, agent: Agent) -> Result<Vec<PoolInfo>, HsaError> {
+        let iterate = Self::f(&self.table.hsa_amd_agent_iterate_memory_pools)?;
+        let info = Self::f(&self.table.hsa_amd_memory_pool_get_info)?;
+        let mut pools: Vec<MemoryPool> = Vec::new();
+        // SAFETY: the callback only pushes into `pools`.
+        self.check("hsa_amd_agent_iterate_memory_pools", unsafe {
+            iterate(agent, collect_pool, (&raw mut pools).cast())
+        })?;
+        pools
+            .into_iter()
+            .map(|pool| {
+                let (mut segment, mut flags, mut size, mut alloc) = (0u32, 0u32, 0usize, false);
+                // SAFETY: segment and flags are 32-bit enums/bitfields, size is size_t, alloc is bool.
+                unsafe {
+                    self.check(
+                        "hsa_amd_memory_pool_get_info",
+                        info(pool, sys::POOL_INFO_SEGMENT, (&raw mut segment).cast()),
+                    )?;
+                    if segment == sys::SEGMENT_GLOBAL {
+                        self.check(
+                            "hsa_amd_memory_pool_get_info",
+                            info(pool, sys::POOL_INFO_GLOBAL_FLAGS, (&raw mut flags).cast()),
+                        )?;
+                    }
+                    self.check(
+                        "hsa_amd_memory_pool_get_info",
+                        info(pool, sys::POOL_INFO_SIZE, (&raw mut size).cast()),
+                    )?;
+                    self.check(
+                        "hsa_amd_memory_pool_get_info",
+                        info(
+                            pool,
+                            sys::POOL_INFO_RUNTIME_ALLOC_ALLOWED,
+                            (&raw mut alloc).cast(),
+                        ),
+                    )?;
+                }
+                Ok(PoolInfo {
+                    pool,
+                    segment,
+                    flags,
+                    size,
+                    alloc_allowed: alloc,
+                })
+            })
+            .collect()
+    }
+
+    /// Copies `src` into `dst` (as much as both hold) with the copy engines
+    /// and waits for completion.
+    pub fn copy(
+        self: &Arc<Self>,
+        dst: &PoolMemory,
+        dst_agent: Agent,
+        src: &PoolMemory,
+        src_agent: Agent,
+        timeout: Duration,
+    ) -> Result<(), HsaError> {
+        let f = Self::f(&self.table.hsa_amd_memory_async_copy)?;
+        let done = Signal::new(self, 1)?;
+        let size = dst.len.min(src.len);
+        // SAFETY: both allocations are live and hold `size` bytes.
+        self.check("hsa_amd_memory_async_copy", unsafe {
+            f(
+                dst.ptr,
+                dst_agent,
+                src.ptr,
+                src_agent,
+                size,
+                0,
+                std::ptr::null(),
+                done.raw,
+            )
+        })?;
+        done.wait_below(1, timeout, "hsa_amd_memory_async_copy")
+    }
+}
+
+/// An HSA signal, destroyed on drop.
+pub struct Signal {
+    hsa: Arc<Hsa>,
+    raw: sys::Signal,
+}
+
+impl Signal {
+    /// `hsa_signal_create` with `initial`.
+    pub fn new(hsa: &Arc<Hsa>, initial: i64) -> Result<Signal, HsaError> {
+        let f = Hsa::f(&hsa.table.hsa_signal_create)?;
+        let mut raw = sys::Signal::default();
+        // SAFETY: no consumers list; writes the handle.
+        hsa.check("hsa_signal_create", unsafe {
+            f(initial, 0, std::ptr::null(), &mut raw)
+        })?;
+        Ok(Signal {
+            hsa: Arc::clone(hsa),
+            raw,
+        })
+    }
+
+    /// The raw handle (for packets).
+    pub fn raw(&self) -> sys::Signal {
+        self.raw
+    }
+
+    /// Stores a value (relaxed).
+    pub fn store(&self, value: i64) -> Result<(), HsaError> {
+        let f = Hsa::f(&self.hsa.table.hsa_signal_store_relaxed)?;
+        // SAFETY: a live signal.
+        unsafe { f(self.raw, value) };
+        Ok(())
+    }
+
+    /// Loads the value (relaxed).
+    pub fn load(&self) -> Result<i64, HsaError> {
+        let f = Hsa::f(&self.hsa.table.hsa_signal_load_relaxed)?;
+        // SAFETY: a live signal.
+        Ok(unsafe { f(self.raw) })
+    }
+
+    /// Waits until the value is below `bound`, failing after `timeout`.
+    pub fn wait_below(
+        &self,
+        bound: i64,
+        timeout: Duration,
+        what: &'static str,
+    ) -> Result<(), HsaError> {
+        let f = Hsa::f(&self.hsa.table.hsa_signal_wait_scacquire)?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            // SAFETY: a live signal; the timeout hint is in signal ticks and
+            // may be ignored, so the loop keeps its own deadline.
+            let v = unsafe {
+                f(
+                    self.raw,
+                    sys::SIGNAL_CONDITION_LT,
+                    bound,
+                    1_000_000,
+                    sys::WAIT_STATE_BLOCKED,
+                )
+            };
+            if v < bound {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(HsaError::Invalid {
+                    call: what,
+                    reason: format!(
+                        "not complete after {:.1} s (signal value {v})",
+                        timeout.as_secs_f64()
+                    ),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl Drop for Signal {
+    fn drop(&mut self) {
+        if let Ok(f) = &self.hsa.table.hsa_signal_destroy {
+            // SAFETY: destroyed once, here.
+            unsafe { f(self.raw) };
+        }
+    }
+}
+
+/// Memory from a pool, freed on drop.
+pub struct PoolMemory {
+    hsa: Arc<Hsa>,
+    ptr: *mut c_void,
+    len: usize,
+}
+
+impl PoolMemory {
+    /// `hsa_amd_memory_pool_allocate`.
+    pub fn allocate(hsa: &Arc<Hsa>, pool: MemoryPool, len: usize) -> Result<PoolMemory, HsaError> {
+        let f = Hsa::f(&hsa.table.hsa_amd_memory_pool_allocate)?;
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: writes the allocation's address.
+        hsa.check("hsa_amd_memory_pool_allocate", unsafe {
+            f(pool, len, 0, &mut ptr)
+        })?;
+        if ptr.is_null() {
+            return Err(HsaError::Invalid {
+                call: "hsa_amd_memory_pool_allocate",
+                reason: "returned a null pointer".into(),
+            });
+        }
+        Ok(PoolMemory {
+            hsa: Arc::clone(hsa),
+            ptr,
+            len,
+        })
+    }
+
+    /// Lets `agents` access this memory.
+    pub fn allow(&self, agents: &[Agent]) -> Result<(), HsaError> {
+        let f = Hsa::f(&self.hsa.table.hsa_amd_agents_allow_access)?;
+        let n = u32::try_from(agents.len()).unwrap_or(u32::MAX);
+        // SAFETY: `agents` is a live slice; the memory is ours.
+        self.hsa.check("hsa_amd_agents_allow_access", unsafe {
+            f(n, agents.as_ptr(), std::ptr::null(), self.ptr)
+        })
+    }
+
+    /// The address.
+    pub fn ptr(&self) -> *mut c_void {
+        self.ptr
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the allocation is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The memory as host-visible `u32`s.
+    ///
+    /// # Safety
+    /// The memory must be host-accessible (a system pool) and not written by
+    /// a device while the slice lives.
+    pub unsafe fn as_u32s(&mut self) -> &mut [u32] {
+        // SAFETY: per the caller; allocations are at least 4-byte aligned.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u32>(), self.len / 4) }
+    }
+}
+
+impl Drop for PoolMemory {
+    fn drop(&mut self) {
+        if let Ok(f) = &self.hsa.table.hsa_amd_memory_pool_free {
+            // SAFETY: freed once, here.
+            unsafe { f(self.ptr) };
+        }
+    }
+}
+
+/// An AQL queue, destroyed on drop.
+pub struct Queue {
+    hsa: Arc<Hsa>,
+    raw: *mut sys::Queue,
+}
+
+impl Queue {
+    /// `hsa_queue_create` of `size` packets on `agent`.
+    pub fn new(hsa: &Arc<Hsa>, agent: Agent, size: u32) -> Result<Queue, HsaError> {
+        let f = Hsa::f(&hsa.table.hsa_queue_create)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: no error callback; writes the queue pointer.
+        hsa.check("hsa_queue_create", unsafe {
+            f(
+                agent,
+                size,
+                sys::QUEUE_TYPE_SINGLE,
+                None,
+                std::ptr::null_mut(),
+                u32::MAX,
+                u32::MAX,
+                &mut raw,
+            )
+        })?;
+        if raw.is_null() {
+            return Err(HsaError::Invalid {
+                call: "hsa_queue_create",
+                reason: "returned a null queue".into(),
+            });
+        }
+        Ok(Queue {
+            hsa: Arc::clone(hsa),
+            raw,
+        })
+    }
+
+    /// The queue's size in packets.
+    pub fn size(&self) -> u32 {
+        // SAFETY: the queue lives until drop.
+        unsafe { (*self.raw).size }
+    }
+
+    /// Writes a kernel dispatch packet and rings the doorbell.
+    pub fn dispatch(&self, mut packet: sys::KernelDispatchPacket) -> Result<(), HsaError> {
+        let add = Hsa::f(&self.hsa.table.hsa_queue_add_write_index_relaxed)?;
+        let ring = Hsa::f(&self.hsa.table.hsa_signal_store_screlease)?;
+        // SAFETY: the queue lives until drop; the slot index is masked to
+        // the ring; the header is published last with release ordering, as
+        // the AQL protocol requires.
+        unsafe {
+            let q = &*self.raw;
+            let index = add(self.raw, 1);
+            let slot = (q.base_address as *mut sys::KernelDispatchPacket)
+                .add((index % u64::from(q.size)) as usize);
+            let header = packet.header;
+            let setup = packet.setup;
+            packet.header = sys::PACKET_TYPE_INVALID << sys::PACKET_HEADER_TYPE;
+            std::ptr::write_volatile(slot, packet);
+            let word = u32::from(header) | (u32::from(setup) << 16);
+            (*(slot as *const std::sync::atomic::AtomicU32))
+                .store(word, std::sync::atomic::Ordering::Release);
+            ring(q.doorbell_signal, i64::try_from(index).unwrap_or(i64::MAX));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        if let Ok(f) = &self.hsa.table.hsa_queue_destroy {
+            // SAFETY: destroyed once, here.
+            unsafe { f(self.raw) };
+        }
+    }
+}
+
+/// A kernel found in an executable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSymbol {
+    /// The kernel object for dispatch packets.
+    pub kernel_object: u64,
+    /// Bytes of kernel arguments (explicit and hidden).
+    pub kernarg_size: u32,
+    /// LDS bytes.
+    pub group_segment_size: u32,
+    /// Scratch bytes per work-item.
+    pub private_segment_size: u32,
+}
+
+/// A frozen executable with one code object loaded for one agent.
+pub struct Executable {
+    hsa: Arc<Hsa>,
+    raw: sys::Executable,
+    reader: sys::CodeObjectReader,
+    agent: Agent,
+    _code: Vec<u8>,
+}
+
+impl Executable {
+    /// Loads `code` (an AMDGPU ELF) for `agent` and freezes it.
+    pub fn load(hsa: &Arc<Hsa>, agent: Agent, code: &[u8]) -> Result<Executable, HsaError> {
+        let create_reader = Hsa::f(&hsa.table.hsa_code_object_reader_create_from_memory)?;
+        let create = Hsa::f(&hsa.table.hsa_executable_create_alt)?;
+        let load = Hsa::f(&hsa.table.hsa_executable_load_agent_code_object)?;
+        let freeze = Hsa::f(&hsa.table.hsa_executable_freeze)?;
+        let code = code.to_vec();
+        let mut exe = Executable {
+            hsa: Arc::clone(hsa),
+            raw: sys::Executable::default(),
+            reader: sys::CodeObjectReader::default(),
+            agent,
+            _code: code,
+        };
+        // SAFETY: the code bytes live as long as the executable (`_code`);
+        // handles are written by the runtime and released in drop.
+        unsafe {
+            hsa.check(
+                "hsa_code_object_reader_create_from_memory",
+                create_reader(exe._code.as_ptr().cast(), exe._code.len(), &mut exe.reader),
+            )?;
+            hsa.check(
+                "hsa_executable_create_alt",
+                create(
+                    sys::PROFILE_FULL,
+                    sys::FLOAT_ROUNDING_MODE_DEFAULT,
+                    std::ptr::null(),
+                    &mut exe.raw,
+                ),
+            )?;
+            hsa.check(
+                "hsa_executable_load_agent_code_object",
+                load(
+                    exe.raw,
+                    agent,
+                    exe.reader,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                ),
+            )?;
+            hsa.check("hsa_executable_freeze", freeze(exe.raw, std::ptr::null()))?;
+        }
+        Ok(exe)
+    }
+
+    /// Looks a kernel up by name (without the `.kd` suffix).
+    pub fn kernel(&self, name: &str) -> Result<KernelSymbol, HsaError> {
+        let get = Hsa::f(&self.hsa.table.hsa_executable_get_symbol_by_name)?;
+        let info = Hsa::f(&self.hsa.table.hsa_executable_symbol_get_info)?;
+        let cname = CString::new(format!("{name}.kd")).map_err(|_| HsaError::Invalid {
+            call: "hsa_executable_get_symbol_by_name",
+            reason: format!("kernel name {name:?} contains NUL"),
+        })?;
+        let mut sym = sys::ExecutableSymbol::default();
+        let mut k = KernelSymbol {
+            kernel_object: 0,
+            kernarg_size: 0,
+            group_segment_size: 0,
+            private_segment_size: 0,
+        };
+        // SAFETY: live executable and agent; attribute types per hsa.h
+        // (kernel object u64, segment sizes u32).
+        unsafe {
+            self.hsa.check(
+                "hsa_executable_get_symbol_by_name",
+                get(self.raw, cname.as_ptr(), &self.agent, &mut sym),
+            )?;
+            self.hsa.check(
+                "hsa_executable_symbol_get_info",
+                info(
+                    sym,
+                    sys::SYMBOL_INFO_KERNEL_OBJECT,
+                    (&raw mut k.kernel_object).cast(),
+                ),
+            )?;
+            self.hsa.check(
+                "hsa_executable_symbol_get_info",
+                info(
+                    sym,
+                    sys::SYMBOL_INFO_KERNARG_SEGMENT_SIZE,
+                    (&raw mut k.kernarg_size).cast(),
+                ),
+            )?;
+            self.hsa.check(
+                "hsa_executable_symbol_get_info",
+                info(
+                    sym,
+                    sys::SYMBOL_INFO_GROUP_SEGMENT_SIZE,
+                    (&raw mut k.group_segment_size).cast(),
+                ),
+            )?;
+            self.hsa.check(
+                "hsa_executable_symbol_get_info",
+                info(
+                    sym,
+                    sys::SYMBOL_INFO_PRIVATE_SEGMENT_SIZE,
+                    (&raw mut k.private_segment_size).cast(),
+                ),
+            )?;
+        }
+        Ok(k)
+    }
+}
+
+impl Drop for Executable {
+    fn drop(&mut self) {
+        // SAFETY: released once each, here; zero handles were never created.
+        unsafe {
+            if self.raw.handle != 0 {
+                if let Ok(f) = &self.hsa.table.hsa_executable_destroy {
+                    f(self.raw);
+                }
+            }
+            if self.reader.handle != 0 {
+                if let Ok(f) = &self.hsa.table.hsa_code_object_reader_destroy {
+                    f(self.reader);
+                }
+            }
+        }
+    }
+}

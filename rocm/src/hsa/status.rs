@@ -1,0 +1,87 @@
+//! HSA status codes: names, and errors that carry `hsa_status_string`.
+
+use crate::loader::MissingSymbol;
+use thiserror::Error;
+
+/// Names of the HSA status codes (hsa.h, hsa_ext_amd.h).
+pub fn status_name(status: u32) -> &'static str {
+    match status {
+        0x0 => "HSA_STATUS_SUCCESS",
+        0x1 => "HSA_STATUS_INFO_BREAK",
+        0x1000 => "HSA_STATUS_ERROR",
+        0x1001 => "HSA_STATUS_ERROR_INVALID_ARGUMENT",
+        0x1002 => "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION",
+        0x1003 => "HSA_STATUS_ERROR_INVALID_ALLOCATION",
+        0x1004 => "HSA_STATUS_ERROR_INVALID_AGENT",
+        0x1005 => "HSA_STATUS_ERROR_INVALID_REGION",
+        0x1006 => "HSA_STATUS_ERROR_INVALID_SIGNAL",
+        0x1007 => "HSA_STATUS_ERROR_INVALID_QUEUE",
+        0x1008 => "HSA_STATUS_ERROR_OUT_OF_RESOURCES",
+        0x1009 => "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT",
+        0x100A => "HSA_STATUS_ERROR_RESOURCE_FREE",
+        0x100B => "HSA_STATUS_ERROR_NOT_INITIALIZED",
+        0x100C => "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW",
+        0x100D => "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS",
+        0x100E => "HSA_STATUS_ERROR_INVALID_INDEX",
+        0x100F => "HSA_STATUS_ERROR_INVALID_ISA",
+        0x1010 => "HSA_STATUS_ERROR_INVALID_CODE_OBJECT",
+        0x1011 => "HSA_STATUS_ERROR_INVALID_EXECUTABLE",
+        0x1012 => "HSA_STATUS_ERROR_FROZEN_EXECUTABLE",
+        0x1013 => "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME",
+        0x1014 => "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED",
+        0x1015 => "HSA_STATUS_ERROR_VARIABLE_UNDEFINED",
+        0x1016 => "HSA_STATUS_ERROR_EXCEPTION",
+        0x1017 => "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL",
+        0x1018 => "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL",
+        0x1020 => "HSA_STATUS_ERROR_INVALID_FILE",
+        0x1021 => "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER",
+        0x1022 => "HSA_STATUS_ERROR_INVALID_CACHE",
+        0x1023 => "HSA_STATUS_ERROR_INVALID_WAVEFRONT",
+        0x1024 => "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP",
+        0x1025 => "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE",
+        0x1026 => "HSA_STATUS_ERROR_FATAL",
+        0x28 => "HSA_STATUS_ERROR_INVALID_MEMORY_POOL",
+        0x29 => "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
+        0x2A => "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION",
+        0x2B => "HSA_STATUS_ERROR_MEMORY_FAULT",
+        _ => "unknown HSA status",
+    }
+}
+
+/// A failed HSA call.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum HsaError {
+    /// The library lacks the symbol.
+    #[error(transparent)]
+    Missing(#[from] MissingSymbol),
+    /// The call returned an error status.
+    #[error("{call} failed: {name} (0x{status:x}){}", if text.is_empty() { String::new() } else { format!(": {text}") })]
+    Status {
+        /// The function called.
+        call: &'static str,
+        /// The status it returned.
+        status: u32,
+        /// The status's name.
+        name: &'static str,
+        /// `hsa_status_string`'s text.
+        text: String,
+    },
+    /// The call succeeded but its result is unusable.
+    #[error("{call}: {reason}")]
+    Invalid {
+        /// The function called.
+        call: &'static str,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+impl HsaError {
+    /// The status code, when the call returned one.
+    pub fn status(&self) -> Option<u32> {
+        match self {
+            HsaError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}

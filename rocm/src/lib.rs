@@ -1,0 +1,14 @@
+//! The one crate of rocgate that talks to ROCm's C libraries.
+//!
+//! Libraries are opened at run time ([`loader`]), so rocgate builds and runs
+//! on machines without ROCm. Each library has three levels, after cudarc:
+//! `sys` (the symbol table, each symbol a `Result` so a missing one is an
+//! error value, never a panic), calls that return `Result` with the
+//! library's own status text, and owners that release what they hold.
+
+pub mod hip;
+pub mod hsa;
+pub mod loader;
+mod table;
+
+pub use loader::{LoadError, Loaded, Search};

@@ -1,0 +1,31 @@
+//! A library's symbol table: one field per C function, each a `Result` so a
+//! missing symbol is an error value at the call, not a failure to load.
+
+/// Declares a symbol table struct and its loader.
+macro_rules! symbol_table {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident {
+        $( $field:ident : fn($($arg:ty),* $(,)?) -> $ret:ty ; )*
+    }) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $(
+                #[doc = concat!("`", stringify!($field), "`")]
+                pub $field: Result<unsafe extern "C" fn($($arg),*) -> $ret, crate::loader::MissingSymbol>,
+            )*
+        }
+
+        impl $name {
+            /// Looks every symbol up in `lib`.
+            pub(crate) fn load(lib: &crate::loader::Loaded) -> Self {
+                // SAFETY: each field's type is the C declaration of the
+                // symbol of the same name in the ROCm headers.
+                #[allow(unsafe_code)]
+                unsafe {
+                    $name { $( $field: lib.function(stringify!($field)), )* }
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use symbol_table;
