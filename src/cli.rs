@@ -24,6 +24,9 @@ pub enum Command {
     Inventory(InventoryArgs),
     /// List the checks that would run.
     List(ListArgs),
+    /// Internal: serve isolated checks for one scope over stdin/stdout.
+    #[command(name = "__worker", hide = true)]
+    Worker(WorkerArgs),
 }
 
 /// Where the node is.
@@ -32,15 +35,37 @@ pub struct NodeArgs {
     /// Read the node from this directory (a captured or synthetic node) instead of `/`.
     #[arg(long, value_name = "DIR")]
     pub sysroot: Option<PathBuf>,
+    /// Look for ROCm libraries in DIR/lib first (then ROCM_PATH, /opt/rocm, the system loader).
+    #[arg(long, value_name = "DIR")]
+    pub rocm_path: Option<PathBuf>,
 }
 
 impl NodeArgs {
     /// The sysroot to read through.
     pub fn sysroot(&self) -> Sysroot {
-        self.sysroot
-            .as_ref()
-            .map_or_else(Sysroot::live, Sysroot::at)
+        self.sysroot.as_ref().map_or_else(Sysroot::live, Sysroot::at)
     }
+
+    /// Run options for this node.
+    pub fn options(&self, expect_gpus: Option<usize>) -> rocgate_suites::RunOptions {
+        rocgate_suites::RunOptions {
+            expect_gpus,
+            rocm_path: self.rocm_path.clone(),
+        }
+    }
+}
+
+/// `rocgate __worker` (started by rocgate itself).
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// The scope this worker serves (`node`, `gpu3`).
+    #[arg(long)]
+    pub scope: String,
+    /// As for `run`.
+    #[arg(long)]
+    pub expect_gpus: Option<usize>,
 }
 
 /// `rocgate run`.

@@ -4,7 +4,7 @@ use crate::cli::DoctorArgs;
 use crate::ui::style::Style;
 use rocgate_harness::doctor::{Diagnosis, Located, diagnose};
 use rocgate_harness::{ExecOptions, Layer, RunReport, Status, Tier};
-use rocgate_suites::{RunOptions, Session};
+use rocgate_suites::Session;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -45,17 +45,19 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
 
 /// Diagnoses the node; exit 0 when healthy, 1 with findings.
 pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
-    let session = Session::open(
-        args.node.sysroot(),
-        RunOptions {
-            expect_gpus: args.expect_gpus,
-        },
-    )?;
+    let session = Session::open(args.node.sysroot(), args.node.options(args.expect_gpus))?;
     let gpus = session.select_gpus(None)?;
     let plan = session
         .plan(&gpus, Tier::Quick)
         .map_err(|e| format!("internal error: {e}"))?;
-    let report = session.run(&plan, &ExecOptions::default(), |_| {});
+    let interrupt = crate::signals::interrupt_flag()?;
+    let opts = ExecOptions {
+        workers: crate::worker_cmd::threads(plan.gpus.len()),
+        isolator: Some(crate::worker_cmd::pool(&session, &interrupt)?),
+        interrupt,
+        ..ExecOptions::default()
+    };
+    let report = session.run(&plan, &opts, |_| {});
     let diagnosis = diagnose(&report);
     let layers: Vec<Layer> = Layer::ALL
         .into_iter()

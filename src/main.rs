@@ -8,6 +8,7 @@ mod list_cmd;
 mod run_cmd;
 mod signals;
 mod ui;
+mod worker_cmd;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -22,6 +23,7 @@ fn main() -> ExitCode {
         cli::Command::Doctor(args) => doctor_cmd::run(&args),
         cli::Command::Inventory(args) => inventory_cmd::run(&args),
         cli::Command::List(args) => list_cmd::run(&args),
+        cli::Command::Worker(args) => worker_cmd::run(&args),
     };
     match result {
         Ok(code) => code,

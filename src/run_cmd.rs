@@ -4,7 +4,7 @@ use crate::cli::RunArgs;
 use crate::signals;
 use crate::ui::{ladder, progress::Progress, style::Style};
 use rocgate_harness::{ExecOptions, Plan, RunReport, ScopeKind, atomic, json, junit};
-use rocgate_suites::{NodeContext, RunOptions, Session};
+use rocgate_suites::{NodeContext, Session};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -17,12 +17,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
             args.timeout_scale
         ));
     }
-    let session = Session::open(
-        args.node.sysroot(),
-        RunOptions {
-            expect_gpus: args.expect_gpus,
-        },
-    )?;
+    let session = Session::open(args.node.sysroot(), args.node.options(args.expect_gpus))?;
     let gpus = session.select_gpus(args.gpus.as_deref())?;
     let plan = session
         .plan(&gpus, args.tier)
@@ -32,10 +27,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     if !args.quiet {
         print!("{}", header(&session, &plan, args.timeout_scale, style));
     }
+    let workers = crate::worker_cmd::pool(&session, &interrupt)?;
     let opts = ExecOptions {
         gate: !args.no_gate,
         timeout_scale: args.timeout_scale,
         interrupt,
+        workers: crate::worker_cmd::threads(plan.gpus.len()),
+        isolator: Some(workers),
         ..ExecOptions::default()
     };
     let mut progress = Progress::new(plan.instances.len(), args.quiet);

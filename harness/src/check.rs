@@ -23,6 +23,9 @@ pub struct Check<C> {
     pub gates: bool,
     /// Longest time the check may take before it is reported `timeout`.
     pub timeout: Duration,
+    /// Run in the scope's worker process (it calls vendor libraries that may
+    /// hang or crash), not in rocgate's own process.
+    pub isolated: bool,
     /// One line: what the check verifies.
     pub summary: &'static str,
     /// Runs the check for one scope.

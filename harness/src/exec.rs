@@ -2,6 +2,7 @@
 //! order, with gating, per-check timeouts and interruption.
 
 use crate::model::Scope;
+use crate::isolate::Isolator;
 use crate::output;
 use crate::plan::Plan;
 use crate::result::CheckResult;
@@ -15,7 +16,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 /// How the executor runs a plan.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ExecOptions {
     /// Block checks whose dependencies did not pass (`--no-gate` clears it).
     pub gate: bool,
@@ -30,6 +31,9 @@ pub struct ExecOptions {
     pub interrupt_grace: Duration,
     /// Bound for each result's captured output, in bytes.
     pub output_limit: usize,
+    /// Runs isolated checks in worker processes; without one they run in
+    /// this process like the others.
+    pub isolator: Option<Arc<dyn Isolator>>,
 }
 
 impl Default for ExecOptions {
@@ -43,6 +47,7 @@ impl Default for ExecOptions {
             interrupt: Arc::new(AtomicUsize::new(0)),
             interrupt_grace: Duration::from_secs(2),
             output_limit: output::DEFAULT_LIMIT,
+            isolator: None,
         }
     }
 }
@@ -59,10 +64,20 @@ pub enum Event<'a> {
     Finished(&'a CheckResult),
 }
 
+/// How a job runs: the check's function here, or through the isolator.
+enum Runner<C> {
+    Direct(fn(&C, Scope) -> Verdict),
+    Isolated {
+        isolator: Arc<dyn Isolator>,
+        check: &'static str,
+        timeout: Duration,
+    },
+}
+
 struct Job<C> {
     index: usize,
     scope: Scope,
-    run: fn(&C, Scope) -> Verdict,
+    runner: Runner<C>,
 }
 
 type Outcome = (usize, Result<Verdict, String>, Duration);
@@ -94,6 +109,8 @@ pub fn execute<C: Send + Sync + 'static>(
     let mut ready: BTreeSet<usize> = (0..n).filter(|&i| waiting_on[i] == 0).collect();
     let mut running: HashMap<usize, (Instant, Instant)> = HashMap::new();
     let mut done = 0usize;
+    // GPUs whose check timed out: nothing more is sent to them.
+    let mut unresponsive: HashMap<Scope, String> = HashMap::new();
 
     // Records a final result and releases the instances that waited on it.
     let mut finish = |i: usize,
@@ -123,6 +140,16 @@ pub fn execute<C: Send + Sync + 'static>(
             let Some(i) = ready.pop_first() else { break };
             let inst = &plan.instances[i];
             if opts.gate {
+                if let Some(hung) = unresponsive.get(&inst.scope) {
+                    let r = CheckResult {
+                        status: Status::Blocked,
+                        message: format!("blocked: GPU unresponsive after {hung} (timed out)"),
+                        blocked_by: Some(hung.clone()),
+                        ..base_result(plan, i)
+                    };
+                    finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
+                    continue;
+                }
                 if let Some(blocker) = inst
                     .deps
                     .iter()
@@ -143,13 +170,26 @@ pub fn execute<C: Send + Sync + 'static>(
             }
             let check = plan.check(inst);
             let timeout = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
+            let (runner, deadline) = match (&opts.isolator, check.isolated) {
+                (Some(isolator), true) => (
+                    Runner::Isolated {
+                        isolator: Arc::clone(isolator),
+                        check: check.id,
+                        timeout,
+                    },
+                    // The isolator enforces the timeout and kills the worker;
+                    // this is only the backstop.
+                    timeout + isolator.kill_grace() + Duration::from_secs(2),
+                ),
+                _ => (Runner::Direct(check.run), timeout),
+            };
             let now = Instant::now();
             on_event(Event::Started { id: &inst.test_id });
             if job_tx
                 .send(Job {
                     index: i,
                     scope: inst.scope,
-                    run: check.run,
+                    runner,
                 })
                 .is_err()
             {
@@ -164,7 +204,7 @@ pub fn execute<C: Send + Sync + 'static>(
                 finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
                 continue;
             }
-            running.insert(i, (now, now + timeout));
+            running.insert(i, (now, now + deadline));
         }
         if done >= n {
             break;
@@ -179,6 +219,9 @@ pub fn execute<C: Send + Sync + 'static>(
             Ok((i, outcome, elapsed)) => {
                 if running.remove(&i).is_some() {
                     let r = completed_result(plan, i, outcome, elapsed, opts.output_limit);
+                    if r.status == Status::Timeout && r.scope != Scope::Node {
+                        unresponsive.insert(r.scope, r.id.clone());
+                    }
                     finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
                 }
             }
@@ -198,6 +241,9 @@ pub fn execute<C: Send + Sync + 'static>(
                         limit.as_secs_f64()
                     );
                     let r = engine_result(plan, i, Status::Timeout, msg, now - started);
+                    if r.scope != Scope::Node {
+                        unresponsive.insert(r.scope, r.id.clone());
+                    }
                     finish(i, r, &mut results, &mut ready, &mut done, &mut on_event);
                     // The stuck worker keeps its thread; give the pool a new one.
                     spawn_worker(&ctx, &job_rx, &out_tx);
@@ -280,8 +326,15 @@ fn spawn_worker<C: Send + Sync + 'static>(
                 };
                 let Ok(job) = job else { return };
                 let start = Instant::now();
-                let outcome = catch_unwind(AssertUnwindSafe(|| (job.run)(&ctx, job.scope)))
-                    .map_err(|payload| {
+                let outcome = catch_unwind(AssertUnwindSafe(|| match &job.runner {
+                    Runner::Direct(run) => run(&ctx, job.scope),
+                    Runner::Isolated {
+                        isolator,
+                        check,
+                        timeout,
+                    } => isolator.run(check, job.scope, *timeout),
+                }))
+                .map_err(|payload| {
                         payload
                             .downcast_ref::<&str>()
                             .map(|s| (*s).to_string())
@@ -313,6 +366,7 @@ fn base_result<C>(plan: &Plan<'_, C>, i: usize) -> CheckResult {
         duration: Duration::ZERO,
         output: String::new(),
         metrics: Vec::new(),
+        facts: std::collections::BTreeMap::new(),
     }
 }
 
@@ -350,6 +404,7 @@ fn completed_result<C>(
             duration: elapsed,
             output: output::clean(&v.output, output_limit),
             metrics: v.metrics,
+            facts: v.facts,
             ..base_result(plan, i)
         },
         Err(panic) => engine_result(
@@ -412,6 +467,7 @@ mod tests {
             deps: &[],
             gates: true,
             timeout: Duration::from_millis(300),
+            isolated: false,
             summary: "",
             run,
         }

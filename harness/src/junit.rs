@@ -149,6 +149,7 @@ mod tests {
             duration: Duration::from_millis(3),
             output: "line <1> & \"two\"".into(),
             metrics: vec![],
+            facts: Default::default(),
         }
     }
 

@@ -8,6 +8,7 @@ pub mod atomic;
 pub mod check;
 pub mod doctor;
 pub mod exec;
+pub mod isolate;
 pub mod json;
 pub mod junit;
 pub mod model;

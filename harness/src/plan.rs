@@ -215,6 +215,7 @@ mod tests {
             deps,
             gates: true,
             timeout: Duration::from_secs(1),
+            isolated: false,
             summary: "",
             run: |_, _| Verdict::pass("ok"),
         }

@@ -4,6 +4,7 @@
 use crate::model::{Layer, Scope, Tier};
 use crate::verdict::{Finding, Metric, Status};
 use serde::{Deserialize, Serialize, Serializer};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The outcome of one check instance.
@@ -40,6 +41,9 @@ pub struct CheckResult {
     /// Measured values.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub metrics: Vec<Metric>,
+    /// Facts the check learned (library paths, versions).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub facts: BTreeMap<String, String>,
 }
 
 impl CheckResult {
@@ -111,13 +115,22 @@ impl RunReport {
         scopes
     }
 
-    /// Identity properties of a scope (empty if none were given).
+    /// Properties of a scope: its identity, then the facts its checks learned.
     pub fn scope_info(&self, scope: Scope) -> ScopeInfo {
-        self.scopes
+        let mut info = self
+            .scopes
             .iter()
             .find(|(s, _)| *s == scope)
             .map(|(_, i)| i.clone())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        for r in self.results.iter().filter(|r| r.scope == scope) {
+            for (k, v) in &r.facts {
+                if info.get(k).is_none() {
+                    info.push(k, v.clone());
+                }
+            }
+        }
+        info
     }
 
     /// The lowest layer with a fault in `scope`, or across all scopes if `None`.

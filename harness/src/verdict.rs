@@ -1,6 +1,7 @@
 //! What a check says about itself, and the outcomes the engine records.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// The outcome of one check instance.
@@ -90,10 +91,11 @@ pub struct Metric {
 }
 
 /// What a check returns: pass, fail with a finding, or skipped with a reason,
-/// plus optional output and metrics.
-#[derive(Clone, Debug, PartialEq)]
+/// plus optional output, metrics and facts. (Timeout and crash verdicts come
+/// only from the isolation layer that runs a check in a worker process.)
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// Pass, Fail or Skipped; the engine alone produces the other outcomes.
+    /// Pass, Fail or Skipped from checks; Timeout or Crash from isolation.
     pub status: Status,
     /// One line for humans.
     pub message: String,
@@ -103,6 +105,10 @@ pub struct Verdict {
     pub output: String,
     /// Measured values.
     pub metrics: Vec<Metric>,
+    /// Facts learned on the way (a library's path and version), reported as
+    /// properties of the check's scope.
+    #[serde(default)]
+    pub facts: BTreeMap<String, String>,
 }
 
 impl Verdict {
@@ -114,6 +120,7 @@ impl Verdict {
             finding: None,
             output: String::new(),
             metrics: Vec::new(),
+            facts: BTreeMap::new(),
         }
     }
 
@@ -125,6 +132,7 @@ impl Verdict {
             finding: Some(finding),
             output: String::new(),
             metrics: Vec::new(),
+            facts: BTreeMap::new(),
         }
     }
 
@@ -136,7 +144,31 @@ impl Verdict {
             finding: None,
             output: String::new(),
             metrics: Vec::new(),
+            facts: BTreeMap::new(),
         }
+    }
+
+    /// The check did not finish in time (isolation layer only).
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Verdict {
+            status: Status::Timeout,
+            ..Verdict::skip(message)
+        }
+    }
+
+    /// The process running the check died (isolation layer only).
+    pub fn crash(message: impl Into<String>) -> Self {
+        Verdict {
+            status: Status::Crash,
+            ..Verdict::skip(message)
+        }
+    }
+
+    /// Records a fact for the scope's report properties.
+    #[must_use]
+    pub fn with_fact(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.facts.insert(name.to_string(), value.into());
+        self
     }
 
     /// Attaches evidence text.

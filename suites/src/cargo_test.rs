@@ -23,6 +23,11 @@ pub struct HarnessEnv {
     pub expect_gpus: Option<usize>,
     /// Fail instead of ignoring when the node has no AMD GPU.
     pub require_gpu: bool,
+    /// `ROCGATE_ROCM_PATH`: where to look for ROCm libraries first.
+    pub rocm_path: Option<std::path::PathBuf>,
+    /// The rocgate binary, to run isolated checks in worker processes
+    /// (without it they run in the test process).
+    pub worker: Option<std::path::PathBuf>,
 }
 
 impl HarnessEnv {
@@ -43,6 +48,8 @@ impl HarnessEnv {
                 None => None,
             },
             require_gpu: var("ROCGATE_REQUIRE_GPU").as_deref() == Some("1"),
+            rocm_path: var("ROCGATE_ROCM_PATH").map(Into::into),
+            worker: None,
         })
     }
 }
@@ -51,12 +58,11 @@ impl HarnessEnv {
 /// the others read their result from that run.
 pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
     let sysroot = env.sysroot.as_ref().map_or_else(Sysroot::live, Sysroot::at);
-    let session = match Session::open(
-        sysroot,
-        RunOptions {
-            expect_gpus: env.expect_gpus,
-        },
-    ) {
+    let options = RunOptions {
+        expect_gpus: env.expect_gpus,
+        rocm_path: env.rocm_path.clone(),
+    };
+    let session = match Session::open(sysroot, options) {
         Ok(s) => Arc::new(s),
         Err(e) => return vec![Trial::test("rocgate.setup", move || Err(e.into()))],
     };
@@ -87,12 +93,20 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
     }
     let report: Arc<OnceLock<RunReport>> = Arc::new(OnceLock::new());
     let tier = env.tier;
+    let worker = env.worker.clone();
     ids.into_iter()
         .map(|id| {
             let (session, report, gpus) = (Arc::clone(&session), Arc::clone(&report), gpus.clone());
+            let worker = worker.clone();
             Trial::ignorable_test(id.clone(), move || {
                 let report = report.get_or_init(|| match session.plan(&gpus, tier) {
-                    Ok(plan) => session.run(&plan, &ExecOptions::default(), |_| {}),
+                    Ok(plan) => {
+                        let mut opts = ExecOptions::default();
+                        if let Some(program) = &worker {
+                            opts.isolator = Some(Arc::new(session.worker_pool(program, Arc::clone(&opts.interrupt))));
+                        }
+                        session.run(&plan, &opts, |_| {})
+                    }
                     Err(_) => unreachable_plan(tier),
                 });
                 match report.results.iter().find(|r| r.id == id) {

@@ -10,6 +10,8 @@ use rocgate_harness::{Finding, Scope, ScopeInfo, Verdict};
 pub struct RunOptions {
     /// `--expect-gpus N`: fail the GPU count check when fewer are present.
     pub expect_gpus: Option<usize>,
+    /// `--rocm-path DIR`: look for ROCm libraries in DIR/lib first.
+    pub rocm_path: Option<std::path::PathBuf>,
 }
 
 /// What checks read.
@@ -19,6 +21,8 @@ pub struct NodeContext {
     pub facts: NodeFacts,
     /// The run's options.
     pub options: RunOptions,
+    /// The ROCm libraries, opened on first use (in worker processes).
+    pub runtime: crate::runtime::Runtime,
 }
 
 impl NodeContext {

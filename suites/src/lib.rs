@@ -9,6 +9,7 @@ pub mod context;
 pub mod facts;
 pub mod inventory;
 pub mod layers;
+pub mod runtime;
 pub mod session;
 
 pub use context::{NodeContext, RunOptions};

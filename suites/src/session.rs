@@ -6,8 +6,12 @@ use crate::facts::NodeFacts;
 use rocgate_harness::{
     Check, Event, ExecOptions, Plan, PlanError, RunReport, Sysroot, Tier, execute, plan,
 };
+use rocgate_harness::isolate::WorkerPool;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// Time a timed-out worker gets between SIGTERM and SIGKILL.
+pub const WORKER_KILL_GRACE: Duration = Duration::from_secs(1);
 
 /// A node opened for checking.
 pub struct Session {
@@ -31,8 +35,11 @@ impl Session {
         if let Err(e) = &facts.capture {
             return Err(e.clone());
         }
+        let runtime = crate::runtime::Runtime::new(rocgate_rocm::Search {
+            rocm_path: options.rocm_path.clone(),
+        });
         Ok(Session {
-            ctx: Arc::new(NodeContext { facts, options }),
+            ctx: Arc::new(NodeContext { facts, options, runtime }),
             registry: crate::registry(),
         })
     }
@@ -111,6 +118,35 @@ impl Session {
                 .collect(),
             interrupted: (signal != 0).then(|| rocgate_harness::exec::signal_name(signal)),
         }
+    }
+
+    /// Worker processes for isolated checks: `program __worker --scope S`
+    /// with this session's node and options.
+    pub fn worker_pool(&self, program: &std::path::Path, interrupt: Arc<std::sync::atomic::AtomicUsize>) -> WorkerPool {
+        let program = program.to_path_buf();
+        let sysroot = self.facts().sysroot.clone();
+        let options = self.ctx.options.clone();
+        WorkerPool::new(
+            Box::new(move |scope| {
+                let mut cmd = std::process::Command::new(&program);
+                cmd.arg("__worker").arg("--scope").arg(scope.label());
+                if !sysroot.is_live() {
+                    cmd.arg("--sysroot").arg(sysroot.root());
+                }
+                if let Some(p) = &options.rocm_path {
+                    cmd.arg("--rocm-path").arg(p);
+                }
+                if let Some(n) = options.expect_gpus {
+                    cmd.arg("--expect-gpus").arg(n.to_string());
+                }
+                // Test doubles of the vendor libraries read which GPU a
+                // worker serves from here.
+                cmd.env("ROCGATE_WORKER_SCOPE", scope.label());
+                cmd
+            }),
+            interrupt,
+            WORKER_KILL_GRACE,
+        )
     }
 
     /// Node-wide properties for reports: tool, sysroot, kernel, driver.

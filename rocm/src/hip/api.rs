@@ -219,6 +219,40 @@ impl Hip {
     }
 }
 
+impl Hip {
+    /// Launches rocgate's `vector_add(a, b, c, n)`: `c = a + b` over `n`
+    /// floats. `f` must be that kernel; the buffers must hold `n` floats.
+    pub fn launch_vector_add(&self, f: sys::Function, a: &DeviceBuffer, b: &DeviceBuffer, c: &DeviceBuffer, n: u32) -> Result<(), HipError> {
+        let need = n as usize * 4;
+        if [a, b, c].iter().any(|d| d.len < need) {
+            return Err(HipError::Invalid {
+                call: "hipModuleLaunchKernel",
+                reason: format!("vector_add over {n} floats needs {need}-byte buffers"),
+            });
+        }
+        let (mut pa, mut pb, mut pc, mut n_arg) = (a.ptr, b.ptr, c.ptr, n);
+        let mut args: [*mut c_void; 4] = [(&raw mut pa).cast(), (&raw mut pb).cast(), (&raw mut pc).cast(), (&raw mut n_arg).cast()];
+        // SAFETY: the arguments match vector_add's signature and the buffers
+        // are large enough (checked above).
+        unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
+    }
+
+    /// Launches a `name(float* x, float s, unsigned n)` kernel scaling `x` in
+    /// place. `f` must have that signature; `x` must hold `n` floats.
+    pub fn launch_scale(&self, f: sys::Function, x: &DeviceBuffer, s: f32, n: u32) -> Result<(), HipError> {
+        if x.len < n as usize * 4 {
+            return Err(HipError::Invalid {
+                call: "hipModuleLaunchKernel",
+                reason: format!("scaling {n} floats needs a {}-byte buffer", n as usize * 4),
+            });
+        }
+        let (mut px, mut ps, mut pn) = (x.ptr, s, n);
+        let mut args: [*mut c_void; 3] = [(&raw mut px).cast(), (&raw mut ps).cast(), (&raw mut pn).cast()];
+        // SAFETY: as documented; sizes checked above.
+        unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
+    }
+}
+
 /// Device memory, freed on drop.
 pub struct DeviceBuffer {
     hip: Arc<Hip>,

@@ -403,11 +403,21 @@ pub struct PoolMemory {
     hsa: Arc<Hsa>,
     ptr: *mut c_void,
     len: usize,
+    host_visible: bool,
 }
 
 impl PoolMemory {
-    /// `hsa_amd_memory_pool_allocate`.
+    /// Device memory from a GPU pool (not readable from the host).
     pub fn allocate(hsa: &Arc<Hsa>, pool: MemoryPool, len: usize) -> Result<PoolMemory, HsaError> {
+        Self::allocate_in(hsa, pool, len, false)
+    }
+
+    /// Host-visible memory from a CPU agent's system pool.
+    pub fn allocate_host(hsa: &Arc<Hsa>, pool: MemoryPool, len: usize) -> Result<PoolMemory, HsaError> {
+        Self::allocate_in(hsa, pool, len, true)
+    }
+
+    fn allocate_in(hsa: &Arc<Hsa>, pool: MemoryPool, len: usize, host_visible: bool) -> Result<PoolMemory, HsaError> {
         let f = Hsa::f(&hsa.table.hsa_amd_memory_pool_allocate)?;
         let mut ptr = std::ptr::null_mut();
         // SAFETY: writes the allocation's address.
@@ -424,6 +434,7 @@ impl PoolMemory {
             hsa: Arc::clone(hsa),
             ptr,
             len,
+            host_visible,
         })
     }
 
@@ -452,14 +463,31 @@ impl PoolMemory {
         self.len == 0
     }
 
-    /// The memory as host-visible `u32`s.
-    ///
-    /// # Safety
-    /// The memory must be host-accessible (a system pool) and not written by
-    /// a device while the slice lives.
-    pub unsafe fn as_u32s(&mut self) -> &mut [u32] {
-        // SAFETY: per the caller; allocations are at least 4-byte aligned.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u32>(), self.len / 4) }
+    /// The memory as `u32`s, for host-visible memory. Call it only between
+    /// device operations (after their completion signals).
+    pub fn host_u32s(&mut self) -> Result<&mut [u32], HsaError> {
+        if !self.host_visible {
+            return Err(HsaError::Invalid {
+                call: "PoolMemory::host_u32s",
+                reason: "device memory is not readable from the host".into(),
+            });
+        }
+        // SAFETY: host-visible, `len` bytes, at least 4-byte aligned (pool
+        // allocations are page-aligned); `&mut self` excludes other views.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u32>(), self.len / 4) })
+    }
+
+    /// Writes `bytes` at `offset` (host-visible memory only).
+    pub fn write_at(&mut self, offset: usize, bytes: &[u8]) -> Result<(), HsaError> {
+        if !self.host_visible || offset.saturating_add(bytes.len()) > self.len {
+            return Err(HsaError::Invalid {
+                call: "PoolMemory::write_at",
+                reason: format!("cannot write {} bytes at {offset} into {} bytes of {}memory", bytes.len(), self.len, if self.host_visible { "" } else { "device " }),
+            });
+        }
+        // SAFETY: bounds checked above; host-visible memory.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.cast::<u8>().add(offset), bytes.len()) };
+        Ok(())
     }
 }
 

@@ -4,6 +4,8 @@
 pub mod amdgpu;
 mod device_access;
 pub mod firmware;
+pub mod hip;
+pub mod hsa;
 pub mod kfd;
 pub mod pci;
 
@@ -19,6 +21,8 @@ pub fn registry() -> Vec<Check<NodeContext>> {
     all.extend(firmware::checks());
     all.extend(amdgpu::checks());
     all.extend(kfd::checks());
+    all.extend(hsa::checks());
+    all.extend(hip::checks());
     all
 }
 
@@ -42,6 +46,7 @@ const fn check(
         deps: &[],
         gates: true,
         timeout: FILE_CHECK_TIMEOUT,
+        isolated: false,
         summary,
         run,
     }

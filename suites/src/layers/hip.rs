@@ -1,0 +1,369 @@
+//! hip: the HIP runtime on each GPU. Every check runs in the scope's worker.
+
+use super::check;
+use crate::context::NodeContext;
+use crate::facts::gpus::Gpu;
+use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const NEEDS_DEVICE: &[&str] = &["hip::device"];
+
+/// A gating, isolated hip check.
+const fn hip_check(
+    id: &'static str,
+    scope: ScopeKind,
+    deps: &'static [&'static str],
+    timeout_s: u64,
+    summary: &'static str,
+    run: fn(&NodeContext, Scope) -> Verdict,
+) -> Check<NodeContext> {
+    Check {
+        deps,
+        isolated: true,
+        timeout: Duration::from_secs(timeout_s),
+        ..check(id, Layer::Hip, scope, summary, run)
+    }
+}
+
+/// The hip layer's checks.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![
+        hip_check("hip::runtime", ScopeKind::Node, &[], 30, "the HIP runtime library loads and reports its version", runtime),
+        hip_check(
+            "hip::device_count",
+            ScopeKind::Node,
+            &["hip::runtime"],
+            60,
+            "HIP sees as many devices as KFD has GPU nodes",
+            device_count,
+        ),
+        hip_check(
+            "hip::device",
+            ScopeKind::PerGpu,
+            &["hip::device_count"],
+            30,
+            "the GPU is a HIP device with the expected attributes (CUs, warp size)",
+            device,
+        ),
+        hip_check(
+            "hip::memcpy",
+            ScopeKind::PerGpu,
+            NEEDS_DEVICE,
+            60,
+            "hipMalloc/hipMemcpy round trip is intact (bandwidth as metrics)",
+            memcpy,
+        ),
+        hip_check(
+            "hip::module_load",
+            ScopeKind::PerGpu,
+            NEEDS_DEVICE,
+            60,
+            "rocgate's code object loads with hipModuleLoadData",
+            module_load,
+        ),
+        hip_check(
+            "hip::vector_add",
+            ScopeKind::PerGpu,
+            &["hip::module_load", "hip::memcpy"],
+            60,
+            "a vector add launched with hipModuleLaunchKernel computes the right sums",
+            vector_add,
+        ),
+        hip_check(
+            "hip::hiprtc",
+            ScopeKind::PerGpu,
+            NEEDS_DEVICE,
+            180,
+            "hiprtc compiles a kernel for the GPU, and it runs correctly",
+            hiprtc,
+        ),
+    ]
+}
+
+fn hip_fail(code: &str, e: &HipError, next: &str) -> Verdict {
+    Verdict::fail(Finding::new(code, e.to_string(), next))
+}
+
+fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
+    let hip = match ctx.runtime.hip() {
+        Ok(h) => h,
+        Err(v) => return v,
+    };
+    let path = hip.path().display().to_string();
+    let mut v = Verdict::pass(String::new()).with_fact("hip_library", path.clone());
+    let runtime = match hip.runtime_version() {
+        Ok(r) => {
+            v = v.with_fact("hip_runtime_version", format_version(r));
+            format!("HIP {} ({r})", format_version(r))
+        }
+        Err(e) => format!("runtime version unknown: {e}"),
+    };
+    // The driver version needs a device on some releases; report what it says.
+    let driver = match hip.driver_version() {
+        Ok(d) => {
+            v = v.with_fact("hip_driver_version", d.to_string());
+            format!("driver {d}")
+        }
+        Err(e) => format!("driver version unknown: {e}"),
+    };
+    v.message = format!("loaded {path}: {runtime}, {driver}");
+    v
+}
+
+fn device_count(ctx: &NodeContext, _: Scope) -> Verdict {
+    let (_, n) = match ctx.runtime.hip_ready() {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
+    if usize::try_from(n).unwrap_or(0) != kfd {
+        return Verdict::fail(Finding::new(
+            "hip-device-mismatch",
+            format!("HIP sees {n} devices but KFD has {kfd} GPU nodes"),
+            "unset HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES if set; otherwise compare with the hsa layer's agent count and check render node permissions",
+        ))
+        .with_metric("hip_devices", f64::from(n), "count");
+    }
+    Verdict::pass(format!("{n} HIP devices")).with_metric("hip_devices", f64::from(n), "count")
+}
+
+/// This GPU's HIP device index, matched by PCI bus id, made current.
+fn find_device<'a>(ctx: &'a NodeContext, scope: Scope) -> Result<(&'a Gpu, &'a Arc<Hip>, i32), Verdict> {
+    let gpu = ctx.gpu(scope)?;
+    let (hip, n) = ctx.runtime.hip_ready()?;
+    let mut seen = Vec::new();
+    for d in 0..n {
+        let bus = hip
+            .pci_bus_id(d)
+            .map_err(|e| hip_fail("hip-device-failed", &e, "HIP cannot describe its devices: check `rocminfo` and `dmesg`"))?;
+        if bus == gpu.pci_address {
+            hip.set_device(d)
+                .map_err(|e| hip_fail("hip-device-failed", &e, "HIP cannot select this device: read `dmesg | grep -i amdgpu`"))?;
+            return Ok((gpu, hip, d));
+        }
+        seen.push(bus);
+    }
+    Err(Verdict::fail(Finding::new(
+        "hip-device-missing",
+        format!("no HIP device has PCI bus id {} (HIP devices: {})", gpu.pci_address, super::list(&seen, 8)),
+        "HIP does not expose this GPU: check HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES and the hsa layer's result for it",
+    )))
+}
+
+fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, hip, d) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let attr = |a| hip.attribute(a, d);
+    let (cus, warp, threads) = match (attr(sys::ATTR_MULTIPROCESSOR_COUNT), attr(sys::ATTR_WARP_SIZE), attr(sys::ATTR_MAX_THREADS_PER_BLOCK)) {
+        (Ok(c), Ok(w), Ok(t)) => (c, w, t),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+            return hip_fail("hip-device-failed", &e, "HIP cannot read this device's attributes: check `rocminfo`");
+        }
+    };
+    let name = hip.device_name(d).unwrap_or_else(|e| format!("(name unknown: {e})"));
+    if let Some(expected) = gpu.compute_units() {
+        if u64::try_from(cus).unwrap_or(0) != expected {
+            return Verdict::fail(Finding::new(
+                "hip-device-mismatch",
+                format!("HIP device {d} ({}) reports {cus} compute units, KFD says {expected}", gpu.pci_address),
+                "HIP and the kernel driver disagree about the GPU: check the ROCm and amdgpu versions are a supported pair",
+            ));
+        }
+    }
+    Verdict::pass(format!("HIP device {d}: {name}, {cus} CUs, warp {warp}, {threads} threads/block"))
+        .with_metric("compute_units", f64::from(cus), "count")
+}
+
+const COPY_BYTES: usize = 64 << 20;
+
+fn memcpy(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (_, hip, _) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let next = "read `dmesg | grep -i -e amdgpu -e aer`; a failing copy usually means a GPU or PCIe fault: reset the GPU and rerun";
+    let fail = |e: HipError| hip_fail("hip-memcpy-failed", &e, next);
+    let result = (|| -> Result<Verdict, Verdict> {
+        let mut host = HostBuffer::new(hip, COPY_BYTES).map_err(fail)?;
+        for (i, b) in host.bytes().iter_mut().enumerate() {
+            *b = (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[i % 4];
+        }
+        let expected = host.bytes().to_vec();
+        let dev = DeviceBuffer::new(hip, COPY_BYTES).map_err(fail)?;
+        let t = Instant::now();
+        dev.upload(host.bytes()).map_err(fail)?;
+        let h2d = t.elapsed();
+        host.bytes().fill(0);
+        let t = Instant::now();
+        dev.download(host.bytes()).map_err(fail)?;
+        let d2h = t.elapsed();
+        if let Some(i) = (0..COPY_BYTES).find(|&i| host.bytes()[i] != expected[i]) {
+            return Err(Verdict::fail(Finding::new(
+                "hip-memcpy-corrupt",
+                format!("a {} MiB hipMemcpy round trip came back different at byte {i}", COPY_BYTES >> 20),
+                "data is corrupted through the GPU: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors",
+            )));
+        }
+        let gbs = |d: Duration| COPY_BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
+        Ok(Verdict::pass(format!(
+            "{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s",
+            COPY_BYTES >> 20,
+            gbs(h2d),
+            gbs(d2h)
+        ))
+        .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
+        .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
+    })();
+    match result {
+        Ok(v) | Err(v) => v,
+    }
+}
+
+/// The embedded code object loaded as a module, or the skip verdict.
+fn load_module(gpu: &Gpu, hip: &Arc<Hip>) -> Result<Module, Verdict> {
+    let target = gpu.gfx_target.clone().unwrap_or_default();
+    let Some(co) = rocgate_kernels::code_object(&target) else {
+        return Err(Verdict::skip(rocgate_kernels::missing_reason(&target)));
+    };
+    Module::load(hip, co.bytes).map_err(|e| {
+        let next = match e.code() {
+            Some(200 | 209) => "the HIP runtime rejects code for this GPU (hipErrorInvalidImage/NoBinaryForGpu): this ROCm release may not support the gfx target; check the compatibility matrix",
+            _ => "read `dmesg | grep -i amdgpu`; check that the HIP runtime matches the installed ROCm and driver",
+        };
+        hip_fail("hip-module-load-failed", &e, next)
+    })
+}
+
+fn module_load(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, hip, _) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let module = match load_module(gpu, hip) {
+        Ok(m) => m,
+        Err(v) => return v,
+    };
+    for k in rocgate_kernels::KERNELS {
+        if let Err(e) = module.function(k) {
+            return hip_fail("hip-module-load-failed", &e, "the module loaded but lacks a kernel: report this with `rocgate inventory --json`");
+        }
+    }
+    Verdict::pass(format!("loaded {} for {}", rocgate_kernels::KERNELS.join(", "), gpu.gfx_target.as_deref().unwrap_or("?")))
+}
+
+/// Launches `kernel` over `n` floats computing `c = a + b` (vector_add) or
+/// `x *= s` (rtc_scale) and returns the host result.
+fn vector_add(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, hip, _) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let module = match load_module(gpu, hip) {
+        Ok(m) => m,
+        Err(v) => return v,
+    };
+    const N: usize = 1 << 20;
+    let launch_next = "the kernel did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (`amd-smi reset -g N`)";
+    let fail = |e: HipError| hip_fail("hip-launch-failed", &e, launch_next);
+    let result = (|| -> Result<Verdict, Verdict> {
+        let f = module.function("vector_add").map_err(fail)?;
+        let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
+        let b: Vec<f32> = (0..N).map(|i| 2.0 * i as f32).collect();
+        let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let (da, db, dc) = (
+            DeviceBuffer::new(hip, N * 4).map_err(fail)?,
+            DeviceBuffer::new(hip, N * 4).map_err(fail)?,
+            DeviceBuffer::new(hip, N * 4).map_err(fail)?,
+        );
+        da.upload(&bytes(&a)).map_err(fail)?;
+        db.upload(&bytes(&b)).map_err(fail)?;
+        dc.upload(&vec![0xFF; N * 4]).map_err(fail)?;
+        let t = Instant::now();
+        hip.launch_vector_add(f, &da, &db, &dc, N as u32).map_err(fail)?;
+        hip.synchronize().map_err(fail)?;
+        let elapsed = t.elapsed();
+        let mut out = vec![0u8; N * 4];
+        dc.download(&mut out).map_err(fail)?;
+        let c: Vec<f32> = out.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        let wrong: Vec<usize> = (0..N).filter(|&i| c[i] != 3.0 * i as f32).collect();
+        if let Some(&i) = wrong.first() {
+            return Err(Verdict::fail(Finding::new(
+                "hip-kernel-wrong",
+                format!("vector_add ran but {} of {N} sums are wrong; first at index {i}: got {}, expected {}", wrong.len(), c[i], 3.0 * i as f32),
+                "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors and RMA the GPU",
+            )));
+        }
+        Ok(Verdict::pass(format!("vector_add over {N} floats verified in {:.2} ms", elapsed.as_secs_f64() * 1e3))
+            .with_metric("vector_add_ms", elapsed.as_secs_f64() * 1e3, "ms"))
+    })();
+    match result {
+        Ok(v) | Err(v) => v,
+    }
+}
+
+/// The kernel hiprtc compiles: scales a vector in place.
+const RTC_SOURCE: &str = r#"extern "C" __global__ void rtc_scale(float* x, float s, unsigned int n) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * s;
+}
+"#;
+
+fn hiprtc(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, hip, _) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let Some(target) = gpu.gfx_target.clone() else {
+        return Verdict::skip("gfx target unknown (see kfd.gfx_target)");
+    };
+    let rtc = match Rtc::open(&ctx.runtime.search, hip.path()) {
+        Ok(r) => r,
+        Err(e) => return crate::runtime::missing_library("hiprtc-library-missing", &e),
+    };
+    const N: usize = 4096;
+    let result = (|| -> Result<Verdict, Verdict> {
+        let t = Instant::now();
+        let code = rtc.compile(RTC_SOURCE, "rocgate_rtc.hip", &[&format!("--gpu-architecture={target}")]).map_err(|e| {
+            hip_fail(
+                "hiprtc-failed",
+                &e,
+                "the runtime compiler failed: check that its device libraries (amdgcn bitcode) and comgr are installed for this ROCm release",
+            )
+        })?;
+        let compile = t.elapsed();
+        let fail = |e: HipError| hip_fail("hiprtc-failed", &e, "hiprtc's code object did not run: compare with hip.vector_add on this GPU");
+        let module = Module::load(hip, &code).map_err(fail)?;
+        let f = module.function("rtc_scale").map_err(fail)?;
+        let x: Vec<u8> = (0..N).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let dx = DeviceBuffer::new(hip, N * 4).map_err(fail)?;
+        dx.upload(&x).map_err(fail)?;
+        hip.launch_scale(f, &dx, 3.0, N as u32).map_err(fail)?;
+        hip.synchronize().map_err(fail)?;
+        let mut out = vec![0u8; N * 4];
+        dx.download(&mut out).map_err(fail)?;
+        let bad = out
+            .chunks_exact(4)
+            .enumerate()
+            .find(|(i, w)| f32::from_le_bytes([w[0], w[1], w[2], w[3]]) != 3.0 * *i as f32);
+        if let Some((i, _)) = bad {
+            return Err(Verdict::fail(Finding::new(
+                "hiprtc-wrong",
+                format!("the hiprtc-compiled kernel ran but element {i} is wrong"),
+                "hiprtc produced wrong code or the GPU computes wrongly: compare with hip.vector_add",
+            )));
+        }
+        Ok(Verdict::pass(format!(
+            "compiled for {target} in {:.0} ms with {}, ran and verified",
+            compile.as_secs_f64() * 1e3,
+            rtc.path().display()
+        ))
+        .with_metric("hiprtc_compile_ms", compile.as_secs_f64() * 1e3, "ms"))
+    })();
+    match result {
+        Ok(v) | Err(v) => v,
+    }
+}

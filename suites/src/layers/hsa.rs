@@ -1,0 +1,421 @@
+//! hsa: the ROCr runtime. Every check here runs in the scope's worker
+//! process, since ROCr can hang or fault.
+
+use super::check;
+use crate::context::NodeContext;
+use crate::facts::gpus::Gpu;
+use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use rocgate_rocm::hsa::sys::{self, Agent, KernelDispatchPacket};
+use rocgate_rocm::hsa::{AgentInfo, Executable, Hsa, PoolInfo, PoolMemory, Queue, Signal};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const NEEDS_INIT: &[&str] = &["hsa::init"];
+const NEEDS_AGENT: &[&str] = &["hsa::agent"];
+
+/// A gating, isolated hsa check.
+const fn hsa_check(
+    id: &'static str,
+    scope: ScopeKind,
+    deps: &'static [&'static str],
+    timeout_s: u64,
+    summary: &'static str,
+    run: fn(&NodeContext, Scope) -> Verdict,
+) -> Check<NodeContext> {
+    Check {
+        deps,
+        isolated: true,
+        timeout: Duration::from_secs(timeout_s),
+        ..check(id, Layer::Hsa, scope, summary, run)
+    }
+}
+
+/// The hsa layer's checks.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![
+        hsa_check("hsa::runtime", ScopeKind::Node, &[], 30, "the ROCr runtime library loads", runtime),
+        hsa_check("hsa::init", ScopeKind::Node, &["hsa::runtime"], 60, "hsa_init succeeds", init),
+        hsa_check(
+            "hsa::agents",
+            ScopeKind::Node,
+            NEEDS_INIT,
+            30,
+            "ROCr lists one GPU agent per KFD GPU node",
+            agents,
+        ),
+        hsa_check("hsa::agent", ScopeKind::PerGpu, NEEDS_INIT, 30, "the GPU is an HSA agent matching its KFD node (ISA, CUs)", agent),
+        hsa_check(
+            "hsa::memory_pools",
+            ScopeKind::PerGpu,
+            NEEDS_AGENT,
+            30,
+            "the agent has an allocatable device memory pool",
+            memory_pools,
+        ),
+        hsa_check("hsa::queue", ScopeKind::PerGpu, NEEDS_AGENT, 30, "an AQL queue can be created on the agent", queue),
+        hsa_check("hsa::signal", ScopeKind::PerGpu, NEEDS_AGENT, 30, "a signal can be created, stored and waited on", signal),
+        hsa_check(
+            "hsa::code_object",
+            ScopeKind::PerGpu,
+            NEEDS_AGENT,
+            60,
+            "rocgate's code object for the agent's ISA loads and exposes its kernels",
+            code_object,
+        ),
+        hsa_check(
+            "hsa::dispatch",
+            ScopeKind::PerGpu,
+            &["hsa::queue", "hsa::signal", "hsa::code_object", "hsa::memory_pools"],
+            60,
+            "a kernel dispatched through an AQL packet writes the expected result",
+            dispatch,
+        ),
+        hsa_check(
+            "hsa::copy",
+            ScopeKind::PerGpu,
+            &["hsa::memory_pools"],
+            60,
+            "host<->device copies by the DMA engines arrive intact (bandwidth as metrics)",
+            copy,
+        ),
+    ]
+}
+
+fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
+    match ctx.runtime.hsa() {
+        Err(v) => v,
+        Ok(hsa) => {
+            let path = hsa.path().display().to_string();
+            Verdict::pass(format!("loaded {path}")).with_fact("hsa_library", path)
+        }
+    }
+}
+
+fn init(ctx: &NodeContext, _: Scope) -> Verdict {
+    match ctx.runtime.hsa_ready() {
+        Err(v) => v,
+        Ok(hsa) => {
+            let version = hsa.version().map_or_else(|e| format!("unknown ({e})"), |(a, b)| format!("{a}.{b}"));
+            Verdict::pass(format!("hsa_init succeeded (HSA {version})")).with_fact("hsa_version", version)
+        }
+    }
+}
+
+fn agents(ctx: &NodeContext, _: Scope) -> Verdict {
+    let agents = match ctx.runtime.agents() {
+        Ok(a) => a,
+        Err(v) => return v,
+    };
+    let gpus = agents.iter().filter(|a| a.is_gpu).count();
+    let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
+    let names: Vec<String> = agents.iter().filter(|a| a.is_gpu).map(|a| a.name.clone()).collect();
+    if gpus != kfd {
+        let visible = ["ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"]
+            .iter()
+            .filter_map(|v| std::env::var(v).ok().map(|x| format!("{v}={x}")))
+            .collect::<Vec<_>>();
+        let note = if visible.is_empty() { String::new() } else { format!(" ({} is set)", visible.join(", ")) };
+        return Verdict::fail(Finding::new(
+            "hsa-agent-mismatch",
+            format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"),
+            "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`",
+        ));
+    }
+    Verdict::pass(format!("{} agents: {} CPU, {gpus} GPU ({})", agents.len(), agents.len() - gpus, super::list(&names, 4)))
+        .with_metric("hsa_gpu_agents", gpus as f64, "count")
+}
+
+/// This GPU's agent, matched by PCI domain and location.
+fn find_agent<'a>(ctx: &'a NodeContext, scope: Scope) -> Result<(&'a Gpu, AgentInfo, &'a Arc<Hsa>), Verdict> {
+    let gpu = ctx.gpu(scope)?;
+    let hsa = ctx.runtime.hsa_ready()?;
+    let agents = ctx.runtime.agents()?;
+    let Some(k) = &gpu.kfd else {
+        return Err(Verdict::skip("no KFD node for this GPU (see kfd.topology_node)"));
+    };
+    let (loc, dom) = (k.location_id.unwrap_or(0), k.domain.unwrap_or(0));
+    match agents.iter().find(|a| a.is_gpu && u64::from(a.bdfid) == loc && u64::from(a.domain) == dom) {
+        Some(a) => Ok((gpu, a.clone(), hsa)),
+        None => Err(Verdict::fail(Finding::new(
+            "hsa-agent-missing",
+            format!("ROCr has no GPU agent at {} (KFD node {})", gpu.pci_address, k.id),
+            "ROCr skipped this GPU: check its render node permission, ROCR_VISIBLE_DEVICES, and `dmesg` for KFD errors on it",
+        ))),
+    }
+}
+
+fn agent(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, a, _) = match find_agent(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let mut problems = Vec::new();
+    if let Some(t) = &gpu.gfx_target {
+        let isa = a.name.split(':').next().unwrap_or(&a.name);
+        if isa != t {
+            problems.push(format!("ISA {isa}, KFD says {t}"));
+        }
+    }
+    if let Some(cu) = gpu.compute_units() {
+        if u64::from(a.compute_units) != cu {
+            problems.push(format!("{} CUs, KFD says {cu}", a.compute_units));
+        }
+    }
+    if !problems.is_empty() {
+        return Verdict::fail(Finding::new(
+            "hsa-agent-mismatch",
+            format!("the agent at {} disagrees with KFD: {}", gpu.pci_address, problems.join("; ")),
+            "ROCr and the kernel driver describe the GPU differently: check that this ROCm release supports the installed amdgpu",
+        ));
+    }
+    Verdict::pass(format!("{} ({}), {} CUs, wave{}", a.name, a.product, a.compute_units, a.wavefront_size))
+        .with_metric("compute_units", f64::from(a.compute_units), "count")
+}
+
+/// The agent's device pool (global, coarse-grained).
+fn device_pool(hsa: &Hsa, agent: Agent) -> Result<PoolInfo, Verdict> {
+    let pools = hsa.pools(agent).map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
+    pools.into_iter().find(|p| p.is_global_with(sys::POOL_FLAG_COARSE_GRAINED) && p.size > 0).ok_or_else(|| {
+        Verdict::fail(Finding::new(
+            "hsa-no-device-memory",
+            "the GPU agent offers no allocatable coarse-grained global memory pool",
+            "the GPU's memory did not come up: read `dmesg | grep -i -e vram -e amdgpu`",
+        ))
+    })
+}
+
+/// A system pool with `flag` (fine-grained, or kernarg) on a CPU agent.
+fn system_pool(ctx: &NodeContext, hsa: &Hsa, flag: u32) -> Result<PoolInfo, Verdict> {
+    let agents = ctx.runtime.agents()?;
+    for cpu in agents.iter().filter(|a| !a.is_gpu) {
+        let pools = hsa.pools(cpu.agent).map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
+        if let Some(p) = pools.into_iter().find(|p| p.is_global_with(flag)) {
+            return Ok(p);
+        }
+    }
+    Err(Verdict::fail(Finding::new(
+        "hsa-no-system-memory",
+        format!("no CPU agent offers a global system memory pool with flag {flag}"),
+        "ROCr's host memory setup is broken: compare `rocminfo` output and check the kernel's KFD CPU nodes",
+    )))
+}
+
+fn hsa_fail(code: &str, e: &rocgate_rocm::hsa::HsaError) -> Verdict {
+    Verdict::fail(Finding::new(
+        code,
+        e.to_string(),
+        "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot",
+    ))
+}
+
+fn memory_pools(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (_, a, hsa) = match find_agent(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    match device_pool(hsa, a.agent) {
+        Err(v) => v,
+        Ok(p) => Verdict::pass(format!("device pool of {:.1} GiB", p.size as f64 / f64::from(1u32 << 30)))
+            .with_metric("device_pool_bytes", p.size as f64, "bytes"),
+    }
+}
+
+fn queue(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (_, a, hsa) = match find_agent(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    match Queue::new(hsa, a.agent, 128) {
+        Ok(q) => Verdict::pass(format!("created an AQL queue of {} packets", q.size())),
+        Err(e) => Verdict::fail(Finding::new(
+            "hsa-queue-failed",
+            e.to_string(),
+            "KFD refused a hardware queue: other processes may hold all queues (`amd-smi process`), or the GPU is in a bad state; read `dmesg | grep -i -e kfd -e mes`",
+        )),
+    }
+}
+
+fn signal(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (_, _, hsa) = match find_agent(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let result = Signal::new(hsa, 1).and_then(|s| {
+        s.store(0)?;
+        s.wait_below(1, Duration::from_secs(5), "hsa_signal_wait_scacquire")?;
+        s.load()
+    });
+    match result {
+        Ok(0) => Verdict::pass("signal created, stored and waited on"),
+        Ok(v) => Verdict::fail(Finding::new(
+            "hsa-signal-failed",
+            format!("a signal stored 0 reads back {v}"),
+            "ROCr's signals are broken on this node: check for a mismatched libhsa-runtime64 and amdgpu",
+        )),
+        Err(e) => hsa_fail("hsa-signal-failed", &e),
+    }
+}
+
+/// The code object for this agent, or the skip verdict.
+fn load_kernels(gpu: &Gpu, a: &AgentInfo, hsa: &Arc<Hsa>) -> Result<Executable, Verdict> {
+    let target = gpu.gfx_target.clone().unwrap_or_else(|| a.name.clone());
+    let Some(co) = rocgate_kernels::code_object(&target) else {
+        return Err(Verdict::skip(rocgate_kernels::missing_reason(&target)));
+    };
+    Executable::load(hsa, a.agent, co.bytes).map_err(|e| {
+        Verdict::fail(Finding::new(
+            "hsa-code-object-failed",
+            format!("loading rocgate's {} code object: {e}", co.target),
+            "ROCr cannot load code for this GPU: check that the ROCm release supports this gfx target and that the runtime matches the driver",
+        ))
+    })
+}
+
+fn code_object(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, a, hsa) = match find_agent(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let exe = match load_kernels(gpu, &a, hsa) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
+    let mut found = Vec::new();
+    for k in rocgate_kernels::KERNELS {
+        match exe.kernel(k) {
+            Ok(sym) => found.push(format!("{k} ({} B kernargs)", sym.kernarg_size)),
+            Err(e) => {
+                return Verdict::fail(Finding::new(
+                    "hsa-code-object-failed",
+                    format!("kernel {k} is missing from the loaded executable: {e}"),
+                    "the code object loaded but its kernel symbols are not visible: report this with `rocgate inventory --json`",
+                ));
+            }
+        }
+    }
+    Verdict::pass(format!("loaded {}", found.join(", ")))
+}
+
+/// A value no stale or zeroed buffer matches by accident.
+const FILL_BASE: u32 = 0x5EED_0000;
+
+fn dispatch(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, a, hsa) = match find_agent(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let exe = match load_kernels(gpu, &a, hsa) {
+        Ok(e) => e,
+        Err(v) => return v,
+    };
+    match run_fill(ctx, hsa, &a, &exe) {
+        Ok(v) | Err(v) => v,
+    }
+}
+
+fn run_fill(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo, exe: &Executable) -> Result<Verdict, Verdict> {
+    const N: u32 = 1 << 16;
+    let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail("hsa-dispatch-failed", &e);
+    let kernel = exe.kernel("fill").map_err(fail)?;
+    let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
+    let kernarg_pool = system_pool(ctx, hsa, sys::POOL_FLAG_KERNARG_INIT)?;
+    let mut out = PoolMemory::allocate_host(hsa, fine.pool, N as usize * 4).map_err(fail)?;
+    out.allow(&[a.agent]).map_err(fail)?;
+    out.host_u32s().map_err(fail)?.fill(0xFFFF_FFFF);
+    let mut args = PoolMemory::allocate_host(hsa, kernarg_pool.pool, (kernel.kernarg_size as usize).max(16)).map_err(fail)?;
+    args.allow(&[a.agent]).map_err(fail)?;
+    // fill(out, value, n): a pointer, then two u32s.
+    args.write_at(0, &(out.ptr() as u64).to_le_bytes()).map_err(fail)?;
+    args.write_at(8, &FILL_BASE.to_le_bytes()).map_err(fail)?;
+    args.write_at(12, &N.to_le_bytes()).map_err(fail)?;
+    let queue = Queue::new(hsa, a.agent, 128).map_err(fail)?;
+    let done = Signal::new(hsa, 1).map_err(fail)?;
+    let header = (sys::PACKET_TYPE_KERNEL_DISPATCH << sys::PACKET_HEADER_TYPE)
+        | (1 << sys::PACKET_HEADER_BARRIER)
+        | (sys::FENCE_SCOPE_SYSTEM << sys::PACKET_HEADER_SCACQUIRE_FENCE_SCOPE)
+        | (sys::FENCE_SCOPE_SYSTEM << sys::PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+    let packet = KernelDispatchPacket {
+        header,
+        setup: 1 << sys::DISPATCH_SETUP_DIMENSIONS,
+        workgroup_size_x: 256,
+        workgroup_size_y: 1,
+        workgroup_size_z: 1,
+        grid_size_x: N,
+        grid_size_y: 1,
+        grid_size_z: 1,
+        private_segment_size: kernel.private_segment_size,
+        group_segment_size: kernel.group_segment_size,
+        kernel_object: kernel.kernel_object,
+        kernarg_address: args.ptr() as u64,
+        completion_signal: done.raw(),
+        ..KernelDispatchPacket::default()
+    };
+    let start = Instant::now();
+    queue.dispatch(packet).map_err(fail)?;
+    done.wait_below(1, Duration::from_secs(20), "kernel dispatch").map_err(fail)?;
+    let elapsed = start.elapsed();
+    let got = out.host_u32s().map_err(fail)?;
+    let wrong: Vec<usize> = (0..N as usize).filter(|&i| got[i] != FILL_BASE.wrapping_add(i as u32)).collect();
+    if let Some(&first) = wrong.first() {
+        return Err(Verdict::fail(Finding::new(
+            "hsa-dispatch-wrong",
+            format!(
+                "the fill kernel completed but {} of {N} values are wrong; first at index {first}: got 0x{:08x}, expected 0x{:08x}",
+                wrong.len(),
+                got[first],
+                FILL_BASE.wrapping_add(first as u32)
+            ),
+            "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors (`amd-smi metric --ecc`) and RMA the GPU",
+        )));
+    }
+    Ok(Verdict::pass(format!("fill kernel over {N} work-items verified in {:.2} ms", elapsed.as_secs_f64() * 1e3))
+        .with_metric("dispatch_ms", elapsed.as_secs_f64() * 1e3, "ms"))
+}
+
+fn copy(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (_, a, hsa) = match find_agent(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    match run_copy(ctx, hsa, &a) {
+        Ok(v) | Err(v) => v,
+    }
+}
+
+fn run_copy(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo) -> Result<Verdict, Verdict> {
+    const BYTES: usize = 64 << 20;
+    let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail("hsa-copy-failed", &e);
+    let device = device_pool(hsa, a.agent)?;
+    let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
+    let agents = ctx.runtime.agents()?;
+    let cpu = agents.iter().find(|x| !x.is_gpu).map(|x| x.agent).unwrap_or_default();
+    let mut src = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
+    let mut dst = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
+    let dev = PoolMemory::allocate(hsa, device.pool, BYTES).map_err(fail)?;
+    src.allow(&[a.agent]).map_err(fail)?;
+    dst.allow(&[a.agent]).map_err(fail)?;
+    for (i, v) in src.host_u32s().map_err(fail)?.iter_mut().enumerate() {
+        *v = (i as u32).wrapping_mul(2_654_435_761);
+    }
+    dst.host_u32s().map_err(fail)?.fill(0);
+    let timeout = Duration::from_secs(20);
+    let t = Instant::now();
+    hsa.copy(&dev, a.agent, &src, cpu, timeout).map_err(fail)?;
+    let h2d = t.elapsed();
+    let t = Instant::now();
+    hsa.copy(&dst, cpu, &dev, a.agent, timeout).map_err(fail)?;
+    let d2h = t.elapsed();
+    let s = src.host_u32s().map_err(fail)?.to_vec();
+    let d = dst.host_u32s().map_err(fail)?;
+    if let Some(i) = (0..s.len()).find(|&i| s[i] != d[i]) {
+        return Err(Verdict::fail(Finding::new(
+            "hsa-copy-corrupt",
+            format!("a {} MiB host->device->host round trip came back different at byte {}", BYTES >> 20, i * 4),
+            "data is corrupted on the way through the GPU's DMA engines or memory: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors (`dmesg | grep -i aer`)",
+        )));
+    }
+    let gbs = |d: Duration| BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
+    Ok(Verdict::pass(format!("{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s", BYTES >> 20, gbs(h2d), gbs(d2h)))
+        .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
+        .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
+}

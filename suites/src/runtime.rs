@@ -1,0 +1,108 @@
+//! The ROCm libraries as seen from one worker process: opened and
+//! initialised once, on first use, by whichever check needs them first.
+
+use rocgate_harness::{Finding, Verdict};
+use rocgate_rocm::hip::{Hip, HipError};
+use rocgate_rocm::hsa::{AgentInfo, Hsa, HsaError};
+use rocgate_rocm::{LoadError, Search};
+use std::sync::{Arc, OnceLock};
+
+/// Lazily opened libraries and their one-time initialisation.
+#[derive(Default)]
+pub struct Runtime {
+    /// Where libraries are searched.
+    pub search: Search,
+    hsa: OnceLock<Result<Arc<Hsa>, LoadError>>,
+    hsa_init: OnceLock<Result<(), HsaError>>,
+    agents: OnceLock<Result<Vec<AgentInfo>, HsaError>>,
+    hip: OnceLock<Result<Arc<Hip>, LoadError>>,
+    hip_count: OnceLock<Result<i32, HipError>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("search", &self.search).finish_non_exhaustive()
+    }
+}
+
+const INSTALL_HINT: &str = "install the ROCm runtime (the rocm-hip-runtime package, or Debian's libhsa-runtime64-1 and libamdhip64-5) or point rocgate at it with --rocm-path DIR (libraries in DIR/lib) or ROCM_PATH";
+
+/// The verdict for a library that could not be opened.
+pub fn missing_library(code: &str, e: &LoadError) -> Verdict {
+    Verdict::fail(Finding::new(code, e.to_string(), INSTALL_HINT))
+}
+
+/// The next step after an HSA start failure: ROCr reports every start failure
+/// (no /dev/kfd, no access, no memory) as OUT_OF_RESOURCES, so the cause is
+/// below it.
+pub fn hsa_init_next_step(status: Option<u32>) -> String {
+    match status {
+        Some(0x1008) => "ROCr reports every start failure as HSA_STATUS_ERROR_OUT_OF_RESOURCES; the cause is in a lower layer: run `rocgate doctor` (missing /dev/kfd or render node, no permission, no GPU). If those pass, read `dmesg | grep -i kfd` and check `ulimit -l` and that this ROCm release supports the installed amdgpu".to_string(),
+        _ => "read `dmesg | grep -i -e kfd -e amdgpu` for the driver's side; check that the ROCm userspace and the amdgpu driver versions are a supported pair".to_string(),
+    }
+}
+
+impl Runtime {
+    /// A runtime searching with `search`.
+    pub fn new(search: Search) -> Self {
+        Runtime {
+            search,
+            ..Runtime::default()
+        }
+    }
+
+    /// The opened HSA library.
+    pub fn hsa(&self) -> Result<&Arc<Hsa>, Verdict> {
+        self.hsa
+            .get_or_init(|| Hsa::open(&self.search))
+            .as_ref()
+            .map_err(|e| missing_library("hsa-library-missing", e))
+    }
+
+    /// HSA, initialised.
+    pub fn hsa_ready(&self) -> Result<&Arc<Hsa>, Verdict> {
+        let hsa = self.hsa()?;
+        match self.hsa_init.get_or_init(|| hsa.init()) {
+            Ok(()) => Ok(hsa),
+            Err(e) => Err(Verdict::fail(Finding::new("hsa-init-failed", e.to_string(), hsa_init_next_step(e.status())))),
+        }
+    }
+
+    /// Every HSA agent.
+    pub fn agents(&self) -> Result<&[AgentInfo], Verdict> {
+        let hsa = self.hsa_ready()?;
+        self.agents.get_or_init(|| hsa.agents()).as_deref().map_err(|e| {
+            Verdict::fail(Finding::new(
+                "hsa-agents-failed",
+                e.to_string(),
+                "ROCr started but cannot describe its agents: read `dmesg | grep -i kfd` and compare `rocminfo`",
+            ))
+        })
+    }
+
+    /// The opened HIP runtime.
+    pub fn hip(&self) -> Result<&Arc<Hip>, Verdict> {
+        self.hip
+            .get_or_init(|| Hip::open(&self.search))
+            .as_ref()
+            .map_err(|e| missing_library("hip-library-missing", e))
+    }
+
+    /// HIP and its device count, once it has devices.
+    pub fn hip_ready(&self) -> Result<(&Arc<Hip>, i32), Verdict> {
+        let hip = self.hip()?;
+        match self.hip_count.get_or_init(|| hip.device_count()) {
+            Ok(n) if *n > 0 => Ok((hip, *n)),
+            Ok(_) => Err(Verdict::fail(Finding::new(
+                "hip-no-device",
+                "hipGetDeviceCount reports 0 devices",
+                "HIP sees no GPU: run `rocgate doctor` for the layer below; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES",
+            ))),
+            Err(e) => Err(Verdict::fail(Finding::new(
+                if e.code() == Some(100) { "hip-no-device" } else { "hip-init-failed" },
+                e.to_string(),
+                "HIP starts on ROCr: when hipErrorNoDevice (100) appears, the cause is in a lower layer; run `rocgate doctor` and read the hsa layer's result. Check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES",
+            ))),
+        }
+    }
+}
