@@ -43,7 +43,9 @@ pub struct NodeArgs {
 impl NodeArgs {
     /// The sysroot to read through.
     pub fn sysroot(&self) -> Sysroot {
-        self.sysroot.as_ref().map_or_else(Sysroot::live, Sysroot::at)
+        self.sysroot
+            .as_ref()
+            .map_or_else(Sysroot::live, Sysroot::at)
     }
 
     /// Run options for this node.

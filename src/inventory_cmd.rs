@@ -2,14 +2,17 @@
 
 use crate::cli::InventoryArgs;
 use crate::ui::style::Style;
+use rocgate_harness::{Scope, Status};
+use rocgate_suites::Session;
 use rocgate_suites::inventory::{Inventory, build};
-use rocgate_suites::{RunOptions, Session};
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Prints the inventory.
 pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
-    let session = Session::open(args.node.sysroot(), RunOptions::default())?;
-    let inv = build(session.facts());
+    let session = Session::open(args.node.sysroot(), args.node.options(None))?;
+    let mut inv = build(session.facts());
+    runtime_versions(&session, &mut inv)?;
     if args.json {
         let text = serde_json::to_string_pretty(&inv)
             .map_err(|e| format!("failed to serialise the inventory: {e}"))?;
@@ -18,6 +21,25 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
         print!("{}", render(&inv, Style::for_stdout()));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads the runtime libraries in a worker (as `run` does) and records where
+/// they came from and their versions.
+fn runtime_versions(session: &Session, inv: &mut Inventory) -> Result<(), String> {
+    if let Some(why) = &session.ctx.runtime.disabled {
+        inv.runtime.insert("note".into(), why.clone());
+        return Ok(());
+    }
+    let interrupt = crate::signals::interrupt_flag()?;
+    let pool = crate::worker_cmd::pool(session, &interrupt)?;
+    for (check, key) in [("hsa::runtime", "hsa_error"), ("hip::runtime", "hip_error")] {
+        let v = pool.run(check, Scope::Node, Duration::from_secs(30));
+        inv.runtime.extend(v.facts);
+        if v.status != Status::Pass {
+            inv.runtime.insert(key.into(), v.message);
+        }
+    }
+    Ok(())
 }
 
 fn gib(bytes: Option<u64>) -> String {
@@ -92,6 +114,12 @@ fn render(inv: &Inventory, style: Style) -> String {
     }
     if inv.gpus.is_empty() {
         out.push_str("(no AMD GPU found)\n");
+    }
+    if !inv.runtime.is_empty() {
+        out.push('\n');
+        for (k, v) in &inv.runtime {
+            out.push_str(&format!("{k:<20} {v}\n"));
+        }
     }
     out
 }

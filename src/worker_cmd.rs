@@ -14,14 +14,18 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
         .parse::<rocgate_harness::Scope>()
         .map_err(|e| format!("__worker --scope: {e}"))?;
     let session = Session::open(args.node.sysroot(), args.node.options(args.expect_gpus))?;
-    isolate::serve(&session.registry, &*session.ctx).map_err(|e| format!("worker for {}: {e}", args.scope))?;
+    isolate::serve(&session.registry, &*session.ctx)
+        .map_err(|e| format!("worker for {}: {e}", args.scope))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// The pool that runs isolated checks in workers of this very binary.
 pub fn pool(session: &Session, interrupt: &Arc<AtomicUsize>) -> Result<Arc<dyn Isolator>, String> {
-    let program = std::env::current_exe().map_err(|e| format!("failed to find rocgate's own executable to start workers: {e}"))?;
-    Ok(Arc::new(session.worker_pool(&program, Arc::clone(interrupt))))
+    let program = std::env::current_exe()
+        .map_err(|e| format!("failed to find rocgate's own executable to start workers: {e}"))?;
+    Ok(Arc::new(
+        session.worker_pool(&program, Arc::clone(interrupt)),
+    ))
 }
 
 /// Executor threads: enough for every GPU's chain to wait on its worker at

@@ -1,8 +1,8 @@
 //! The executor: runs a plan's instances on a worker pool, in dependency
 //! order, with gating, per-check timeouts and interruption.
 
-use crate::model::Scope;
 use crate::isolate::Isolator;
+use crate::model::Scope;
 use crate::output;
 use crate::plan::Plan;
 use crate::result::CheckResult;
@@ -109,6 +109,8 @@ pub fn execute<C: Send + Sync + 'static>(
     let mut ready: BTreeSet<usize> = (0..n).filter(|&i| waiting_on[i] == 0).collect();
     let mut running: HashMap<usize, (Instant, Instant)> = HashMap::new();
     let mut done = 0usize;
+    // Scopes whose worker is busy: one isolated check per scope at a time.
+    let mut busy: HashMap<Scope, usize> = HashMap::new();
     // GPUs whose check timed out: nothing more is sent to them.
     let mut unresponsive: HashMap<Scope, String> = HashMap::new();
 
@@ -137,7 +139,14 @@ pub fn execute<C: Send + Sync + 'static>(
         }
         // Dispatch what is ready, resolving gating on the way.
         while running.len() < workers {
-            let Some(i) = ready.pop_first() else { break };
+            let isolated =
+                |i: usize| opts.isolator.is_some() && plan.check(&plan.instances[i]).isolated;
+            let pick = ready
+                .iter()
+                .copied()
+                .find(|&i| !(isolated(i) && busy.contains_key(&plan.instances[i].scope)));
+            let Some(i) = pick else { break };
+            ready.remove(&i);
             let inst = &plan.instances[i];
             if opts.gate {
                 if let Some(hung) = unresponsive.get(&inst.scope) {
@@ -205,6 +214,9 @@ pub fn execute<C: Send + Sync + 'static>(
                 continue;
             }
             running.insert(i, (now, now + deadline));
+            if isolated(i) {
+                busy.insert(inst.scope, i);
+            }
         }
         if done >= n {
             break;
@@ -218,6 +230,7 @@ pub fn execute<C: Send + Sync + 'static>(
         match out_rx.recv_timeout(wait) {
             Ok((i, outcome, elapsed)) => {
                 if running.remove(&i).is_some() {
+                    busy.retain(|_, &mut b| b != i);
                     let r = completed_result(plan, i, outcome, elapsed, opts.output_limit);
                     if r.status == Status::Timeout && r.scope != Scope::Node {
                         unresponsive.insert(r.scope, r.id.clone());
@@ -234,6 +247,7 @@ pub fn execute<C: Send + Sync + 'static>(
                     .collect();
                 for i in expired {
                     let (started, _) = running.remove(&i).unwrap_or((now, now));
+                    busy.retain(|_, &mut b| b != i);
                     let check = plan.check(&plan.instances[i]);
                     let limit = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
                     let msg = format!(
@@ -335,12 +349,12 @@ fn spawn_worker<C: Send + Sync + 'static>(
                     } => isolator.run(check, job.scope, *timeout),
                 }))
                 .map_err(|payload| {
-                        payload
-                            .downcast_ref::<&str>()
-                            .map(|s| (*s).to_string())
-                            .or_else(|| payload.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "unknown panic".into())
-                    });
+                    payload
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_string())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into())
+                });
                 if out.send((job.index, outcome, start.elapsed())).is_err() {
                     return;
                 }

@@ -115,11 +115,15 @@ impl WorkerPool {
 
     fn start(&self, scope: Scope) -> Result<Worker, String> {
         let mut cmd = (self.command)(scope);
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         // Its own process group, so a timeout kills the worker and anything
         // the vendor libraries started.
         cmd.process_group(0);
-        let mut child = cmd.spawn().map_err(|e| format!("failed to start the worker for {scope}: {e}"))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("failed to start the worker for {scope}: {e}"))?;
         let stdin = child.stdin.take().ok_or("worker has no stdin")?;
         let stdout = child.stdout.take().ok_or("worker has no stdout")?;
         let stderr = child.stderr.take().ok_or("worker has no stderr")?;
@@ -193,8 +197,16 @@ fn describe(status: Option<ExitStatus>) -> String {
         None => "did not exit".to_string(),
         Some(s) => match (s.signal(), s.code()) {
             (Some(sig), _) => {
-                let name = Signal::try_from(sig).map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_string());
-                format!("died on {name}{}", if s.core_dumped() { " (core dumped)" } else { "" })
+                let name = Signal::try_from(sig)
+                    .map_or_else(|_| format!("signal {sig}"), |s| s.as_str().to_string());
+                format!(
+                    "died on {name}{}",
+                    if s.core_dumped() {
+                        " (core dumped)"
+                    } else {
+                        ""
+                    }
+                )
             }
             (None, Some(code)) => format!("exited with status {code}"),
             (None, None) => "ended".to_string(),
@@ -232,15 +244,23 @@ impl Isolator for WorkerPool {
         } else {
             loop {
                 let left = timeout.saturating_sub(start.elapsed());
-                match worker.replies.recv_timeout(left.min(Duration::from_millis(50))) {
+                match worker
+                    .replies
+                    .recv_timeout(left.min(Duration::from_millis(50)))
+                {
                     Ok(reply) => break Ok(reply),
-                    Err(RecvTimeoutError::Disconnected) => break Err(RecvTimeoutError::Disconnected),
+                    Err(RecvTimeoutError::Disconnected) => {
+                        break Err(RecvTimeoutError::Disconnected);
+                    }
                     Err(RecvTimeoutError::Timeout) => {
                         let signal = self.interrupt.load(Ordering::SeqCst);
                         if signal != 0 {
                             self.kill(worker);
                             *guard = None;
-                            return Verdict::skip(format!("interrupted by {} while running", signal_name(signal)));
+                            return Verdict::skip(format!(
+                                "interrupted by {} while running",
+                                signal_name(signal)
+                            ));
                         }
                         if start.elapsed() >= timeout {
                             break Err(RecvTimeoutError::Timeout);
@@ -266,7 +286,10 @@ impl Isolator for WorkerPool {
                     let out = log(worker);
                     self.kill(worker);
                     *guard = None;
-                    Verdict::crash(format!("the {scope} worker answered {check} with an unreadable reply ({e})")).with_output(out)
+                    Verdict::crash(format!(
+                        "the {scope} worker answered {check} with an unreadable reply ({e})"
+                    ))
+                    .with_output(out)
                 }
             },
             Err(RecvTimeoutError::Timeout) => {
@@ -274,10 +297,19 @@ impl Isolator for WorkerPool {
                 let out = log(worker);
                 *guard = None;
                 let how = match status {
-                    Some(_) => format!("worker killed (SIGTERM, SIGKILL after {:.1} s)", self.grace.as_secs_f64()),
-                    None => "worker did not die even after SIGKILL (stuck in the kernel?)".to_string(),
+                    Some(_) => format!(
+                        "worker killed (SIGTERM, SIGKILL after {:.1} s)",
+                        self.grace.as_secs_f64()
+                    ),
+                    None => {
+                        "worker did not die even after SIGKILL (stuck in the kernel?)".to_string()
+                    }
                 };
-                Verdict::timeout(format!("did not finish within {:.1} s; {how}", timeout.as_secs_f64())).with_output(out)
+                Verdict::timeout(format!(
+                    "did not finish within {:.1} s; {how}",
+                    timeout.as_secs_f64()
+                ))
+                .with_output(out)
             }
             Err(RecvTimeoutError::Disconnected) => {
                 let status = reap(&mut worker.child, Duration::from_secs(2));
@@ -285,7 +317,11 @@ impl Isolator for WorkerPool {
                 std::thread::sleep(Duration::from_millis(20));
                 let out = log(worker);
                 *guard = None;
-                Verdict::crash(format!("the {scope} worker {} during {check}", describe(status))).with_output(out)
+                Verdict::crash(format!(
+                    "the {scope} worker {} during {check}",
+                    describe(status)
+                ))
+                .with_output(out)
             }
         }
     }
@@ -320,7 +356,10 @@ fn dummy_stdin() -> ChildStdin {
     }
 }
 
-#[allow(clippy::panic, reason = "only if the OS cannot start `true`, during shutdown")]
+#[allow(
+    clippy::panic,
+    reason = "only if the OS cannot start `true`, during shutdown"
+)]
 fn unreachable_stdin() -> ChildStdin {
     panic!("cannot create a pipe to close a worker's stdin")
 }
@@ -338,15 +377,17 @@ pub fn serve<C>(registry: &[Check<C>], ctx: &C) -> std::io::Result<()> {
             Err(e) => Verdict::crash(format!("worker received an unreadable request ({e})")),
             Ok(req) => match registry.iter().find(|c| c.id == req.check) {
                 None => Verdict::crash(format!("worker knows no check {}", req.check)),
-                Some(c) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (c.run)(ctx, req.scope)))
-                    .unwrap_or_else(|p| {
-                        let msg = p
-                            .downcast_ref::<&str>()
-                            .map(|s| (*s).to_string())
-                            .or_else(|| p.downcast_ref::<String>().cloned())
-                            .unwrap_or_else(|| "unknown panic".into());
-                        Verdict::crash(format!("check panicked: {msg}"))
-                    }),
+                Some(c) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    (c.run)(ctx, req.scope)
+                }))
+                .unwrap_or_else(|p| {
+                    let msg = p
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    Verdict::crash(format!("check panicked: {msg}"))
+                }),
             },
         };
         let json = serde_json::to_string(&verdict).map_err(std::io::Error::other)?;
@@ -384,11 +425,15 @@ mod tests {
         )
     }
 
-    const PASS: &str = r#"{"status":"pass","message":"ok","finding":null,"output":"","metrics":[]}"#;
+    const PASS: &str =
+        r#"{"status":"pass","message":"ok","finding":null,"output":"","metrics":[]}"#;
 
     #[test]
     fn answers_pass_through_with_the_workers_log() {
-        let script = Box::leak(format!("while read l; do echo 'library says hi' >&2; echo '{PASS}'; done").into_boxed_str());
+        let script = Box::leak(
+            format!("while read l; do echo 'library says hi' >&2; echo '{PASS}'; done")
+                .into_boxed_str(),
+        );
         let p = pool(script);
         let v = p.run("hip::x", Scope::Gpu(0), Duration::from_secs(5));
         assert_eq!(v.status, crate::verdict::Status::Pass, "{v:?}");
@@ -402,9 +447,17 @@ mod tests {
         let p = pool("read l; echo stuck >&2; sleep 60");
         let start = Instant::now();
         let v = p.run("hip::hang", Scope::Gpu(1), Duration::from_millis(500));
-        assert!(start.elapsed() < Duration::from_millis(1500), "{:?}", start.elapsed());
+        assert!(
+            start.elapsed() < Duration::from_millis(1500),
+            "{:?}",
+            start.elapsed()
+        );
         assert_eq!(v.status, crate::verdict::Status::Timeout);
-        assert!(v.message.contains("did not finish within 0.5 s"), "{}", v.message);
+        assert!(
+            v.message.contains("did not finish within 0.5 s"),
+            "{}",
+            v.message
+        );
     }
 
     #[test]

@@ -103,7 +103,9 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
                     Ok(plan) => {
                         let mut opts = ExecOptions::default();
                         if let Some(program) = &worker {
-                            opts.isolator = Some(Arc::new(session.worker_pool(program, Arc::clone(&opts.interrupt))));
+                            opts.isolator = Some(Arc::new(
+                                session.worker_pool(program, Arc::clone(&opts.interrupt)),
+                            ));
                         }
                         session.run(&plan, &opts, |_| {})
                     }

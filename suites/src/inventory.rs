@@ -18,6 +18,11 @@ pub struct Inventory {
     /// One entry per KFD GPU node (a partition counts as one), then PCI GPUs
     /// that KFD does not list.
     pub gpus: Vec<GpuEntry>,
+    /// The ROCm runtime libraries: where they were loaded from and their
+    /// versions (`hsa_library`, `hip_library`, `hip_runtime_version`), or why
+    /// they could not be (`hsa_error`, `hip_error`). Filled by the caller,
+    /// which loads them in a worker process.
+    pub runtime: std::collections::BTreeMap<String, String>,
 }
 
 /// Node-wide software facts.
@@ -120,5 +125,6 @@ pub fn build(facts: &NodeFacts) -> Inventory {
             pci_gpus: facts.pci_gpu_count(),
         },
         gpus,
+        runtime: std::collections::BTreeMap::new(),
     }
 }

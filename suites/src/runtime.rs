@@ -12,6 +12,8 @@ use std::sync::{Arc, OnceLock};
 pub struct Runtime {
     /// Where libraries are searched.
     pub search: Search,
+    /// Why the runtime layers do not run here, if they do not.
+    pub disabled: Option<String>,
     hsa: OnceLock<Result<Arc<Hsa>, LoadError>>,
     hsa_init: OnceLock<Result<(), HsaError>>,
     agents: OnceLock<Result<Vec<AgentInfo>, HsaError>>,
@@ -21,7 +23,9 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("search", &self.search).finish_non_exhaustive()
+        f.debug_struct("Runtime")
+            .field("search", &self.search)
+            .finish_non_exhaustive()
     }
 }
 
@@ -51,8 +55,24 @@ impl Runtime {
         }
     }
 
+    /// A runtime whose checks skip with `reason`.
+    pub fn disabled(reason: impl Into<String>) -> Self {
+        Runtime {
+            disabled: Some(reason.into()),
+            ..Runtime::default()
+        }
+    }
+
+    fn enabled(&self) -> Result<(), Verdict> {
+        match &self.disabled {
+            Some(why) => Err(Verdict::skip(why.clone())),
+            None => Ok(()),
+        }
+    }
+
     /// The opened HSA library.
     pub fn hsa(&self) -> Result<&Arc<Hsa>, Verdict> {
+        self.enabled()?;
         self.hsa
             .get_or_init(|| Hsa::open(&self.search))
             .as_ref()
@@ -64,7 +84,11 @@ impl Runtime {
         let hsa = self.hsa()?;
         match self.hsa_init.get_or_init(|| hsa.init()) {
             Ok(()) => Ok(hsa),
-            Err(e) => Err(Verdict::fail(Finding::new("hsa-init-failed", e.to_string(), hsa_init_next_step(e.status())))),
+            Err(e) => Err(Verdict::fail(Finding::new(
+                "hsa-init-failed",
+                e.to_string(),
+                hsa_init_next_step(e.status()),
+            ))),
         }
     }
 
@@ -82,6 +106,7 @@ impl Runtime {
 
     /// The opened HIP runtime.
     pub fn hip(&self) -> Result<&Arc<Hip>, Verdict> {
+        self.enabled()?;
         self.hip
             .get_or_init(|| Hip::open(&self.search))
             .as_ref()
@@ -99,7 +124,11 @@ impl Runtime {
                 "HIP sees no GPU: run `rocgate doctor` for the layer below; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES",
             ))),
             Err(e) => Err(Verdict::fail(Finding::new(
-                if e.code() == Some(100) { "hip-no-device" } else { "hip-init-failed" },
+                if e.code() == Some(100) {
+                    "hip-no-device"
+                } else {
+                    "hip-init-failed"
+                },
                 e.to_string(),
                 "HIP starts on ROCr: when hipErrorNoDevice (100) appears, the cause is in a lower layer; run `rocgate doctor` and read the hsa layer's result. Check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES",
             ))),

@@ -3,10 +3,10 @@
 
 use crate::context::{NodeContext, RunOptions};
 use crate::facts::NodeFacts;
+use rocgate_harness::isolate::WorkerPool;
 use rocgate_harness::{
     Check, Event, ExecOptions, Plan, PlanError, RunReport, Sysroot, Tier, execute, plan,
 };
-use rocgate_harness::isolate::WorkerPool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,11 +35,23 @@ impl Session {
         if let Err(e) = &facts.capture {
             return Err(e.clone());
         }
-        let runtime = crate::runtime::Runtime::new(rocgate_rocm::Search {
-            rocm_path: options.rocm_path.clone(),
-        });
+        // The host's ROCm talks to the host's GPUs, not to a captured node's;
+        // against a sysroot the runtime layers need libraries named for it.
+        let runtime = if facts.sysroot.is_live() || options.rocm_path.is_some() {
+            crate::runtime::Runtime::new(rocgate_rocm::Search {
+                rocm_path: options.rocm_path.clone(),
+            })
+        } else {
+            crate::runtime::Runtime::disabled(
+                "the hsa and hip layers run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
+            )
+        };
         Ok(Session {
-            ctx: Arc::new(NodeContext { facts, options, runtime }),
+            ctx: Arc::new(NodeContext {
+                facts,
+                options,
+                runtime,
+            }),
             registry: crate::registry(),
         })
     }
@@ -122,7 +134,11 @@ impl Session {
 
     /// Worker processes for isolated checks: `program __worker --scope S`
     /// with this session's node and options.
-    pub fn worker_pool(&self, program: &std::path::Path, interrupt: Arc<std::sync::atomic::AtomicUsize>) -> WorkerPool {
+    pub fn worker_pool(
+        &self,
+        program: &std::path::Path,
+        interrupt: Arc<std::sync::atomic::AtomicUsize>,
+    ) -> WorkerPool {
         let program = program.to_path_buf();
         let sysroot = self.facts().sysroot.clone();
         let options = self.ctx.options.clone();

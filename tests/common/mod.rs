@@ -35,9 +35,62 @@ pub fn rocgate() -> Command {
     c
 }
 
+/// The fake ROCm libraries (built by `cargo test` as dev-dependencies) laid
+/// out under their sonames in a temporary `DIR/lib`.
+pub fn fake_rocm() -> tempfile::TempDir {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_rocgate"));
+    let target = bin.parent().unwrap();
+    let find = |name: &str| {
+        [target.join(name), target.join("deps").join(name)]
+            .into_iter()
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("{name} not built; `cargo test --workspace` builds it"))
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::fs::copy(
+        find("librocgate_fake_hsa.so"),
+        lib.join("libhsa-runtime64.so.1"),
+    )
+    .unwrap();
+    std::fs::copy(find("librocgate_fake_hip.so"), lib.join("libamdhip64.so.6")).unwrap();
+    std::os::unix::fs::symlink("libamdhip64.so.6", lib.join("libamdhip64.so")).unwrap();
+    dir
+}
+
+/// Runs `rocgate run` on `root` with the fake ROCm libraries simulating it,
+/// and `faults` injected; returns (exit code, stdout, JSON, JUnit text).
+pub fn run_fake(
+    root: &Path,
+    faults: &str,
+    extra: &[&str],
+) -> (i32, String, serde_json::Value, String) {
+    let rocm = fake_rocm();
+    let mut args = vec!["--rocm-path", rocm.path().to_str().unwrap()];
+    args.extend_from_slice(extra);
+    run_with(
+        root,
+        &args,
+        &[
+            ("ROCGATE_FAKE_NODE", root.to_str().unwrap()),
+            ("ROCGATE_FAKE_FAULTS", faults),
+        ],
+    )
+}
+
 /// Runs `rocgate run` on `root` with JUnit and JSON written next to it;
 /// returns (exit code, stdout, JSON, JUnit text).
 pub fn run(root: &Path, extra: &[&str]) -> (i32, String, serde_json::Value, String) {
+    run_with(root, extra, &[])
+}
+
+/// [`run`] with extra environment variables.
+pub fn run_with(
+    root: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, serde_json::Value, String) {
     let junit = root.with_extension("junit.xml");
     let json = root.with_extension("results.json");
     let out = rocgate()
@@ -49,6 +102,7 @@ pub fn run(root: &Path, extra: &[&str]) -> (i32, String, serde_json::Value, Stri
         .arg("--json")
         .arg(&json)
         .args(extra)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let code = out.status.code().unwrap_or(-1);

@@ -194,7 +194,7 @@ impl Hip {
     /// them must be allocations large enough for the launch.
     pub unsafe fn launch(
         &self,
-        function: sys::Function,
+        function: Function<'_>,
         grid: u32,
         block: u32,
         args: &mut [*mut c_void],
@@ -203,7 +203,7 @@ impl Hip {
         // SAFETY: `args` points at live values of the kernel's argument types.
         self.check("hipModuleLaunchKernel", unsafe {
             f(
-                function,
+                function.raw,
                 grid,
                 1,
                 1,
@@ -222,7 +222,14 @@ impl Hip {
 impl Hip {
     /// Launches rocgate's `vector_add(a, b, c, n)`: `c = a + b` over `n`
     /// floats. `f` must be that kernel; the buffers must hold `n` floats.
-    pub fn launch_vector_add(&self, f: sys::Function, a: &DeviceBuffer, b: &DeviceBuffer, c: &DeviceBuffer, n: u32) -> Result<(), HipError> {
+    pub fn launch_vector_add(
+        &self,
+        f: Function<'_>,
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        c: &DeviceBuffer,
+        n: u32,
+    ) -> Result<(), HipError> {
         let need = n as usize * 4;
         if [a, b, c].iter().any(|d| d.len < need) {
             return Err(HipError::Invalid {
@@ -231,7 +238,12 @@ impl Hip {
             });
         }
         let (mut pa, mut pb, mut pc, mut n_arg) = (a.ptr, b.ptr, c.ptr, n);
-        let mut args: [*mut c_void; 4] = [(&raw mut pa).cast(), (&raw mut pb).cast(), (&raw mut pc).cast(), (&raw mut n_arg).cast()];
+        let mut args: [*mut c_void; 4] = [
+            (&raw mut pa).cast(),
+            (&raw mut pb).cast(),
+            (&raw mut pc).cast(),
+            (&raw mut n_arg).cast(),
+        ];
         // SAFETY: the arguments match vector_add's signature and the buffers
         // are large enough (checked above).
         unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
@@ -239,7 +251,13 @@ impl Hip {
 
     /// Launches a `name(float* x, float s, unsigned n)` kernel scaling `x` in
     /// place. `f` must have that signature; `x` must hold `n` floats.
-    pub fn launch_scale(&self, f: sys::Function, x: &DeviceBuffer, s: f32, n: u32) -> Result<(), HipError> {
+    pub fn launch_scale(
+        &self,
+        f: Function<'_>,
+        x: &DeviceBuffer,
+        s: f32,
+        n: u32,
+    ) -> Result<(), HipError> {
         if x.len < n as usize * 4 {
             return Err(HipError::Invalid {
                 call: "hipModuleLaunchKernel",
@@ -247,7 +265,11 @@ impl Hip {
             });
         }
         let (mut px, mut ps, mut pn) = (x.ptr, s, n);
-        let mut args: [*mut c_void; 3] = [(&raw mut px).cast(), (&raw mut ps).cast(), (&raw mut pn).cast()];
+        let mut args: [*mut c_void; 3] = [
+            (&raw mut px).cast(),
+            (&raw mut ps).cast(),
+            (&raw mut pn).cast(),
+        ];
         // SAFETY: as documented; sizes checked above.
         unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
     }
@@ -343,6 +365,13 @@ impl HostBuffer {
         })
     }
 
+    /// The memory as `u32` words (allocations are page-aligned).
+    pub fn words(&mut self) -> &mut [u32] {
+        // SAFETY: pinned host memory of `len` bytes, aligned for u32, owned
+        // by this buffer.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.cast::<u32>(), self.len / 4) }
+    }
+
     /// The memory as bytes.
     pub fn bytes(&mut self) -> &mut [u8] {
         // SAFETY: pinned host memory of `len` bytes, owned by this buffer.
@@ -357,6 +386,13 @@ impl Drop for HostBuffer {
             unsafe { f(self.ptr) };
         }
     }
+}
+
+/// A kernel of a loaded module; it cannot outlive the module.
+#[derive(Clone, Copy, Debug)]
+pub struct Function<'m> {
+    raw: sys::Function,
+    _module: std::marker::PhantomData<&'m Module>,
 }
 
 /// A loaded module, unloaded on drop.
@@ -384,7 +420,7 @@ impl Module {
     }
 
     /// `hipModuleGetFunction`.
-    pub fn function(&self, name: &str) -> Result<sys::Function, HipError> {
+    pub fn function(&self, name: &str) -> Result<Function<'_>, HipError> {
         let f = Hip::f(&self.hip.table.hipModuleGetFunction)?;
         let cname = CString::new(name).map_err(|_| HipError::Invalid {
             call: "hipModuleGetFunction",
@@ -395,7 +431,10 @@ impl Module {
         self.hip.check("hipModuleGetFunction", unsafe {
             f(&mut func, self.raw, cname.as_ptr())
         })?;
-        Ok(func)
+        Ok(Function {
+            raw: func,
+            _module: std::marker::PhantomData,
+        })
     }
 }
 

@@ -413,11 +413,20 @@ impl PoolMemory {
     }
 
     /// Host-visible memory from a CPU agent's system pool.
-    pub fn allocate_host(hsa: &Arc<Hsa>, pool: MemoryPool, len: usize) -> Result<PoolMemory, HsaError> {
+    pub fn allocate_host(
+        hsa: &Arc<Hsa>,
+        pool: MemoryPool,
+        len: usize,
+    ) -> Result<PoolMemory, HsaError> {
         Self::allocate_in(hsa, pool, len, true)
     }
 
-    fn allocate_in(hsa: &Arc<Hsa>, pool: MemoryPool, len: usize, host_visible: bool) -> Result<PoolMemory, HsaError> {
+    fn allocate_in(
+        hsa: &Arc<Hsa>,
+        pool: MemoryPool,
+        len: usize,
+        host_visible: bool,
+    ) -> Result<PoolMemory, HsaError> {
         let f = Hsa::f(&hsa.table.hsa_amd_memory_pool_allocate)?;
         let mut ptr = std::ptr::null_mut();
         // SAFETY: writes the allocation's address.
@@ -482,11 +491,22 @@ impl PoolMemory {
         if !self.host_visible || offset.saturating_add(bytes.len()) > self.len {
             return Err(HsaError::Invalid {
                 call: "PoolMemory::write_at",
-                reason: format!("cannot write {} bytes at {offset} into {} bytes of {}memory", bytes.len(), self.len, if self.host_visible { "" } else { "device " }),
+                reason: format!(
+                    "cannot write {} bytes at {offset} into {} bytes of {}memory",
+                    bytes.len(),
+                    self.len,
+                    if self.host_visible { "" } else { "device " }
+                ),
             });
         }
         // SAFETY: bounds checked above; host-visible memory.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.cast::<u8>().add(offset), bytes.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.ptr.cast::<u8>().add(offset),
+                bytes.len(),
+            )
+        };
         Ok(())
     }
 }

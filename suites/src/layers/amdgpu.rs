@@ -179,7 +179,9 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
 fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
     let facts = &ctx.facts;
     if !facts.amdgpu.is_live() {
-        return Verdict::skip("amdgpu is not loaded, so it has no version to report (see amdgpu.module_live)");
+        return Verdict::skip(
+            "amdgpu is not loaded, so it has no version to report (see amdgpu.module_live)",
+        );
     }
     let kernel = running_kernel(facts);
     match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {

@@ -4,7 +4,9 @@ use super::check;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
-use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys};
+use rocgate_rocm::hip::{
+    DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,7 +32,14 @@ const fn hip_check(
 /// The hip layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
-        hip_check("hip::runtime", ScopeKind::Node, &[], 30, "the HIP runtime library loads and reports its version", runtime),
+        hip_check(
+            "hip::runtime",
+            ScopeKind::Node,
+            &[],
+            30,
+            "the HIP runtime library loads and reports its version",
+            runtime,
+        ),
         hip_check(
             "hip::device_count",
             ScopeKind::Node,
@@ -130,24 +139,37 @@ fn device_count(ctx: &NodeContext, _: Scope) -> Verdict {
 }
 
 /// This GPU's HIP device index, matched by PCI bus id, made current.
-fn find_device<'a>(ctx: &'a NodeContext, scope: Scope) -> Result<(&'a Gpu, &'a Arc<Hip>, i32), Verdict> {
+fn find_device(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, &Arc<Hip>, i32), Verdict> {
     let gpu = ctx.gpu(scope)?;
     let (hip, n) = ctx.runtime.hip_ready()?;
     let mut seen = Vec::new();
     for d in 0..n {
-        let bus = hip
-            .pci_bus_id(d)
-            .map_err(|e| hip_fail("hip-device-failed", &e, "HIP cannot describe its devices: check `rocminfo` and `dmesg`"))?;
+        let bus = hip.pci_bus_id(d).map_err(|e| {
+            hip_fail(
+                "hip-device-failed",
+                &e,
+                "HIP cannot describe its devices: check `rocminfo` and `dmesg`",
+            )
+        })?;
         if bus == gpu.pci_address {
-            hip.set_device(d)
-                .map_err(|e| hip_fail("hip-device-failed", &e, "HIP cannot select this device: read `dmesg | grep -i amdgpu`"))?;
+            hip.set_device(d).map_err(|e| {
+                hip_fail(
+                    "hip-device-failed",
+                    &e,
+                    "HIP cannot select this device: read `dmesg | grep -i amdgpu`",
+                )
+            })?;
             return Ok((gpu, hip, d));
         }
         seen.push(bus);
     }
     Err(Verdict::fail(Finding::new(
         "hip-device-missing",
-        format!("no HIP device has PCI bus id {} (HIP devices: {})", gpu.pci_address, super::list(&seen, 8)),
+        format!(
+            "no HIP device has PCI bus id {} (HIP devices: {})",
+            gpu.pci_address,
+            super::list(&seen, 8)
+        ),
         "HIP does not expose this GPU: check HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES and the hsa layer's result for it",
     )))
 }
@@ -158,27 +180,44 @@ fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let attr = |a| hip.attribute(a, d);
-    let (cus, warp, threads) = match (attr(sys::ATTR_MULTIPROCESSOR_COUNT), attr(sys::ATTR_WARP_SIZE), attr(sys::ATTR_MAX_THREADS_PER_BLOCK)) {
+    let (cus, warp, threads) = match (
+        attr(sys::ATTR_MULTIPROCESSOR_COUNT),
+        attr(sys::ATTR_WARP_SIZE),
+        attr(sys::ATTR_MAX_THREADS_PER_BLOCK),
+    ) {
         (Ok(c), Ok(w), Ok(t)) => (c, w, t),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            return hip_fail("hip-device-failed", &e, "HIP cannot read this device's attributes: check `rocminfo`");
+            return hip_fail(
+                "hip-device-failed",
+                &e,
+                "HIP cannot read this device's attributes: check `rocminfo`",
+            );
         }
     };
-    let name = hip.device_name(d).unwrap_or_else(|e| format!("(name unknown: {e})"));
+    let name = hip
+        .device_name(d)
+        .unwrap_or_else(|e| format!("(name unknown: {e})"));
     if let Some(expected) = gpu.compute_units() {
         if u64::try_from(cus).unwrap_or(0) != expected {
             return Verdict::fail(Finding::new(
                 "hip-device-mismatch",
-                format!("HIP device {d} ({}) reports {cus} compute units, KFD says {expected}", gpu.pci_address),
+                format!(
+                    "HIP device {d} ({}) reports {cus} compute units, KFD says {expected}",
+                    gpu.pci_address
+                ),
                 "HIP and the kernel driver disagree about the GPU: check the ROCm and amdgpu versions are a supported pair",
             ));
         }
     }
-    Verdict::pass(format!("HIP device {d}: {name}, {cus} CUs, warp {warp}, {threads} threads/block"))
-        .with_metric("compute_units", f64::from(cus), "count")
+    Verdict::pass(format!(
+        "HIP device {d}: {name}, {cus} CUs, warp {warp}, {threads} threads/block"
+    ))
+    .with_metric("compute_units", f64::from(cus), "count")
 }
 
-const COPY_BYTES: usize = 64 << 20;
+/// Enough to see a broken DMA path and a rough bandwidth; floors need the
+/// longer transfers of the extended tier.
+const COPY_BYTES: usize = 16 << 20;
 
 fn memcpy(ctx: &NodeContext, scope: Scope) -> Verdict {
     let (_, hip, _) = match find_device(ctx, scope) {
@@ -189,10 +228,10 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Verdict {
     let fail = |e: HipError| hip_fail("hip-memcpy-failed", &e, next);
     let result = (|| -> Result<Verdict, Verdict> {
         let mut host = HostBuffer::new(hip, COPY_BYTES).map_err(fail)?;
-        for (i, b) in host.bytes().iter_mut().enumerate() {
-            *b = (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[i % 4];
+        for (i, w) in host.words().iter_mut().enumerate() {
+            *w = (i as u32).wrapping_mul(2_654_435_761);
         }
-        let expected = host.bytes().to_vec();
+        let expected = host.words().to_vec();
         let dev = DeviceBuffer::new(hip, COPY_BYTES).map_err(fail)?;
         let t = Instant::now();
         dev.upload(host.bytes()).map_err(fail)?;
@@ -201,10 +240,20 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Verdict {
         let t = Instant::now();
         dev.download(host.bytes()).map_err(fail)?;
         let d2h = t.elapsed();
-        if let Some(i) = (0..COPY_BYTES).find(|&i| host.bytes()[i] != expected[i]) {
+        if host.words() != expected.as_slice() {
+            let i = host
+                .words()
+                .iter()
+                .zip(&expected)
+                .position(|(a, b)| a != b)
+                .unwrap_or(0)
+                * 4;
             return Err(Verdict::fail(Finding::new(
                 "hip-memcpy-corrupt",
-                format!("a {} MiB hipMemcpy round trip came back different at byte {i}", COPY_BYTES >> 20),
+                format!(
+                    "a {} MiB hipMemcpy round trip came back different at byte {i}",
+                    COPY_BYTES >> 20
+                ),
                 "data is corrupted through the GPU: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors",
             )));
         }
@@ -249,10 +298,18 @@ fn module_load(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     for k in rocgate_kernels::KERNELS {
         if let Err(e) = module.function(k) {
-            return hip_fail("hip-module-load-failed", &e, "the module loaded but lacks a kernel: report this with `rocgate inventory --json`");
+            return hip_fail(
+                "hip-module-load-failed",
+                &e,
+                "the module loaded but lacks a kernel: report this with `rocgate inventory --json`",
+            );
         }
     }
-    Verdict::pass(format!("loaded {} for {}", rocgate_kernels::KERNELS.join(", "), gpu.gfx_target.as_deref().unwrap_or("?")))
+    Verdict::pass(format!(
+        "loaded {} for {}",
+        rocgate_kernels::KERNELS.join(", "),
+        gpu.gfx_target.as_deref().unwrap_or("?")
+    ))
 }
 
 /// Launches `kernel` over `n` floats computing `c = a + b` (vector_add) or
@@ -283,22 +340,34 @@ fn vector_add(ctx: &NodeContext, scope: Scope) -> Verdict {
         db.upload(&bytes(&b)).map_err(fail)?;
         dc.upload(&vec![0xFF; N * 4]).map_err(fail)?;
         let t = Instant::now();
-        hip.launch_vector_add(f, &da, &db, &dc, N as u32).map_err(fail)?;
+        hip.launch_vector_add(f, &da, &db, &dc, N as u32)
+            .map_err(fail)?;
         hip.synchronize().map_err(fail)?;
         let elapsed = t.elapsed();
         let mut out = vec![0u8; N * 4];
         dc.download(&mut out).map_err(fail)?;
-        let c: Vec<f32> = out.chunks_exact(4).map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect();
+        let c: Vec<f32> = out
+            .chunks_exact(4)
+            .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect();
         let wrong: Vec<usize> = (0..N).filter(|&i| c[i] != 3.0 * i as f32).collect();
         if let Some(&i) = wrong.first() {
             return Err(Verdict::fail(Finding::new(
                 "hip-kernel-wrong",
-                format!("vector_add ran but {} of {N} sums are wrong; first at index {i}: got {}, expected {}", wrong.len(), c[i], 3.0 * i as f32),
+                format!(
+                    "vector_add ran but {} of {N} sums are wrong; first at index {i}: got {}, expected {}",
+                    wrong.len(),
+                    c[i],
+                    3.0 * i as f32
+                ),
                 "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors and RMA the GPU",
             )));
         }
-        Ok(Verdict::pass(format!("vector_add over {N} floats verified in {:.2} ms", elapsed.as_secs_f64() * 1e3))
-            .with_metric("vector_add_ms", elapsed.as_secs_f64() * 1e3, "ms"))
+        Ok(Verdict::pass(format!(
+            "vector_add over {N} floats verified in {:.2} ms",
+            elapsed.as_secs_f64() * 1e3
+        ))
+        .with_metric("vector_add_ms", elapsed.as_secs_f64() * 1e3, "ms"))
     })();
     match result {
         Ok(v) | Err(v) => v,
@@ -335,7 +404,13 @@ fn hiprtc(ctx: &NodeContext, scope: Scope) -> Verdict {
             )
         })?;
         let compile = t.elapsed();
-        let fail = |e: HipError| hip_fail("hiprtc-failed", &e, "hiprtc's code object did not run: compare with hip.vector_add on this GPU");
+        let fail = |e: HipError| {
+            hip_fail(
+                "hiprtc-failed",
+                &e,
+                "hiprtc's code object did not run: compare with hip.vector_add on this GPU",
+            )
+        };
         let module = Module::load(hip, &code).map_err(fail)?;
         let f = module.function("rtc_scale").map_err(fail)?;
         let x: Vec<u8> = (0..N).flat_map(|i| (i as f32).to_le_bytes()).collect();

@@ -33,8 +33,22 @@ const fn hsa_check(
 /// The hsa layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
-        hsa_check("hsa::runtime", ScopeKind::Node, &[], 30, "the ROCr runtime library loads", runtime),
-        hsa_check("hsa::init", ScopeKind::Node, &["hsa::runtime"], 60, "hsa_init succeeds", init),
+        hsa_check(
+            "hsa::runtime",
+            ScopeKind::Node,
+            &[],
+            30,
+            "the ROCr runtime library loads",
+            runtime,
+        ),
+        hsa_check(
+            "hsa::init",
+            ScopeKind::Node,
+            &["hsa::runtime"],
+            60,
+            "hsa_init succeeds",
+            init,
+        ),
         hsa_check(
             "hsa::agents",
             ScopeKind::Node,
@@ -43,7 +57,14 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             "ROCr lists one GPU agent per KFD GPU node",
             agents,
         ),
-        hsa_check("hsa::agent", ScopeKind::PerGpu, NEEDS_INIT, 30, "the GPU is an HSA agent matching its KFD node (ISA, CUs)", agent),
+        hsa_check(
+            "hsa::agent",
+            ScopeKind::PerGpu,
+            NEEDS_INIT,
+            30,
+            "the GPU is an HSA agent matching its KFD node (ISA, CUs)",
+            agent,
+        ),
         hsa_check(
             "hsa::memory_pools",
             ScopeKind::PerGpu,
@@ -52,8 +73,22 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             "the agent has an allocatable device memory pool",
             memory_pools,
         ),
-        hsa_check("hsa::queue", ScopeKind::PerGpu, NEEDS_AGENT, 30, "an AQL queue can be created on the agent", queue),
-        hsa_check("hsa::signal", ScopeKind::PerGpu, NEEDS_AGENT, 30, "a signal can be created, stored and waited on", signal),
+        hsa_check(
+            "hsa::queue",
+            ScopeKind::PerGpu,
+            NEEDS_AGENT,
+            30,
+            "an AQL queue can be created on the agent",
+            queue,
+        ),
+        hsa_check(
+            "hsa::signal",
+            ScopeKind::PerGpu,
+            NEEDS_AGENT,
+            30,
+            "a signal can be created, stored and waited on",
+            signal,
+        ),
         hsa_check(
             "hsa::code_object",
             ScopeKind::PerGpu,
@@ -65,7 +100,12 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         hsa_check(
             "hsa::dispatch",
             ScopeKind::PerGpu,
-            &["hsa::queue", "hsa::signal", "hsa::code_object", "hsa::memory_pools"],
+            &[
+                "hsa::queue",
+                "hsa::signal",
+                "hsa::code_object",
+                "hsa::memory_pools",
+            ],
             60,
             "a kernel dispatched through an AQL packet writes the expected result",
             dispatch,
@@ -95,8 +135,11 @@ fn init(ctx: &NodeContext, _: Scope) -> Verdict {
     match ctx.runtime.hsa_ready() {
         Err(v) => v,
         Ok(hsa) => {
-            let version = hsa.version().map_or_else(|e| format!("unknown ({e})"), |(a, b)| format!("{a}.{b}"));
-            Verdict::pass(format!("hsa_init succeeded (HSA {version})")).with_fact("hsa_version", version)
+            let version = hsa
+                .version()
+                .map_or_else(|e| format!("unknown ({e})"), |(a, b)| format!("{a}.{b}"));
+            Verdict::pass(format!("hsa_init succeeded (HSA {version})"))
+                .with_fact("hsa_version", version)
         }
     }
 }
@@ -108,37 +151,62 @@ fn agents(ctx: &NodeContext, _: Scope) -> Verdict {
     };
     let gpus = agents.iter().filter(|a| a.is_gpu).count();
     let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
-    let names: Vec<String> = agents.iter().filter(|a| a.is_gpu).map(|a| a.name.clone()).collect();
+    let names: Vec<String> = agents
+        .iter()
+        .filter(|a| a.is_gpu)
+        .map(|a| a.name.clone())
+        .collect();
     if gpus != kfd {
-        let visible = ["ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"]
-            .iter()
-            .filter_map(|v| std::env::var(v).ok().map(|x| format!("{v}={x}")))
-            .collect::<Vec<_>>();
-        let note = if visible.is_empty() { String::new() } else { format!(" ({} is set)", visible.join(", ")) };
+        let visible = [
+            "ROCR_VISIBLE_DEVICES",
+            "HIP_VISIBLE_DEVICES",
+            "CUDA_VISIBLE_DEVICES",
+        ]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok().map(|x| format!("{v}={x}")))
+        .collect::<Vec<_>>();
+        let note = if visible.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} is set)", visible.join(", "))
+        };
         return Verdict::fail(Finding::new(
             "hsa-agent-mismatch",
             format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"),
             "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`",
         ));
     }
-    Verdict::pass(format!("{} agents: {} CPU, {gpus} GPU ({})", agents.len(), agents.len() - gpus, super::list(&names, 4)))
-        .with_metric("hsa_gpu_agents", gpus as f64, "count")
+    Verdict::pass(format!(
+        "{} agents: {} CPU, {gpus} GPU ({})",
+        agents.len(),
+        agents.len() - gpus,
+        super::list(&names, 4)
+    ))
+    .with_metric("hsa_gpu_agents", gpus as f64, "count")
 }
 
 /// This GPU's agent, matched by PCI domain and location.
-fn find_agent<'a>(ctx: &'a NodeContext, scope: Scope) -> Result<(&'a Gpu, AgentInfo, &'a Arc<Hsa>), Verdict> {
+fn find_agent(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, AgentInfo, &Arc<Hsa>), Verdict> {
     let gpu = ctx.gpu(scope)?;
     let hsa = ctx.runtime.hsa_ready()?;
     let agents = ctx.runtime.agents()?;
     let Some(k) = &gpu.kfd else {
-        return Err(Verdict::skip("no KFD node for this GPU (see kfd.topology_node)"));
+        return Err(Verdict::skip(
+            "no KFD node for this GPU (see kfd.topology_node)",
+        ));
     };
     let (loc, dom) = (k.location_id.unwrap_or(0), k.domain.unwrap_or(0));
-    match agents.iter().find(|a| a.is_gpu && u64::from(a.bdfid) == loc && u64::from(a.domain) == dom) {
+    match agents
+        .iter()
+        .find(|a| a.is_gpu && u64::from(a.bdfid) == loc && u64::from(a.domain) == dom)
+    {
         Some(a) => Ok((gpu, a.clone(), hsa)),
         None => Err(Verdict::fail(Finding::new(
             "hsa-agent-missing",
-            format!("ROCr has no GPU agent at {} (KFD node {})", gpu.pci_address, k.id),
+            format!(
+                "ROCr has no GPU agent at {} (KFD node {})",
+                gpu.pci_address, k.id
+            ),
             "ROCr skipped this GPU: check its render node permission, ROCR_VISIBLE_DEVICES, and `dmesg` for KFD errors on it",
         ))),
     }
@@ -164,31 +232,45 @@ fn agent(ctx: &NodeContext, scope: Scope) -> Verdict {
     if !problems.is_empty() {
         return Verdict::fail(Finding::new(
             "hsa-agent-mismatch",
-            format!("the agent at {} disagrees with KFD: {}", gpu.pci_address, problems.join("; ")),
+            format!(
+                "the agent at {} disagrees with KFD: {}",
+                gpu.pci_address,
+                problems.join("; ")
+            ),
             "ROCr and the kernel driver describe the GPU differently: check that this ROCm release supports the installed amdgpu",
         ));
     }
-    Verdict::pass(format!("{} ({}), {} CUs, wave{}", a.name, a.product, a.compute_units, a.wavefront_size))
-        .with_metric("compute_units", f64::from(a.compute_units), "count")
+    Verdict::pass(format!(
+        "{} ({}), {} CUs, wave{}",
+        a.name, a.product, a.compute_units, a.wavefront_size
+    ))
+    .with_metric("compute_units", f64::from(a.compute_units), "count")
 }
 
 /// The agent's device pool (global, coarse-grained).
 fn device_pool(hsa: &Hsa, agent: Agent) -> Result<PoolInfo, Verdict> {
-    let pools = hsa.pools(agent).map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
-    pools.into_iter().find(|p| p.is_global_with(sys::POOL_FLAG_COARSE_GRAINED) && p.size > 0).ok_or_else(|| {
-        Verdict::fail(Finding::new(
-            "hsa-no-device-memory",
-            "the GPU agent offers no allocatable coarse-grained global memory pool",
-            "the GPU's memory did not come up: read `dmesg | grep -i -e vram -e amdgpu`",
-        ))
-    })
+    let pools = hsa
+        .pools(agent)
+        .map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
+    pools
+        .into_iter()
+        .find(|p| p.is_global_with(sys::POOL_FLAG_COARSE_GRAINED) && p.size > 0)
+        .ok_or_else(|| {
+            Verdict::fail(Finding::new(
+                "hsa-no-device-memory",
+                "the GPU agent offers no allocatable coarse-grained global memory pool",
+                "the GPU's memory did not come up: read `dmesg | grep -i -e vram -e amdgpu`",
+            ))
+        })
 }
 
 /// A system pool with `flag` (fine-grained, or kernarg) on a CPU agent.
 fn system_pool(ctx: &NodeContext, hsa: &Hsa, flag: u32) -> Result<PoolInfo, Verdict> {
     let agents = ctx.runtime.agents()?;
     for cpu in agents.iter().filter(|a| !a.is_gpu) {
-        let pools = hsa.pools(cpu.agent).map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
+        let pools = hsa
+            .pools(cpu.agent)
+            .map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
         if let Some(p) = pools.into_iter().find(|p| p.is_global_with(flag)) {
             return Ok(p);
         }
@@ -215,8 +297,11 @@ fn memory_pools(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     match device_pool(hsa, a.agent) {
         Err(v) => v,
-        Ok(p) => Verdict::pass(format!("device pool of {:.1} GiB", p.size as f64 / f64::from(1u32 << 30)))
-            .with_metric("device_pool_bytes", p.size as f64, "bytes"),
+        Ok(p) => Verdict::pass(format!(
+            "device pool of {:.1} GiB",
+            p.size as f64 / f64::from(1u32 << 30)
+        ))
+        .with_metric("device_pool_bytes", p.size as f64, "bytes"),
     }
 }
 
@@ -313,7 +398,12 @@ fn dispatch(ctx: &NodeContext, scope: Scope) -> Verdict {
     }
 }
 
-fn run_fill(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo, exe: &Executable) -> Result<Verdict, Verdict> {
+fn run_fill(
+    ctx: &NodeContext,
+    hsa: &Arc<Hsa>,
+    a: &AgentInfo,
+    exe: &Executable,
+) -> Result<Verdict, Verdict> {
     const N: u32 = 1 << 16;
     let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail("hsa-dispatch-failed", &e);
     let kernel = exe.kernel("fill").map_err(fail)?;
@@ -322,10 +412,16 @@ fn run_fill(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo, exe: &Executable) 
     let mut out = PoolMemory::allocate_host(hsa, fine.pool, N as usize * 4).map_err(fail)?;
     out.allow(&[a.agent]).map_err(fail)?;
     out.host_u32s().map_err(fail)?.fill(0xFFFF_FFFF);
-    let mut args = PoolMemory::allocate_host(hsa, kernarg_pool.pool, (kernel.kernarg_size as usize).max(16)).map_err(fail)?;
+    let mut args = PoolMemory::allocate_host(
+        hsa,
+        kernarg_pool.pool,
+        (kernel.kernarg_size as usize).max(16),
+    )
+    .map_err(fail)?;
     args.allow(&[a.agent]).map_err(fail)?;
     // fill(out, value, n): a pointer, then two u32s.
-    args.write_at(0, &(out.ptr() as u64).to_le_bytes()).map_err(fail)?;
+    args.write_at(0, &(out.ptr() as u64).to_le_bytes())
+        .map_err(fail)?;
     args.write_at(8, &FILL_BASE.to_le_bytes()).map_err(fail)?;
     args.write_at(12, &N.to_le_bytes()).map_err(fail)?;
     let queue = Queue::new(hsa, a.agent, 128).map_err(fail)?;
@@ -352,10 +448,13 @@ fn run_fill(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo, exe: &Executable) 
     };
     let start = Instant::now();
     queue.dispatch(packet).map_err(fail)?;
-    done.wait_below(1, Duration::from_secs(20), "kernel dispatch").map_err(fail)?;
+    done.wait_below(1, Duration::from_secs(20), "kernel dispatch")
+        .map_err(fail)?;
     let elapsed = start.elapsed();
     let got = out.host_u32s().map_err(fail)?;
-    let wrong: Vec<usize> = (0..N as usize).filter(|&i| got[i] != FILL_BASE.wrapping_add(i as u32)).collect();
+    let wrong: Vec<usize> = (0..N as usize)
+        .filter(|&i| got[i] != FILL_BASE.wrapping_add(i as u32))
+        .collect();
     if let Some(&first) = wrong.first() {
         return Err(Verdict::fail(Finding::new(
             "hsa-dispatch-wrong",
@@ -368,8 +467,11 @@ fn run_fill(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo, exe: &Executable) 
             "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors (`amd-smi metric --ecc`) and RMA the GPU",
         )));
     }
-    Ok(Verdict::pass(format!("fill kernel over {N} work-items verified in {:.2} ms", elapsed.as_secs_f64() * 1e3))
-        .with_metric("dispatch_ms", elapsed.as_secs_f64() * 1e3, "ms"))
+    Ok(Verdict::pass(format!(
+        "fill kernel over {N} work-items verified in {:.2} ms",
+        elapsed.as_secs_f64() * 1e3
+    ))
+    .with_metric("dispatch_ms", elapsed.as_secs_f64() * 1e3, "ms"))
 }
 
 fn copy(ctx: &NodeContext, scope: Scope) -> Verdict {
@@ -383,12 +485,16 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Verdict {
 }
 
 fn run_copy(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo) -> Result<Verdict, Verdict> {
-    const BYTES: usize = 64 << 20;
+    const BYTES: usize = 16 << 20;
     let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail("hsa-copy-failed", &e);
     let device = device_pool(hsa, a.agent)?;
     let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
     let agents = ctx.runtime.agents()?;
-    let cpu = agents.iter().find(|x| !x.is_gpu).map(|x| x.agent).unwrap_or_default();
+    let cpu = agents
+        .iter()
+        .find(|x| !x.is_gpu)
+        .map(|x| x.agent)
+        .unwrap_or_default();
     let mut src = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
     let mut dst = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
     let dev = PoolMemory::allocate(hsa, device.pool, BYTES).map_err(fail)?;
@@ -407,15 +513,29 @@ fn run_copy(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo) -> Result<Verdict,
     let d2h = t.elapsed();
     let s = src.host_u32s().map_err(fail)?.to_vec();
     let d = dst.host_u32s().map_err(fail)?;
-    if let Some(i) = (0..s.len()).find(|&i| s[i] != d[i]) {
+    if s.as_slice() != &*d {
+        let i = s
+            .iter()
+            .zip(d.iter())
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
         return Err(Verdict::fail(Finding::new(
             "hsa-copy-corrupt",
-            format!("a {} MiB host->device->host round trip came back different at byte {}", BYTES >> 20, i * 4),
+            format!(
+                "a {} MiB host->device->host round trip came back different at byte {}",
+                BYTES >> 20,
+                i * 4
+            ),
             "data is corrupted on the way through the GPU's DMA engines or memory: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors (`dmesg | grep -i aer`)",
         )));
     }
     let gbs = |d: Duration| BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
-    Ok(Verdict::pass(format!("{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s", BYTES >> 20, gbs(h2d), gbs(d2h)))
-        .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
-        .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
+    Ok(Verdict::pass(format!(
+        "{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s",
+        BYTES >> 20,
+        gbs(h2d),
+        gbs(d2h)
+    ))
+    .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
+    .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
 }
