@@ -25,7 +25,12 @@ fn in_process(root: &Path) -> (usize, Vec<String>) {
     let session = Session::open(Sysroot::recording(root), RunOptions::default()).expect("open");
     let gpus = session.select_gpus(None).expect("gpus");
     let plan = session.plan(&gpus, Tier::Quick).expect("plan");
-    let report = session.run(&plan, &ExecOptions::default(), |_| {});
+    // As many threads as `rocgate run` uses: one per GPU chain, plus the node.
+    let opts = ExecOptions {
+        workers: gpus.len() + 1,
+        ..ExecOptions::default()
+    };
+    let report = session.run(&plan, &opts, |_| {});
     assert!(report.all_passed(), "the benchmark node must be healthy");
     (report.results.len(), session.facts().sysroot.recorded())
 }

@@ -53,7 +53,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
     let interrupt = crate::signals::interrupt_flag()?;
     let opts = ExecOptions {
         workers: crate::worker_cmd::threads(plan.gpus.len()),
-        isolator: Some(crate::worker_cmd::pool(&session, &interrupt)?),
+        isolator: crate::worker_cmd::isolator(&session, &interrupt)?,
         interrupt,
         ..ExecOptions::default()
     };

@@ -27,13 +27,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     if !args.quiet {
         print!("{}", header(&session, &plan, args.timeout_scale, style));
     }
-    let workers = crate::worker_cmd::pool(&session, &interrupt)?;
+    let workers = crate::worker_cmd::isolator(&session, &interrupt)?;
     let opts = ExecOptions {
         gate: !args.no_gate,
         timeout_scale: args.timeout_scale,
         interrupt,
         workers: crate::worker_cmd::threads(plan.gpus.len()),
-        isolator: Some(workers),
+        isolator: workers,
         ..ExecOptions::default()
     };
     let mut progress = Progress::new(plan.instances.len(), args.quiet);

@@ -19,6 +19,19 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The isolator for a run: workers of this very binary, unless the runtime
+/// layers are disabled (a sysroot without --rocm-path), when their checks
+/// only report that and need no process.
+pub fn isolator(
+    session: &Session,
+    interrupt: &Arc<AtomicUsize>,
+) -> Result<Option<Arc<dyn Isolator>>, String> {
+    if session.ctx.runtime.disabled.is_some() {
+        return Ok(None);
+    }
+    pool(session, interrupt).map(Some)
+}
+
 /// The pool that runs isolated checks in workers of this very binary.
 pub fn pool(session: &Session, interrupt: &Arc<AtomicUsize>) -> Result<Arc<dyn Isolator>, String> {
     let program = std::env::current_exe()

@@ -10,7 +10,11 @@ use rocgate_suites::cargo_test::{HarnessEnv, trials};
 fn main() {
     let args = libtest_mimic::Arguments::from_args();
     let trials = match HarnessEnv::from_env() {
-        Ok(env) => trials(&env),
+        Ok(mut env) => {
+            // Runtime checks run in workers of the rocgate binary, as with `rocgate run`.
+            env.worker = Some(env!("CARGO_BIN_EXE_rocgate").into());
+            trials(&env)
+        }
         Err(e) => vec![libtest_mimic::Trial::test(
             "rocgate.environment",
             move || Err(e.into()),

@@ -1,0 +1,163 @@
+//! Benchmark: the runtime layers on the fake 8x MI300X node.
+//!
+//! `cargo bench --bench runtime_layers` prints medians of:
+//! - the quick tier, all layers, 8 GPUs (a `rocgate run` process);
+//! - with `hiprtcCompileProgram@gpu*=slow:300` (one per-GPU check slowed),
+//!   8 GPUs against 1 GPU: GPUs run in parallel, so 8 should cost about 1;
+//! - the per-check overhead of running a check in a worker process: a round
+//!   trip through the worker against calling the same check in-process, and
+//!   the cost of starting a worker.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use rocgate_harness::isolate::Isolator;
+use rocgate_harness::{Scope, Sysroot};
+use rocgate_suites::{RunOptions, Session};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
+
+fn median(mut xs: Vec<Duration>) -> Duration {
+    xs.sort();
+    xs[xs.len() / 2]
+}
+
+fn fake_rocm(dir: &Path) {
+    let target = Path::new(env!("CARGO_BIN_EXE_rocgate"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let find = |n: &str| {
+        [target.join(n), target.join("deps").join(n)]
+            .into_iter()
+            .find(|p| p.exists())
+            .expect("fake ROCm built")
+    };
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    std::fs::copy(
+        find("librocgate_fake_hsa.so"),
+        dir.join("lib/libhsa-runtime64.so.1"),
+    )
+    .unwrap();
+    std::fs::copy(
+        find("librocgate_fake_hip.so"),
+        dir.join("lib/libamdhip64.so.6"),
+    )
+    .unwrap();
+}
+
+fn run(node: &Path, rocm: &Path, faults: &str, gpus: Option<&str>) -> Duration {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocgate"));
+    cmd.args(["run", "--quiet", "--sysroot"])
+        .arg(node)
+        .arg("--rocm-path")
+        .arg(rocm)
+        .env("ROCGATE_FAKE_NODE", node)
+        .env("ROCGATE_FAKE_FAULTS", faults)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(g) = gpus {
+        cmd.args(["--gpus", g]);
+    }
+    let t = Instant::now();
+    let status = cmd.status().unwrap();
+    assert!(status.success(), "rocgate run failed");
+    t.elapsed()
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = dir.path().join("mi300x-8");
+    rocgate_fixtures::scenario("mi300x-8")
+        .unwrap()
+        .spec
+        .write(&node)
+        .unwrap();
+    let rocm = dir.path().join("rocm");
+    fake_rocm(&rocm);
+    let rounds = 5;
+    let times = |faults: &str, gpus: Option<&str>| {
+        median(
+            (0..rounds)
+                .map(|_| run(&node, &rocm, faults, gpus))
+                .collect(),
+        )
+    };
+
+    let quick8 = times("", None);
+    let quick1 = times("", Some("0"));
+    let slow = "hiprtcCompileProgram@gpu*=slow:300";
+    let slow8 = times(slow, None);
+    let slow1 = times(slow, Some("0"));
+
+    // Per-check overhead: the same check in-process and through a worker.
+    let options = RunOptions {
+        expect_gpus: None,
+        rocm_path: Some(rocm.clone()),
+    };
+    let session = Session::open(Sysroot::at(&node), options).unwrap();
+    let check = session
+        .registry
+        .iter()
+        .find(|c| c.id == "pci::amd_gpu_present")
+        .unwrap();
+    let direct = median(
+        (0..200)
+            .map(|_| {
+                let t = Instant::now();
+                (check.run)(&session.ctx, Scope::Node);
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let mut spawn = Vec::new();
+    let mut round_trips = Vec::new();
+    for _ in 0..rounds {
+        let pool = session.worker_pool(
+            Path::new(env!("CARGO_BIN_EXE_rocgate")),
+            Arc::new(AtomicUsize::new(0)),
+        );
+        let t = Instant::now();
+        pool.run("pci::amd_gpu_present", Scope::Node, Duration::from_secs(30));
+        spawn.push(t.elapsed());
+        for _ in 0..100 {
+            let t = Instant::now();
+            pool.run("pci::amd_gpu_present", Scope::Node, Duration::from_secs(30));
+            round_trips.push(t.elapsed());
+        }
+    }
+    let (spawn, trip) = (median(spawn), median(round_trips));
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("runtime layers on the fake 8x MI300X node (medians of {rounds} runs)");
+    println!(
+        "  quick tier, all layers, 8 GPUs        {:>8.1} ms",
+        ms(quick8)
+    );
+    println!(
+        "  quick tier, all layers, 1 GPU         {:>8.1} ms",
+        ms(quick1)
+    );
+    println!("  with {slow}: 8 GPUs {:>8.1} ms", ms(slow8));
+    println!("  with {slow}: 1 GPU  {:>8.1} ms", ms(slow1));
+    // What the slowed check adds: run in parallel, 8 GPUs add what 1 adds.
+    println!(
+        "  time the 300 ms slowdown adds: 8 GPUs {:.0} ms, 1 GPU {:.0} ms",
+        ms(slow8.saturating_sub(quick8)),
+        ms(slow1.saturating_sub(quick1))
+    );
+    println!(
+        "  check in-process                      {:>8.3} ms",
+        ms(direct)
+    );
+    println!(
+        "  check through a running worker        {:>8.3} ms (overhead {:.3} ms per check)",
+        ms(trip),
+        ms(trip.saturating_sub(direct))
+    );
+    println!(
+        "  first check, starting the worker      {:>8.1} ms",
+        ms(spawn)
+    );
+}
