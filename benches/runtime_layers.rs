@@ -32,7 +32,8 @@ fn fake_rocm(dir: &Path) {
     let find = |n: &str| {
         [target.join(n), target.join("deps").join(n)]
             .into_iter()
-            .find(|p| p.exists())
+            .filter(|p| p.exists())
+            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
             .expect("fake ROCm built")
     };
     std::fs::create_dir_all(dir.join("lib")).unwrap();

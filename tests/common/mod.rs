@@ -43,7 +43,10 @@ pub fn fake_rocm() -> tempfile::TempDir {
     let find = |name: &str| {
         [target.join(name), target.join("deps").join(name)]
             .into_iter()
-            .find(|p| p.exists())
+            .filter(|p| p.exists())
+            // `cargo build` leaves a copy in target/debug that `cargo test`
+            // does not refresh; take the newest.
+            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
             .unwrap_or_else(|| panic!("{name} not built; `cargo test --workspace` builds it"))
     };
     let dir = tempfile::tempdir().unwrap();
