@@ -1,6 +1,5 @@
 //! hip: the HIP runtime on each GPU. Every check runs in the scope's worker.
 
-use super::check;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
@@ -21,12 +20,7 @@ const fn hip_check(
     summary: &'static str,
     run: fn(&NodeContext, Scope) -> Verdict,
 ) -> Check<NodeContext> {
-    Check {
-        deps,
-        isolated: true,
-        timeout: Duration::from_secs(timeout_s),
-        ..check(id, Layer::Hip, scope, summary, run)
-    }
+    super::isolated(id, Layer::Hip, scope, deps, timeout_s, summary, run)
 }
 
 /// The hip layer's checks.

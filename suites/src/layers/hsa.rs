@@ -1,7 +1,6 @@
 //! hsa: the ROCr runtime. Every check here runs in the scope's worker
 //! process, since ROCr can hang or fault.
 
-use super::check;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
@@ -22,12 +21,7 @@ const fn hsa_check(
     summary: &'static str,
     run: fn(&NodeContext, Scope) -> Verdict,
 ) -> Check<NodeContext> {
-    Check {
-        deps,
-        isolated: true,
-        timeout: Duration::from_secs(timeout_s),
-        ..check(id, Layer::Hsa, scope, summary, run)
-    }
+    super::isolated(id, Layer::Hsa, scope, deps, timeout_s, summary, run)
 }
 
 /// The hsa layer's checks.

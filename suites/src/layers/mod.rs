@@ -52,6 +52,25 @@ const fn check(
     }
 }
 
+/// A gating check that calls vendor libraries, so it runs in the scope's
+/// worker process under its own timeout.
+const fn isolated(
+    id: &'static str,
+    layer: Layer,
+    scope: ScopeKind,
+    deps: &'static [&'static str],
+    timeout_s: u64,
+    summary: &'static str,
+    run: fn(&NodeContext, Scope) -> Verdict,
+) -> Check<NodeContext> {
+    Check {
+        deps,
+        isolated: true,
+        timeout: Duration::from_secs(timeout_s),
+        ..check(id, layer, scope, summary, run)
+    }
+}
+
 /// Joins at most `max` items, saying how many more there were.
 fn list<T: AsRef<str>>(items: &[T], max: usize) -> String {
     let shown: Vec<&str> = items.iter().take(max).map(AsRef::as_ref).collect();
