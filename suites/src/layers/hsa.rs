@@ -120,7 +120,22 @@ fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
         Err(v) => v,
         Ok(hsa) => {
             let path = hsa.path().display().to_string();
-            Verdict::pass(format!("loaded {path}")).with_fact("hsa_library", path)
+            // ROCr's version is its file's (libhsa-runtime64.so.1.14.0).
+            let version = path
+                .split_once(".so.")
+                .map(|(_, v)| v.to_string())
+                .filter(|v| v.contains('.'));
+            let mut v = Verdict::pass(format!(
+                "loaded {path}{}",
+                version
+                    .as_deref()
+                    .map_or_else(String::new, |v| format!(" (ROCr {v})"))
+            ))
+            .with_fact("hsa_library", path);
+            if let Some(version) = version {
+                v = v.with_fact("hsa_runtime_version", version);
+            }
+            v
         }
     }
 }
