@@ -95,8 +95,8 @@ fn main() {
 
     // Per-check overhead: the same check in-process and through a worker.
     let options = RunOptions {
-        expect_gpus: None,
         rocm_path: Some(rocm.clone()),
+        ..RunOptions::default()
     };
     let session = Session::open(Sysroot::at(&node), options).unwrap();
     let check = session

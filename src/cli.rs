@@ -38,6 +38,9 @@ pub struct NodeArgs {
     /// Look for ROCm libraries in DIR/lib first (then ROCM_PATH, /opt/rocm, the system loader).
     #[arg(long, value_name = "DIR")]
     pub rocm_path: Option<PathBuf>,
+    /// Performance floors and tolerances (TOML) instead of the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
 }
 
 impl NodeArgs {
@@ -49,10 +52,16 @@ impl NodeArgs {
     }
 
     /// Run options for this node.
-    pub fn options(&self, expect_gpus: Option<usize>) -> rocgate_suites::RunOptions {
+    pub fn options(
+        &self,
+        expect_gpus: Option<usize>,
+        gpus: Option<&str>,
+    ) -> rocgate_suites::RunOptions {
         rocgate_suites::RunOptions {
             expect_gpus,
             rocm_path: self.rocm_path.clone(),
+            thresholds: self.thresholds.clone(),
+            gpus: gpus.map(str::to_string),
         }
     }
 }
@@ -68,6 +77,9 @@ pub struct WorkerArgs {
     /// As for `run`.
     #[arg(long)]
     pub expect_gpus: Option<usize>,
+    /// As for `run`.
+    #[arg(long)]
+    pub gpus: Option<String>,
 }
 
 /// `rocgate run`.

@@ -45,7 +45,10 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
 
 /// Diagnoses the node; exit 0 when healthy, 1 with findings.
 pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
-    let session = Session::open(args.node.sysroot(), args.node.options(args.expect_gpus))?;
+    let session = Session::open(
+        args.node.sysroot(),
+        args.node.options(args.expect_gpus, None),
+    )?;
     let gpus = session.select_gpus(None)?;
     let plan = session
         .plan(&gpus, Tier::Quick)

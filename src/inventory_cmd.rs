@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// Prints the inventory.
 pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
-    let session = Session::open(args.node.sysroot(), args.node.options(None))?;
+    let session = Session::open(args.node.sysroot(), args.node.options(None, None))?;
     let mut inv = build(session.facts());
     runtime_versions(&session, &mut inv)?;
     if args.json {

@@ -17,8 +17,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
             args.timeout_scale
         ));
     }
-    let session = Session::open(args.node.sysroot(), args.node.options(args.expect_gpus))?;
-    let gpus = session.select_gpus(args.gpus.as_deref())?;
+    let session = Session::open(
+        args.node.sysroot(),
+        args.node.options(args.expect_gpus, args.gpus.as_deref()),
+    )?;
+    let gpus = session.select_gpus(None)?;
     let plan = session
         .plan(&gpus, args.tier)
         .map_err(|e| format!("internal error: {e}"))?;

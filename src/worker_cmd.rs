@@ -13,7 +13,10 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
     args.scope
         .parse::<rocgate_harness::Scope>()
         .map_err(|e| format!("__worker --scope: {e}"))?;
-    let session = Session::open(args.node.sysroot(), args.node.options(args.expect_gpus))?;
+    let session = Session::open(
+        args.node.sysroot(),
+        args.node.options(args.expect_gpus, args.gpus.as_deref()),
+    )?;
     isolate::serve(&session.registry, &*session.ctx)
         .map_err(|e| format!("worker for {}: {e}", args.scope))?;
     Ok(ExitCode::SUCCESS)

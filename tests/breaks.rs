@@ -39,9 +39,17 @@ fn expect(json: &serde_json::Value, id: &str, code: &str) {
 fn node_layer_checks_fail_on_their_breaks() {
     let n = node("mi300x-8");
     let root = &n.root;
-    // gpu1: XGMI links gone.
-    for link in 1..8 {
-        let _ = fs::remove_dir_all(root.join(format!("{TOPO}/3/io_links/{link}")));
+    // gpu1 (KFD node 3): its XGMI links gone, in both directions.
+    for kfd_node in 2..10 {
+        for link in 1..8 {
+            let dir = root.join(format!("{TOPO}/{kfd_node}/io_links/{link}"));
+            let Ok(text) = fs::read_to_string(dir.join("properties")) else {
+                continue;
+            };
+            if kfd_node == 3 || text.contains("node_to 3\n") {
+                fs::remove_dir_all(dir).unwrap();
+            }
+        }
     }
     // gpu2: no compute units; gpu3: unknown target; gpu4: no render minor.
     set_prop(root, 4, "simd_per_cu", "0");
@@ -63,7 +71,7 @@ fn node_layer_checks_fail_on_their_breaks() {
     .unwrap();
     let (code, _, json, _) = run(root, &["--no-gate"]);
     assert_eq!(code, 1);
-    expect(&json, "node.kfd.xgmi_hives", "xgmi-link-missing");
+    expect(&json, "node.rccl.interconnect", "xgmi-link-missing");
     expect(&json, "gpu2.kfd.compute_units", "no-compute-units");
     expect(&json, "gpu3.kfd.gfx_target", "gfx-target-unknown");
     expect(&json, "gpu4.kfd.render_minor", "render-minor-missing");
@@ -71,6 +79,23 @@ fn node_layer_checks_fail_on_their_breaks() {
     expect(&json, "gpu6.amdgpu.bound", "amdgpu-probe-failed");
     expect(&json, "gpu7.firmware.versions", "firmware-load-failed");
     assert_eq!(result(&json, "gpu0.kfd.compute_units")["status"], "pass");
+}
+
+#[test]
+fn links_without_peer_to_peer_dma_are_reported() {
+    let n = node("mi210-8-two-hives");
+    let link = n.root.join(format!("{TOPO}/2/io_links/1/properties"));
+    let text = fs::read_to_string(&link)
+        .unwrap()
+        .replace("flags 1", "flags 17");
+    fs::write(&link, text).unwrap();
+    let (_, _, json, _) = run(&n.root, &[]);
+    expect(&json, "node.rccl.interconnect", "p2p-disabled");
+    let r = result(&json, "node.rccl.interconnect");
+    assert!(
+        r["output"].as_str().unwrap().contains("XGMI"),
+        "the topology is listed: {r}"
+    );
 }
 
 #[test]

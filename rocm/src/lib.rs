@@ -9,6 +9,9 @@
 pub mod hip;
 pub mod hsa;
 pub mod loader;
+pub mod miopen;
+pub mod rccl;
+pub mod rocblas;
 mod table;
 
 pub use loader::{LoadError, Loaded, Search};

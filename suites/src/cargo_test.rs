@@ -61,6 +61,8 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
     let options = RunOptions {
         expect_gpus: env.expect_gpus,
         rocm_path: env.rocm_path.clone(),
+        thresholds: None,
+        gpus: None,
     };
     let session = match Session::open(sysroot, options) {
         Ok(s) => Arc::new(s),

@@ -12,6 +12,11 @@ pub struct RunOptions {
     pub expect_gpus: Option<usize>,
     /// `--rocm-path DIR`: look for ROCm libraries in DIR/lib first.
     pub rocm_path: Option<std::path::PathBuf>,
+    /// `--thresholds FILE`: floors and tolerances instead of the built-in ones.
+    pub thresholds: Option<std::path::PathBuf>,
+    /// `--gpus LIST`: the GPUs the run covers (node checks over several GPUs,
+    /// such as all-reduce, use these).
+    pub gpus: Option<String>,
 }
 
 /// What checks read.
@@ -23,6 +28,8 @@ pub struct NodeContext {
     pub options: RunOptions,
     /// The ROCm libraries, opened on first use (in worker processes).
     pub runtime: crate::runtime::Runtime,
+    /// Floors and tolerances.
+    pub thresholds: crate::thresholds::Thresholds,
 }
 
 impl NodeContext {
@@ -36,6 +43,12 @@ impl NodeContext {
                 "report this as a rocgate bug, with the output of `rocgate inventory --json`",
             ))
         })
+    }
+
+    /// The GPUs the run covers (`--gpus`, else all), as inventory indices.
+    pub fn selected_gpus(&self) -> Vec<u32> {
+        crate::facts::gpus::select(&self.facts.gpus, self.options.gpus.as_deref())
+            .unwrap_or_default()
     }
 
     /// Identity properties of each GPU scope, for reports.

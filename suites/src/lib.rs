@@ -9,8 +9,11 @@ pub mod context;
 pub mod facts;
 pub mod inventory;
 pub mod layers;
+pub mod reference;
 pub mod runtime;
 pub mod session;
+pub mod thresholds;
+pub mod vendor_messages;
 
 pub use context::{NodeContext, RunOptions};
 pub use layers::registry;

@@ -4,6 +4,9 @@
 use rocgate_harness::{Finding, Verdict};
 use rocgate_rocm::hip::{Hip, HipError};
 use rocgate_rocm::hsa::{AgentInfo, Hsa, HsaError};
+use rocgate_rocm::miopen::Miopen;
+use rocgate_rocm::rccl::Rccl;
+use rocgate_rocm::rocblas::Rocblas;
 use rocgate_rocm::{LoadError, Search};
 use std::sync::{Arc, OnceLock};
 
@@ -19,6 +22,9 @@ pub struct Runtime {
     agents: OnceLock<Result<Vec<AgentInfo>, HsaError>>,
     hip: OnceLock<Result<Arc<Hip>, LoadError>>,
     hip_count: OnceLock<Result<i32, HipError>>,
+    rocblas: OnceLock<Result<Arc<Rocblas>, LoadError>>,
+    miopen: OnceLock<Result<Arc<Miopen>, LoadError>>,
+    rccl: OnceLock<Result<Arc<Rccl>, LoadError>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -111,6 +117,33 @@ impl Runtime {
             .get_or_init(|| Hip::open(&self.search))
             .as_ref()
             .map_err(|e| missing_library("hip-library-missing", e))
+    }
+
+    /// The opened rocBLAS.
+    pub fn rocblas(&self) -> Result<&Arc<Rocblas>, Verdict> {
+        self.enabled()?;
+        self.rocblas
+            .get_or_init(|| Rocblas::open(&self.search))
+            .as_ref()
+            .map_err(|e| missing_library("rocblas-library-missing", e))
+    }
+
+    /// The opened MIOpen.
+    pub fn miopen(&self) -> Result<&Arc<Miopen>, Verdict> {
+        self.enabled()?;
+        self.miopen
+            .get_or_init(|| Miopen::open(&self.search))
+            .as_ref()
+            .map_err(|e| missing_library("miopen-library-missing", e))
+    }
+
+    /// The opened RCCL.
+    pub fn rccl(&self) -> Result<&Arc<Rccl>, Verdict> {
+        self.enabled()?;
+        self.rccl
+            .get_or_init(|| Rccl::open(&self.search))
+            .as_ref()
+            .map_err(|e| missing_library("rccl-library-missing", e))
     }
 
     /// HIP and its device count, once it has devices.

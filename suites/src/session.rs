@@ -46,11 +46,16 @@ impl Session {
                 "the hsa and hip layers run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
             )
         };
+        let thresholds = match &options.thresholds {
+            Some(path) => crate::thresholds::Thresholds::load(path)?,
+            None => crate::thresholds::Thresholds::builtin(),
+        };
         Ok(Session {
             ctx: Arc::new(NodeContext {
                 facts,
                 options,
                 runtime,
+                thresholds,
             }),
             registry: crate::registry(),
         })
@@ -65,40 +70,10 @@ impl Session {
     /// (`0000:05:00.0`, `05:00.0`; a device's address selects all its
     /// partitions). `None` selects every GPU.
     pub fn select_gpus(&self, selector: Option<&str>) -> Result<Vec<u32>, String> {
-        let gpus = &self.facts().gpus;
-        let Some(selector) = selector else {
-            return Ok(gpus.iter().map(|g| g.index).collect());
-        };
-        let mut chosen = Vec::new();
-        for token in selector.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            let token = token.strip_prefix("gpu").unwrap_or(token);
-            let hits: Vec<u32> = if let Ok(i) = token.parse::<u32>() {
-                gpus.iter()
-                    .filter(|g| g.index == i)
-                    .map(|g| g.index)
-                    .collect()
-            } else {
-                let mut addr = token.to_ascii_lowercase();
-                if addr.matches(':').count() == 1 {
-                    addr.insert_str(0, "0000:");
-                }
-                gpus.iter()
-                    .filter(|g| g.pci_address == addr || g.physical_address() == addr)
-                    .map(|g| g.index)
-                    .collect()
-            };
-            if hits.is_empty() {
-                let range = match gpus.len() {
-                    0 => "this node has no GPU".to_string(),
-                    n => format!("this node has gpu0..gpu{} (see `rocgate inventory`)", n - 1),
-                };
-                return Err(format!("--gpus: no GPU matches '{token}'; {range}"));
-            }
-            chosen.extend(hits);
-        }
-        chosen.sort_unstable();
-        chosen.dedup();
-        Ok(chosen)
+        crate::facts::gpus::select(
+            &self.facts().gpus,
+            selector.or(self.ctx.options.gpus.as_deref()),
+        )
     }
 
     /// Plans the registry at `tier` over `gpus`.
@@ -115,7 +90,14 @@ impl Session {
     ) -> RunReport {
         let started_at = chrono::Local::now();
         let start = Instant::now();
-        let results = execute(plan, Arc::clone(&self.ctx), opts, on_event);
+        let mut results = execute(plan, Arc::clone(&self.ctx), opts, on_event);
+        // A library that ended its process left only its words behind.
+        for r in results
+            .iter_mut()
+            .filter(|r| r.status.is_fault() && r.finding.is_none())
+        {
+            r.finding = crate::vendor_messages::explain(&r.output);
+        }
         let signal = opts.interrupt.load(std::sync::atomic::Ordering::SeqCst);
         RunReport {
             tier: plan.tier,
@@ -154,6 +136,12 @@ impl Session {
                 }
                 if let Some(n) = options.expect_gpus {
                     cmd.arg("--expect-gpus").arg(n.to_string());
+                }
+                if let Some(t) = &options.thresholds {
+                    cmd.arg("--thresholds").arg(t);
+                }
+                if let Some(g) = &options.gpus {
+                    cmd.arg("--gpus").arg(g);
                 }
                 // Test doubles of the vendor libraries read which GPU a
                 // worker serves from here.

@@ -59,6 +59,17 @@ pub fn fake_rocm() -> tempfile::TempDir {
     .unwrap();
     std::fs::copy(find("librocgate_fake_hip.so"), lib.join("libamdhip64.so.6")).unwrap();
     std::os::unix::fs::symlink("libamdhip64.so.6", lib.join("libamdhip64.so")).unwrap();
+    std::fs::copy(
+        find("librocgate_fake_rocblas.so"),
+        lib.join("librocblas.so.4"),
+    )
+    .unwrap();
+    std::fs::copy(
+        find("librocgate_fake_miopen.so"),
+        lib.join("libMIOpen.so.1"),
+    )
+    .unwrap();
+    std::fs::copy(find("librocgate_fake_rccl.so"), lib.join("librccl.so.1")).unwrap();
     dir
 }
 
@@ -69,17 +80,31 @@ pub fn run_fake(
     faults: &str,
     extra: &[&str],
 ) -> (i32, String, serde_json::Value, String) {
+    run_fake_env(root, faults, extra, &[])
+}
+
+/// [`run_fake`] with extra environment variables; a `("REMOVE", file)`
+/// entry takes that library out of the fake ROCm instead.
+pub fn run_fake_env(
+    root: &Path,
+    faults: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (i32, String, serde_json::Value, String) {
     let rocm = fake_rocm();
+    for (k, v) in env {
+        if *k == "REMOVE" {
+            std::fs::remove_file(rocm.path().join("lib").join(v)).unwrap();
+        }
+    }
     let mut args = vec!["--rocm-path", rocm.path().to_str().unwrap()];
     args.extend_from_slice(extra);
-    run_with(
-        root,
-        &args,
-        &[
-            ("ROCGATE_FAKE_NODE", root.to_str().unwrap()),
-            ("ROCGATE_FAKE_FAULTS", faults),
-        ],
-    )
+    let mut vars = vec![
+        ("ROCGATE_FAKE_NODE", root.to_str().unwrap()),
+        ("ROCGATE_FAKE_FAULTS", faults),
+    ];
+    vars.extend(env.iter().filter(|(k, _)| *k != "REMOVE").copied());
+    run_with(root, &args, &vars)
 }
 
 /// Runs `rocgate run` on `root` with JUnit and JSON written next to it;

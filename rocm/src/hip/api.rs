@@ -275,6 +275,58 @@ impl Hip {
     }
 }
 
+/// A HIP stream on the device current when it was created, destroyed on drop.
+pub struct Stream {
+    hip: Arc<Hip>,
+    raw: sys::Stream,
+}
+
+impl Stream {
+    /// `hipStreamCreate` on the current device.
+    pub fn new(hip: &Arc<Hip>) -> Result<Stream, HipError> {
+        let f = Hip::f(&hip.table.hipStreamCreate)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes the stream handle.
+        hip.check("hipStreamCreate", unsafe { f(&mut raw) })?;
+        Ok(Stream {
+            hip: Arc::clone(hip),
+            raw,
+        })
+    }
+
+    /// The raw handle, for libraries that take a `hipStream_t`.
+    pub fn raw(&self) -> sys::Stream {
+        self.raw
+    }
+
+    /// `hipStreamQuery`: `Ok(true)` when all work is done.
+    pub fn is_done(&self) -> Result<bool, HipError> {
+        let f = Hip::f(&self.hip.table.hipStreamQuery)?;
+        // SAFETY: a live stream.
+        match unsafe { f(self.raw) } {
+            sys::ERROR_NOT_READY => Ok(false),
+            code => self.hip.check("hipStreamQuery", code).map(|()| true),
+        }
+    }
+
+    /// `hipStreamSynchronize`.
+    pub fn synchronize(&self) -> Result<(), HipError> {
+        let f = Hip::f(&self.hip.table.hipStreamSynchronize)?;
+        // SAFETY: a live stream.
+        self.hip
+            .check("hipStreamSynchronize", unsafe { f(self.raw) })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        if let Ok(f) = &self.hip.table.hipStreamDestroy {
+            // SAFETY: destroyed once, here.
+            unsafe { f(self.raw) };
+        }
+    }
+}
+
 /// Device memory, freed on drop.
 pub struct DeviceBuffer {
     hip: Arc<Hip>,
@@ -299,6 +351,16 @@ impl DeviceBuffer {
     /// The device address.
     pub fn ptr(&self) -> *mut c_void {
         self.ptr
+    }
+
+    /// Size in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Copies `src` (at most the buffer's length) to the device.

@@ -15,6 +15,8 @@ pub const SUCCESS: Error = 0;
 pub type Module = *mut c_void;
 pub type Function = *mut c_void;
 pub type RtcProgram = *mut c_void;
+pub type Stream = *mut c_void;
+pub const ERROR_NOT_READY: Error = 600;
 
 pub const ATTR_MAX_THREADS_PER_BLOCK: i32 = 56;
 pub const ATTR_MULTIPROCESSOR_COUNT: i32 = 63;
@@ -49,6 +51,10 @@ symbol_table! {
         hipModuleUnload: fn(Module) -> Error;
         hipModuleGetFunction: fn(*mut Function, Module, *const c_char) -> Error;
         hipModuleLaunchKernel: fn(Function, u32, u32, u32, u32, u32, u32, u32, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> Error;
+        hipStreamCreate: fn(*mut Stream) -> Error;
+        hipStreamDestroy: fn(Stream) -> Error;
+        hipStreamSynchronize: fn(Stream) -> Error;
+        hipStreamQuery: fn(Stream) -> Error;
     }
 }
 

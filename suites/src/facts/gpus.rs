@@ -117,3 +117,42 @@ pub fn enumerate(topology: Option<&Topology>, pci: Option<&PciScan>) -> Vec<Gpu>
     }
     gpus
 }
+
+/// Resolves a GPU selection: inventory indices (`0,3`, `gpu3`) or PCI
+/// addresses (`0000:05:00.0`, `05:00.0`; a device's address selects all its
+/// partitions). `None` selects every GPU.
+pub fn select(gpus: &[Gpu], selector: Option<&str>) -> Result<Vec<u32>, String> {
+    let Some(selector) = selector else {
+        return Ok(gpus.iter().map(|g| g.index).collect());
+    };
+    let mut chosen = Vec::new();
+    for token in selector.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        let token = token.strip_prefix("gpu").unwrap_or(token);
+        let hits: Vec<u32> = if let Ok(i) = token.parse::<u32>() {
+            gpus.iter()
+                .filter(|g| g.index == i)
+                .map(|g| g.index)
+                .collect()
+        } else {
+            let mut addr = token.to_ascii_lowercase();
+            if addr.matches(':').count() == 1 {
+                addr.insert_str(0, "0000:");
+            }
+            gpus.iter()
+                .filter(|g| g.pci_address == addr || g.physical_address() == addr)
+                .map(|g| g.index)
+                .collect()
+        };
+        if hits.is_empty() {
+            let range = match gpus.len() {
+                0 => "this node has no GPU".to_string(),
+                n => format!("this node has gpu0..gpu{} (see `rocgate inventory`)", n - 1),
+            };
+            return Err(format!("--gpus: no GPU matches '{token}'; {range}"));
+        }
+        chosen.extend(hits);
+    }
+    chosen.sort_unstable();
+    chosen.dedup();
+    Ok(chosen)
+}

@@ -2,7 +2,7 @@
 
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{
     DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys,
 };
@@ -82,6 +82,18 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             "hiprtc compiles a kernel for the GPU, and it runs correctly",
             hiprtc,
         ),
+        Check {
+            tier: Tier::Extended,
+            gates: false,
+            ..hip_check(
+                "hip::bandwidth",
+                ScopeKind::PerGpu,
+                &["hip::memcpy"],
+                120,
+                "host<->device copy bandwidth over pinned memory meets the floors",
+                bandwidth,
+            )
+        },
     ]
 }
 
@@ -133,9 +145,8 @@ fn device_count(ctx: &NodeContext, _: Scope) -> Verdict {
 }
 
 /// This GPU's HIP device index, matched by PCI bus id, made current.
-fn find_device(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, &Arc<Hip>, i32), Verdict> {
-    let gpu = ctx.gpu(scope)?;
-    let (hip, n) = ctx.runtime.hip_ready()?;
+/// The HIP device index of `gpu`, matched by PCI bus id.
+pub(crate) fn hip_index(hip: &Hip, n: i32, gpu: &Gpu) -> Result<i32, Verdict> {
     let mut seen = Vec::new();
     for d in 0..n {
         let bus = hip.pci_bus_id(d).map_err(|e| {
@@ -146,14 +157,7 @@ fn find_device(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, &Arc<Hip>, i32)
             )
         })?;
         if bus == gpu.pci_address {
-            hip.set_device(d).map_err(|e| {
-                hip_fail(
-                    "hip-device-failed",
-                    &e,
-                    "HIP cannot select this device: read `dmesg | grep -i amdgpu`",
-                )
-            })?;
-            return Ok((gpu, hip, d));
+            return Ok(d);
         }
         seen.push(bus);
     }
@@ -166,6 +170,23 @@ fn find_device(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, &Arc<Hip>, i32)
         ),
         "HIP does not expose this GPU: check HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES and the hsa layer's result for it",
     )))
+}
+
+pub(crate) fn find_device(
+    ctx: &NodeContext,
+    scope: Scope,
+) -> Result<(&Gpu, &Arc<Hip>, i32), Verdict> {
+    let gpu = ctx.gpu(scope)?;
+    let (hip, n) = ctx.runtime.hip_ready()?;
+    let d = hip_index(hip, n, gpu)?;
+    hip.set_device(d).map_err(|e| {
+        hip_fail(
+            "hip-device-failed",
+            &e,
+            "HIP cannot select this device: read `dmesg | grep -i amdgpu`",
+        )
+    })?;
+    Ok((gpu, hip, d))
 }
 
 fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
@@ -431,6 +452,44 @@ fn hiprtc(ctx: &NodeContext, scope: Scope) -> Verdict {
             rtc.path().display()
         ))
         .with_metric("hiprtc_compile_ms", compile.as_secs_f64() * 1e3, "ms"))
+    })();
+    match result {
+        Ok(v) | Err(v) => v,
+    }
+}
+
+fn bandwidth(ctx: &NodeContext, scope: Scope) -> Verdict {
+    const BYTES: usize = 256 << 20;
+    let (gpu, hip, _) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let fail = |e: HipError| hip_fail("hip-memcpy-failed", &e, "see hip.memcpy on this GPU");
+    let result = (|| -> Result<Verdict, Verdict> {
+        let mut host = HostBuffer::new(hip, BYTES).map_err(fail)?;
+        let dev = DeviceBuffer::new(hip, BYTES).map_err(fail)?;
+        let (mut h2d, mut d2h) = (f64::INFINITY, f64::INFINITY);
+        // A warm-up, then the best of three each way.
+        for i in 0..4 {
+            let t = Instant::now();
+            dev.upload(host.bytes()).map_err(fail)?;
+            let up = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            dev.download(host.bytes()).map_err(fail)?;
+            let down = t.elapsed().as_secs_f64();
+            if i > 0 {
+                h2d = h2d.min(up);
+                d2h = d2h.min(down);
+            }
+        }
+        let gbs = |s: f64| BYTES as f64 / s.max(1e-9) / 1e9;
+        Ok(super::combine(
+            vec![
+                super::judge_floor(ctx, gpu, "h2d_gbps", gbs(h2d), "GB/s"),
+                super::judge_floor(ctx, gpu, "d2h_gbps", gbs(d2h), "GB/s"),
+            ],
+            "no floors",
+        ))
     })();
     match result {
         Ok(v) | Err(v) => v,

@@ -5,7 +5,7 @@ use super::{check, device_access, list};
 use crate::context::NodeContext;
 use crate::facts::NodeFacts;
 use crate::facts::gpus::{Gpu, function_zero};
-use crate::facts::kfd::{LINK_TYPE_XGMI, TOPOLOGY};
+use crate::facts::kfd::TOPOLOGY;
 use rocgate_harness::sysroot::ReadErrorKind;
 use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
@@ -46,17 +46,6 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 ScopeKind::Node,
                 "partitions sharing a unique_id sit on one PCI device with one gfx target",
                 partitions,
-            )
-        },
-        Check {
-            gates: false,
-            deps: &["kfd::topology"],
-            ..check(
-                "kfd::xgmi_hives",
-                Layer::Kfd,
-                ScopeKind::Node,
-                "every GPU of an XGMI hive has an XGMI link to another GPU of the hive",
-                xgmi_hives,
             )
         },
         Check {
@@ -287,63 +276,6 @@ fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("/")
-    ))
-}
-
-fn xgmi_hives(ctx: &NodeContext, _: Scope) -> Verdict {
-    let gpus = &ctx.facts.gpus;
-    let hives = group_by(gpus, |g| {
-        g.kfd.as_ref().and_then(|k| k.hive_id).filter(|&h| h != 0)
-    });
-    if hives.is_empty() {
-        return Verdict::skip("no XGMI hive (hive_id is 0 or absent on every GPU)");
-    }
-    let mut problems = Vec::new();
-    let mut described = Vec::new();
-    for (hive, members) in &hives {
-        // Partitions of one device share its links; reason per physical device.
-        let device_of = |node_id: u64| {
-            members
-                .iter()
-                .find(|g| g.kfd.as_ref().is_some_and(|k| u64::from(k.id) == node_id))
-                .and_then(|g| function_zero(&g.pci_address))
-        };
-        let devices: BTreeSet<String> = members
-            .iter()
-            .filter_map(|g| function_zero(&g.pci_address))
-            .collect();
-        described.push(format!("hive 0x{hive:016x}: {} GPUs", devices.len()));
-        if devices.len() < 2 {
-            continue;
-        }
-        for dev in &devices {
-            let linked = members
-                .iter()
-                .filter(|g| function_zero(&g.pci_address).as_ref() == Some(dev))
-                .filter_map(|g| g.kfd.as_ref())
-                .flat_map(|k| k.io_links.iter())
-                .any(|l| {
-                    l.link_type == LINK_TYPE_XGMI
-                        && l.flags & 1 == 1
-                        && device_of(l.node_to).is_some_and(|d| &d != dev)
-                });
-            if !linked {
-                problems.push(format!("{dev} is in hive 0x{hive:016x} but has no enabled XGMI link to another GPU of it"));
-            }
-        }
-    }
-    if !problems.is_empty() {
-        return Verdict::fail(Finding::new(
-            "xgmi-link-missing",
-            problems[0].clone(),
-            "check the XGMI bridges/baseboard and the kernel log (`dmesg | grep -i xgmi`); a GPU that lost its XGMI links falls back to PCIe for peer traffic",
-        ))
-        .with_output(problems.join("\n"));
-    }
-    Verdict::pass(format!(
-        "{} XGMI hives: {}",
-        hives.len(),
-        described.join("; ")
     ))
 }
 

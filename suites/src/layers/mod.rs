@@ -7,7 +7,10 @@ pub mod firmware;
 pub mod hip;
 pub mod hsa;
 pub mod kfd;
+pub mod miopen;
 pub mod pci;
+pub mod rccl;
+pub mod rocblas;
 
 use crate::context::NodeContext;
 use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
@@ -23,6 +26,9 @@ pub fn registry() -> Vec<Check<NodeContext>> {
     all.extend(kfd::checks());
     all.extend(hsa::checks());
     all.extend(hip::checks());
+    all.extend(rocblas::checks());
+    all.extend(miopen::checks());
+    all.extend(rccl::checks());
     all
 }
 
@@ -69,6 +75,82 @@ const fn isolated(
         timeout: Duration::from_secs(timeout_s),
         ..check(id, layer, scope, summary, run)
     }
+}
+
+/// A measurement against its floor in the thresholds: pass above it, fail
+/// below it (naming the floor's source), skip when there is no floor.
+fn judge_floor(
+    ctx: &NodeContext,
+    gpu: &crate::facts::gpus::Gpu,
+    metric: &str,
+    measured: f64,
+    unit: &str,
+) -> Verdict {
+    let t = &ctx.thresholds;
+    let who = gpu
+        .product
+        .as_deref()
+        .or(gpu.gfx_target.as_deref())
+        .unwrap_or("this GPU");
+    let Some(floor) = t.floor(gpu, metric) else {
+        return Verdict::skip(format!(
+            "measured {measured:.1} {unit}, but {} has no {metric} floor for {who} (see README: thresholds)",
+            t.origin
+        ))
+        .with_metric(metric, measured, unit);
+    };
+    let margin = floor.margin.unwrap_or(t.margin);
+    if t.meets(floor, measured) {
+        return Verdict::pass(format!(
+            "{measured:.1} {unit} >= floor {:.1} {unit} (-{:.0}%; {})",
+            floor.value,
+            margin * 100.0,
+            floor.source
+        ))
+        .with_metric(metric, measured, unit);
+    }
+    Verdict::fail(rocgate_harness::Finding::new(
+        "perf-below-floor",
+        format!(
+            "{metric} is {measured:.1} {unit}, below the floor of {:.1} {unit} less {:.0}% for {who} ({})",
+            floor.value,
+            margin * 100.0,
+            floor.source
+        ),
+        "rule out a busy GPU (`amd-smi process`), power capping or clocks held low (`amd-smi metric --power --clock`), and a degraded PCIe/XGMI link; compare with the same GPU's previous runs (rocgate compare) before suspecting hardware",
+    ))
+    .with_metric(metric, measured, unit)
+}
+
+/// Several sub-results as one verdict: the first failure, else a pass
+/// listing them all, else a skip with `none`.
+fn combine(verdicts: Vec<Verdict>, none: &str) -> Verdict {
+    if verdicts.is_empty() {
+        return Verdict::skip(none);
+    }
+    let metrics: Vec<rocgate_harness::Metric> =
+        verdicts.iter().flat_map(|v| v.metrics.clone()).collect();
+    let mut out = match verdicts
+        .iter()
+        .find(|v| v.status == rocgate_harness::Status::Fail)
+    {
+        Some(f) => f.clone(),
+        None if verdicts
+            .iter()
+            .all(|v| v.status == rocgate_harness::Status::Skipped) =>
+        {
+            verdicts[0].clone()
+        }
+        None => Verdict::pass(
+            verdicts
+                .iter()
+                .map(|v| v.message.clone())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    };
+    out.metrics = metrics;
+    out
 }
 
 /// Joins at most `max` items, saying how many more there were.

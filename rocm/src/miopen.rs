@@ -1,0 +1,366 @@
+//! MIOpen (`libMIOpen.so.1`): handles and forward convolutions.
+
+#![allow(
+    unsafe_code,
+    non_snake_case,
+    reason = "the safe face of the MIOpen C API"
+)]
+
+use crate::hip::DeviceBuffer;
+use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search};
+use crate::table::symbol_table;
+use std::ffi::{CStr, c_char, c_void};
+use std::path::Path;
+use std::sync::Arc;
+use thiserror::Error;
+
+/// MIOpen's soname (unchanged from ROCm 5 to 7).
+pub const LIBRARY: LibrarySpec = LibrarySpec {
+    name: "MIOpen libMIOpen",
+    sonames: &["libMIOpen.so.1", "libMIOpen.so"],
+};
+
+type Status = i32;
+type Raw = *mut c_void;
+
+/// `miopenDataType_t` of the types rocgate uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataType {
+    /// `miopenHalf`.
+    Half = 0,
+    /// `miopenFloat`.
+    Float = 1,
+}
+
+/// `miopenConvAlgoPerf_t`: algorithm (a 4-byte union), time, memory.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AlgoPerf {
+    /// `fwd_algo`.
+    pub algo: i32,
+    /// Milliseconds measured by the find.
+    pub time: f32,
+    /// Workspace bytes.
+    pub memory: usize,
+}
+
+symbol_table! {
+    /// The MIOpen symbols rocgate uses.
+    pub struct Table {
+        miopenCreate: fn(*mut Raw) -> Status;
+        miopenDestroy: fn(Raw) -> Status;
+        miopenGetVersion: fn(*mut usize, *mut usize, *mut usize) -> Status;
+        miopenGetErrorString: fn(Status) -> *const c_char;
+        miopenCreateTensorDescriptor: fn(*mut Raw) -> Status;
+        miopenSet4dTensorDescriptor: fn(Raw, i32, i32, i32, i32, i32) -> Status;
+        miopenDestroyTensorDescriptor: fn(Raw) -> Status;
+        miopenCreateConvolutionDescriptor: fn(*mut Raw) -> Status;
+        miopenInitConvolutionDescriptor: fn(Raw, i32, i32, i32, i32, i32, i32, i32) -> Status;
+        miopenDestroyConvolutionDescriptor: fn(Raw) -> Status;
+        miopenGetConvolutionForwardOutputDim: fn(Raw, Raw, Raw, *mut i32, *mut i32, *mut i32, *mut i32) -> Status;
+        miopenConvolutionForwardGetWorkSpaceSize: fn(Raw, Raw, Raw, Raw, Raw, *mut usize) -> Status;
+        miopenFindConvolutionForwardAlgorithm: fn(Raw, Raw, *const c_void, Raw, *const c_void, Raw, Raw, *mut c_void, i32, *mut i32, *mut AlgoPerf, *mut c_void, usize, bool) -> Status;
+        miopenConvolutionForward: fn(Raw, *const c_void, Raw, *const c_void, Raw, *const c_void, Raw, i32, *const c_void, Raw, *mut c_void, *mut c_void, usize) -> Status;
+    }
+}
+
+/// Names of `miopenStatus_t` values.
+pub fn status_name(s: i32) -> &'static str {
+    match s {
+        0 => "miopenStatusSuccess",
+        1 => "miopenStatusNotInitialized",
+        2 => "miopenStatusInvalidValue",
+        3 => "miopenStatusBadParm",
+        4 => "miopenStatusAllocFailed",
+        5 => "miopenStatusInternalError",
+        6 => "miopenStatusNotImplemented",
+        7 => "miopenStatusUnknownError",
+        8 => "miopenStatusUnsupportedOp",
+        9 => "miopenStatusGpuOperationsSkipped",
+        10 => "miopenStatusVersionMismatch",
+        _ => "unknown miopenStatus",
+    }
+}
+
+/// A failed MIOpen call.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum MiopenError {
+    /// The library lacks the symbol.
+    #[error(transparent)]
+    Missing(#[from] MissingSymbol),
+    /// The call returned an error status.
+    #[error("{call} failed: {name} ({status})")]
+    Status {
+        /// The function.
+        call: &'static str,
+        /// `miopenStatus_t`.
+        status: i32,
+        /// Its name or description.
+        name: String,
+    },
+    /// Arguments rocgate refused to pass, or an unusable result.
+    #[error("{call}: {reason}")]
+    Invalid {
+        /// The function.
+        call: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// An opened MIOpen.
+pub struct Miopen {
+    table: Table,
+    loaded: Loaded,
+}
+
+impl Miopen {
+    /// Opens MIOpen through `search`.
+    pub fn open(search: &Search) -> Result<Arc<Miopen>, LoadError> {
+        let loaded = search.open(&LIBRARY)?;
+        Ok(Arc::new(Miopen {
+            table: Table::load(&loaded),
+            loaded,
+        }))
+    }
+
+    /// The file loaded.
+    pub fn path(&self) -> &Path {
+        &self.loaded.path
+    }
+
+    fn f<F: Copy>(r: &Result<F, MissingSymbol>) -> Result<F, MiopenError> {
+        r.clone().map_err(MiopenError::from)
+    }
+
+    fn check(&self, call: &'static str, status: Status) -> Result<(), MiopenError> {
+        if status == 0 {
+            return Ok(());
+        }
+        let name = match &self.table.miopenGetErrorString {
+            Ok(f) => {
+                // SAFETY: returns a static string.
+                let p = unsafe { f(status) };
+                if p.is_null() {
+                    status_name(status).to_string()
+                } else {
+                    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+                }
+            }
+            Err(_) => status_name(status).to_string(),
+        };
+        Err(MiopenError::Status { call, status, name })
+    }
+
+    /// `miopenGetVersion` as `major.minor.patch`.
+    pub fn version(&self) -> Result<String, MiopenError> {
+        let f = Self::f(&self.table.miopenGetVersion)?;
+        let (mut a, mut b, mut c) = (0usize, 0usize, 0usize);
+        // SAFETY: writes three size_t.
+        self.check("miopenGetVersion", unsafe { f(&mut a, &mut b, &mut c) })?;
+        Ok(format!("{a}.{b}.{c}"))
+    }
+}
+
+/// Owns a descriptor or handle and its destroy function.
+struct Owned {
+    raw: Raw,
+    destroy: Option<unsafe extern "C" fn(Raw) -> Status>,
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let (Some(f), false) = (self.destroy, self.raw.is_null()) {
+            // SAFETY: destroyed once, here.
+            unsafe { f(self.raw) };
+        }
+    }
+}
+
+/// A MIOpen handle on the device current when it was made.
+pub struct MiopenHandle {
+    lib: Arc<Miopen>,
+    raw: Owned,
+}
+
+/// One convolution's result.
+#[derive(Clone, Debug)]
+pub struct ConvRun {
+    /// The algorithm the find picked.
+    pub algo: i32,
+    /// Its time according to the find, in ms.
+    pub find_ms: f32,
+}
+
+impl MiopenHandle {
+    /// `miopenCreate`.
+    pub fn new(lib: &Arc<Miopen>) -> Result<MiopenHandle, MiopenError> {
+        let f = Miopen::f(&lib.table.miopenCreate)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes the handle.
+        lib.check("miopenCreate", unsafe { f(&mut raw) })?;
+        Ok(MiopenHandle {
+            raw: Owned {
+                raw,
+                destroy: lib.table.miopenDestroy.clone().ok(),
+            },
+            lib: Arc::clone(lib),
+        })
+    }
+
+    fn tensor(&self, ty: DataType, dims: [usize; 4]) -> Result<Owned, MiopenError> {
+        let create = Miopen::f(&self.lib.table.miopenCreateTensorDescriptor)?;
+        let set = Miopen::f(&self.lib.table.miopenSet4dTensorDescriptor)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes a descriptor, then sets it.
+        self.lib
+            .check("miopenCreateTensorDescriptor", unsafe { create(&mut raw) })?;
+        let owned = Owned {
+            raw,
+            destroy: self.lib.table.miopenDestroyTensorDescriptor.clone().ok(),
+        };
+        let d = dims.map(|x| i32::try_from(x).unwrap_or(i32::MAX));
+        self.lib.check("miopenSet4dTensorDescriptor", unsafe {
+            set(raw, ty as i32, d[0], d[1], d[2], d[3])
+        })?;
+        Ok(owned)
+    }
+
+    /// A forward convolution of `x` (NCHW `x_dims`) with `w` (KCRS
+    /// `w_dims`) into `y`, with square `pad` and `stride`: MIOpen's find
+    /// picks the algorithm, then the forward runs it.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a convolution has that many parts"
+    )]
+    pub fn conv_forward(
+        &self,
+        ty: DataType,
+        x_dims: [usize; 4],
+        w_dims: [usize; 4],
+        pad: usize,
+        stride: usize,
+        x: &DeviceBuffer,
+        w: &DeviceBuffer,
+        y: &DeviceBuffer,
+        workspace: impl Fn(usize) -> Result<DeviceBuffer, String>,
+    ) -> Result<ConvRun, MiopenError> {
+        let t = &self.lib.table;
+        let elem = if ty == DataType::Half { 2 } else { 4 };
+        let xd = self.tensor(ty, x_dims)?;
+        let wd = self.tensor(ty, w_dims)?;
+        let create = Miopen::f(&t.miopenCreateConvolutionDescriptor)?;
+        let init = Miopen::f(&t.miopenInitConvolutionDescriptor)?;
+        let mut conv_raw = std::ptr::null_mut();
+        // SAFETY: writes a descriptor.
+        self.lib
+            .check("miopenCreateConvolutionDescriptor", unsafe {
+                create(&mut conv_raw)
+            })?;
+        let conv = Owned {
+            raw: conv_raw,
+            destroy: t.miopenDestroyConvolutionDescriptor.clone().ok(),
+        };
+        let (p, s) = (
+            i32::try_from(pad).unwrap_or(0),
+            i32::try_from(stride).unwrap_or(1),
+        );
+        // SAFETY: mode 0 = miopenConvolution; dilation 1.
+        self.lib.check("miopenInitConvolutionDescriptor", unsafe {
+            init(conv.raw, 0, p, p, s, s, 1, 1)
+        })?;
+        let out = Miopen::f(&t.miopenGetConvolutionForwardOutputDim)?;
+        let mut o = [0i32; 4];
+        // SAFETY: writes four ints.
+        self.lib
+            .check("miopenGetConvolutionForwardOutputDim", unsafe {
+                out(
+                    conv.raw, xd.raw, wd.raw, &mut o[0], &mut o[1], &mut o[2], &mut o[3],
+                )
+            })?;
+        let y_dims = o.map(|v| usize::try_from(v).unwrap_or(0));
+        let need = |d: [usize; 4]| d.iter().product::<usize>() * elem;
+        if x.len() < need(x_dims) || w.len() < need(w_dims) || y.len() < need(y_dims) {
+            return Err(MiopenError::Invalid {
+                call: "miopenConvolutionForward",
+                reason: format!("buffers too small for x {x_dims:?}, w {w_dims:?}, y {y_dims:?}"),
+            });
+        }
+        let yd = self.tensor(ty, y_dims)?;
+        let ws_size = Miopen::f(&t.miopenConvolutionForwardGetWorkSpaceSize)?;
+        let mut ws_len = 0usize;
+        // SAFETY: note MIOpen's order: w before x.
+        self.lib
+            .check("miopenConvolutionForwardGetWorkSpaceSize", unsafe {
+                ws_size(self.raw.raw, wd.raw, xd.raw, conv.raw, yd.raw, &mut ws_len)
+            })?;
+        let ws = if ws_len > 0 {
+            Some(workspace(ws_len).map_err(|reason| MiopenError::Invalid {
+                call: "workspace allocation",
+                reason,
+            })?)
+        } else {
+            None
+        };
+        let (ws_ptr, ws_len) = ws
+            .as_ref()
+            .map_or((std::ptr::null_mut(), 0), |b| (b.ptr(), b.len()));
+        let find = Miopen::f(&t.miopenFindConvolutionForwardAlgorithm)?;
+        let mut perf = [AlgoPerf::default(); 4];
+        let mut found = 0i32;
+        // SAFETY: device buffers sized above; perf holds 4 entries.
+        self.lib
+            .check("miopenFindConvolutionForwardAlgorithm", unsafe {
+                find(
+                    self.raw.raw,
+                    xd.raw,
+                    x.ptr(),
+                    wd.raw,
+                    w.ptr(),
+                    conv.raw,
+                    yd.raw,
+                    y.ptr(),
+                    4,
+                    &mut found,
+                    perf.as_mut_ptr(),
+                    ws_ptr,
+                    ws_len,
+                    false,
+                )
+            })?;
+        let Some(best) = perf
+            .get(..usize::try_from(found).unwrap_or(0).min(4))
+            .and_then(|p| p.first())
+            .copied()
+        else {
+            return Err(MiopenError::Invalid {
+                call: "miopenFindConvolutionForwardAlgorithm",
+                reason: "found no algorithm".into(),
+            });
+        };
+        let fwd = Miopen::f(&t.miopenConvolutionForward)?;
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // SAFETY: as for the find; alpha and beta are host floats.
+        self.lib.check("miopenConvolutionForward", unsafe {
+            fwd(
+                self.raw.raw,
+                (&raw const alpha).cast(),
+                xd.raw,
+                x.ptr(),
+                wd.raw,
+                w.ptr(),
+                conv.raw,
+                best.algo,
+                (&raw const beta).cast(),
+                yd.raw,
+                y.ptr(),
+                ws_ptr,
+                ws_len,
+            )
+        })?;
+        Ok(ConvRun {
+            algo: best.algo,
+            find_ms: best.time,
+        })
+    }
+}

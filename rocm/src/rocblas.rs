@@ -1,0 +1,334 @@
+//! rocBLAS (`librocblas`): handles and GEMMs.
+
+#![allow(unsafe_code, reason = "the safe face of the rocBLAS C API")]
+#![allow(non_snake_case, reason = "C names")]
+
+use crate::hip::DeviceBuffer;
+use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search};
+use crate::table::symbol_table;
+use std::ffi::{CStr, c_char, c_void};
+use std::path::Path;
+use std::sync::Arc;
+use thiserror::Error;
+
+/// rocBLAS's sonames: ROCm 7 (.5), 6 (.4), 5.6/5.7 (.3), 5.0-5.5 (.0).
+pub const LIBRARY: LibrarySpec = LibrarySpec {
+    name: "rocBLAS librocblas",
+    sonames: &[
+        "librocblas.so",
+        "librocblas.so.5",
+        "librocblas.so.4",
+        "librocblas.so.3",
+        "librocblas.so.0",
+    ],
+};
+
+type Status = i32;
+type RawHandle = *mut c_void;
+const OPERATION_NONE: i32 = 111;
+const ALGO_STANDARD: i32 = 0;
+
+/// `rocblas_datatype` of the types rocgate uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataType {
+    /// `rocblas_datatype_f16_r`.
+    F16 = 150,
+    /// `rocblas_datatype_f32_r`.
+    F32 = 151,
+    /// `rocblas_datatype_f64_r`.
+    F64 = 152,
+    /// `rocblas_datatype_bf16_r`.
+    Bf16 = 168,
+}
+
+symbol_table! {
+    /// The rocBLAS symbols rocgate uses.
+    pub struct Table {
+        rocblas_create_handle: fn(*mut RawHandle) -> Status;
+        rocblas_destroy_handle: fn(RawHandle) -> Status;
+        rocblas_get_version_string_size: fn(*mut usize) -> Status;
+        rocblas_get_version_string: fn(*mut c_char, usize) -> Status;
+        rocblas_status_to_string: fn(Status) -> *const c_char;
+        rocblas_sgemm: fn(RawHandle, i32, i32, i32, i32, i32, *const f32, *const f32, i32, *const f32, i32, *const f32, *mut f32, i32) -> Status;
+        rocblas_dgemm: fn(RawHandle, i32, i32, i32, i32, i32, *const f64, *const f64, i32, *const f64, i32, *const f64, *mut f64, i32) -> Status;
+        rocblas_gemm_ex: fn(RawHandle, i32, i32, i32, i32, i32, *const c_void, *const c_void, i32, i32, *const c_void, i32, i32, *const c_void, *const c_void, i32, i32, *mut c_void, i32, i32, i32, i32, i32, u32) -> Status;
+    }
+}
+
+/// Names of `rocblas_status` values, for when the library cannot say.
+pub fn status_name(s: i32) -> &'static str {
+    match s {
+        0 => "rocblas_status_success",
+        1 => "rocblas_status_invalid_handle",
+        2 => "rocblas_status_not_implemented",
+        3 => "rocblas_status_invalid_pointer",
+        4 => "rocblas_status_invalid_size",
+        5 => "rocblas_status_memory_error",
+        6 => "rocblas_status_internal_error",
+        7 => "rocblas_status_perf_degraded",
+        8 => "rocblas_status_size_query_mismatch",
+        9 => "rocblas_status_size_increased",
+        10 => "rocblas_status_size_unchanged",
+        11 => "rocblas_status_invalid_value",
+        12 => "rocblas_status_continue",
+        13 => "rocblas_status_check_numerics_fail",
+        14 => "rocblas_status_excluded_from_build",
+        15 => "rocblas_status_arch_mismatch",
+        _ => "unknown rocblas_status",
+    }
+}
+
+/// A failed rocBLAS call.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum BlasError {
+    /// The library lacks the symbol.
+    #[error(transparent)]
+    Missing(#[from] MissingSymbol),
+    /// The call returned an error status.
+    #[error("{call} failed: {name} ({status})")]
+    Status {
+        /// The function.
+        call: &'static str,
+        /// `rocblas_status`.
+        status: i32,
+        /// Its name.
+        name: String,
+    },
+    /// Arguments rocgate refused to pass.
+    #[error("{call}: {reason}")]
+    Invalid {
+        /// The function.
+        call: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl BlasError {
+    /// The `rocblas_status`, when the call returned one.
+    pub fn status(&self) -> Option<i32> {
+        match self {
+            BlasError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// An opened rocBLAS.
+pub struct Rocblas {
+    table: Table,
+    loaded: Loaded,
+}
+
+impl std::fmt::Debug for Rocblas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rocblas")
+            .field("path", &self.loaded.path)
+            .finish()
+    }
+}
+
+impl Rocblas {
+    /// Opens rocBLAS through `search`.
+    pub fn open(search: &Search) -> Result<Arc<Rocblas>, LoadError> {
+        let loaded = search.open(&LIBRARY)?;
+        Ok(Arc::new(Rocblas {
+            table: Table::load(&loaded),
+            loaded,
+        }))
+    }
+
+    /// The file loaded.
+    pub fn path(&self) -> &Path {
+        &self.loaded.path
+    }
+
+    fn f<F: Copy>(r: &Result<F, MissingSymbol>) -> Result<F, BlasError> {
+        r.clone().map_err(BlasError::from)
+    }
+
+    fn check(&self, call: &'static str, status: Status) -> Result<(), BlasError> {
+        if status == 0 {
+            return Ok(());
+        }
+        let name = match &self.table.rocblas_status_to_string {
+            // SAFETY: returns a static string.
+            Ok(f) => {
+                let p = unsafe { f(status) };
+                if p.is_null() {
+                    status_name(status).to_string()
+                } else {
+                    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+                }
+            }
+            Err(_) => status_name(status).to_string(),
+        };
+        Err(BlasError::Status { call, status, name })
+    }
+
+    /// `rocblas_get_version_string`.
+    pub fn version(&self) -> Result<String, BlasError> {
+        let size = Self::f(&self.table.rocblas_get_version_string_size)?;
+        let get = Self::f(&self.table.rocblas_get_version_string)?;
+        let mut len = 0usize;
+        // SAFETY: writes a size, then at most `len` bytes.
+        self.check("rocblas_get_version_string_size", unsafe { size(&mut len) })?;
+        let mut buf = vec![0u8; len.clamp(1, 4096)];
+        self.check("rocblas_get_version_string", unsafe {
+            get(buf.as_mut_ptr().cast(), buf.len())
+        })?;
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        Ok(String::from_utf8_lossy(&buf[..end]).trim().to_string())
+    }
+}
+
+/// A rocBLAS handle (`rocblas_handle`) on the device current when it was
+/// made, destroyed on drop.
+pub struct BlasHandle {
+    blas: Arc<Rocblas>,
+    raw: RawHandle,
+}
+
+impl BlasHandle {
+    /// `rocblas_create_handle`.
+    pub fn new(blas: &Arc<Rocblas>) -> Result<BlasHandle, BlasError> {
+        let f = Rocblas::f(&blas.table.rocblas_create_handle)?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes the handle.
+        blas.check("rocblas_create_handle", unsafe { f(&mut raw) })?;
+        Ok(BlasHandle {
+            blas: Arc::clone(blas),
+            raw,
+        })
+    }
+
+    /// `C = A * B` for column-major `m x k` by `k x n` matrices
+    /// of `ty` in device buffers (fp32 via `rocblas_sgemm`, fp64 via
+    /// `rocblas_dgemm`, fp16 and bf16 via `rocblas_gemm_ex` with fp32 compute).
+    pub fn gemm(
+        &self,
+        ty: DataType,
+        (m, n, k): (i32, i32, i32),
+        a: &DeviceBuffer,
+        b: &DeviceBuffer,
+        c: &DeviceBuffer,
+    ) -> Result<(), BlasError> {
+        let elem = match ty {
+            DataType::F16 | DataType::Bf16 => 2,
+            DataType::F32 => 4,
+            DataType::F64 => 8,
+        };
+        let need = |rows: i32, cols: i32| {
+            usize::try_from(rows).unwrap_or(0) * usize::try_from(cols).unwrap_or(0) * elem
+        };
+        if m <= 0
+            || n <= 0
+            || k <= 0
+            || a.len() < need(m, k)
+            || b.len() < need(k, n)
+            || c.len() < need(m, n)
+        {
+            return Err(BlasError::Invalid {
+                call: "gemm",
+                reason: format!("buffers too small for {m}x{n}x{k}"),
+            });
+        }
+        let (pa, pb, pc) = (a.ptr(), b.ptr(), c.ptr());
+        // SAFETY: device buffers large enough for the shapes (checked above);
+        // alpha and beta are host scalars of the compute type.
+        unsafe {
+            match ty {
+                DataType::F32 => {
+                    let f = Rocblas::f(&self.blas.table.rocblas_sgemm)?;
+                    let (alpha, beta) = (1.0f32, 0.0f32);
+                    self.blas.check(
+                        "rocblas_sgemm",
+                        f(
+                            self.raw,
+                            OPERATION_NONE,
+                            OPERATION_NONE,
+                            m,
+                            n,
+                            k,
+                            &alpha,
+                            pa.cast(),
+                            m,
+                            pb.cast(),
+                            k,
+                            &beta,
+                            pc.cast(),
+                            m,
+                        ),
+                    )
+                }
+                DataType::F64 => {
+                    let f = Rocblas::f(&self.blas.table.rocblas_dgemm)?;
+                    let (alpha, beta) = (1.0f64, 0.0f64);
+                    self.blas.check(
+                        "rocblas_dgemm",
+                        f(
+                            self.raw,
+                            OPERATION_NONE,
+                            OPERATION_NONE,
+                            m,
+                            n,
+                            k,
+                            &alpha,
+                            pa.cast(),
+                            m,
+                            pb.cast(),
+                            k,
+                            &beta,
+                            pc.cast(),
+                            m,
+                        ),
+                    )
+                }
+                DataType::F16 | DataType::Bf16 => {
+                    let f = Rocblas::f(&self.blas.table.rocblas_gemm_ex)?;
+                    let (alpha, beta) = (1.0f32, 0.0f32);
+                    let t = ty as i32;
+                    let compute = DataType::F32 as i32;
+                    self.blas.check(
+                        "rocblas_gemm_ex",
+                        f(
+                            self.raw,
+                            OPERATION_NONE,
+                            OPERATION_NONE,
+                            m,
+                            n,
+                            k,
+                            (&raw const alpha).cast(),
+                            pa,
+                            t,
+                            m,
+                            pb,
+                            t,
+                            k,
+                            (&raw const beta).cast(),
+                            pc,
+                            t,
+                            m,
+                            pc,
+                            t,
+                            m,
+                            compute,
+                            ALGO_STANDARD,
+                            0,
+                            0,
+                        ),
+                    )
+                }
+            }
+        }
+    }
+}
+
+impl Drop for BlasHandle {
+    fn drop(&mut self) {
+        if let Ok(f) = &self.blas.table.rocblas_destroy_handle {
+            // SAFETY: destroyed once, here.
+            unsafe { f(self.raw) };
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! rocblas: GEMMs on each GPU against a CPU reference, and (extended) their
+//! throughput against the floors.
+
+use super::hip::find_device;
+use crate::context::NodeContext;
+use crate::facts::gpus::Gpu;
+use crate::reference::{self, Dtype};
+use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Tier, Verdict};
+use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
+use rocgate_rocm::rocblas::{BlasError, BlasHandle, DataType};
+use std::sync::Arc;
+use std::time::Instant;
+
+const fn blas_check(
+    id: &'static str,
+    scope: ScopeKind,
+    deps: &'static [&'static str],
+    summary: &'static str,
+    run: fn(&NodeContext, Scope) -> rocgate_harness::Verdict,
+) -> Check<NodeContext> {
+    Check {
+        tier: Tier::Standard,
+        ..super::isolated(id, Layer::Rocblas, scope, deps, 120, summary, run)
+    }
+}
+
+/// The rocblas layer's checks.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![
+        blas_check(
+            "rocblas::runtime",
+            ScopeKind::Node,
+            &[],
+            "rocBLAS loads and reports its version",
+            runtime,
+        ),
+        blas_check(
+            "rocblas::handle",
+            ScopeKind::PerGpu,
+            &["rocblas::runtime"],
+            "a rocBLAS handle can be created on the GPU",
+            handle,
+        ),
+        blas_check(
+            "rocblas::sgemm",
+            ScopeKind::PerGpu,
+            &["rocblas::handle"],
+            "fp32 GEMM (rocblas_sgemm) matches the CPU reference",
+            sgemm,
+        ),
+        blas_check(
+            "rocblas::dgemm",
+            ScopeKind::PerGpu,
+            &["rocblas::handle"],
+            "fp64 GEMM (rocblas_dgemm) matches the CPU reference",
+            dgemm,
+        ),
+        blas_check(
+            "rocblas::hgemm",
+            ScopeKind::PerGpu,
+            &["rocblas::handle"],
+            "fp16 GEMM (rocblas_gemm_ex, fp32 compute) matches the CPU reference",
+            hgemm,
+        ),
+        blas_check(
+            "rocblas::bf16gemm",
+            ScopeKind::PerGpu,
+            &["rocblas::handle"],
+            "bf16 GEMM (rocblas_gemm_ex, fp32 compute) matches the CPU reference",
+            bf16gemm,
+        ),
+        Check {
+            tier: Tier::Extended,
+            gates: false,
+            ..blas_check(
+                "rocblas::gemm_throughput",
+                ScopeKind::PerGpu,
+                &["rocblas::sgemm"],
+                "GEMM TFLOP/s of each data type with a floor meets it",
+                gemm_throughput,
+            )
+        },
+    ]
+}
+
+fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
+    let blas = match ctx.runtime.rocblas() {
+        Ok(b) => b,
+        Err(v) => return v,
+    };
+    let path = blas.path().display().to_string();
+    match blas.version() {
+        Ok(v) => Verdict::pass(format!("loaded {path}: rocBLAS {v}"))
+            .with_fact("rocblas_library", path)
+            .with_fact("rocblas_version", v),
+        Err(e) => Verdict::fail(Finding::new(
+            "rocblas-library-missing",
+            format!("{path} loaded but does not report its version: {e}"),
+            "the rocBLAS library is damaged or not rocBLAS; reinstall the rocblas package",
+        )),
+    }
+}
+
+/// The next step when rocBLAS has nothing for this GPU.
+fn no_kernels_next(gpu: &Gpu) -> String {
+    let t = gpu.gfx_target.as_deref().unwrap_or("this GPU's target");
+    format!(
+        "install a rocBLAS built for {t}: use a ROCm release that supports {t} (see the compatibility matrix), or build rocBLAS with -DAMDGPU_TARGETS={t}"
+    )
+}
+
+fn blas_fail(gpu: &Gpu, call_code: &str, e: &BlasError) -> Verdict {
+    if e.status() == Some(15) {
+        return Verdict::fail(Finding::new(
+            "rocblas-no-kernels-for-arch",
+            format!(
+                "rocBLAS has no kernels for {}: {e}",
+                gpu.gfx_target.as_deref().unwrap_or("this GPU")
+            ),
+            no_kernels_next(gpu),
+        ));
+    }
+    Verdict::fail(Finding::new(
+        call_code,
+        e.to_string(),
+        "read `dmesg | grep -i amdgpu` and run the hip layer's checks on this GPU; check that rocBLAS matches the installed ROCm release",
+    ))
+}
+
+fn hip_fail(e: &HipError) -> Verdict {
+    Verdict::fail(Finding::new(
+        "rocblas-memory-failed",
+        e.to_string(),
+        "device memory for the GEMM could not be set up: see the hip layer's memcpy check on this GPU",
+    ))
+}
+
+fn handle(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, _, _) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let blas = match ctx.runtime.rocblas() {
+        Ok(b) => b,
+        Err(v) => return v,
+    };
+    match BlasHandle::new(blas) {
+        Ok(_) => Verdict::pass("created a rocBLAS handle"),
+        Err(e) => blas_fail(gpu, "rocblas-handle-failed", &e),
+    }
+}
+
+/// Whether `gpu` has `dt` GEMMs at all (bf16 needs gfx908 or newer).
+fn supports(gpu: &Gpu, dt: Dtype) -> Result<(), String> {
+    let t = gpu.gfx_target.as_deref().unwrap_or("");
+    if dt == Dtype::Bf16 && matches!(t, "gfx900" | "gfx906" | "gfx1030") {
+        return Err(format!("{t} has no bf16 GEMM"));
+    }
+    Ok(())
+}
+
+fn blas_type(dt: Dtype) -> DataType {
+    match dt {
+        Dtype::F64 => DataType::F64,
+        Dtype::F32 => DataType::F32,
+        Dtype::F16 => DataType::F16,
+        Dtype::Bf16 => DataType::Bf16,
+    }
+}
+
+/// Runs one `m x n x k` GEMM on the device; returns the result and seconds.
+fn run_gemm(
+    hip: &Arc<Hip>,
+    blas: &BlasHandle,
+    gpu: &Gpu,
+    dt: Dtype,
+    (m, n, k): (usize, usize, usize),
+    inputs: Option<(&[f64], &[f64])>,
+) -> Result<(Vec<f64>, f64), Verdict> {
+    let alloc = |len: usize| DeviceBuffer::new(hip, len * dt.size()).map_err(|e| hip_fail(&e));
+    let (a, b, c) = (alloc(m * k)?, alloc(k * n)?, alloc(m * n)?);
+    if let Some((ha, hb)) = inputs {
+        a.upload(&dt.encode(ha)).map_err(|e| hip_fail(&e))?;
+        b.upload(&dt.encode(hb)).map_err(|e| hip_fail(&e))?;
+        // NaN bytes, so a GEMM that writes nothing cannot match.
+        c.upload(&vec![0xFF; m * n * dt.size()])
+            .map_err(|e| hip_fail(&e))?;
+    }
+    let dims = (m as i32, n as i32, k as i32);
+    let t = Instant::now();
+    blas.gemm(blas_type(dt), dims, &a, &b, &c)
+        .map_err(|e| blas_fail(gpu, "rocblas-gemm-failed", &e))?;
+    hip.synchronize().map_err(|e| hip_fail(&e))?;
+    let secs = t.elapsed().as_secs_f64();
+    let mut out = Vec::new();
+    if inputs.is_some() {
+        let mut bytes = vec![0u8; m * n * dt.size()];
+        c.download(&mut bytes).map_err(|e| hip_fail(&e))?;
+        out = dt.decode(&bytes);
+    }
+    Ok((out, secs))
+}
+
+/// Size of the correctness GEMMs: large enough to use the real kernels,
+/// small enough that the CPU reference (once per process) is quick.
+const CHECK_SIZE: usize = 256;
+
+fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
+    let (gpu, hip, _) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    if let Err(why) = supports(gpu, dt) {
+        return Verdict::skip(why);
+    }
+    let blas =
+        match ctx.runtime.rocblas().and_then(|b| {
+            BlasHandle::new(b).map_err(|e| blas_fail(gpu, "rocblas-handle-failed", &e))
+        }) {
+            Ok(h) => h,
+            Err(v) => return v,
+        };
+    let s = CHECK_SIZE;
+    let (a, b) = reference::gemm_inputs(s, s, s);
+    let (got, secs) = match run_gemm(hip, &blas, gpu, dt, (s, s, s), Some((&a, &b))) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let want = reference::gemm(s, s, s);
+    let (err, at) = reference::max_relative_error(&got, &want);
+    let tol = tolerance(ctx, dt);
+    let tflops = 2.0 * (s * s * s) as f64 / secs.max(1e-9) / 1e12;
+    if err.is_nan() || err > tol {
+        return Verdict::fail(Finding::new(
+            "rocblas-gemm-wrong",
+            format!(
+                "{} GEMM {s}x{s}x{s}: relative error {err:.2e} exceeds {tol:.0e}; first worst element {at} (row {}, column {}): got {}, expected {}",
+                dt.name(),
+                at % s,
+                at / s,
+                got.get(at).copied().unwrap_or(f64::NAN),
+                want[at]
+            ),
+            "the GPU or rocBLAS computes wrong results: rerun; if it repeats, reset the GPU, check RAS/ECC counters (`amd-smi metric --ecc`), and compare another GPU of the node",
+        ));
+    }
+    Verdict::pass(format!(
+        "{} GEMM {s}x{s}x{s} matches the CPU reference (max relative error {err:.1e})",
+        dt.name()
+    ))
+    .with_metric(&format!("gemm_{}_tflops_{s}", dt.name()), tflops, "TFLOP/s")
+}
+
+fn tolerance(ctx: &NodeContext, dt: Dtype) -> f64 {
+    let t = &ctx.thresholds.tolerance;
+    match dt {
+        Dtype::F64 => t.fp64,
+        Dtype::F32 => t.fp32,
+        Dtype::F16 => t.fp16,
+        Dtype::Bf16 => t.bf16,
+    }
+}
+
+fn sgemm(ctx: &NodeContext, scope: Scope) -> Verdict {
+    gemm_check(ctx, scope, Dtype::F32)
+}
+
+fn dgemm(ctx: &NodeContext, scope: Scope) -> Verdict {
+    gemm_check(ctx, scope, Dtype::F64)
+}
+
+fn hgemm(ctx: &NodeContext, scope: Scope) -> Verdict {
+    gemm_check(ctx, scope, Dtype::F16)
+}
+
+fn bf16gemm(ctx: &NodeContext, scope: Scope) -> Verdict {
+    gemm_check(ctx, scope, Dtype::Bf16)
+}
+
+/// Size of the throughput GEMMs (large enough to reach peak on an MI300X).
+const PERF_SIZE: usize = 8192;
+
+fn gemm_throughput(ctx: &NodeContext, scope: Scope) -> Verdict {
+    let (gpu, hip, _) = match find_device(ctx, scope) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    let blas =
+        match ctx.runtime.rocblas().and_then(|b| {
+            BlasHandle::new(b).map_err(|e| blas_fail(gpu, "rocblas-handle-failed", &e))
+        }) {
+            Ok(h) => h,
+            Err(v) => return v,
+        };
+    let mut verdicts = Vec::new();
+    for dt in [Dtype::F64, Dtype::F32, Dtype::F16, Dtype::Bf16] {
+        let metric = format!("gemm_tflops.{}", dt.name());
+        if supports(gpu, dt).is_err() || ctx.thresholds.floor(gpu, &metric).is_none() {
+            continue;
+        }
+        let s = PERF_SIZE;
+        // One warm-up, then the best of three.
+        let mut best = f64::INFINITY;
+        for _ in 0..4 {
+            match run_gemm(hip, &blas, gpu, dt, (s, s, s), None) {
+                Ok((_, secs)) => best = best.min(secs),
+                Err(v) => return v,
+            }
+        }
+        let tflops = 2.0 * (s as f64).powi(3) / best.max(1e-9) / 1e12;
+        verdicts.push(super::judge_floor(ctx, gpu, &metric, tflops, "TFLOP/s"));
+    }
+    super::combine(
+        verdicts,
+        "no GEMM data type of this GPU has a floor in the thresholds",
+    )
+}

@@ -1,0 +1,179 @@
+//! Performance floors and numeric tolerances: a TOML file the user owns
+//! (`suites/thresholds.toml` is built in; `--thresholds FILE` replaces it).
+
+use crate::facts::gpus::Gpu;
+use serde::Deserialize;
+use std::path::Path;
+
+/// The built-in file.
+pub const BUILTIN: &str = include_str!("../thresholds.toml");
+
+/// Relative tolerances per data type.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerances {
+    /// fp64.
+    pub fp64: f64,
+    /// fp32.
+    pub fp32: f64,
+    /// fp16.
+    pub fp16: f64,
+    /// bf16.
+    pub bf16: f64,
+}
+
+/// One floor: a value for one metric on one kind of GPU, with its source.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Floor {
+    /// gfx target or product name.
+    pub gpu: String,
+    /// Metric name (`gemm_tflops.bf16`).
+    pub metric: String,
+    /// The floor.
+    pub value: f64,
+    /// Allowed shortfall (fraction); the file's default when absent.
+    pub margin: Option<f64>,
+    /// Where the value comes from.
+    pub source: String,
+}
+
+/// The whole file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Thresholds {
+    /// Layout version (1).
+    pub schema_version: u32,
+    /// Default margin.
+    pub margin: f64,
+    /// Tolerances.
+    pub tolerance: Tolerances,
+    /// Floors, first match wins.
+    #[serde(default, rename = "floor")]
+    pub floors: Vec<Floor>,
+    /// Where the thresholds came from (for messages).
+    #[serde(skip)]
+    pub origin: String,
+}
+
+/// Metrics a floor may name.
+pub const METRICS: [&str; 7] = [
+    "gemm_tflops.fp32",
+    "gemm_tflops.fp64",
+    "gemm_tflops.fp16",
+    "gemm_tflops.bf16",
+    "h2d_gbps",
+    "d2h_gbps",
+    "allreduce_busbw_gbps",
+];
+
+impl Thresholds {
+    /// Parses `text`; errors name `origin` and the line.
+    pub fn parse(text: &str, origin: &str) -> Result<Thresholds, String> {
+        let mut t: Thresholds =
+            toml::from_str(text).map_err(|e| format!("failed to parse {origin}: {e}"))?;
+        if t.schema_version != 1 {
+            return Err(format!(
+                "failed to parse {origin}: schema_version {} is not supported (1 is)",
+                t.schema_version
+            ));
+        }
+        for (i, f) in t.floors.iter().enumerate() {
+            if !METRICS.contains(&f.metric.as_str()) {
+                return Err(format!(
+                    "failed to parse {origin}: floor {} names metric '{}'; known metrics: {}",
+                    i + 1,
+                    f.metric,
+                    METRICS.join(", ")
+                ));
+            }
+            if !(f.value.is_finite() && f.value >= 0.0)
+                || f.margin.is_some_and(|m| !(0.0..1.0).contains(&m))
+            {
+                return Err(format!(
+                    "failed to parse {origin}: floor {} ({}) has a negative value or a margin outside 0..1",
+                    i + 1,
+                    f.metric
+                ));
+            }
+        }
+        t.origin = origin.to_string();
+        Ok(t)
+    }
+
+    /// The built-in thresholds.
+    pub fn builtin() -> Thresholds {
+        Thresholds::parse(BUILTIN, "built-in thresholds").unwrap_or_else(|_| Thresholds {
+            schema_version: 1,
+            margin: 0.05,
+            tolerance: Tolerances {
+                fp64: 1e-12,
+                fp32: 1e-5,
+                fp16: 2e-3,
+                bf16: 1.6e-2,
+            },
+            floors: Vec::new(),
+            origin: "built-in defaults".into(),
+        })
+    }
+
+    /// Reads a thresholds file.
+    pub fn load(path: &Path) -> Result<Thresholds, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+        Thresholds::parse(&text, &path.display().to_string())
+    }
+
+    /// The floor for `metric` on `gpu`, if the file has one.
+    pub fn floor(&self, gpu: &Gpu, metric: &str) -> Option<&Floor> {
+        self.floors.iter().find(|f| {
+            f.metric == metric
+                && (Some(f.gpu.as_str()) == gpu.gfx_target.as_deref()
+                    || Some(f.gpu.as_str()) == gpu.product.as_deref())
+        })
+    }
+
+    /// Whether `measured` meets `floor`.
+    pub fn meets(&self, floor: &Floor, measured: f64) -> bool {
+        measured >= floor.value * (1.0 - floor.margin.unwrap_or(self.margin))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn builtin_file_parses_and_marks_every_source() {
+        let t = Thresholds::parse(BUILTIN, "built-in").unwrap();
+        assert!(!t.floors.is_empty());
+        assert!(t.floors.iter().all(|f| !f.source.trim().is_empty()));
+        let bf16 = t
+            .floors
+            .iter()
+            .find(|f| f.metric == "gemm_tflops.bf16")
+            .unwrap();
+        assert!(t.meets(bf16, 552.0) && !t.meets(bf16, 551.0));
+    }
+
+    #[test]
+    fn errors_name_the_file_and_line() {
+        let e =
+            Thresholds::parse("schema_version = 1\nmargin = \"lots\"\n", "fleet.toml").unwrap_err();
+        assert!(e.contains("fleet.toml") && e.contains("line 2"), "{e}");
+        let bad = "schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = 0\nfp32 = 0\nfp16 = 0\nbf16 = 0\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"tflops\"\nvalue = 1\nsource = \"x\"\n";
+        assert!(
+            Thresholds::parse(bad, "f")
+                .unwrap_err()
+                .contains("known metrics")
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,300}") {
+            let _ = Thresholds::parse(&s, "f");
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The math and collective layers (rocblas, miopen, rccl) end to end on a
+//! fake 8x MI300X: the standard tier passes; a wrong GEMM, an all-reduce
+//! hang, a missing rocBLAS and a rocBLAS without kernels for the GPU each land
+//! as the right outcome, layer and next step; extended-tier floors apply.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{node, result, results, rocgate, run_fake, run_fake_env};
+use std::time::{Duration, Instant};
+
+fn layer_statuses(json: &serde_json::Value, scope: &str, layer: &str) -> Vec<String> {
+    results(json)
+        .iter()
+        .filter(|r| r["scope"] == scope && r["layer"] == layer)
+        .map(|r| r["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn the_standard_tier_passes_on_a_fake_8x_mi300x() {
+    let n = node("mi300x-8");
+    let (code, stdout, json, junit) = run_fake(&n.root, "", &["--tier", "standard"]);
+    assert_eq!(code, 0, "{stdout}");
+    for gpu in 0..8 {
+        for layer in ["rocblas", "miopen"] {
+            let s = layer_statuses(&json, &format!("gpu{gpu}"), layer);
+            assert!(
+                !s.is_empty() && s.iter().all(|x| x == "pass"),
+                "gpu{gpu} {layer}: {s:?}"
+            );
+        }
+    }
+    let ar = result(&json, "node.rccl.allreduce");
+    assert_eq!(ar["status"], "pass", "{ar}");
+    assert!(ar["metrics"][0]["name"] == "allreduce_busbw");
+    assert_eq!(result(&json, "node.rccl.interconnect")["status"], "pass");
+    assert!(
+        result(&json, "gpu3.rocblas.bf16gemm")["message"]
+            .as_str()
+            .unwrap()
+            .contains("matches the CPU reference")
+    );
+    for prop in ["rocblas_version", "miopen_version", "rccl_version"] {
+        assert!(
+            junit.contains(&format!(r#"<property name="{prop}""#)),
+            "{prop} missing from the node suite"
+        );
+    }
+}
+
+#[test]
+fn a_wrong_gemm_fails_that_gpu_with_a_next_step() {
+    let n = node("mi300x-8");
+    let (code, _, json, _) = run_fake(
+        &n.root,
+        "rocblas_gemm_ex@gpu2=wrong;miopenConvolutionForward@gpu5=wrong",
+        &["--tier", "standard"],
+    );
+    assert_eq!(code, 1);
+    for id in ["gpu2.rocblas.hgemm", "gpu2.rocblas.bf16gemm"] {
+        let r = result(&json, id);
+        assert_eq!(r["finding"]["code"], "rocblas-gemm-wrong", "{r}");
+        assert!(
+            r["finding"]["next_step"]
+                .as_str()
+                .unwrap()
+                .contains("RAS/ECC")
+        );
+    }
+    assert_eq!(result(&json, "gpu2.rocblas.sgemm")["status"], "pass");
+    assert_eq!(result(&json, "gpu3.rocblas.hgemm")["status"], "pass");
+    assert_eq!(
+        result(&json, "gpu5.miopen.conv_fp32")["finding"]["code"],
+        "miopen-conv-wrong"
+    );
+    assert_eq!(
+        result(&json, "gpu5.miopen.conv_fp16")["finding"]["code"],
+        "miopen-conv-wrong"
+    );
+    assert_eq!(json["first_failing_layer"], "rocblas");
+}
+
+#[test]
+fn an_allreduce_hang_times_out_and_the_run_finishes() {
+    let n = node("mi300x-8");
+    let start = Instant::now();
+    // all-reduce gets 120 s; scaled to 2.4 s here (plus the 1 s kill grace).
+    let (code, _, json, junit) = run_fake(
+        &n.root,
+        "ncclAllReduce@gpu3=hang",
+        &["--tier", "standard", "--timeout-scale", "0.02"],
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(code, 1);
+    let r = result(&json, "node.rccl.allreduce");
+    assert_eq!(r["status"], "timeout", "{r}");
+    assert!(
+        r["duration_ms"].as_f64().unwrap() < 2400.0 + 1000.0 + 500.0,
+        "{r}"
+    );
+    assert_eq!(result(&json, "gpu3.rocblas.sgemm")["status"], "pass");
+    assert!(junit.contains(r#"type="timeout""#));
+    let doc = rocgate_doctor_codes(&n.root);
+    assert!(
+        doc.contains(&"check-timeout".to_string()) || doc.is_empty(),
+        "{doc:?}"
+    );
+}
+
+/// The doctor's codes (it runs the quick tier, where rccl.allreduce is not).
+fn rocgate_doctor_codes(root: &std::path::Path) -> Vec<String> {
+    let out = rocgate()
+        .args(["doctor", "--json", "--sysroot"])
+        .arg(root)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_missing_rocblas_fails_its_layer_and_only_it() {
+    let n = node("mi300x-8");
+    let (code, _, json, _) = run_fake_env(
+        &n.root,
+        "",
+        &["--tier", "standard"],
+        &[("REMOVE", "librocblas.so.4")],
+    );
+    assert_eq!(code, 1);
+    let r = result(&json, "node.rocblas.runtime");
+    if r["status"] == "pass" {
+        eprintln!(
+            "this machine has a system rocBLAS ({}); the missing-library path is not exercised",
+            r["message"]
+        );
+        return;
+    }
+    assert_eq!(r["finding"]["code"], "rocblas-library-missing", "{r}");
+    assert!(
+        r["message"].as_str().unwrap().contains("librocblas.so.4"),
+        "lists what was tried: {r}"
+    );
+    assert!(
+        r["finding"]["next_step"]
+            .as_str()
+            .unwrap()
+            .contains("--rocm-path")
+    );
+    // Layers above rocBLAS (MIOpen builds on it) wait for it; those below run.
+    for id in [
+        "gpu0.rocblas.sgemm",
+        "gpu0.miopen.conv_fp32",
+        "node.rccl.allreduce",
+    ] {
+        let b = result(&json, id);
+        assert_eq!(b["status"], "blocked", "{b}");
+        assert_eq!(b["blocked_by"], "node.rocblas.runtime");
+    }
+    assert_eq!(result(&json, "gpu0.hip.vector_add")["status"], "pass");
+}
+
+#[test]
+fn rocblas_without_kernels_for_the_gpu_is_named() {
+    let n = node("mi300x-8");
+    let (code, _, json, _) = run_fake_env(
+        &n.root,
+        "",
+        &["--tier", "standard", "--gpus", "0"],
+        &[("ROCGATE_FAKE_MISSING_TENSILE", "1")],
+    );
+    assert_eq!(code, 1);
+    let r = result(&json, "gpu0.rocblas.sgemm");
+    assert_eq!(r["status"], "crash", "{r}");
+    assert_eq!(r["finding"]["code"], "rocblas-no-kernels-for-arch", "{r}");
+    assert!(r["finding"]["message"].as_str().unwrap().contains("gfx942"));
+    assert!(
+        r["finding"]["next_step"]
+            .as_str()
+            .unwrap()
+            .contains("AMDGPU_TARGETS=gfx942")
+    );
+}
+
+#[test]
+fn extended_floors_pass_fail_or_skip_with_their_source() {
+    let n = node("mi300x-8");
+    let t = n.root.with_extension("thresholds.toml");
+    let mut text = rocgate_suites::thresholds::BUILTIN.to_string();
+    text.push_str("\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"allreduce_busbw_gbps\"\nvalue = 1e9\nsource = \"an impossible floor for this test\"\n");
+    // The first matching row wins: this one shadows the built-in h2d floor.
+    text = text.replacen(
+        "metric = \"h2d_gbps\"\nvalue = 45.0",
+        "metric = \"h2d_gbps\"\nvalue = 1e9",
+        1,
+    );
+    std::fs::write(&t, text).unwrap();
+    let (code, _, json, _) = run_fake(
+        &n.root,
+        "",
+        &[
+            "--tier",
+            "extended",
+            "--gpus",
+            "0,1",
+            "--thresholds",
+            t.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 1);
+    let bw = result(&json, "gpu0.hip.bandwidth");
+    assert_eq!(bw["finding"]["code"], "perf-below-floor", "{bw}");
+    assert!(
+        bw["message"].as_str().unwrap().contains("TransferBench"),
+        "names the source: {bw}"
+    );
+    // The fake rocBLAS skips the arithmetic of throughput-sized GEMMs.
+    assert_eq!(
+        result(&json, "gpu1.rocblas.gemm_throughput")["status"],
+        "pass"
+    );
+    let ar = result(&json, "node.rccl.allreduce_throughput");
+    assert_eq!(ar["finding"]["code"], "perf-below-floor", "{ar}");
+
+    let bad = n.root.with_extension("bad.toml");
+    std::fs::write(
+        &bad,
+        "schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = \"tight\"\n",
+    )
+    .unwrap();
+    let out = rocgate()
+        .args(["run", "--sysroot"])
+        .arg(&n.root)
+        .arg("--thresholds")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml") && err.contains("line 4"), "{err}");
+}
