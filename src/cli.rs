@@ -121,6 +121,10 @@ pub struct DoctorArgs {
     /// Expect at least N GPUs on the PCI bus.
     #[arg(long, value_name = "N")]
     pub expect_gpus: Option<usize>,
+    /// How deep to look: quick (to a HIP kernel), standard (+ math libraries
+    /// and collectives) or extended (+ performance floors).
+    #[arg(long, default_value = "quick")]
+    pub tier: Tier,
     /// Print the diagnosis as JSON.
     #[arg(long)]
     pub json: bool,

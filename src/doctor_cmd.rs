@@ -3,7 +3,7 @@
 use crate::cli::DoctorArgs;
 use crate::ui::style::Style;
 use rocgate_harness::doctor::{Diagnosis, Located, diagnose};
-use rocgate_harness::{ExecOptions, Layer, RunReport, Status, Tier};
+use rocgate_harness::{ExecOptions, Layer, RunReport, Status};
 use rocgate_suites::Session;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -51,7 +51,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
     )?;
     let gpus = session.select_gpus(None)?;
     let plan = session
-        .plan(&gpus, Tier::Quick)
+        .plan(&gpus, args.tier)
         .map_err(|e| format!("internal error: {e}"))?;
     let interrupt = crate::signals::interrupt_flag()?;
     let opts = ExecOptions {
