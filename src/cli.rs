@@ -24,6 +24,14 @@ pub enum Command {
     Inventory(InventoryArgs),
     /// List the checks that would run.
     List(ListArgs),
+    /// Check the node's versions against the compatibility matrix.
+    Matrix(MatrixArgs),
+    /// Capture what the node layers read into one archive that `--sysroot`
+    /// accepts, for diagnosis elsewhere.
+    Snapshot(SnapshotArgs),
+    /// Compare two runs' JSON results: version changes, checks that stopped
+    /// passing, metrics that got worse (exit 1 on a regression).
+    Compare(CompareArgs),
     /// Internal: serve isolated checks for one scope over stdin/stdout.
     #[command(name = "__worker", hide = true)]
     Worker(WorkerArgs),
@@ -41,14 +49,23 @@ pub struct NodeArgs {
     /// Performance floors and tolerances (TOML) instead of the built-in ones.
     #[arg(long, value_name = "FILE")]
     pub thresholds: Option<PathBuf>,
+    /// Compatibility matrix (TOML) instead of the built-in one.
+    #[arg(long, value_name = "FILE")]
+    pub matrix: Option<PathBuf>,
 }
 
 impl NodeArgs {
-    /// The sysroot to read through.
-    pub fn sysroot(&self) -> Sysroot {
-        self.sysroot
-            .as_ref()
-            .map_or_else(Sysroot::live, Sysroot::at)
+    /// The sysroot to read through: `/`, a directory, or a snapshot archive
+    /// (unpacked for the life of the process).
+    pub fn sysroot(&self) -> Result<Sysroot, String> {
+        match &self.sysroot {
+            None => Ok(Sysroot::live()),
+            Some(p) if rocgate_suites::snapshot::is_archive(p) => {
+                rocgate_suites::snapshot::sysroot_dir(p)
+                    .map(|dir| Sysroot::labelled(dir, p.display().to_string()))
+            }
+            Some(p) => Ok(Sysroot::at(p)),
+        }
     }
 
     /// Run options for this node.
@@ -61,6 +78,7 @@ impl NodeArgs {
             expect_gpus,
             rocm_path: self.rocm_path.clone(),
             thresholds: self.thresholds.clone(),
+            matrix: self.matrix.clone(),
             gpus: gpus.map(str::to_string),
         }
     }
@@ -149,4 +167,57 @@ pub struct ListArgs {
     /// Expand per-GPU checks over this node's GPUs and print test ids.
     #[arg(long, value_name = "DIR")]
     pub sysroot: Option<PathBuf>,
+}
+
+/// `rocgate compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Results before the change (`rocgate run --json`).
+    pub before: PathBuf,
+    /// Results after the change.
+    pub after: PathBuf,
+    /// text, or markdown for a pull-request comment or a CI job summary.
+    #[arg(long, default_value = "text", value_parser = ["text", "markdown"])]
+    pub format: String,
+    /// How much worse a metric may get before it counts (0.05 = 5%).
+    #[arg(long, default_value_t = 0.05)]
+    pub tolerance: f64,
+}
+
+/// `rocgate matrix`.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: MatrixAction,
+}
+
+/// `rocgate matrix` actions.
+#[derive(Debug, Subcommand)]
+pub enum MatrixAction {
+    /// The node's combination against the matrix (exit 0 supported, 1 not, 2 bad matrix).
+    Check(MatrixCheckArgs),
+}
+
+/// `rocgate matrix check`.
+#[derive(Debug, Args)]
+pub struct MatrixCheckArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `rocgate snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// The archive to write (`node17.tar.zst`).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Replace serial numbers and the host name, consistently.
+    #[arg(long)]
+    pub redact: bool,
 }

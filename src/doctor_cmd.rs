@@ -46,7 +46,7 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
 /// Diagnoses the node; exit 0 when healthy, 1 with findings.
 pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
     let session = Session::open(
-        args.node.sysroot(),
+        args.node.sysroot()?,
         args.node.options(args.expect_gpus, None),
     )?;
     let gpus = session.select_gpus(None)?;

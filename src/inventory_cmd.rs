@@ -10,9 +10,18 @@ use std::time::Duration;
 
 /// Prints the inventory.
 pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
-    let session = Session::open(args.node.sysroot(), args.node.options(None, None))?;
+    let session = Session::open(args.node.sysroot()?, args.node.options(None, None))?;
     let mut inv = build(session.facts());
     runtime_versions(&session, &mut inv)?;
+    let runtime: Vec<(String, String)> = inv
+        .runtime
+        .iter()
+        .filter(|(k, _)| k.ends_with("_version") || k.ends_with("_library"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(node) = inv.versions.get_mut("node") {
+        node.extend(runtime);
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&inv)
             .map_err(|e| format!("failed to serialise the inventory: {e}"))?;
@@ -114,6 +123,31 @@ fn render(inv: &Inventory, style: Style) -> String {
     }
     if inv.gpus.is_empty() {
         out.push_str("(no AMD GPU found)\n");
+    }
+    if let Some(node) = inv.versions.get("node") {
+        out.push_str("\nversions\n");
+        for (k, v) in node {
+            out.push_str(&format!("  {k:<20} {v}\n"));
+        }
+    }
+    if let Some(first) = inv.gpus.first() {
+        if let Some(v) = inv.versions.get(&format!("gpu{}", first.index)) {
+            let same = inv
+                .gpus
+                .iter()
+                .all(|g| inv.versions.get(&format!("gpu{}", g.index)) == Some(v));
+            out.push_str(&format!(
+                "firmware ({}):\n",
+                if same {
+                    "all GPUs".to_string()
+                } else {
+                    format!("gpu{}; `--json` has every GPU", first.index)
+                }
+            ));
+            for (k, x) in v {
+                out.push_str(&format!("  {k:<20} {x}\n"));
+            }
+        }
     }
     if !inv.runtime.is_empty() {
         out.push('\n');

@@ -2,11 +2,14 @@
 //! first broken layer, its likely cause and the next step.
 
 mod cli;
+mod compare_cmd;
 mod doctor_cmd;
 mod inventory_cmd;
 mod list_cmd;
+mod matrix_cmd;
 mod run_cmd;
 mod signals;
+mod snapshot_cmd;
 mod ui;
 mod worker_cmd;
 
@@ -23,6 +26,9 @@ fn main() -> ExitCode {
         cli::Command::Doctor(args) => doctor_cmd::run(&args),
         cli::Command::Inventory(args) => inventory_cmd::run(&args),
         cli::Command::List(args) => list_cmd::run(&args),
+        cli::Command::Compare(args) => compare_cmd::run(&args),
+        cli::Command::Matrix(args) => matrix_cmd::run(&args),
+        cli::Command::Snapshot(args) => snapshot_cmd::run(&args),
         cli::Command::Worker(args) => worker_cmd::run(&args),
     };
     match result {

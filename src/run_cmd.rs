@@ -18,7 +18,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
         ));
     }
     let session = Session::open(
-        args.node.sysroot(),
+        args.node.sysroot()?,
         args.node.options(args.expect_gpus, args.gpus.as_deref()),
     )?;
     let gpus = session.select_gpus(None)?;
@@ -84,7 +84,11 @@ fn write_reports(
     }
     if let Some(path) = &args.json {
         let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
-        atomic::write(path, json::render(report, &tool, &props)?.as_bytes())?;
+        let versions = session.versions(report);
+        atomic::write(
+            path,
+            json::render(report, &tool, &props, &versions)?.as_bytes(),
+        )?;
         lines.push(format!("JSON:  {}", path.display()));
     }
     Ok(lines)

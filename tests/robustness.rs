@@ -54,6 +54,31 @@ fn a_hung_check_times_out_and_the_other_gpus_finish() {
     }
     assert!(junit.contains(r#"<testsuite name="gpu2""#));
     assert!(junit.contains(r#"type="timeout""#));
+    // Versions come from what the firmware check read: none for the hung GPU.
+    assert!(json["versions"]["gpu2"].as_object().unwrap().is_empty());
+    assert!(json["versions"]["gpu3"]["fw_mec"].is_string());
+}
+
+#[test]
+fn inventory_names_a_gpu_whose_sysfs_hangs_and_still_prints() {
+    let n = node("mi300x-8");
+    make_hang(&mec(&n.root, "46"));
+    let start = Instant::now();
+    let out = rocgate()
+        .args(["inventory", "--json", "--sysroot"])
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert!(out.status.success(), "{out:?}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpu2 = doc["versions"]["gpu2"]["versions"].as_str().unwrap();
+    assert!(gpu2.contains("did not answer"), "{gpu2}");
+    assert!(doc["versions"]["gpu5"]["fw_mec"].is_string());
 }
 
 #[test]

@@ -21,6 +21,7 @@ struct Document<'a> {
     first_failing_layer: Option<Layer>,
     summary: BTreeMap<&'static str, usize>,
     node: BTreeMap<&'a str, &'a str>,
+    versions: &'a BTreeMap<String, BTreeMap<String, String>>,
     scopes: Vec<ScopeDoc>,
     results: &'a [CheckResult],
 }
@@ -33,11 +34,13 @@ struct ScopeDoc {
 }
 
 /// Renders a run as pretty-printed JSON. `tool` names the producer and its
-/// version; `node_properties` describe the node (sysroot, kernel, driver).
+/// version; `node_properties` describe the node (sysroot, kernel, driver);
+/// `versions` holds each scope's component versions (`node`, `gpu0`, ...).
 pub fn render(
     report: &RunReport,
     tool: &str,
     node_properties: &[(String, String)],
+    versions: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Result<String, String> {
     let summary = [
         Status::Pass,
@@ -64,6 +67,7 @@ pub fn render(
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect(),
+        versions,
         scopes: report
             .scope_list()
             .into_iter()

@@ -6,6 +6,7 @@
 
 pub mod atomic;
 pub mod check;
+pub mod compare;
 pub mod doctor;
 pub mod exec;
 pub mod isolate;
@@ -23,5 +24,5 @@ pub use exec::{Event, ExecOptions, execute};
 pub use model::{Layer, Scope, ScopeKind, Tier};
 pub use plan::{Plan, PlanError, plan};
 pub use result::{CheckResult, RunReport, ScopeInfo};
-pub use sysroot::{ReadError, Sysroot};
+pub use sysroot::{Access, ReadError, Sysroot};
 pub use verdict::{Finding, Metric, Status, Verdict};

@@ -17,6 +17,9 @@ pub enum Layer {
     Amdgpu,
     /// The compute kernel driver (amdkfd) and its topology.
     Kfd,
+    /// Whether the node's versions (firmware, driver, kernel, OS, ROCm) are a
+    /// supported combination.
+    Compat,
     /// The ROCr/HSA runtime.
     Hsa,
     /// The HIP runtime.
@@ -31,11 +34,12 @@ pub enum Layer {
 
 impl Layer {
     /// Every layer, bottom-up.
-    pub const ALL: [Layer; 9] = [
+    pub const ALL: [Layer; 10] = [
         Layer::Pci,
         Layer::Firmware,
         Layer::Amdgpu,
         Layer::Kfd,
+        Layer::Compat,
         Layer::Hsa,
         Layer::Hip,
         Layer::Rocblas,
@@ -50,6 +54,7 @@ impl Layer {
             Layer::Firmware => "firmware",
             Layer::Amdgpu => "amdgpu",
             Layer::Kfd => "kfd",
+            Layer::Compat => "compat",
             Layer::Hsa => "hsa",
             Layer::Hip => "hip",
             Layer::Rocblas => "rocblas",
@@ -204,7 +209,7 @@ mod tests {
     fn layers_are_ordered_bottom_up() {
         assert!(Layer::Pci < Layer::Firmware);
         assert!(Layer::Amdgpu < Layer::Kfd);
-        assert!(Layer::Kfd < Layer::Hsa);
+        assert!(Layer::Kfd < Layer::Compat && Layer::Compat < Layer::Hsa);
         assert!(Layer::Rocblas < Layer::Rccl);
         let mut sorted = Layer::ALL;
         sorted.sort();

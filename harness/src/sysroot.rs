@@ -1,7 +1,7 @@
 //! Every host path is read through a sysroot: `/` on a live node, or a
 //! directory holding a captured or synthetic node.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -14,9 +14,25 @@ const MAX_ATTRIBUTE_BYTES: u64 = 1 << 20;
 #[derive(Clone, Debug)]
 pub struct Sysroot {
     root: PathBuf,
-    /// Host paths accessed so far, when recording (for snapshots and for
-    /// measuring what a run reads).
-    recorder: Option<Arc<Mutex<BTreeSet<String>>>>,
+    /// What to call the root in messages (a snapshot's archive rather than
+    /// the directory it was unpacked into).
+    label: Option<String>,
+    /// Host paths accessed so far and how, when recording (for snapshots
+    /// and for measuring what a run reads).
+    recorder: Option<Arc<Mutex<BTreeMap<String, Access>>>>,
+}
+
+/// How a recorded host path was used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    /// Tested for existence.
+    Probed,
+    /// Read as a file.
+    Read,
+    /// Listed as a directory.
+    Listed,
+    /// Read as a symbolic link.
+    Linked,
 }
 
 impl PartialEq for Sysroot {
@@ -102,30 +118,51 @@ impl Sysroot {
     pub fn at(dir: impl Into<PathBuf>) -> Self {
         Sysroot {
             root: dir.into(),
+            label: None,
             recorder: None,
+        }
+    }
+
+    /// A sysroot at `dir` that messages call `label`.
+    pub fn labelled(dir: impl Into<PathBuf>, label: impl Into<String>) -> Self {
+        Sysroot {
+            label: Some(label.into()),
+            ..Sysroot::at(dir)
         }
     }
 
     /// Like [`Sysroot::at`], remembering every host path accessed.
     pub fn recording(dir: impl Into<PathBuf>) -> Self {
         Sysroot {
-            recorder: Some(Arc::new(Mutex::new(BTreeSet::new()))),
+            recorder: Some(Arc::new(Mutex::new(BTreeMap::new()))),
             ..Sysroot::at(dir)
         }
     }
 
     /// The host paths accessed so far (empty unless recording), sorted.
     pub fn recorded(&self) -> Vec<String> {
+        self.accesses().into_iter().map(|(p, _)| p).collect()
+    }
+
+    /// The host paths accessed so far and how (the strongest use wins:
+    /// listed or linked over read over probed).
+    pub fn accesses(&self) -> Vec<(String, Access)> {
         self.recorder
             .as_ref()
-            .and_then(|r| r.lock().ok().map(|set| set.iter().cloned().collect()))
+            .and_then(|r| {
+                r.lock()
+                    .ok()
+                    .map(|m| m.iter().map(|(k, v)| (k.clone(), *v)).collect())
+            })
             .unwrap_or_default()
     }
 
-    fn note(&self, host: &str) {
+    /// Records an access made outside these methods (a device opened).
+    pub fn note(&self, host: &str, how: Access) {
         if let Some(r) = &self.recorder {
-            if let Ok(mut set) = r.lock() {
-                set.insert(host.to_string());
+            if let Ok(mut m) = r.lock() {
+                let e = m.entry(host.to_string()).or_insert(how);
+                *e = (*e).max(how);
             }
         }
     }
@@ -147,19 +184,29 @@ impl Sysroot {
 
     /// Whether `host` exists (following links).
     pub fn exists(&self, host: &str) -> bool {
-        self.note(host);
+        self.note(host, Access::Probed);
         self.path(host).exists()
+    }
+
+    /// Errors name the host path (`/sys/...`); the sysroot is reported once,
+    /// in the report, so messages read the same live, in a directory or
+    /// replayed from a snapshot.
+    fn hostify(e: ReadError, host: &str) -> ReadError {
+        ReadError {
+            path: PathBuf::from(host),
+            ..e
+        }
     }
 
     /// Reads a small text file: stops at the first NUL (captures are often
     /// NUL-padded), trims surrounding whitespace, and rejects non-UTF-8.
     pub fn read_text(&self, host: &str) -> Result<String, ReadError> {
-        self.note(host);
+        self.note(host, Access::Read);
         let path = self.path(host);
-        let bytes = read_bounded(&path, MAX_ATTRIBUTE_BYTES)?;
+        let bytes = read_bounded(&path, MAX_ATTRIBUTE_BYTES).map_err(|e| Self::hostify(e, host))?;
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         let text = std::str::from_utf8(&bytes[..end]).map_err(|_| ReadError {
-            path: path.clone(),
+            path: PathBuf::from(host),
             kind: ReadErrorKind::NotUtf8,
         })?;
         Ok(text.trim().to_string())
@@ -176,16 +223,16 @@ impl Sysroot {
 
     /// Reads up to `limit` bytes of a file as raw bytes.
     pub fn read_bytes(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
-        self.note(host);
-        read_bounded(&self.path(host), limit)
+        self.note(host, Access::Read);
+        read_bounded(&self.path(host), limit).map_err(|e| Self::hostify(e, host))
     }
 
     /// Reads at most the last `limit` bytes of a file (a log that may be huge).
     pub fn read_tail(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
         use std::io::{Seek, SeekFrom};
-        self.note(host);
+        self.note(host, Access::Read);
         let path = self.path(host);
-        let io = |e: std::io::Error| ReadError::from_io(path.clone(), &e);
+        let io = |e: std::io::Error| ReadError::from_io(PathBuf::from(host), &e);
         let mut file = std::fs::File::open(&path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         file.seek(SeekFrom::Start(len.saturating_sub(limit)))
@@ -198,17 +245,18 @@ impl Sysroot {
     /// The names of the entries of a directory, sorted (numerically where
     /// both names are numbers, so node `10` follows node `9`).
     pub fn list_dir(&self, host: &str) -> Result<Vec<String>, ReadError> {
-        self.note(host);
+        self.note(host, Access::Listed);
         let path = self.path(host);
-        let entries = std::fs::read_dir(&path).map_err(|e| ReadError::from_io(path.clone(), &e))?;
+        let entries =
+            std::fs::read_dir(&path).map_err(|e| ReadError::from_io(PathBuf::from(host), &e))?;
         let mut names = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| ReadError::from_io(path.clone(), &e))?;
+            let entry = entry.map_err(|e| ReadError::from_io(PathBuf::from(host), &e))?;
             match entry.file_name().into_string() {
                 Ok(name) => names.push(name),
                 Err(raw) => {
                     return Err(ReadError::malformed(
-                        path.clone(),
+                        host,
                         format!("entry {} is not UTF-8", raw.to_string_lossy()),
                     ));
                 }
@@ -224,22 +272,25 @@ impl Sysroot {
     /// The last component of a symbolic link's target (`amdgpu` for a
     /// `driver` link), or `None` when there is no link.
     pub fn link_name(&self, host: &str) -> Result<Option<String>, ReadError> {
-        self.note(host);
+        self.note(host, Access::Linked);
         let path = self.path(host);
         match std::fs::read_link(&path) {
             Ok(target) => Ok(target.file_name().map(|n| n.to_string_lossy().into_owned())),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) if e.kind() == ErrorKind::InvalidInput => {
-                Err(ReadError::malformed(path, "expected a symbolic link"))
+                Err(ReadError::malformed(host, "expected a symbolic link"))
             }
-            Err(e) => Err(ReadError::from_io(path, &e)),
+            Err(e) => Err(ReadError::from_io(PathBuf::from(host), &e)),
         }
     }
 }
 
 impl fmt::Display for Sysroot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.root.display())
+        match &self.label {
+            Some(l) => f.write_str(l),
+            None => write!(f, "{}", self.root.display()),
+        }
     }
 }
 
@@ -267,7 +318,10 @@ mod tests {
         assert_eq!(root.read_text("/sys/a/padded").unwrap(), "0x00000068");
         let e = root.read_text("/sys/a/latin1").unwrap_err();
         assert_eq!(e.kind, ReadErrorKind::NotUtf8);
-        assert!(e.to_string().contains("sys/a/latin1"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "failed to parse /sys/a/latin1: contents are not UTF-8 text"
+        );
         assert_eq!(root.read_opt("/sys/a/none").unwrap(), None);
         assert!(
             root.read_text("/sys/a/padded/below")

@@ -63,6 +63,7 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
         rocm_path: env.rocm_path.clone(),
         thresholds: None,
         gpus: None,
+        matrix: None,
     };
     let session = match Session::open(sysroot, options) {
         Ok(s) => Arc::new(s),

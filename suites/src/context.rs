@@ -14,6 +14,8 @@ pub struct RunOptions {
     pub rocm_path: Option<std::path::PathBuf>,
     /// `--thresholds FILE`: floors and tolerances instead of the built-in ones.
     pub thresholds: Option<std::path::PathBuf>,
+    /// `--matrix FILE`: the compatibility matrix instead of the built-in one.
+    pub matrix: Option<std::path::PathBuf>,
     /// `--gpus LIST`: the GPUs the run covers (node checks over several GPUs,
     /// such as all-reduce, use these).
     pub gpus: Option<String>,
@@ -30,6 +32,8 @@ pub struct NodeContext {
     pub runtime: crate::runtime::Runtime,
     /// Floors and tolerances.
     pub thresholds: crate::thresholds::Thresholds,
+    /// The compatibility matrix.
+    pub matrix: crate::compat::Matrix,
 }
 
 impl NodeContext {

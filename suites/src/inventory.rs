@@ -6,6 +6,10 @@ use serde::Serialize;
 /// Layout version of the inventory JSON.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// How long inventory waits for the GPUs' firmware files: they answer in
+/// microseconds unless a GPU is wedged, and inventory must still print.
+const GPU_VERSIONS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The node's inventory.
 #[derive(Clone, Debug, Serialize)]
 pub struct Inventory {
@@ -23,6 +27,9 @@ pub struct Inventory {
     /// they could not be (`hsa_error`, `hip_error`). Filled by the caller,
     /// which loads them in a worker process.
     pub runtime: std::collections::BTreeMap<String, String>,
+    /// Every layer's version: `node` (kernel, OS, amdgpu, ROCm, runtime
+    /// libraries) and each GPU (`gpu0`: VBIOS, firmware per IP).
+    pub versions: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
 }
 
 /// Node-wide software facts.
@@ -124,6 +131,13 @@ pub fn build(facts: &NodeFacts) -> Inventory {
             dkms_kernels: facts.dkms.builds.iter().map(|(k, _)| k.clone()).collect(),
             pci_gpus: facts.pci_gpu_count(),
         },
+        versions: std::iter::once(("node".to_string(), crate::versions::node_versions(facts)))
+            .chain(
+                crate::versions::gpu_versions_within(facts, GPU_VERSIONS_WAIT)
+                    .into_iter()
+                    .map(|(g, v)| (format!("gpu{g}"), v)),
+            )
+            .collect(),
         gpus,
         runtime: std::collections::BTreeMap::new(),
     }

@@ -5,6 +5,7 @@
 //! [`inventory`] describes the node for humans and machines.
 
 pub mod cargo_test;
+pub mod compat;
 pub mod context;
 pub mod facts;
 pub mod inventory;
@@ -12,8 +13,10 @@ pub mod layers;
 pub mod reference;
 pub mod runtime;
 pub mod session;
+pub mod snapshot;
 pub mod thresholds;
 pub mod vendor_messages;
+pub mod versions;
 
 pub use context::{NodeContext, RunOptions};
 pub use layers::registry;

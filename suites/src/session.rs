@@ -7,6 +7,7 @@ use rocgate_harness::isolate::WorkerPool;
 use rocgate_harness::{
     Check, Event, ExecOptions, Plan, PlanError, RunReport, Sysroot, Tier, execute, plan,
 };
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -50,12 +51,17 @@ impl Session {
             Some(path) => crate::thresholds::Thresholds::load(path)?,
             None => crate::thresholds::Thresholds::builtin(),
         };
+        let matrix = match &options.matrix {
+            Some(path) => crate::compat::Matrix::load(path)?,
+            None => crate::compat::Matrix::builtin()?,
+        };
         Ok(Session {
             ctx: Arc::new(NodeContext {
                 facts,
                 options,
                 runtime,
                 thresholds,
+                matrix,
             }),
             registry: crate::registry(),
         })
@@ -143,6 +149,9 @@ impl Session {
                 if let Some(g) = &options.gpus {
                     cmd.arg("--gpus").arg(g);
                 }
+                if let Some(m) = &options.matrix {
+                    cmd.arg("--matrix").arg(m);
+                }
                 // Test doubles of the vendor libraries read which GPU a
                 // worker serves from here.
                 cmd.env("ROCGATE_WORKER_SCOPE", scope.label());
@@ -151,6 +160,39 @@ impl Session {
             interrupt,
             WORKER_KILL_GRACE,
         )
+    }
+
+    /// Every scope's component versions: the node's (kernel, OS, driver,
+    /// ROCm, and the runtime libraries its checks loaded) and each GPU's
+    /// (VBIOS, firmware per IP, as the firmware layer read them under its
+    /// timeout: a GPU whose sysfs hung has none).
+    pub fn versions(&self, report: &RunReport) -> BTreeMap<String, BTreeMap<String, String>> {
+        let facts = self.facts();
+        let mut out = BTreeMap::new();
+        let mut node = crate::versions::node_versions(facts);
+        for r in report
+            .results
+            .iter()
+            .filter(|r| r.scope == rocgate_harness::Scope::Node)
+        {
+            node.extend(r.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        out.insert("node".to_string(), node);
+        for &g in &report
+            .scopes
+            .iter()
+            .filter_map(|(s, _)| s.gpu())
+            .collect::<Vec<_>>()
+        {
+            let learned = report.scope_info(rocgate_harness::Scope::Gpu(g));
+            let versions = learned
+                .properties
+                .into_iter()
+                .filter(|(k, _)| k.starts_with("fw_") || k == "vbios")
+                .collect();
+            out.insert(format!("gpu{g}"), versions);
+        }
+        out
     }
 
     /// Node-wide properties for reports: tool, sysroot, kernel, driver.
@@ -176,6 +218,12 @@ impl Session {
             (Some(v), _) => p.push(("amdgpu_version".into(), format!("{v} (dkms)"))),
             (None, Some(s)) => p.push(("amdgpu_version".into(), format!("inbox (srcversion {s})"))),
             _ => {}
+        }
+        let v = crate::versions::node_versions(f);
+        for key in ["os", "amdgpu_release", "rocm"] {
+            if let Some(x) = v.get(key) {
+                p.push((key.to_string(), x.clone()));
+            }
         }
         p.push(("pci_gpus".into(), f.pci_gpu_count().to_string()));
         p.push(("gpus".into(), f.gpus.len().to_string()));

@@ -46,7 +46,7 @@ pub fn read(root: &Sysroot) -> Result<KernelLog, String> {
     let host = "/var/log/kern.log";
     match root.read_tail(host, LOG_TAIL_BYTES) {
         Ok(bytes) => Ok(KernelLog {
-            source: root.path(host).display().to_string(),
+            source: host.to_string(),
             lines: current_boot(&String::from_utf8_lossy(&bytes)),
         }),
         Err(e) => {

@@ -2,6 +2,7 @@
 
 use super::properties::Properties;
 use rocgate_harness::{ReadError, Sysroot};
+use std::path::Path;
 
 /// Host path of the topology.
 pub const TOPOLOGY: &str = "/sys/class/kfd/kfd/topology";
@@ -152,9 +153,9 @@ pub fn read(root: &Sysroot) -> Result<Topology, ReadError> {
 fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
     let dir = format!("{TOPOLOGY}/nodes/{id}");
     let props_path = format!("{dir}/properties");
-    let path = root.path(&props_path);
-    let props = Properties::parse(&root.read_text(&props_path)?, &path)?;
-    let num = |key: &str| props.number(key, &path);
+    let path = Path::new(&props_path);
+    let props = Properties::parse(&root.read_text(&props_path)?, path)?;
+    let num = |key: &str| props.number(key, path);
     let mut node = KfdNode {
         id,
         gpu_id: root
@@ -181,23 +182,23 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
     };
     for bank in list_sub(root, &format!("{dir}/mem_banks"))? {
         let p = format!("{dir}/mem_banks/{bank}/properties");
-        let path = root.path(&p);
-        let props = Properties::parse(&root.read_text(&p)?, &path)?;
+        let path = Path::new(&p);
+        let props = Properties::parse(&root.read_text(&p)?, path)?;
         node.mem_banks.push((
-            props.number("heap_type", &path)?.unwrap_or(0),
-            props.number("size_in_bytes", &path)?.unwrap_or(0),
+            props.number("heap_type", path)?.unwrap_or(0),
+            props.number("size_in_bytes", path)?.unwrap_or(0),
         ));
     }
     for link in list_sub(root, &format!("{dir}/io_links"))? {
         let p = format!("{dir}/io_links/{link}/properties");
-        let path = root.path(&p);
-        let props = Properties::parse(&root.read_text(&p)?, &path)?;
+        let path = Path::new(&p);
+        let props = Properties::parse(&root.read_text(&p)?, path)?;
         node.io_links.push(IoLink {
-            link_type: props.number("type", &path)?.unwrap_or(0),
-            node_from: props.number("node_from", &path)?.unwrap_or(u64::from(id)),
-            node_to: props.number("node_to", &path)?.unwrap_or(u64::MAX),
-            flags: props.number("flags", &path)?.unwrap_or(0),
-            max_bandwidth: props.number("max_bandwidth", &path)?,
+            link_type: props.number("type", path)?.unwrap_or(0),
+            node_from: props.number("node_from", path)?.unwrap_or(u64::from(id)),
+            node_to: props.number("node_to", path)?.unwrap_or(u64::MAX),
+            flags: props.number("flags", path)?.unwrap_or(0),
+            max_bandwidth: props.number("max_bandwidth", path)?,
         });
     }
     Ok(node)

@@ -56,7 +56,7 @@ pub fn kernel_release(root: &Sysroot) -> Result<String, ReadError> {
     let text = root.read_text("/proc/sys/kernel/osrelease")?;
     if text.is_empty() || text.contains(char::is_whitespace) {
         return Err(ReadError::malformed(
-            root.path("/proc/sys/kernel/osrelease"),
+            "/proc/sys/kernel/osrelease",
             format!("'{text}' is not a kernel release"),
         ));
     }

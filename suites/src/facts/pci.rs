@@ -98,7 +98,7 @@ pub fn scan(root: &Sysroot) -> Result<PciScan, ReadError> {
             let host = format!("{dir}/{file}");
             let text = root.read_text(&host)?;
             parse_hex(&text).ok_or_else(|| {
-                ReadError::malformed(root.path(&host), format!("'{text}' is not a hex number"))
+                ReadError::malformed(host.as_str(), format!("'{text}' is not a hex number"))
             })
         };
         let vendor = match hex("vendor") {
@@ -120,7 +120,7 @@ pub fn scan(root: &Sysroot) -> Result<PciScan, ReadError> {
         };
         let (Ok(class), Ok(device_id)) = (u32::try_from(class), u16::try_from(device)) else {
             scan.errors.push(ReadError::malformed(
-                root.path(&dir),
+                dir.as_str(),
                 "class or device id out of range",
             ));
             continue;

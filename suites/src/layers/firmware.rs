@@ -255,8 +255,7 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
                 "firmware-not-reported",
                 format!(
                     "amdgpu exposes no firmware versions for {} ({} does not exist): the driver did not finish initialising this GPU",
-                    pci.address,
-                    root.path(&dir).display()
+                    pci.address, dir
                 ),
                 format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
             ));
@@ -272,6 +271,9 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
     let mut found = Vec::new();
     let mut bad = Vec::new();
     let mut mec_zero = false;
+    // What was read becomes the GPU's report properties (`fw_mec`, `vbios`),
+    // whatever the verdict: a version is worth knowing most when it is wrong.
+    let mut learned = Vec::new();
     for name in names.iter().filter(|n| n.ends_with("_fw_version")) {
         let host = format!("{dir}/{name}");
         let ip = name.trim_end_matches("_fw_version").to_uppercase();
@@ -280,11 +282,9 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
                 Some(v) => {
                     mec_zero |= ip == "MEC" && v == 0;
                     found.push(format!("{ip} 0x{v:08x}"));
+                    learned.push((format!("fw_{}", ip.to_lowercase()), format!("0x{v:08x}")));
                 }
-                None => bad.push(format!(
-                    "failed to parse {}: '{text}' is not 0x-hex",
-                    root.path(&host).display()
-                )),
+                None => bad.push(format!("failed to parse {}: '{text}' is not 0x-hex", host)),
             },
             Err(e) => bad.push(e.to_string()),
         }
@@ -294,23 +294,31 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
         .ok()
         .flatten()
         .filter(|v| !v.is_empty());
+    if let Some(v) = &vbios {
+        learned.push(("vbios".to_string(), v.clone()));
+    }
+    let with_learned = |verdict: Verdict| {
+        learned
+            .iter()
+            .fold(verdict, |acc, (k, v)| acc.with_fact(k, v.clone()))
+    };
     if !bad.is_empty() {
-        return Verdict::fail(Finding::new(
+        return with_learned(Verdict::fail(Finding::new(
             "firmware-version-unreadable",
             format!("{} firmware version files of {} are unreadable: {}", bad.len(), pci.address, bad[0]),
             "the driver exposes damaged firmware information; read `dmesg | grep -i firmware` and reload amdgpu",
         ))
-        .with_output(bad.join("\n"));
+        .with_output(bad.join("\n")));
     }
     if found.is_empty() {
         return Verdict::fail(Finding::new(
             "firmware-not-reported",
-            format!("{} lists no *_fw_version files", root.path(&dir).display()),
+            format!("{dir} lists no *_fw_version files"),
             format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
         ));
     }
     if mec_zero {
-        return Verdict::fail(Finding::new(
+        return with_learned(Verdict::fail(Finding::new(
             "firmware-load-failed",
             format!(
                 "{}: the MEC (compute) firmware version is 0: its microcode is not loaded",
@@ -318,7 +326,7 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
             ),
             "reinstall the GPU firmware matching the driver and reboot; read `dmesg | grep -i mec`",
         ))
-        .with_output(found.join("\n"));
+        .with_output(found.join("\n")));
     }
     let summary: Vec<&String> = found
         .iter()
@@ -344,5 +352,5 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
     if let Some(v) = vbios {
         output.push_str(&format!("\nVBIOS {v}"));
     }
-    Verdict::pass(message).with_output(output)
+    with_learned(Verdict::pass(message).with_output(output))
 }

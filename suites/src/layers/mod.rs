@@ -2,6 +2,7 @@
 //! entry in its layer's `checks()`.
 
 pub mod amdgpu;
+pub mod compat;
 mod device_access;
 pub mod firmware;
 pub mod hip;
@@ -24,6 +25,7 @@ pub fn registry() -> Vec<Check<NodeContext>> {
     all.extend(firmware::checks());
     all.extend(amdgpu::checks());
     all.extend(kfd::checks());
+    all.extend(compat::checks());
     all.extend(hsa::checks());
     all.extend(hip::checks());
     all.extend(rocblas::checks());

@@ -69,8 +69,7 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
     if scan.gpus.is_empty() {
         let mut message = format!(
             "no AMD GPU on the PCI bus: none of the {} PCI functions under {} has vendor 0x1002 with a display or accelerator class",
-            scan.devices_seen,
-            facts.sysroot.path(PCI_DEVICES).display()
+            scan.devices_seen, PCI_DEVICES
         );
         if !unreadable.is_empty() {
             message.push_str(&format!(" ({} entries unreadable)", unreadable.len()));

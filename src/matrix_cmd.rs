@@ -1,0 +1,73 @@
+//! `rocgate matrix check`: the node's combination against the matrix.
+
+use crate::cli::{MatrixAction, MatrixArgs};
+use rocgate_suites::Session;
+use rocgate_suites::compat::{Evaluation, evaluate};
+use serde_json::json;
+use std::process::ExitCode;
+
+/// Evaluates and prints; exit 0 supported, 1 not (or unknown), 2 usage.
+pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
+    let MatrixAction::Check(args) = &args.action;
+    let session = Session::open(args.node.sysroot()?, args.node.options(None, None))?;
+    let matrix = &session.ctx.matrix;
+    let eval = evaluate(session.facts(), matrix);
+    let (supported, doc, text) = match &eval {
+        Evaluation::NoRocm => (
+            false,
+            json!({"supported": null, "reason": "no ROCm release found (/opt/rocm/.info/version)"}),
+            "no ROCm release found on the node (/opt/rocm/.info/version)\n".to_string(),
+        ),
+        Evaluation::UnknownRelease { rocm, span } => (
+            false,
+            json!({"supported": false, "rocm": rocm, "code": "compat-unknown-release", "matrix": matrix.origin, "covers": span}),
+            format!(
+                "ROCm {rocm} is not in {} (it covers {span})\n",
+                matrix.origin
+            ),
+        ),
+        Evaluation::Checked {
+            rocm,
+            source,
+            components,
+        } => {
+            let ok = components.iter().all(|c| c.verdict.is_ok());
+            let rows: Vec<serde_json::Value> = components
+                .iter()
+                .map(|c| json!({"component": c.name, "have": c.have, "matrix": c.want, "ok": c.verdict.is_ok(), "code": c.verdict.err()}))
+                .collect();
+            let mut text = format!(
+                "ROCm {rocm} against {} (row source: {source})\n",
+                matrix.origin
+            );
+            for c in components {
+                text.push_str(&format!(
+                    "  {:<10} {:<9} {}\n             matrix: {}\n",
+                    c.name,
+                    if c.verdict.is_ok() { "ok" } else { "MISMATCH" },
+                    c.have,
+                    c.want
+                ));
+            }
+            text.push_str(if ok { "supported\n" } else { "NOT SUPPORTED\n" });
+            (
+                ok,
+                json!({"supported": ok, "rocm": rocm, "source": source, "components": rows}),
+                text,
+            )
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{text}");
+    }
+    Ok(if supported {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

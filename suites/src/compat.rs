@@ -1,0 +1,315 @@
+//! The compatibility matrix: what AMD supports per ROCm release (GPUs,
+//! amdgpu driver releases, operating systems and kernels, firmware bundles),
+//! as data the user owns (`suites/compat.toml` built in, `--matrix FILE`).
+
+use crate::facts::NodeFacts;
+use crate::versions;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The built-in matrix.
+pub const BUILTIN: &str = include_str!("../compat.toml");
+
+/// One ROCm release's supported combination.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct Release {
+    /// `6.4.1`.
+    pub rocm: String,
+    /// gfx targets.
+    #[serde(default)]
+    pub gpus: Vec<String>,
+    /// amdgpu driver releases (`6.4.x`, `30.10`, `30.20.1`).
+    #[serde(default)]
+    pub amdgpu: Vec<String>,
+    /// Per-product driver releases, where published (narrower than `amdgpu`).
+    #[serde(default)]
+    pub amdgpu_by_gpu: BTreeMap<String, Vec<String>>,
+    /// `ubuntu 24.04.3`, `rhel 9.6`.
+    #[serde(default)]
+    pub os: Vec<String>,
+    /// `ubuntu 24.04.3: 6.8 [GA], 6.14 [HWE]`.
+    #[serde(default)]
+    pub kernels: Vec<String>,
+    /// Firmware (PLDM) bundles per product, where published.
+    #[serde(default)]
+    pub firmware: BTreeMap<String, Vec<String>>,
+    /// Where the row comes from.
+    pub source: String,
+}
+
+/// The matrix file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct Matrix {
+    /// Layout version (1).
+    pub schema_version: u32,
+    /// Releases.
+    #[serde(rename = "release")]
+    pub releases: Vec<Release>,
+    /// Where the matrix came from (for messages).
+    #[serde(skip)]
+    pub origin: String,
+}
+
+impl Matrix {
+    /// Parses a matrix; errors name `origin` and the line.
+    pub fn parse(text: &str, origin: &str) -> Result<Matrix, String> {
+        let mut m: Matrix =
+            toml::from_str(text).map_err(|e| format!("failed to parse {origin}: {e}"))?;
+        if m.schema_version != 1 {
+            return Err(format!(
+                "failed to parse {origin}: schema_version {} is not supported (1 is)",
+                m.schema_version
+            ));
+        }
+        m.origin = origin.to_string();
+        Ok(m)
+    }
+
+    /// The built-in matrix.
+    pub fn builtin() -> Result<Matrix, String> {
+        Matrix::parse(BUILTIN, "built-in compatibility matrix")
+    }
+
+    /// Reads a matrix file.
+    pub fn load(path: &Path) -> Result<Matrix, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
+        Matrix::parse(&text, &path.display().to_string())
+    }
+
+    /// The row for a ROCm release (`6.4.1`).
+    pub fn release(&self, rocm: &str) -> Option<&Release> {
+        self.releases.iter().find(|r| r.rocm == rocm)
+    }
+
+    /// The oldest and newest releases listed.
+    pub fn span(&self) -> String {
+        let mut v: Vec<&str> = self.releases.iter().map(|r| r.rocm.as_str()).collect();
+        v.sort_by_key(|s| version_key(s));
+        match (v.first(), v.last()) {
+            (Some(a), Some(b)) => format!("{a} .. {b}"),
+            _ => "no release".into(),
+        }
+    }
+}
+
+fn version_key(v: &str) -> Vec<u32> {
+    v.split('.').map(|p| p.parse().unwrap_or(0)).collect()
+}
+
+/// Whether driver release `have` (`6.4.1`, `30.10.0`) fits pattern `want`
+/// (`6.4.x`, `30.10`, `30.20.1`).
+pub fn release_matches(want: &str, have: &str) -> bool {
+    let want = want.trim();
+    if let Some(prefix) = want.strip_suffix(".x").or_else(|| want.strip_suffix(".z")) {
+        return have == prefix || have.starts_with(&format!("{prefix}."));
+    }
+    let norm = |s: &str| {
+        let mut v = version_key(s);
+        while v.len() < 3 {
+            v.push(0);
+        }
+        v
+    };
+    norm(want) == norm(have)
+}
+
+/// One component checked against the row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Component {
+    /// `amdgpu`, `os`, `kernel`, `gpu gfx942`, `firmware`.
+    pub name: String,
+    /// What the node has.
+    pub have: String,
+    /// What the row allows.
+    pub want: String,
+    /// `ok`, or the finding code of the mismatch.
+    pub verdict: Result<(), &'static str>,
+}
+
+/// The node's combination against the matrix.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Evaluation {
+    /// No ROCm release found on the node.
+    NoRocm,
+    /// The release is not in the matrix.
+    UnknownRelease {
+        /// The node's release.
+        rocm: String,
+        /// What the matrix covers.
+        span: String,
+    },
+    /// Each component against the release's row.
+    Checked {
+        /// The release.
+        rocm: String,
+        /// The row's source.
+        source: String,
+        /// Components.
+        components: Vec<Component>,
+    },
+}
+
+/// Evaluates the node's versions against `matrix`.
+pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
+    let Some(rocm) = versions::rocm_release(&facts.sysroot) else {
+        return Evaluation::NoRocm;
+    };
+    let Some(row) = matrix.release(&rocm) else {
+        return Evaluation::UnknownRelease {
+            rocm,
+            span: matrix.span(),
+        };
+    };
+    let mut components = Vec::new();
+    // GPUs.
+    let mut targets: Vec<String> = facts
+        .gpus
+        .iter()
+        .filter_map(|g| g.gfx_target.clone())
+        .collect();
+    targets.sort();
+    targets.dedup();
+    for t in targets {
+        components.push(Component {
+            verdict: if row.gpus.contains(&t) {
+                Ok(())
+            } else {
+                Err("compat-gpu-unsupported")
+            },
+            name: format!("gpu {t}"),
+            have: t,
+            want: row.gpus.join(", "),
+        });
+    }
+    // The amdgpu driver release: only a DKMS driver that is loaded has one.
+    let driver = versions::amdgpu_dkms_release(&facts.sysroot)
+        .filter(|_| facts.amdgpu.version.is_some())
+        .map(|(r, _)| r);
+    let products: Vec<&str> = facts
+        .gpus
+        .iter()
+        .filter_map(|g| g.product.as_deref())
+        .collect();
+    let allowed: Vec<String> = products
+        .iter()
+        .find_map(|p| row.amdgpu_by_gpu.get(*p).cloned())
+        .unwrap_or_else(|| row.amdgpu.clone());
+    if !allowed.is_empty() {
+        let (have, verdict) = match &driver {
+            Some(d) => (
+                d.clone(),
+                if allowed.iter().any(|w| release_matches(w, d)) {
+                    Ok(())
+                } else {
+                    Err("compat-amdgpu-unsupported")
+                },
+            ),
+            None => {
+                let what = match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
+                    (Some(v), _) => format!(
+                        "amdgpu module {v}, release unknown (no amdgpu-dkms package record)"
+                    ),
+                    (None, Some(s)) => format!("inbox amdgpu (srcversion {s})"),
+                    _ => "no amdgpu loaded".to_string(),
+                };
+                (what, Err("compat-amdgpu-unknown"))
+            }
+        };
+        components.push(Component {
+            name: "amdgpu".into(),
+            have,
+            want: allowed.join(" or "),
+            verdict,
+        });
+    }
+    // OS and kernel.
+    if let Some(os) = versions::os_release(&facts.sysroot) {
+        let short = os.short();
+        let entry = row
+            .os
+            .iter()
+            .find(|e| **e == short || e.starts_with(&format!("{short}.")));
+        if !row.os.is_empty() {
+            components.push(Component {
+                name: "os".into(),
+                have: os.pretty.clone(),
+                want: row.os.join(", "),
+                verdict: if entry.is_some() {
+                    Ok(())
+                } else {
+                    Err("compat-os-unsupported")
+                },
+            });
+        }
+        if let (Some(entry), Ok(kernel)) = (entry, &facts.kernel_release) {
+            let listed = row
+                .kernels
+                .iter()
+                .find_map(|k| k.strip_prefix(&format!("{entry}:")));
+            if let Some(listed) = listed {
+                let mm: String = kernel.split('.').take(2).collect::<Vec<_>>().join(".");
+                let ok = listed.split(',').any(|k| {
+                    let k = k.trim();
+                    let v = k.split_whitespace().next().unwrap_or("");
+                    kernel.starts_with(v)
+                        || v.split('.').take(2).collect::<Vec<_>>().join(".") == mm
+                });
+                components.push(Component {
+                    name: "kernel".into(),
+                    have: kernel.clone(),
+                    want: listed.trim().to_string(),
+                    verdict: if ok {
+                        Ok(())
+                    } else {
+                        Err("compat-kernel-unsupported")
+                    },
+                });
+            }
+        }
+    }
+    Evaluation::Checked {
+        rocm,
+        source: row.source.clone(),
+        components,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn builtin_matrix_parses_and_covers_6_0_to_7() {
+        let m = Matrix::builtin().unwrap();
+        assert!(m.releases.len() >= 20);
+        assert!(m.release("6.0.0").is_some());
+        assert!(m.releases.iter().all(|r| !r.source.is_empty()));
+        assert!(m.span().starts_with("6.0.0"));
+    }
+
+    #[test]
+    fn driver_patterns() {
+        assert!(release_matches("6.4.x", "6.4.1"));
+        assert!(!release_matches("6.4.x", "6.40.1"));
+        assert!(release_matches("30.10", "30.10.0"));
+        assert!(release_matches("30.20.1", "30.20.1"));
+        assert!(!release_matches("30.20.1", "30.20.0"));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = Matrix::parse("schema_version = 1\n[[release]]\nrocm = 6\n", "m.toml").unwrap_err();
+        assert!(e.contains("m.toml") && e.contains("line 3"), "{e}");
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,300}", a in "[0-9x.]{0,8}", b in "[0-9.]{0,8}") {
+            let _ = Matrix::parse(&s, "f");
+            let _ = release_matches(&a, &b);
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! compat: whether the node's firmware, driver, kernel, OS and ROCm release
+//! are a combination AMD supports. A mismatch fails this check without
+//! blocking the layers above, so the report also shows whether they work.
+
+use crate::compat::{Evaluation, evaluate};
+use crate::context::NodeContext;
+use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+
+/// The compat layer's checks.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![Check {
+        gates: false,
+        ..super::check(
+            "compat::combination",
+            Layer::Compat,
+            ScopeKind::Node,
+            "the node's GPUs, amdgpu driver, OS and kernel are supported by its ROCm release (compatibility matrix)",
+            combination,
+        )
+    }]
+}
+
+fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
+    let m = &ctx.matrix;
+    match evaluate(&ctx.facts, m) {
+        Evaluation::NoRocm => {
+            Verdict::skip("no ROCm release found on the node (/opt/rocm/.info/version)")
+        }
+        Evaluation::UnknownRelease { rocm, span } => Verdict::fail(Finding::new(
+            "compat-unknown-release",
+            format!(
+                "ROCm {rocm} is not in the compatibility matrix ({}, which covers {span})",
+                m.origin
+            ),
+            "update the matrix from AMD's compatibility page (ROCm/ROCm docs/compatibility) and pass it with --matrix FILE, or install a listed ROCm release",
+        )),
+        Evaluation::Checked {
+            rocm,
+            source,
+            components,
+        } => {
+            let table: Vec<String> = components
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{:<8} {:<9} have {} ; matrix: {}",
+                        c.name,
+                        match c.verdict {
+                            Ok(()) => "ok",
+                            Err(_) => "MISMATCH",
+                        },
+                        c.have,
+                        c.want
+                    )
+                })
+                .collect();
+            let output = format!("ROCm {rocm} ({source})\n{}", table.join("\n"));
+            match components.iter().find(|c| c.verdict.is_err()) {
+                None => Verdict::pass(format!(
+                    "ROCm {rocm} supports this node: {}",
+                    components
+                        .iter()
+                        .map(|c| format!("{} {}", c.name, c.have))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .with_output(output)
+                .with_fact("rocm", rocm),
+                Some(c) => {
+                    let code = c.verdict.err().unwrap_or("compat-mismatch");
+                    let next = match code {
+                        "compat-amdgpu-unsupported" => format!(
+                            "install the amdgpu driver release ROCm {rocm} lists ({}), or the ROCm release that supports the installed driver",
+                            c.want
+                        ),
+                        "compat-amdgpu-unknown" => format!(
+                            "install AMD's amdgpu-dkms for ROCm {rocm} ({}); the kernel's inbox driver is not part of a supported ROCm combination",
+                            c.want
+                        ),
+                        "compat-gpu-unsupported" => format!(
+                            "ROCm {rocm} does not support {}: use a release that does",
+                            c.have
+                        ),
+                        "compat-os-unsupported" => format!(
+                            "ROCm {rocm} supports {}: move the node to one of them or pick a ROCm release that supports {}",
+                            c.want, c.have
+                        ),
+                        _ => format!("ROCm {rocm} lists {} for this OS: boot one of them", c.want),
+                    };
+                    Verdict::fail(Finding::new(
+                        code,
+                        format!(
+                            "ROCm {rocm} expects {} {}; this node runs {} (per the {})",
+                            c.name,
+                            c.want,
+                            c.have,
+                            source.split(';').next().unwrap_or(&source).trim()
+                        ),
+                        next,
+                    ))
+                    .with_output(output)
+                }
+            }
+        }
+    }
+}

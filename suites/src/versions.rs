@@ -1,0 +1,263 @@
+//! The version of every layer: firmware per IP and VBIOS per GPU; kernel,
+//! OS, amdgpu driver and ROCm release for the node. (The runtime libraries'
+//! versions come from the checks that load them, as facts.)
+
+use crate::facts::NodeFacts;
+use crate::facts::pci::parse_hex;
+use rocgate_harness::Sysroot;
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// `/etc/os-release`'s `ID`, `VERSION_ID` and `PRETTY_NAME`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OsRelease {
+    /// `ubuntu`.
+    pub id: String,
+    /// `24.04`.
+    pub version_id: String,
+    /// `Ubuntu 24.04.3 LTS`.
+    pub pretty: String,
+}
+
+impl OsRelease {
+    /// `ubuntu 24.04`, the form the compatibility matrix uses.
+    pub fn short(&self) -> String {
+        format!("{} {}", self.id, self.version_id)
+    }
+}
+
+/// Parses os-release `KEY=value` lines (values may be quoted).
+pub fn parse_os_release(text: &str) -> OsRelease {
+    let mut os = OsRelease::default();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        let v = v.trim().trim_matches('"').trim_matches('\'').to_string();
+        match k.trim() {
+            "ID" => os.id = v.to_ascii_lowercase(),
+            "VERSION_ID" => os.version_id = v,
+            "PRETTY_NAME" => os.pretty = v,
+            _ => {}
+        }
+    }
+    os
+}
+
+/// The OS of the node.
+pub fn os_release(root: &Sysroot) -> Option<OsRelease> {
+    let text = root
+        .read_opt("/etc/os-release")
+        .ok()
+        .flatten()
+        .or_else(|| root.read_opt("/usr/lib/os-release").ok().flatten())?;
+    let os = parse_os_release(&text);
+    (!os.id.is_empty()).then_some(os)
+}
+
+/// The installed ROCm release (`/opt/rocm/.info/version`, `6.2.0-66` gives
+/// `6.2.0`).
+pub fn rocm_release(root: &Sysroot) -> Option<String> {
+    let text = root.read_opt("/opt/rocm/.info/version").ok().flatten()?;
+    let v = text.lines().next()?.trim();
+    let v = v.split('-').next().unwrap_or(v);
+    (!v.is_empty() && v.chars().next().is_some_and(|c| c.is_ascii_digit())).then(|| v.to_string())
+}
+
+/// The driver release of the installed amdgpu-dkms package, from dpkg's
+/// status: `1:6.8.5.60200-2009582.24.04` is release 6.2.0 (the fourth field
+/// encodes it as major, minor and patch in two digits each after the first).
+pub fn amdgpu_dkms_release(root: &Sysroot) -> Option<(String, String)> {
+    let bytes = root.read_bytes("/var/lib/dpkg/status", 64 << 20).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let stanza = text
+        .split("\n\n")
+        .find(|s| s.lines().any(|l| l.trim() == "Package: amdgpu-dkms"))?;
+    let version = stanza
+        .lines()
+        .find_map(|l| l.strip_prefix("Version:"))?
+        .trim()
+        .to_string();
+    Some((driver_release_of(&version)?, version))
+}
+
+/// The driver release encoded in an amdgpu-dkms package version.
+pub fn driver_release_of(package_version: &str) -> Option<String> {
+    let upstream = package_version
+        .split_once(':')
+        .map_or(package_version, |(_, v)| v);
+    let upstream = upstream.split('-').next()?;
+    let code = upstream.split('.').nth(3)?;
+    if code.len() < 5 || !code.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // 60200 -> 6.2.0; 30100000 -> 30.10.0 (major takes the digits the
+    // minor and patch pairs leave).
+    let (major, rest) = if code.len() == 5 {
+        code.split_at(1)
+    } else {
+        code.split_at(2)
+    };
+    let minor: u32 = rest.get(..2)?.parse().ok()?;
+    let patch: u32 = rest.get(2..4)?.parse().ok()?;
+    Some(format!("{}.{minor}.{patch}", major.parse::<u32>().ok()?))
+}
+
+/// Node-wide versions.
+pub fn node_versions(facts: &NodeFacts) -> BTreeMap<String, String> {
+    let mut v = BTreeMap::new();
+    if let Ok(k) = &facts.kernel_release {
+        v.insert("kernel".into(), k.clone());
+    }
+    if let Some(os) = os_release(&facts.sysroot) {
+        v.insert("os".into(), os.short());
+        v.insert("os_name".into(), os.pretty);
+    }
+    match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
+        (Some(ver), _) => {
+            v.insert("amdgpu".into(), ver.clone());
+        }
+        (None, Some(src)) => {
+            v.insert("amdgpu".into(), format!("inbox (srcversion {src})"));
+        }
+        _ => {}
+    }
+    if let Some((release, package)) = amdgpu_dkms_release(&facts.sysroot) {
+        v.insert("amdgpu_release".into(), release);
+        v.insert("amdgpu_dkms_package".into(), package);
+    }
+    if let Some(r) = rocm_release(&facts.sysroot) {
+        v.insert("rocm".into(), r);
+    }
+    v
+}
+
+/// Per-GPU versions: VBIOS and each IP's firmware (`fw_mec`), from the
+/// physical function's sysfs. A partition reports its device's.
+///
+/// These reads touch the GPU's sysfs, which blocks on a wedged GPU: a run
+/// learns them from the firmware layer's check (under its timeout), and
+/// other callers use [`gpu_versions_within`].
+pub fn gpu_versions(facts: &NodeFacts, index: u32) -> BTreeMap<String, String> {
+    match facts.gpu(index).and_then(|g| g.pci.as_ref()) {
+        Some(pci) => read_gpu_versions(&facts.sysroot, &pci.sysfs_dir()),
+        None => BTreeMap::new(),
+    }
+}
+
+/// [`gpu_versions`] of every GPU, each device read on its own helper
+/// thread so that a wedged GPU can hang neither the caller nor the other
+/// GPUs: a GPU not read within `wait` gets a single `versions` entry saying
+/// so, and its thread is abandoned (it ends with the process).
+pub fn gpu_versions_within(
+    facts: &NodeFacts,
+    wait: Duration,
+) -> BTreeMap<u32, BTreeMap<String, String>> {
+    // Partitions share their device's sysfs directory: read each once.
+    let mut by_dir: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for g in &facts.gpus {
+        match &g.pci {
+            Some(pci) => by_dir.entry(pci.sysfs_dir()).or_default().push(g.index),
+            None => {
+                out.insert(g.index, BTreeMap::new());
+            }
+        }
+    }
+    let (tx, rx) = mpsc::channel();
+    for (dir, indices) in &by_dir {
+        let (tx, root, dir, indices) = (
+            tx.clone(),
+            facts.sysroot.clone(),
+            dir.clone(),
+            indices.clone(),
+        );
+        // A failed spawn leaves that GPU unread, reported as such below.
+        let _ = std::thread::Builder::new()
+            .name("rocgate-versions".into())
+            .spawn(move || {
+                let _ = tx.send((indices, read_gpu_versions(&root, &dir)));
+            });
+    }
+    drop(tx);
+    let deadline = Instant::now() + wait;
+    for _ in 0..by_dir.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok((indices, v)) = rx.recv_timeout(left) else {
+            break;
+        };
+        for index in indices {
+            out.insert(index, v.clone());
+        }
+    }
+    for index in by_dir.into_values().flatten() {
+        out.entry(index).or_insert_with(|| {
+            BTreeMap::from([(
+                "versions".to_string(),
+                format!("unread: this GPU's sysfs did not answer within {wait:?}"),
+            )])
+        });
+    }
+    out
+}
+
+/// VBIOS and firmware versions under one PCI function's sysfs directory.
+fn read_gpu_versions(root: &Sysroot, sysfs_dir: &str) -> BTreeMap<String, String> {
+    let mut v = BTreeMap::new();
+    if let Ok(Some(b)) = root.read_opt(&format!("{sysfs_dir}/vbios_version")) {
+        if !b.is_empty() {
+            v.insert("vbios".into(), b);
+        }
+    }
+    let dir = format!("{sysfs_dir}/fw_version");
+    for name in root.list_dir(&dir).unwrap_or_default() {
+        let Some(ip) = name.strip_suffix("_fw_version") else {
+            continue;
+        };
+        if let Some(x) = root
+            .read_opt(&format!("{dir}/{name}"))
+            .ok()
+            .flatten()
+            .and_then(|t| parse_hex(&t))
+        {
+            v.insert(format!("fw_{ip}"), format!("0x{x:08x}"));
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn parses_os_release_and_driver_releases() {
+        let os = parse_os_release(
+            "NAME=\"Ubuntu\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nPRETTY_NAME=\"Ubuntu 24.04.3 LTS\"\n",
+        );
+        assert_eq!(os.short(), "ubuntu 24.04");
+        assert_eq!(
+            driver_release_of("1:6.8.5.60200-2009582.24.04").as_deref(),
+            Some("6.2.0")
+        );
+        assert_eq!(
+            driver_release_of("1:6.12.12.60401-2164967.24.04").as_deref(),
+            Some("6.4.1")
+        );
+        assert_eq!(
+            driver_release_of("1:6.14.14.30100000-2193512.24.04").as_deref(),
+            Some("30.10.0")
+        );
+        assert_eq!(driver_release_of("6.16.6"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,200}") {
+            let _ = parse_os_release(&s);
+            let _ = driver_release_of(&s);
+        }
+    }
+}
