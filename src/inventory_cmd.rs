@@ -21,6 +21,7 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
         .collect();
     if let Some(node) = inv.versions.get_mut("node") {
         node.extend(runtime);
+        rocgate_suites::versions::add_loaded_rocm(node);
     }
     if args.json {
         let text = serde_json::to_string_pretty(&inv)
@@ -41,7 +42,15 @@ fn runtime_versions(session: &Session, inv: &mut Inventory) -> Result<(), String
     }
     let interrupt = crate::signals::interrupt_flag()?;
     let pool = crate::worker_cmd::pool(session, &interrupt)?;
-    for (check, key) in [("hsa::runtime", "hsa_error"), ("hip::runtime", "hip_error")] {
+    // The checks that load each library and learn its version, as in `run`.
+    for (check, key) in [
+        ("hsa::runtime", "hsa_error"),
+        ("hsa::init", "hsa_init_error"),
+        ("hip::runtime", "hip_error"),
+        ("rocblas::runtime", "rocblas_error"),
+        ("miopen::runtime", "miopen_error"),
+        ("rccl::runtime", "rccl_error"),
+    ] {
         let v = pool.run(check, Scope::Node, Duration::from_secs(30));
         inv.runtime.extend(v.facts);
         if v.status != Status::Pass {
@@ -149,10 +158,16 @@ fn render(inv: &Inventory, style: Style) -> String {
             }
         }
     }
-    if !inv.runtime.is_empty() {
-        out.push('\n');
-        for (k, v) in &inv.runtime {
-            out.push_str(&format!("{k:<20} {v}\n"));
+    // Versions are listed above; what remains is why a library gave none.
+    let problems: Vec<_> = inv
+        .runtime
+        .iter()
+        .filter(|(k, _)| !k.ends_with("_version") && !k.ends_with("_library"))
+        .collect();
+    if !problems.is_empty() {
+        out.push_str("\nruntime libraries\n");
+        for (k, v) in problems {
+            out.push_str(&format!("  {k:<20} {v}\n"));
         }
     }
     out

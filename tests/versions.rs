@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{node, result, rocgate, run, run_fake};
+use common::{fake_rocm, node, result, rocgate, run, run_fake, run_with};
 use serde_json::Value;
 use std::path::Path;
 
@@ -45,6 +45,45 @@ fn every_layer_reports_its_version() {
     assert!(junit.contains(r#"<property name="rocm" value="7.1.1"/>"#));
     assert!(junit.contains(r#"<property name="fw_mec" value="0x0000009a"/>"#));
     assert!(junit.contains(r#"<property name="vbios" value="113-M3000100-102"/>"#));
+}
+
+#[test]
+fn runtime_library_versions_and_the_loaded_release_are_reported() {
+    let n = node("mi300x-8");
+    let rocm = fake_rocm();
+    // A versioned install, as /opt/rocm-7.1.1 would be.
+    let versioned = rocm.path().join("rocm-7.1.1");
+    std::fs::create_dir(&versioned).unwrap();
+    std::fs::rename(rocm.path().join("lib"), versioned.join("lib")).unwrap();
+    let path = versioned.to_str().unwrap();
+    let env = [("ROCGATE_FAKE_NODE", n.root.to_str().unwrap())];
+    let out = rocgate()
+        .args(["inventory", "--json", "--rocm-path", path, "--sysroot"])
+        .arg(&n.root)
+        .envs(env)
+        .output()
+        .unwrap();
+    let inv: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let node = &inv["versions"]["node"];
+    for key in [
+        "hip_runtime_version",
+        "hsa_version",
+        "rocblas_version",
+        "miopen_version",
+        "rccl_version",
+    ] {
+        assert!(node[key].is_string(), "{key} missing: {node:#}");
+    }
+    assert_eq!(node["rocm_loaded"], "7.1.1", "{node:#}");
+
+    let (_, _, json, junit) = run_with(&n.root, &["--tier", "standard", "--rocm-path", path], &env);
+    let node = &json["versions"]["node"];
+    assert_eq!(node["rocm_loaded"], "7.1.1", "{node:#}");
+    assert_eq!(
+        node["rccl_version"],
+        inv["versions"]["node"]["rccl_version"]
+    );
+    assert!(junit.contains(r#"<property name="rocblas_version""#));
 }
 
 #[test]

@@ -44,7 +44,7 @@ impl Session {
             })
         } else {
             crate::runtime::Runtime::disabled(
-                "the hsa and hip layers run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
+                "the runtime layers (hsa, hip, rocblas, miopen, rccl) run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
             )
         };
         let thresholds = match &options.thresholds {
@@ -177,6 +177,7 @@ impl Session {
         {
             node.extend(r.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
+        crate::versions::add_loaded_rocm(&mut node);
         out.insert("node".to_string(), node);
         for &g in &report
             .scopes

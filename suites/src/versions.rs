@@ -56,13 +56,73 @@ pub fn os_release(root: &Sysroot) -> Option<OsRelease> {
     (!os.id.is_empty()).then_some(os)
 }
 
-/// The installed ROCm release (`/opt/rocm/.info/version`, `6.2.0-66` gives
-/// `6.2.0`).
+/// The installed ROCm release: `/opt/rocm/.info/version` (`6.2.0-66` gives
+/// `6.2.0`), or, where `/opt/rocm` is absent, the one versioned
+/// `/opt/rocm-X.Y.Z` installed. Several versioned installs and no
+/// `/opt/rocm` is ambiguous: `None` (see [`rocm_installs`]).
 pub fn rocm_release(root: &Sysroot) -> Option<String> {
-    let text = root.read_opt("/opt/rocm/.info/version").ok().flatten()?;
+    if let Some(v) = release_file(root, "/opt/rocm") {
+        return Some(v);
+    }
+    match rocm_installs(root).as_slice() {
+        [(_, release)] => Some(release.clone()),
+        _ => None,
+    }
+}
+
+/// Every versioned ROCm install, `/opt/rocm-X.Y.Z`, with its release (from
+/// its `.info/version`, else its directory name).
+pub fn rocm_installs(root: &Sysroot) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = root
+        .list_dir("/opt")
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|name| {
+            let from_name = name.strip_prefix("rocm-")?.to_string();
+            from_name.chars().next().filter(char::is_ascii_digit)?;
+            let dir = format!("/opt/{name}");
+            let release = release_file(root, &dir).unwrap_or(from_name);
+            Some((dir, release))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The release in `<dir>/.info/version`.
+fn release_file(root: &Sysroot, dir: &str) -> Option<String> {
+    let text = root
+        .read_opt(&format!("{dir}/.info/version"))
+        .ok()
+        .flatten()?;
     let v = text.lines().next()?.trim();
     let v = v.split('-').next().unwrap_or(v);
     (!v.is_empty() && v.chars().next().is_some_and(|c| c.is_ascii_digit())).then(|| v.to_string())
+}
+
+/// The ROCm release the runtime libraries were actually loaded from, when
+/// their path names a versioned install (`/opt/rocm-6.2.0/lib/...`): it can
+/// differ from `/opt/rocm` when `LD_LIBRARY_PATH` or `--rocm-path` points
+/// elsewhere.
+pub fn loaded_rocm_release(versions: &BTreeMap<String, String>) -> Option<String> {
+    versions
+        .iter()
+        .filter(|(k, _)| k.ends_with("_library"))
+        .find_map(|(_, path)| {
+            path.split('/').find_map(|part| {
+                let v = part.strip_prefix("rocm-")?;
+                (v.chars().next().is_some_and(|c| c.is_ascii_digit())
+                    && v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+                .then(|| v.to_string())
+            })
+        })
+}
+
+/// Adds `rocm_loaded` to node versions that name runtime libraries.
+pub fn add_loaded_rocm(versions: &mut BTreeMap<String, String>) {
+    if let Some(v) = loaded_rocm_release(versions) {
+        versions.insert("rocm_loaded".into(), v);
+    }
 }
 
 /// The driver release of the installed amdgpu-dkms package, from dpkg's
@@ -129,6 +189,11 @@ pub fn node_versions(facts: &NodeFacts) -> BTreeMap<String, String> {
     }
     if let Some(r) = rocm_release(&facts.sysroot) {
         v.insert("rocm".into(), r);
+    }
+    let installs = rocm_installs(&facts.sysroot);
+    if installs.len() > 1 {
+        let list: Vec<String> = installs.into_iter().map(|(_, r)| r).collect();
+        v.insert("rocm_installed".into(), list.join(", "));
     }
     v
 }
@@ -253,11 +318,50 @@ mod tests {
         assert_eq!(driver_release_of("6.16.6"), None);
     }
 
+    #[test]
+    fn finds_versioned_installs_when_opt_rocm_is_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let info = dir.path().join("opt/rocm-6.2.0/.info");
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(info.join("version"), "6.2.0-66\n").unwrap();
+        let root = Sysroot::at(dir.path());
+        assert_eq!(rocm_release(&root).as_deref(), Some("6.2.0"));
+        std::fs::create_dir_all(dir.path().join("opt/rocm-6.4.1")).unwrap();
+        std::fs::create_dir_all(dir.path().join("opt/rocm-smi")).unwrap();
+        assert_eq!(rocm_release(&root), None, "two installs, no /opt/rocm");
+        let installs: Vec<String> = rocm_installs(&root).into_iter().map(|(_, r)| r).collect();
+        assert_eq!(installs, ["6.2.0", "6.4.1"]);
+        let opt = dir.path().join("opt/rocm/.info");
+        std::fs::create_dir_all(&opt).unwrap();
+        std::fs::write(opt.join("version"), "6.4.1-120\n").unwrap();
+        assert_eq!(rocm_release(&root).as_deref(), Some("6.4.1"));
+    }
+
+    #[test]
+    fn names_the_release_libraries_were_loaded_from() {
+        let mut v = BTreeMap::from([
+            ("kernel".to_string(), "6.8.0".to_string()),
+            (
+                "hip_library".to_string(),
+                "/opt/rocm-6.2.0/lib/libamdhip64.so.6".to_string(),
+            ),
+        ]);
+        add_loaded_rocm(&mut v);
+        assert_eq!(v["rocm_loaded"], "6.2.0");
+        let mut debian = BTreeMap::from([(
+            "hsa_library".to_string(),
+            "/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1".to_string(),
+        )]);
+        add_loaded_rocm(&mut debian);
+        assert!(!debian.contains_key("rocm_loaded"));
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,200}") {
             let _ = parse_os_release(&s);
             let _ = driver_release_of(&s);
+            let _ = loaded_rocm_release(&BTreeMap::from([("x_library".to_string(), s)]));
         }
     }
 }
