@@ -40,7 +40,7 @@ pub enum Command {
 /// Where the node is.
 #[derive(Debug, Args)]
 pub struct NodeArgs {
-    /// Read the node from this directory (a captured or synthetic node) instead of `/`.
+    /// Read the node from this directory or `rocgate snapshot` archive (a captured or synthetic node) instead of `/`.
     #[arg(long, value_name = "DIR")]
     pub sysroot: Option<PathBuf>,
     /// Look for ROCm libraries in DIR/lib first (then ROCM_PATH, /opt/rocm, the system loader).
@@ -80,6 +80,7 @@ impl NodeArgs {
             thresholds: self.thresholds.clone(),
             matrix: self.matrix.clone(),
             gpus: gpus.map(str::to_string),
+            runtime_off: None,
         }
     }
 }

@@ -12,6 +12,10 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     let mut options = args.node.options(None, None);
     // A snapshot holds files, not libraries: the runtime layers stay off.
     options.rocm_path = None;
+    options.runtime_off = Some(
+        "a snapshot records files, not libraries: the runtime layers do not run while taking it"
+            .into(),
+    );
     let session = Session::open(recording, options)?;
     let gpus = session.select_gpus(None)?;
     let plan = session
@@ -35,6 +39,13 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
             String::new()
         }
     );
+    if !summary.hung.is_empty() {
+        println!(
+            "{} files did not answer within 2 s (a wedged GPU?) and are stored as hung, so a replay times out where this node did: {}",
+            summary.hung.len(),
+            summary.hung.join(", ")
+        );
+    }
     println!(
         "diagnose it anywhere with: rocgate doctor --sysroot {}",
         args.out.display()

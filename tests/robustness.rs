@@ -82,6 +82,38 @@ fn inventory_names_a_gpu_whose_sysfs_hangs_and_still_prints() {
 }
 
 #[test]
+fn a_snapshot_of_a_hung_gpu_finishes_and_replays_the_hang() {
+    let n = node("mi300x-8");
+    make_hang(&mec(&n.root, "46"));
+    let archive = n.root.with_extension("tar.zst");
+    let start = Instant::now();
+    let out = rocgate()
+        .args(["snapshot", "--out"])
+        .arg(&archive)
+        .arg("--sysroot")
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    // The hung check's 10 s timeout, then the snapshot itself.
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        start.elapsed()
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains("stored as hung"), "{stdout}");
+    assert!(
+        stdout.contains("0000:46:00.0/fw_version/mec_fw_version"),
+        "{stdout}"
+    );
+    let (code, _, json, _) = run(&archive, &["--timeout-scale", "0.1"]);
+    assert_eq!(code, 1);
+    assert_eq!(result(&json, "gpu2.firmware.versions")["status"], "timeout");
+    assert_eq!(result(&json, "gpu3.firmware.versions")["status"], "pass");
+}
+
+#[test]
 fn sigint_stops_the_run_and_still_writes_the_reports() {
     let n = node("mi300x-8");
     for bus in ["05", "26", "46", "65", "85", "a6", "c6", "e5"] {

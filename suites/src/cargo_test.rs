@@ -64,6 +64,7 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
         thresholds: None,
         gpus: None,
         matrix: None,
+        runtime_off: None,
     };
     let session = match Session::open(sysroot, options) {
         Ok(s) => Arc::new(s),

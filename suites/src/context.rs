@@ -19,6 +19,8 @@ pub struct RunOptions {
     /// `--gpus LIST`: the GPUs the run covers (node checks over several GPUs,
     /// such as all-reduce, use these).
     pub gpus: Option<String>,
+    /// Keep the runtime layers off, for this reason (they skip saying so).
+    pub runtime_off: Option<String>,
 }
 
 /// What checks read.

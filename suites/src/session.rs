@@ -38,7 +38,9 @@ impl Session {
         }
         // The host's ROCm talks to the host's GPUs, not to a captured node's;
         // against a sysroot the runtime layers need libraries named for it.
-        let runtime = if facts.sysroot.is_live() || options.rocm_path.is_some() {
+        let runtime = if let Some(why) = &options.runtime_off {
+            crate::runtime::Runtime::disabled(why)
+        } else if facts.sysroot.is_live() || options.rocm_path.is_some() {
             crate::runtime::Runtime::new(rocgate_rocm::Search {
                 rocm_path: options.rocm_path.clone(),
             })

@@ -8,11 +8,17 @@ use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser}
 use rocgate_harness::Access as Use;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
 
 /// Largest file a snapshot copies.
 const MAX_FILE: u64 = 16 << 20;
+
+/// How long a snapshot waits for one file: sysfs answers in microseconds
+/// unless the GPU behind it is wedged.
+const FILE_WAIT: Duration = Duration::from_secs(2);
 
 /// What a snapshot holds, for the command to report.
 #[derive(Debug, Default)]
@@ -25,6 +31,104 @@ pub struct Summary {
     pub links: usize,
     /// Values replaced by redaction.
     pub redacted: usize,
+    /// Files that did not answer (a wedged GPU's sysfs): stored as FIFOs,
+    /// so that replaying the snapshot hangs and times out where the node did.
+    pub hung: Vec<String>,
+}
+
+/// What reading one file gave.
+enum Outcome {
+    Bytes(Vec<u8>),
+    Failed,
+    Hung,
+}
+
+/// The reading thread's request and reply channels.
+type ReadWorker = (
+    mpsc::Sender<PathBuf>,
+    mpsc::Receiver<std::io::Result<Vec<u8>>>,
+);
+
+/// Reads files on a helper thread so that a wedged GPU's sysfs cannot hang
+/// the snapshot: a file that does not answer within [`FILE_WAIT`] is hung,
+/// its thread is abandoned, and the PCI device it belongs to is treated as
+/// wedged from then on (its other files are not tried).
+struct BoundedReader {
+    worker: Option<ReadWorker>,
+    wedged: Vec<String>,
+}
+
+impl BoundedReader {
+    fn new() -> BoundedReader {
+        BoundedReader {
+            worker: None,
+            wedged: Vec::new(),
+        }
+    }
+
+    fn spawn() -> Option<ReadWorker> {
+        let (to_worker, requests) = mpsc::channel::<PathBuf>();
+        let (replies, from_worker) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("rocgate-snapshot-read".into())
+            .spawn(move || {
+                for path in requests {
+                    let mut bytes = Vec::new();
+                    let r = std::fs::File::open(&path)
+                        .and_then(|f| f.take(MAX_FILE).read_to_end(&mut bytes))
+                        .map(|_| bytes);
+                    if replies.send(r).is_err() {
+                        return;
+                    }
+                }
+            })
+            .ok()?;
+        Some((to_worker, from_worker))
+    }
+
+    /// Reads `path`, the node's `host` path.
+    fn read(&mut self, host: &str, path: &Path) -> Outcome {
+        if self.wedged.iter().any(|w| host.starts_with(w.as_str())) {
+            return Outcome::Hung;
+        }
+        if self.worker.is_none() {
+            self.worker = Self::spawn();
+        }
+        let Some((tx, rx)) = &self.worker else {
+            return Outcome::Failed;
+        };
+        if tx.send(path.to_path_buf()).is_err() {
+            self.worker = None;
+            return Outcome::Failed;
+        }
+        match rx.recv_timeout(FILE_WAIT) {
+            Ok(Ok(bytes)) => Outcome::Bytes(bytes),
+            Ok(Err(_)) => Outcome::Failed,
+            Err(_) => {
+                self.worker = None;
+                self.wedged.push(device_prefix(host));
+                Outcome::Hung
+            }
+        }
+    }
+}
+
+/// The PCI device directory a sysfs path belongs to (up to its last
+/// `dddd:bb:dd.f` component), or the path itself.
+fn device_prefix(host: &str) -> String {
+    let is_bdf = |c: &str| {
+        let b = c.as_bytes();
+        b.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.'
+    };
+    let mut end = None;
+    let mut pos = 0;
+    for part in host.split('/') {
+        pos += part.len() + 1;
+        if is_bdf(part) {
+            end = Some(pos);
+        }
+    }
+    end.and_then(|e| host.get(..e)).unwrap_or(host).to_string()
 }
 
 /// Replacements for serials and the host name.
@@ -40,7 +144,7 @@ fn fnv(s: &str) -> u64 {
 }
 
 impl Redactor {
-    fn new(facts: &NodeFacts, enabled: bool) -> Redactor {
+    fn new(facts: &NodeFacts, enabled: bool, reader: &mut BoundedReader) -> Redactor {
         let mut pairs = Vec::new();
         if enabled {
             for g in &facts.gpus {
@@ -51,10 +155,9 @@ impl Redactor {
                     pairs.push((format!("{u:016x}"), format!("{fake:016x}")));
                 }
                 if let Some(pci) = &g.pci {
-                    if let Ok(Some(serial)) = facts
-                        .sysroot
-                        .read_opt(&format!("{}/serial_number", pci.sysfs_dir()))
-                    {
+                    let host = format!("{}/serial_number", pci.sysfs_dir());
+                    if let Outcome::Bytes(b) = reader.read(&host, &facts.sysroot.path(&host)) {
+                        let serial = String::from_utf8_lossy(&b).trim().to_string();
                         if serial.len() >= 4 {
                             pairs.push((
                                 serial.clone(),
@@ -176,7 +279,8 @@ fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
 /// accessed, plus the kernel log and the capture record, to `out`.
 pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, String> {
     let root = &facts.sysroot;
-    let mut redactor = Redactor::new(facts, redact);
+    let mut reader = BoundedReader::new();
+    let mut redactor = Redactor::new(facts, redact, &mut reader);
     let file = std::fs::File::create(out)
         .map_err(|e| format!("failed to create {}: {e}", out.display()))?;
     let enc = zstd::Encoder::new(file, 3)
@@ -232,10 +336,27 @@ pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, Str
                 }
                 // Device nodes and probed files: presence is what matters.
                 let mut bytes = Vec::new();
-                if *how == Use::Read && meta.is_file() {
-                    if let Ok(f) = std::fs::File::open(&path) {
-                        let _ = f.take(MAX_FILE).read_to_end(&mut bytes);
+                let hung = if meta.file_type().is_fifo() {
+                    // A capture that simulates a hang (as the fixtures do) keeps it.
+                    true
+                } else if *how == Use::Read && meta.is_file() {
+                    match reader.read(host, &path) {
+                        Outcome::Bytes(b) => {
+                            bytes = b;
+                            false
+                        }
+                        Outcome::Failed => false,
+                        Outcome::Hung => true,
                     }
+                } else {
+                    false
+                };
+                if hung {
+                    let mut h = header(tar::EntryType::Fifo, 0, 0o644);
+                    tar.append_data(&mut h, rel, std::io::empty())
+                        .map_err(err)?;
+                    summary.hung.push(host.clone());
+                    continue;
                 }
                 if host == "/var/lib/dpkg/status" {
                     bytes = gpu_packages(&String::from_utf8_lossy(&bytes)).into_bytes();
@@ -319,11 +440,42 @@ pub fn extract(path: &Path) -> Result<tempfile::TempDir, String> {
     };
     if n == 4 && head == [0x28, 0xb5, 0x2f, 0xfd] {
         let dec = zstd::Decoder::new(f).map_err(bad)?;
-        tar::Archive::new(dec).unpack(dir.path()).map_err(bad)?;
+        unpack(tar::Archive::new(dec), dir.path()).map_err(bad)?;
     } else {
-        tar::Archive::new(f).unpack(dir.path()).map_err(bad)?;
+        unpack(tar::Archive::new(f), dir.path()).map_err(bad)?;
     }
     Ok(dir)
+}
+
+/// Unpacks an archive, recreating the FIFOs that stand for hung files (the
+/// tar crate would make them empty regular files).
+fn unpack<R: Read>(mut archive: tar::Archive<R>, dir: &Path) -> std::io::Result<()> {
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        if entry.header().entry_type() != tar::EntryType::Fifo {
+            entry.unpack_in(dir)?;
+            continue;
+        }
+        let rel = entry.path()?.into_owned();
+        // unpack_in's own guard: nothing may land outside `dir`.
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(std::io::Error::other(format!(
+                "entry {} escapes the archive",
+                rel.display()
+            )));
+        }
+        let path = dir.join(&rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o644))
+            .map_err(std::io::Error::from)?;
+    }
+    Ok(())
 }
 
 /// The directory a `--sysroot` argument names: itself, or a snapshot
@@ -345,4 +497,59 @@ pub fn sysroot_dir(arg: &Path) -> Result<PathBuf, String> {
 /// The current user, for the capture record of a live snapshot.
 pub fn current_user(facts: &NodeFacts) -> Option<access::User> {
     facts.user.clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hung_file_wedges_its_device_only() {
+        assert_eq!(
+            device_prefix("/sys/devices/pci0000:00/0000:46:00.0/fw_version/mec_fw_version"),
+            "/sys/devices/pci0000:00/0000:46:00.0/"
+        );
+        assert_eq!(
+            device_prefix("/sys/bus/pci/devices/0000:46:00.0/serial_number"),
+            "/sys/bus/pci/devices/0000:46:00.0/"
+        );
+        assert_eq!(device_prefix("/proc/modules"), "/proc/modules");
+    }
+
+    #[test]
+    fn a_file_that_blocks_is_hung_and_the_reader_carries_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = dir.path().join("0000:46:00.0");
+        std::fs::create_dir(&dev).unwrap();
+        // Opening a FIFO nobody writes blocks, as a read on a wedged GPU does.
+        nix::unistd::mkfifo(
+            &dev.join("hangs"),
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .unwrap();
+        std::fs::write(dev.join("after"), "1\n").unwrap();
+        std::fs::write(dir.path().join("fine"), "ok\n").unwrap();
+        let mut reader = BoundedReader::new();
+        assert!(matches!(
+            reader.read("/sys/0000:46:00.0/hangs", &dev.join("hangs")),
+            Outcome::Hung
+        ));
+        let start = std::time::Instant::now();
+        assert!(matches!(
+            reader.read("/sys/0000:46:00.0/after", &dev.join("after")),
+            Outcome::Hung
+        ));
+        assert!(
+            start.elapsed() < Duration::from_millis(100),
+            "the wedged device is not retried"
+        );
+        match reader.read("/proc/fine", &dir.path().join("fine")) {
+            Outcome::Bytes(b) => assert_eq!(b, b"ok\n"),
+            _ => panic!("a healthy file after a hang must read"),
+        }
+        assert!(matches!(
+            reader.read("/proc/missing", &dir.path().join("missing")),
+            Outcome::Failed
+        ));
+    }
 }
