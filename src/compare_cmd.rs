@@ -24,9 +24,9 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, String> {
     let (before, after) = (load(&args.before)?, load(&args.after)?);
     let c = compare::compare(&before, &after, args.tolerance);
     if args.format == "markdown" {
-        print!("{}", compare::render_markdown(&c));
+        out!("{}", compare::render_markdown(&c));
     } else {
-        print!("{}", compare::render_text(&c));
+        out!("{}", compare::render_text(&c));
     }
     Ok(if c.regressed() {
         ExitCode::from(1)

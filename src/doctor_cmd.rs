@@ -81,9 +81,9 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
         };
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| format!("failed to serialise the diagnosis: {e}"))?;
-        println!("{text}");
+        outln!("{text}");
     } else {
-        print!(
+        out!(
             "{}",
             render(&session, &report, &diagnosis, &layers, Style::for_stdout())
         );

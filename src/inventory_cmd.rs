@@ -26,9 +26,9 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
     if args.json {
         let text = serde_json::to_string_pretty(&inv)
             .map_err(|e| format!("failed to serialise the inventory: {e}"))?;
-        println!("{text}");
+        outln!("{text}");
     } else {
-        print!("{}", render(&inv, Style::for_stdout()));
+        out!("{}", render(&inv, Style::for_stdout()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -16,11 +16,11 @@ pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
             .plan(&gpus, args.tier)
             .map_err(|e| format!("internal error: {e}"))?;
         for inst in &plan.instances {
-            println!("{}", inst.test_id);
+            outln!("{}", inst.test_id);
         }
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{}",
         style.bold(&format!(
             "{:<10}{:<9}{:<10}{:<30}{:<7}{}",
@@ -32,7 +32,7 @@ pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
             ScopeKind::Node => "node",
             ScopeKind::PerGpu => "per GPU",
         };
-        println!(
+        outln!(
             "{:<10}{:<9}{:<10}{:<30}{:<7}{}",
             c.layer.as_str(),
             scope,

@@ -1,6 +1,31 @@
 //! `rocgate`: validates an AMD ROCm GPU node layer by layer and reports the
 //! first broken layer, its likely cause and the next step.
 
+/// `print!` that never panics: a closed stdout (`rocgate doctor | head`)
+/// ends the output, not the command, so the reports are still written.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `println!` that never panics; see `out!`.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics on a closed stderr.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod compare_cmd;
 mod doctor_cmd;
@@ -34,7 +59,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rocgate: {e}");
+            errln!("rocgate: {e}");
             ExitCode::from(EXIT_USAGE)
         }
     }

@@ -58,12 +58,12 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
         }
     };
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{text}");
+        out!("{text}");
     }
     Ok(if supported {
         ExitCode::SUCCESS

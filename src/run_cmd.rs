@@ -28,7 +28,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let interrupt = signals::interrupt_flag()?;
     let style = Style::for_stdout();
     if !args.quiet {
-        print!("{}", header(&session, &plan, args.timeout_scale, style));
+        out!("{}", header(&session, &plan, args.timeout_scale, style));
     }
     let workers = crate::worker_cmd::isolator(&session, &interrupt)?;
     let opts = ExecOptions {
@@ -45,20 +45,20 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
 
     let written = write_reports(args, &session, &report);
     if !args.quiet {
-        println!();
-        print!("{}", ladder::ladder(&report, style));
+        outln!();
+        out!("{}", ladder::ladder(&report, style));
     }
     let failures = ladder::failures(&report, style);
     if !failures.is_empty() {
-        println!();
-        print!("{failures}");
+        outln!();
+        out!("{failures}");
     }
-    println!();
-    println!("{}", ladder::summary(&report, style));
+    outln!();
+    outln!("{}", ladder::summary(&report, style));
     match written {
-        Ok(lines) => lines.iter().for_each(|l| println!("{l}")),
+        Ok(lines) => lines.iter().for_each(|l| outln!("{l}")),
         Err(e) => {
-            eprintln!("rocgate: {e}");
+            errln!("rocgate: {e}");
             return Ok(ExitCode::from(2));
         }
     }

@@ -26,7 +26,7 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     // node's version files are read here so the snapshot records them.
     let _ = rocgate_suites::versions::node_versions(session.facts());
     let summary = rocgate_suites::snapshot::write(session.facts(), &args.out, args.redact)?;
-    println!(
+    outln!(
         "wrote {}: {} files, {} directories, {} links from {} checks{}",
         args.out.display(),
         summary.files,
@@ -40,13 +40,13 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
         }
     );
     if !summary.hung.is_empty() {
-        println!(
+        outln!(
             "{} files did not answer within 2 s (a wedged GPU?) and are stored as hung, so a replay times out where this node did: {}",
             summary.hung.len(),
             summary.hung.join(", ")
         );
     }
-    println!(
+    outln!(
         "diagnose it anywhere with: rocgate doctor --sysroot {}",
         args.out.display()
     );

@@ -232,3 +232,38 @@ fn the_live_host_run_finishes_and_reports() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc["healthy"].is_boolean());
 }
+
+#[test]
+fn a_closed_stdout_ends_the_output_not_the_command() {
+    let n = node("kfd-permission");
+    let junit = n.root.with_extension("junit.xml");
+    for args in [
+        &["doctor", "--json"][..],
+        &["inventory"][..],
+        &["run", "--junit"][..],
+    ] {
+        // The reader is gone before rocgate writes a byte, as after `| head -1`.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("rocgate"));
+        cmd.args(args);
+        if args[0] == "run" {
+            cmd.arg(&junit);
+        }
+        let out = cmd
+            .arg("--sysroot")
+            .arg(&n.root)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{args:?}: {out:?}"
+        );
+    }
+    // The run still wrote its report.
+    quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+}
