@@ -27,8 +27,13 @@ impl Session {
     /// sysroot that does not exist, a malformed capture record).
     pub fn open(sysroot: Sysroot, options: RunOptions) -> Result<Session, String> {
         if !sysroot.root().is_dir() {
+            let why = if sysroot.root().exists() {
+                "not a directory or a `rocgate snapshot` archive"
+            } else {
+                "it does not exist"
+            };
             return Err(format!(
-                "failed to open sysroot {}: not a directory",
+                "failed to open sysroot {}: {why}",
                 sysroot.root().display()
             ));
         }
