@@ -7,9 +7,9 @@
 )]
 
 use crate::hip::DeviceBuffer;
-use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search};
+use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search, status_text};
 use crate::table::symbol_table;
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
 use thiserror::Error;
@@ -137,18 +137,8 @@ impl Miopen {
         if status == 0 {
             return Ok(());
         }
-        let name = match &self.table.miopenGetErrorString {
-            Ok(f) => {
-                // SAFETY: returns a static string.
-                let p = unsafe { f(status) };
-                if p.is_null() {
-                    status_name(status).to_string()
-                } else {
-                    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-                }
-            }
-            Err(_) => status_name(status).to_string(),
-        };
+        let name = status_text(&self.table.miopenGetErrorString, status)
+            .unwrap_or_else(|| status_name(status).to_string());
         Err(MiopenError::Status { call, status, name })
     }
 

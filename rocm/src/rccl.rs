@@ -7,9 +7,9 @@
 )]
 
 use crate::hip::{DeviceBuffer, Stream};
-use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search};
+use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search, status_text};
 use crate::table::symbol_table;
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
 use thiserror::Error;
@@ -120,18 +120,7 @@ impl Rccl {
         if code == 0 {
             return Ok(());
         }
-        let text = match &self.table.ncclGetErrorString {
-            Ok(f) => {
-                // SAFETY: returns a static string.
-                let p = unsafe { f(code) };
-                if p.is_null() {
-                    String::new()
-                } else {
-                    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-                }
-            }
-            Err(_) => String::new(),
-        };
+        let text = status_text(&self.table.ncclGetErrorString, code).unwrap_or_default();
         Err(RcclError::Code {
             call,
             code,

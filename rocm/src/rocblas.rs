@@ -4,9 +4,9 @@
 #![allow(non_snake_case, reason = "C names")]
 
 use crate::hip::DeviceBuffer;
-use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search};
+use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search, status_text};
 use crate::table::symbol_table;
-use std::ffi::{CStr, c_char, c_void};
+use std::ffi::{c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
 use thiserror::Error;
@@ -151,18 +151,8 @@ impl Rocblas {
         if status == 0 {
             return Ok(());
         }
-        let name = match &self.table.rocblas_status_to_string {
-            // SAFETY: returns a static string.
-            Ok(f) => {
-                let p = unsafe { f(status) };
-                if p.is_null() {
-                    status_name(status).to_string()
-                } else {
-                    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-                }
-            }
-            Err(_) => status_name(status).to_string(),
-        };
+        let name = status_text(&self.table.rocblas_status_to_string, status)
+            .unwrap_or_else(|| status_name(status).to_string());
         Err(BlasError::Status { call, status, name })
     }
 

@@ -6,7 +6,7 @@
 use super::error::{HipError, fallback_name};
 use super::sys::{self, RtcTable, Table};
 use crate::loader::{LoadError, Loaded, MissingSymbol, Search};
-use std::ffi::{CStr, CString, c_char, c_void};
+use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -30,11 +30,8 @@ pub fn format_version(v: i32) -> String {
 }
 
 fn text(p: *const c_char) -> String {
-    if p.is_null() {
-        return String::new();
-    }
-    // SAFETY: the runtime returns static NUL-terminated strings.
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    // SAFETY: the runtime returns static NUL-terminated strings or NULL.
+    unsafe { crate::loader::c_text(p) }.unwrap_or_default()
 }
 
 impl Hip {
