@@ -21,25 +21,8 @@ fn main() {
         .write(&node)
         .unwrap();
     let rocm = dir.path().join("rocm");
-    let target = Path::new(env!("CARGO_BIN_EXE_rocgate"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    std::fs::create_dir_all(rocm.join("lib")).unwrap();
-    for (built, soname) in [
-        ("librocgate_fake_hsa.so", "libhsa-runtime64.so.1"),
-        ("librocgate_fake_hip.so", "libamdhip64.so.6"),
-        ("librocgate_fake_rocblas.so", "librocblas.so.4"),
-        ("librocgate_fake_miopen.so", "libMIOpen.so.1"),
-        ("librocgate_fake_rccl.so", "librccl.so.1"),
-    ] {
-        let src = [target.join(built), target.join("deps").join(built)]
-            .into_iter()
-            .filter(|p| p.exists())
-            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-            .expect("fake ROCm built");
-        std::fs::copy(src, rocm.join("lib").join(soname)).unwrap();
-    }
+    let profile = Path::new(env!("CARGO_BIN_EXE_rocgate")).parent().unwrap();
+    rocgate_fixtures::fake_rocm::lay_out(profile, &rocm).unwrap();
     let json = dir.path().join("r.json");
     let rounds = 3;
     let mut walls = Vec::new();

@@ -25,28 +25,8 @@ fn median(mut xs: Vec<Duration>) -> Duration {
 }
 
 fn fake_rocm(dir: &Path) {
-    let target = Path::new(env!("CARGO_BIN_EXE_rocgate"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let find = |n: &str| {
-        [target.join(n), target.join("deps").join(n)]
-            .into_iter()
-            .filter(|p| p.exists())
-            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-            .expect("fake ROCm built")
-    };
-    std::fs::create_dir_all(dir.join("lib")).unwrap();
-    std::fs::copy(
-        find("librocgate_fake_hsa.so"),
-        dir.join("lib/libhsa-runtime64.so.1"),
-    )
-    .unwrap();
-    std::fs::copy(
-        find("librocgate_fake_hip.so"),
-        dir.join("lib/libamdhip64.so.6"),
-    )
-    .unwrap();
+    let profile = Path::new(env!("CARGO_BIN_EXE_rocgate")).parent().unwrap();
+    rocgate_fixtures::fake_rocm::lay_out(profile, dir).unwrap();
 }
 
 fn run(node: &Path, rocm: &Path, faults: &str, gpus: Option<&str>) -> Duration {

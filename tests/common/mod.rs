@@ -39,37 +39,8 @@ pub fn rocgate() -> Command {
 /// out under their sonames in a temporary `DIR/lib`.
 pub fn fake_rocm() -> tempfile::TempDir {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_rocgate"));
-    let target = bin.parent().unwrap();
-    let find = |name: &str| {
-        [target.join(name), target.join("deps").join(name)]
-            .into_iter()
-            .filter(|p| p.exists())
-            // `cargo build` leaves a copy in target/debug that `cargo test`
-            // does not refresh; take the newest.
-            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-            .unwrap_or_else(|| panic!("{name} not built; `cargo test --workspace` builds it"))
-    };
     let dir = tempfile::tempdir().unwrap();
-    let lib = dir.path().join("lib");
-    std::fs::create_dir_all(&lib).unwrap();
-    std::fs::copy(
-        find("librocgate_fake_hsa.so"),
-        lib.join("libhsa-runtime64.so.1"),
-    )
-    .unwrap();
-    std::fs::copy(find("librocgate_fake_hip.so"), lib.join("libamdhip64.so.6")).unwrap();
-    std::os::unix::fs::symlink("libamdhip64.so.6", lib.join("libamdhip64.so")).unwrap();
-    std::fs::copy(
-        find("librocgate_fake_rocblas.so"),
-        lib.join("librocblas.so.4"),
-    )
-    .unwrap();
-    std::fs::copy(
-        find("librocgate_fake_miopen.so"),
-        lib.join("libMIOpen.so.1"),
-    )
-    .unwrap();
-    std::fs::copy(find("librocgate_fake_rccl.so"), lib.join("librccl.so.1")).unwrap();
+    rocgate_fixtures::fake_rocm::lay_out(bin.parent().unwrap(), dir.path()).unwrap();
     dir
 }
 
