@@ -18,6 +18,13 @@ const TARGETS: [&str; 8] = [
 ];
 const SOURCE: &str = "device/kernels.cl";
 
+/// Code object v5, pinned: LLVM 21 made v6 the default (llvm-project PR
+/// #130963), which ROCr before ROCm 6.3 rejects with
+/// HSA_STATUS_ERROR_INVALID_CODE_OBJECT (ROCR-Runtime `loader/executable.cpp`
+/// checks the major version; ROCR-Runtime issue #321). v5 loads on ROCm 5.2
+/// to 7.x, whichever clang builds it.
+const CODE_OBJECT_VERSION: &str = "-mcode-object-version=5";
+
 fn version_major(clang: &Path) -> Option<u32> {
     let out = Command::new(clang).arg("--version").output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -88,6 +95,7 @@ fn main() {
                         "--target=amdgcn-amd-amdhsa",
                         "-nogpulib",
                         "-O3",
+                        CODE_OBJECT_VERSION,
                     ])
                     .arg(format!("-mcpu={target}"))
                     .arg(&source)

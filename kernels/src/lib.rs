@@ -21,6 +21,23 @@ struct Aligned<T: ?Sized>(T);
 
 include!(concat!(env!("OUT_DIR"), "/code_objects.rs"));
 
+/// `e_ident[EI_OSABI]` of an AMDGPU code object: `ELFOSABI_AMDGPU_HSA`.
+pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
+
+/// `e_ident[EI_ABIVERSION]` of code object v5 (`ELFABIVERSION_AMDGPU_HSA_V5`
+/// in llvm/BinaryFormat/ELF.h; v4 is 2, v6 is 4). The build pins v5 because
+/// ROCr before ROCm 6.3 rejects v6.
+pub const ABI_VERSION_V5: u8 = 3;
+
+/// The code object version an AMDGPU ELF declares (`e_ident[EI_ABIVERSION]`
+/// + 2 for an `ELFOSABI_AMDGPU_HSA` object), if it is one.
+pub fn code_object_version(elf: &[u8]) -> Option<u8> {
+    if elf.len() < 16 || &elf[..4] != b"\x7fELF" || elf[7] != ELFOSABI_AMDGPU_HSA {
+        return None;
+    }
+    elf[8].checked_add(2)
+}
+
 /// Kernel names in every code object.
 pub const KERNELS: [&str; 3] = ["vector_add", "fill", "triad"];
 
@@ -99,6 +116,16 @@ mod tests {
                 "{}: e_flags {e_flags:#x}",
                 co.target
             );
+            // Code object v5 (EI_ABIVERSION 3), loadable by ROCr 5.2 to 7.x.
+            assert_eq!(co.bytes[7], ELFOSABI_AMDGPU_HSA, "{}: EI_OSABI", co.target);
+            assert_eq!(
+                co.bytes[8], ABI_VERSION_V5,
+                "{}: EI_ABIVERSION {} is code object v{}, not v5",
+                co.target,
+                co.bytes[8],
+                co.bytes[8] + 2
+            );
+            assert_eq!(code_object_version(co.bytes), Some(5));
             let names: Vec<String> = file
                 .dynamic_symbols()
                 .filter_map(|s| s.name().ok().map(str::to_string))
@@ -111,6 +138,20 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_code_object_version_comes_from_the_abi_byte() {
+        let mut head = [0u8; 64];
+        head[..4].copy_from_slice(b"\x7fELF");
+        head[7] = ELFOSABI_AMDGPU_HSA;
+        for (abi, version) in [(2, 4), (3, 5), (4, 6)] {
+            head[8] = abi;
+            assert_eq!(code_object_version(&head), Some(version));
+        }
+        head[7] = 0;
+        assert_eq!(code_object_version(&head), None, "not ELFOSABI_AMDGPU_HSA");
+        assert_eq!(code_object_version(b"\x7fELF"), None, "truncated");
     }
 
     #[test]

@@ -15,6 +15,10 @@ macro_rules! symbol_table {
         }
 
         impl $name {
+            /// The C names of every symbol in the table, for checks that a
+            /// real library exports them.
+            pub const SYMBOLS: &'static [&'static str] = &[$(stringify!($field)),*];
+
             /// Looks every symbol up in `lib`.
             pub(crate) fn load(lib: &crate::loader::Loaded) -> Self {
                 // SAFETY: each field's type is the C declaration of the
@@ -29,3 +33,21 @@ macro_rules! symbol_table {
 }
 
 pub(crate) use symbol_table;
+
+/// Declares C enum values as Rust constants together with a table of their
+/// C names (`TABLE: &[(c_name, value)]`), so a header probe can compare every
+/// declared value with the real headers and none can be left out.
+macro_rules! c_constants {
+    ($(#[$meta:meta])* $vis:vis $table:ident {
+        $( $name:ident : $ty:ty = $c:literal => $value:expr ; )*
+    }) => {
+        $(
+            #[doc = concat!("`", $c, "`")]
+            $vis const $name: $ty = $value;
+        )*
+        $(#[$meta])*
+        $vis const $table: &[(&str, i64)] = &[$(($c, $name as i64)),*];
+    };
+}
+
+pub(crate) use c_constants;

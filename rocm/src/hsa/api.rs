@@ -9,6 +9,7 @@ use crate::loader::{LoadError, Loaded, MissingSymbol, Search};
 use std::ffi::{CStr, CString, c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// An opened HSA runtime.
@@ -25,13 +26,52 @@ impl std::fmt::Debug for Hsa {
     }
 }
 
+/// An agent's `hsa_device_type_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    /// `HSA_DEVICE_TYPE_CPU`.
+    Cpu,
+    /// `HSA_DEVICE_TYPE_GPU`.
+    Gpu,
+    /// `HSA_DEVICE_TYPE_DSP`.
+    Dsp,
+    /// `HSA_DEVICE_TYPE_AIE` (ROCm 7: the NPU of Ryzen AI hosts).
+    Aie,
+    /// A type this build does not know.
+    Other(u32),
+}
+
+impl DeviceKind {
+    /// The kind of a raw `hsa_device_type_t`.
+    pub fn from_raw(raw: u32) -> DeviceKind {
+        match raw {
+            sys::DEVICE_TYPE_CPU => DeviceKind::Cpu,
+            sys::DEVICE_TYPE_GPU => DeviceKind::Gpu,
+            sys::DEVICE_TYPE_DSP => DeviceKind::Dsp,
+            sys::DEVICE_TYPE_AIE => DeviceKind::Aie,
+            other => DeviceKind::Other(other),
+        }
+    }
+
+    /// A short name for messages (`CPU`, `GPU`, `DSP`, `AIE`, `type 7`).
+    pub fn name(self) -> String {
+        match self {
+            DeviceKind::Cpu => "CPU".into(),
+            DeviceKind::Gpu => "GPU".into(),
+            DeviceKind::Dsp => "DSP".into(),
+            DeviceKind::Aie => "AIE".into(),
+            DeviceKind::Other(n) => format!("type {n}"),
+        }
+    }
+}
+
 /// What rocgate reads about an agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentInfo {
     /// The handle.
     pub agent: Agent,
-    /// CPU or GPU.
-    pub is_gpu: bool,
+    /// CPU, GPU, DSP or AIE: not every agent that is not a GPU is a CPU.
+    pub kind: DeviceKind,
     /// `gfx942` for GPUs.
     pub name: String,
     /// Marketing name.
@@ -59,6 +99,18 @@ pub struct PoolInfo {
     pub size: usize,
     /// Whether the runtime may allocate from it.
     pub alloc_allowed: bool,
+}
+
+impl AgentInfo {
+    /// Whether the agent is a GPU.
+    pub fn is_gpu(&self) -> bool {
+        self.kind == DeviceKind::Gpu
+    }
+
+    /// Whether the agent is a CPU (the owner of system memory pools).
+    pub fn is_cpu(&self) -> bool {
+        self.kind == DeviceKind::Cpu
+    }
 }
 
 impl PoolInfo {
@@ -109,6 +161,11 @@ impl Hsa {
         if status == sys::STATUS_SUCCESS || status == sys::STATUS_INFO_BREAK {
             return Ok(());
         }
+        Err(self.status_error(call, status))
+    }
+
+    /// The error for `status` returned by (or reported to) `call`.
+    fn status_error(&self, call: &'static str, status: Status) -> HsaError {
         let name = status_name(status);
         let text = self.status_text(status);
         // ROCr's text repeats the name ("HSA_STATUS_ERROR_X: what it means").
@@ -116,12 +173,12 @@ impl Hsa {
             .strip_prefix(name)
             .map_or(text.as_str(), |t| t.trim_start_matches(':').trim())
             .to_string();
-        Err(HsaError::Status {
+        HsaError::Status {
             call,
             status,
             name,
             text,
-        })
+        }
     }
 
     /// `hsa_status_string` for `status` (empty if unavailable).
@@ -195,15 +252,16 @@ impl Hsa {
             .map(|agent| {
                 let device: u32 = self.info(agent, sys::AGENT_INFO_DEVICE)?;
                 let name = self.info_name(agent, sys::AGENT_INFO_NAME)?;
-                let is_gpu = device == sys::DEVICE_TYPE_GPU;
+                let kind = DeviceKind::from_raw(device);
+                let is_gpu = kind == DeviceKind::Gpu;
                 // AMD extensions exist for every agent on ROCr; tolerate their
-                // absence on CPU agents of other implementations.
+                // absence on agents other than GPUs.
                 let product = self
                     .info_name(agent, sys::AMD_AGENT_INFO_PRODUCT_NAME)
                     .unwrap_or_default();
                 Ok(AgentInfo {
                     agent,
-                    is_gpu,
+                    kind,
                     name,
                     product,
                     compute_units: if is_gpu {
@@ -306,7 +364,7 @@ impl Hsa {
                 done.raw,
             )
         })?;
-        done.wait_below(1, timeout, "hsa_amd_memory_async_copy")
+        done.wait_complete(timeout, "hsa_amd_memory_async_copy", || None)
     }
 }
 
@@ -352,12 +410,42 @@ impl Signal {
     }
 
     /// Waits until the value is below `bound`, failing after `timeout`.
+    /// Returns the value seen.
     pub fn wait_below(
         &self,
         bound: i64,
         timeout: Duration,
         what: &'static str,
+    ) -> Result<i64, HsaError> {
+        self.wait(bound, timeout, what, &|| None)
+    }
+
+    /// Waits for an operation's completion signal (created at 1) to drop
+    /// below 1. ROCr marks a failed operation by setting its completion
+    /// signal negative (hsa_ext_amd.h, `hsa_amd_memory_async_copy`), so a
+    /// negative value is an error, not a completion. `abort` is polled
+    /// while waiting (a queue's error callback) and ends the wait with its
+    /// error.
+    pub fn wait_complete(
+        &self,
+        timeout: Duration,
+        what: &'static str,
+        abort: impl Fn() -> Option<HsaError>,
     ) -> Result<(), HsaError> {
+        let v = self.wait(1, timeout, what, &abort)?;
+        if v < 0 {
+            return Err(HsaError::SignalError { call: what, value: v });
+        }
+        Ok(())
+    }
+
+    fn wait(
+        &self,
+        bound: i64,
+        timeout: Duration,
+        what: &'static str,
+        abort: &dyn Fn() -> Option<HsaError>,
+    ) -> Result<i64, HsaError> {
         let f = Hsa::f(&self.hsa.table.hsa_signal_wait_scacquire)?;
         let deadline = Instant::now() + timeout;
         loop {
@@ -373,7 +461,10 @@ impl Signal {
                 )
             };
             if v < bound {
-                return Ok(());
+                return Ok(v);
+            }
+            if let Some(e) = abort() {
+                return Err(e);
             }
             if Instant::now() >= deadline {
                 return Err(HsaError::Invalid {
@@ -520,10 +611,27 @@ impl Drop for PoolMemory {
     }
 }
 
-/// An AQL queue, destroyed on drop.
+/// An AQL queue, destroyed on drop. Created with an error callback, so a
+/// queue error (a hardware exception, an illegal instruction) is reported
+/// with its status instead of showing only as a dispatch that never ends.
 pub struct Queue {
     hsa: Arc<Hsa>,
     raw: *mut sys::Queue,
+    // Boxed so its address, handed to ROCr as the callback's data, is stable;
+    // dropped after the queue is destroyed (fields drop after `Drop::drop`).
+    error: Box<AtomicU32>,
+}
+
+/// ROCr calls this from its own thread when the queue fails; `data` is the
+/// queue's `error` cell.
+unsafe extern "C" fn on_queue_error(status: Status, _queue: *mut sys::Queue, data: *mut c_void) {
+    if !data.is_null() {
+        // SAFETY: `data` is the `AtomicU32` owned by the `Queue`, which
+        // outlives the runtime's queue.
+        let cell = unsafe { &*(data as *const AtomicU32) };
+        // Keep the first error: later ones follow from it.
+        let _ = cell.compare_exchange(0, status, Ordering::AcqRel, Ordering::Acquire);
+    }
 }
 
 impl Queue {
@@ -531,14 +639,16 @@ impl Queue {
     pub fn new(hsa: &Arc<Hsa>, agent: Agent, size: u32) -> Result<Queue, HsaError> {
         let f = Hsa::f(&hsa.table.hsa_queue_create)?;
         let mut raw = std::ptr::null_mut();
-        // SAFETY: no error callback; writes the queue pointer.
+        let error = Box::new(AtomicU32::new(0));
+        // SAFETY: the callback's data is the boxed cell, which lives as long
+        // as the queue; writes the queue pointer.
         hsa.check("hsa_queue_create", unsafe {
             f(
                 agent,
                 size,
                 sys::QUEUE_TYPE_SINGLE,
-                None,
-                std::ptr::null_mut(),
+                Some(on_queue_error),
+                (&raw const *error).cast_mut().cast(),
                 u32::MAX,
                 u32::MAX,
                 &mut raw,
@@ -553,7 +663,22 @@ impl Queue {
         Ok(Queue {
             hsa: Arc::clone(hsa),
             raw,
+            error,
         })
+    }
+
+    /// The error ROCr reported through the queue's error callback, if any.
+    pub fn error(&self) -> Option<HsaError> {
+        match self.error.load(Ordering::Acquire) {
+            0 => None,
+            status => Some(self.hsa.status_error("the queue's error callback", status)),
+        }
+    }
+
+    /// Waits for a dispatch's completion signal, ending early with the
+    /// queue's error if ROCr reports one.
+    pub fn wait(&self, done: &Signal, timeout: Duration) -> Result<(), HsaError> {
+        done.wait_complete(timeout, "kernel dispatch", || self.error())
     }
 
     /// The queue's size in packets.

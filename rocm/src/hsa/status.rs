@@ -3,49 +3,71 @@
 use crate::loader::MissingSymbol;
 use thiserror::Error;
 
-/// Names of the HSA status codes (hsa.h, hsa_ext_amd.h).
+/// HSA status codes and their names: hsa.h `hsa_status_t` and hsa_ext_amd.h
+/// `hsa_amd_status_t`. Every entry present in ROCm 5.2.3 is compared with
+/// Debian's headers by `tests/abi.rs`; the rest are listed in
+/// [`NEWER_THAN_5_2`] with their source.
+pub const STATUS_NAMES: &[(u32, &str)] = &[
+    (0x0, "HSA_STATUS_SUCCESS"),
+    (0x1, "HSA_STATUS_INFO_BREAK"),
+    (0x1000, "HSA_STATUS_ERROR"),
+    (0x1001, "HSA_STATUS_ERROR_INVALID_ARGUMENT"),
+    (0x1002, "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION"),
+    (0x1003, "HSA_STATUS_ERROR_INVALID_ALLOCATION"),
+    (0x1004, "HSA_STATUS_ERROR_INVALID_AGENT"),
+    (0x1005, "HSA_STATUS_ERROR_INVALID_REGION"),
+    (0x1006, "HSA_STATUS_ERROR_INVALID_SIGNAL"),
+    (0x1007, "HSA_STATUS_ERROR_INVALID_QUEUE"),
+    (0x1008, "HSA_STATUS_ERROR_OUT_OF_RESOURCES"),
+    (0x1009, "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT"),
+    (0x100A, "HSA_STATUS_ERROR_RESOURCE_FREE"),
+    (0x100B, "HSA_STATUS_ERROR_NOT_INITIALIZED"),
+    (0x100C, "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW"),
+    (0x100D, "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS"),
+    (0x100E, "HSA_STATUS_ERROR_INVALID_INDEX"),
+    (0x100F, "HSA_STATUS_ERROR_INVALID_ISA"),
+    (0x1010, "HSA_STATUS_ERROR_INVALID_CODE_OBJECT"),
+    (0x1011, "HSA_STATUS_ERROR_INVALID_EXECUTABLE"),
+    (0x1012, "HSA_STATUS_ERROR_FROZEN_EXECUTABLE"),
+    (0x1013, "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME"),
+    (0x1014, "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED"),
+    (0x1015, "HSA_STATUS_ERROR_VARIABLE_UNDEFINED"),
+    (0x1016, "HSA_STATUS_ERROR_EXCEPTION"),
+    (0x1017, "HSA_STATUS_ERROR_INVALID_ISA_NAME"),
+    (0x1018, "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL"),
+    (0x1019, "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL"),
+    (0x1020, "HSA_STATUS_ERROR_INVALID_FILE"),
+    (0x1021, "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER"),
+    (0x1022, "HSA_STATUS_ERROR_INVALID_CACHE"),
+    (0x1023, "HSA_STATUS_ERROR_INVALID_WAVEFRONT"),
+    (0x1024, "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP"),
+    (0x1025, "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE"),
+    (0x1026, "HSA_STATUS_ERROR_FATAL"),
+    (0x28, "HSA_STATUS_ERROR_INVALID_MEMORY_POOL"),
+    (0x29, "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION"),
+    (0x2A, "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION"),
+    (0x2B, "HSA_STATUS_ERROR_MEMORY_FAULT"),
+    (0x2C, "HSA_STATUS_CU_MASK_REDUCED"),
+    (0x2D, "HSA_STATUS_ERROR_OUT_OF_REGISTERS"),
+    (0x2E, "HSA_STATUS_ERROR_RESOURCE_BUSY"),
+    (0x2F, "HSA_STATUS_ERROR_NOT_SUPPORTED"),
+];
+
+/// Statuses that ROCm 5.2.3's headers lack, so the header probe cannot check
+/// them: hsa_ext_amd.h of ROCm 7.0 added 45 OUT_OF_REGISTERS,
+/// 46 RESOURCE_BUSY and 47 NOT_SUPPORTED after 44 CU_MASK_REDUCED.
+pub const NEWER_THAN_5_2: &[&str] = &[
+    "HSA_STATUS_ERROR_OUT_OF_REGISTERS",
+    "HSA_STATUS_ERROR_RESOURCE_BUSY",
+    "HSA_STATUS_ERROR_NOT_SUPPORTED",
+];
+
+/// The name of an HSA status code.
 pub fn status_name(status: u32) -> &'static str {
-    match status {
-        0x0 => "HSA_STATUS_SUCCESS",
-        0x1 => "HSA_STATUS_INFO_BREAK",
-        0x1000 => "HSA_STATUS_ERROR",
-        0x1001 => "HSA_STATUS_ERROR_INVALID_ARGUMENT",
-        0x1002 => "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION",
-        0x1003 => "HSA_STATUS_ERROR_INVALID_ALLOCATION",
-        0x1004 => "HSA_STATUS_ERROR_INVALID_AGENT",
-        0x1005 => "HSA_STATUS_ERROR_INVALID_REGION",
-        0x1006 => "HSA_STATUS_ERROR_INVALID_SIGNAL",
-        0x1007 => "HSA_STATUS_ERROR_INVALID_QUEUE",
-        0x1008 => "HSA_STATUS_ERROR_OUT_OF_RESOURCES",
-        0x1009 => "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT",
-        0x100A => "HSA_STATUS_ERROR_RESOURCE_FREE",
-        0x100B => "HSA_STATUS_ERROR_NOT_INITIALIZED",
-        0x100C => "HSA_STATUS_ERROR_REFCOUNT_OVERFLOW",
-        0x100D => "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS",
-        0x100E => "HSA_STATUS_ERROR_INVALID_INDEX",
-        0x100F => "HSA_STATUS_ERROR_INVALID_ISA",
-        0x1010 => "HSA_STATUS_ERROR_INVALID_CODE_OBJECT",
-        0x1011 => "HSA_STATUS_ERROR_INVALID_EXECUTABLE",
-        0x1012 => "HSA_STATUS_ERROR_FROZEN_EXECUTABLE",
-        0x1013 => "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME",
-        0x1014 => "HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED",
-        0x1015 => "HSA_STATUS_ERROR_VARIABLE_UNDEFINED",
-        0x1016 => "HSA_STATUS_ERROR_EXCEPTION",
-        0x1017 => "HSA_STATUS_ERROR_INVALID_CODE_SYMBOL",
-        0x1018 => "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL",
-        0x1020 => "HSA_STATUS_ERROR_INVALID_FILE",
-        0x1021 => "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER",
-        0x1022 => "HSA_STATUS_ERROR_INVALID_CACHE",
-        0x1023 => "HSA_STATUS_ERROR_INVALID_WAVEFRONT",
-        0x1024 => "HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP",
-        0x1025 => "HSA_STATUS_ERROR_INVALID_RUNTIME_STATE",
-        0x1026 => "HSA_STATUS_ERROR_FATAL",
-        0x28 => "HSA_STATUS_ERROR_INVALID_MEMORY_POOL",
-        0x29 => "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION",
-        0x2A => "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION",
-        0x2B => "HSA_STATUS_ERROR_MEMORY_FAULT",
-        _ => "unknown HSA status",
-    }
+    STATUS_NAMES
+        .iter()
+        .find(|(v, _)| *v == status)
+        .map_or("unknown HSA status", |(_, n)| n)
 }
 
 /// A failed HSA call.
@@ -65,6 +87,15 @@ pub enum HsaError {
         name: &'static str,
         /// `hsa_status_string`'s text.
         text: String,
+    },
+    /// The operation ended with its completion signal negative: ROCr's way
+    /// of saying an asynchronous copy or dispatch failed.
+    #[error("{call} failed: its completion signal ended at {value} (ROCr sets a failed operation's signal negative)")]
+    SignalError {
+        /// The operation waited for.
+        call: &'static str,
+        /// The signal's value.
+        value: i64,
     },
     /// The call succeeded but its result is unusable.
     #[error("{call}: {reason}")]

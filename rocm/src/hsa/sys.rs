@@ -1,14 +1,13 @@
 //! Raw HSA (ROCr) declarations: the types, constants and symbols rocgate
-//! uses, from `hsa.h` and `hsa_ext_amd.h` (values stable from ROCm 5 to 7).
+//! uses, from `hsa.h` and `hsa_ext_amd.h` (values stable from ROCm 5 to 7;
+//! `tests/abi.rs` compares every one with Debian's ROCm 5.2.3 headers).
 
 #![allow(missing_docs, reason = "names and values mirror hsa.h")]
 
-use crate::table::symbol_table;
+use crate::table::{c_constants, symbol_table};
 use std::ffi::{c_char, c_void};
 
 pub type Status = u32;
-pub const STATUS_SUCCESS: Status = 0;
-pub const STATUS_INFO_BREAK: Status = 0x1;
 
 macro_rules! handle {
     ($($name:ident),*) => {$(
@@ -61,52 +60,101 @@ pub struct KernelDispatchPacket {
     pub completion_signal: Signal,
 }
 
-// hsa_agent_info_t and hsa_amd_agent_info_t.
-pub const AGENT_INFO_NAME: u32 = 0;
-pub const AGENT_INFO_VENDOR_NAME: u32 = 1;
-pub const AGENT_INFO_WAVEFRONT_SIZE: u32 = 6;
-pub const AGENT_INFO_DEVICE: u32 = 17;
-pub const AMD_AGENT_INFO_COMPUTE_UNIT_COUNT: u32 = 0xA002;
-pub const AMD_AGENT_INFO_BDFID: u32 = 0xA006;
-pub const AMD_AGENT_INFO_PRODUCT_NAME: u32 = 0xA009;
-pub const AMD_AGENT_INFO_DOMAIN: u32 = 0xA00F;
-pub const DEVICE_TYPE_CPU: u32 = 0;
-pub const DEVICE_TYPE_GPU: u32 = 1;
+c_constants! {
+    /// Every enum value above, by its C name, for the header probe.
+    pub CONSTANTS {
+        STATUS_SUCCESS: Status = "HSA_STATUS_SUCCESS" => 0;
+        STATUS_INFO_BREAK: Status = "HSA_STATUS_INFO_BREAK" => 0x1;
+        // hsa_agent_info_t and hsa_amd_agent_info_t.
+        AGENT_INFO_NAME: u32 = "HSA_AGENT_INFO_NAME" => 0;
+        AGENT_INFO_VENDOR_NAME: u32 = "HSA_AGENT_INFO_VENDOR_NAME" => 1;
+        AGENT_INFO_WAVEFRONT_SIZE: u32 = "HSA_AGENT_INFO_WAVEFRONT_SIZE" => 6;
+        AGENT_INFO_DEVICE: u32 = "HSA_AGENT_INFO_DEVICE" => 17;
+        AMD_AGENT_INFO_COMPUTE_UNIT_COUNT: u32 = "HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT" => 0xA002;
+        AMD_AGENT_INFO_BDFID: u32 = "HSA_AMD_AGENT_INFO_BDFID" => 0xA006;
+        AMD_AGENT_INFO_PRODUCT_NAME: u32 = "HSA_AMD_AGENT_INFO_PRODUCT_NAME" => 0xA009;
+        AMD_AGENT_INFO_DOMAIN: u32 = "HSA_AMD_AGENT_INFO_DOMAIN" => 0xA00F;
+        // hsa_device_type_t (AIE = 3 is listed in NEWER_THAN_5_2).
+        DEVICE_TYPE_CPU: u32 = "HSA_DEVICE_TYPE_CPU" => 0;
+        DEVICE_TYPE_GPU: u32 = "HSA_DEVICE_TYPE_GPU" => 1;
+        DEVICE_TYPE_DSP: u32 = "HSA_DEVICE_TYPE_DSP" => 2;
+        SYSTEM_INFO_VERSION_MAJOR: u32 = "HSA_SYSTEM_INFO_VERSION_MAJOR" => 0;
+        SYSTEM_INFO_VERSION_MINOR: u32 = "HSA_SYSTEM_INFO_VERSION_MINOR" => 1;
+        // hsa_amd_memory_pool_info_t and its flags.
+        POOL_INFO_SEGMENT: u32 = "HSA_AMD_MEMORY_POOL_INFO_SEGMENT" => 0;
+        POOL_INFO_GLOBAL_FLAGS: u32 = "HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS" => 1;
+        POOL_INFO_SIZE: u32 = "HSA_AMD_MEMORY_POOL_INFO_SIZE" => 2;
+        POOL_INFO_RUNTIME_ALLOC_ALLOWED: u32 = "HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED" => 5;
+        SEGMENT_GLOBAL: u32 = "HSA_AMD_SEGMENT_GLOBAL" => 0;
+        POOL_FLAG_KERNARG_INIT: u32 = "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT" => 1;
+        POOL_FLAG_FINE_GRAINED: u32 = "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED" => 2;
+        POOL_FLAG_COARSE_GRAINED: u32 = "HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED" => 4;
+        QUEUE_TYPE_SINGLE: u32 = "HSA_QUEUE_TYPE_SINGLE" => 1;
+        SIGNAL_CONDITION_EQ: u32 = "HSA_SIGNAL_CONDITION_EQ" => 0;
+        SIGNAL_CONDITION_NE: u32 = "HSA_SIGNAL_CONDITION_NE" => 1;
+        SIGNAL_CONDITION_LT: u32 = "HSA_SIGNAL_CONDITION_LT" => 2;
+        SIGNAL_CONDITION_GTE: u32 = "HSA_SIGNAL_CONDITION_GTE" => 3;
+        WAIT_STATE_BLOCKED: u32 = "HSA_WAIT_STATE_BLOCKED" => 0;
+        PROFILE_FULL: u32 = "HSA_PROFILE_FULL" => 1;
+        FLOAT_ROUNDING_MODE_DEFAULT: u32 = "HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT" => 0;
+        SYMBOL_INFO_KERNEL_OBJECT: u32 = "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT" => 22;
+        SYMBOL_INFO_KERNARG_SEGMENT_SIZE: u32 = "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE" => 11;
+        SYMBOL_INFO_GROUP_SEGMENT_SIZE: u32 = "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE" => 13;
+        SYMBOL_INFO_PRIVATE_SEGMENT_SIZE: u32 = "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE" => 14;
+        // AQL packet header fields.
+        PACKET_TYPE_KERNEL_DISPATCH: u16 = "HSA_PACKET_TYPE_KERNEL_DISPATCH" => 2;
+        PACKET_TYPE_INVALID: u16 = "HSA_PACKET_TYPE_INVALID" => 1;
+        PACKET_HEADER_TYPE: u16 = "HSA_PACKET_HEADER_TYPE" => 0;
+        PACKET_HEADER_BARRIER: u16 = "HSA_PACKET_HEADER_BARRIER" => 8;
+        PACKET_HEADER_SCACQUIRE_FENCE_SCOPE: u16 = "HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE" => 9;
+        PACKET_HEADER_SCRELEASE_FENCE_SCOPE: u16 = "HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE" => 11;
+        FENCE_SCOPE_SYSTEM: u16 = "HSA_FENCE_SCOPE_SYSTEM" => 2;
+        DISPATCH_SETUP_DIMENSIONS: u16 = "HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS" => 0;
+    }
+}
 
-pub const SYSTEM_INFO_VERSION_MAJOR: u32 = 0;
-pub const SYSTEM_INFO_VERSION_MINOR: u32 = 1;
+/// `HSA_DEVICE_TYPE_AIE`: hsa.h of ROCm 7.0 adds it after DSP for the NPU of
+/// Ryzen AI hosts (the XDNA driver), so ROCm 5.2.3's headers cannot confirm it.
+pub const DEVICE_TYPE_AIE: u32 = 3;
 
-// hsa_amd_memory_pool_info_t.
-pub const POOL_INFO_SEGMENT: u32 = 0;
-pub const POOL_INFO_GLOBAL_FLAGS: u32 = 1;
-pub const POOL_INFO_SIZE: u32 = 2;
-pub const POOL_INFO_RUNTIME_ALLOC_ALLOWED: u32 = 5;
-pub const SEGMENT_GLOBAL: u32 = 0;
-pub const POOL_FLAG_KERNARG_INIT: u32 = 1;
-pub const POOL_FLAG_FINE_GRAINED: u32 = 2;
-pub const POOL_FLAG_COARSE_GRAINED: u32 = 4;
+/// C names the header probe skips because ROCm 5.2.3's headers predate them.
+pub const NEWER_THAN_5_2: &[&str] = &["HSA_DEVICE_TYPE_AIE"];
 
-pub const QUEUE_TYPE_SINGLE: u32 = 1;
-pub const SIGNAL_CONDITION_EQ: u32 = 0;
-pub const SIGNAL_CONDITION_LT: u32 = 2;
-pub const WAIT_STATE_BLOCKED: u32 = 0;
-
-pub const PROFILE_FULL: u32 = 1;
-pub const FLOAT_ROUNDING_MODE_DEFAULT: u32 = 0;
-pub const SYMBOL_INFO_KERNEL_OBJECT: u32 = 22;
-pub const SYMBOL_INFO_KERNARG_SEGMENT_SIZE: u32 = 11;
-pub const SYMBOL_INFO_GROUP_SEGMENT_SIZE: u32 = 13;
-pub const SYMBOL_INFO_PRIVATE_SEGMENT_SIZE: u32 = 14;
-
-// AQL packet header fields.
-pub const PACKET_TYPE_KERNEL_DISPATCH: u16 = 2;
-pub const PACKET_TYPE_INVALID: u16 = 1;
-pub const PACKET_HEADER_TYPE: u16 = 0;
-pub const PACKET_HEADER_BARRIER: u16 = 8;
-pub const PACKET_HEADER_SCACQUIRE_FENCE_SCOPE: u16 = 9;
-pub const PACKET_HEADER_SCRELEASE_FENCE_SCOPE: u16 = 11;
-pub const FENCE_SCOPE_SYSTEM: u16 = 2;
-pub const DISPATCH_SETUP_DIMENSIONS: u16 = 0;
+/// Struct sizes and field offsets (`(struct, field or "sizeof", bytes)`), for
+/// the header probe.
+pub const LAYOUTS: &[(&str, &str, usize)] = &[
+    ("hsa_queue_t", "sizeof", std::mem::size_of::<Queue>()),
+    ("hsa_queue_t", "type", std::mem::offset_of!(Queue, queue_type)),
+    ("hsa_queue_t", "features", std::mem::offset_of!(Queue, features)),
+    ("hsa_queue_t", "base_address", std::mem::offset_of!(Queue, base_address)),
+    ("hsa_queue_t", "doorbell_signal", std::mem::offset_of!(Queue, doorbell_signal)),
+    ("hsa_queue_t", "size", std::mem::offset_of!(Queue, size)),
+    ("hsa_queue_t", "reserved1", std::mem::offset_of!(Queue, reserved1)),
+    ("hsa_queue_t", "id", std::mem::offset_of!(Queue, id)),
+    ("hsa_kernel_dispatch_packet_t", "sizeof", std::mem::size_of::<KernelDispatchPacket>()),
+    ("hsa_kernel_dispatch_packet_t", "header", std::mem::offset_of!(KernelDispatchPacket, header)),
+    ("hsa_kernel_dispatch_packet_t", "setup", std::mem::offset_of!(KernelDispatchPacket, setup)),
+    ("hsa_kernel_dispatch_packet_t", "workgroup_size_x", std::mem::offset_of!(KernelDispatchPacket, workgroup_size_x)),
+    ("hsa_kernel_dispatch_packet_t", "workgroup_size_y", std::mem::offset_of!(KernelDispatchPacket, workgroup_size_y)),
+    ("hsa_kernel_dispatch_packet_t", "workgroup_size_z", std::mem::offset_of!(KernelDispatchPacket, workgroup_size_z)),
+    ("hsa_kernel_dispatch_packet_t", "reserved0", std::mem::offset_of!(KernelDispatchPacket, reserved0)),
+    ("hsa_kernel_dispatch_packet_t", "grid_size_x", std::mem::offset_of!(KernelDispatchPacket, grid_size_x)),
+    ("hsa_kernel_dispatch_packet_t", "grid_size_y", std::mem::offset_of!(KernelDispatchPacket, grid_size_y)),
+    ("hsa_kernel_dispatch_packet_t", "grid_size_z", std::mem::offset_of!(KernelDispatchPacket, grid_size_z)),
+    ("hsa_kernel_dispatch_packet_t", "private_segment_size", std::mem::offset_of!(KernelDispatchPacket, private_segment_size)),
+    ("hsa_kernel_dispatch_packet_t", "group_segment_size", std::mem::offset_of!(KernelDispatchPacket, group_segment_size)),
+    ("hsa_kernel_dispatch_packet_t", "kernel_object", std::mem::offset_of!(KernelDispatchPacket, kernel_object)),
+    ("hsa_kernel_dispatch_packet_t", "kernarg_address", std::mem::offset_of!(KernelDispatchPacket, kernarg_address)),
+    ("hsa_kernel_dispatch_packet_t", "reserved2", std::mem::offset_of!(KernelDispatchPacket, reserved2)),
+    ("hsa_kernel_dispatch_packet_t", "completion_signal", std::mem::offset_of!(KernelDispatchPacket, completion_signal)),
+    ("hsa_agent_t", "sizeof", std::mem::size_of::<Agent>()),
+    ("hsa_signal_t", "sizeof", std::mem::size_of::<Signal>()),
+    ("hsa_amd_memory_pool_t", "sizeof", std::mem::size_of::<MemoryPool>()),
+    ("hsa_executable_t", "sizeof", std::mem::size_of::<Executable>()),
+    ("hsa_executable_symbol_t", "sizeof", std::mem::size_of::<ExecutableSymbol>()),
+    ("hsa_code_object_reader_t", "sizeof", std::mem::size_of::<CodeObjectReader>()),
+    ("hsa_loaded_code_object_t", "sizeof", std::mem::size_of::<LoadedCodeObject>()),
+];
 
 pub type AgentCallback = unsafe extern "C" fn(Agent, *mut c_void) -> Status;
 pub type PoolCallback = unsafe extern "C" fn(MemoryPool, *mut c_void) -> Status;

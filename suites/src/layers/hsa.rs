@@ -158,11 +158,11 @@ fn agents(ctx: &NodeContext, _: Scope) -> Verdict {
         Ok(a) => a,
         Err(v) => return v,
     };
-    let gpus = agents.iter().filter(|a| a.is_gpu).count();
+    let gpus = agents.iter().filter(|a| a.is_gpu()).count();
     let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
     let names: Vec<String> = agents
         .iter()
-        .filter(|a| a.is_gpu)
+        .filter(|a| a.is_gpu())
         .map(|a| a.name.clone())
         .collect();
     if gpus != kfd {
@@ -185,10 +185,21 @@ fn agents(ctx: &NodeContext, _: Scope) -> Verdict {
             "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`",
         ));
     }
+    // Not every agent that is not a GPU is a CPU: Ryzen AI hosts add an
+    // AIE agent (ROCm 7), some platforms a DSP.
+    let mut kinds: Vec<(String, usize)> = Vec::new();
+    for a in agents {
+        let name = a.kind.name();
+        match kinds.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((name, 1)),
+        }
+    }
+    let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
     Verdict::pass(format!(
-        "{} agents: {} CPU, {gpus} GPU ({})",
+        "{} agents: {} ({})",
         agents.len(),
-        agents.len() - gpus,
+        counts.join(", "),
         super::list(&names, 4)
     ))
     .with_metric("hsa_gpu_agents", gpus as f64, "count")
@@ -207,7 +218,7 @@ fn find_agent(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, AgentInfo, &Arc<
     let (loc, dom) = (k.location_id.unwrap_or(0), k.domain.unwrap_or(0));
     match agents
         .iter()
-        .find(|a| a.is_gpu && u64::from(a.bdfid) == loc && u64::from(a.domain) == dom)
+        .find(|a| a.is_gpu() && u64::from(a.bdfid) == loc && u64::from(a.domain) == dom)
     {
         Some(a) => Ok((gpu, a.clone(), hsa)),
         None => Err(Verdict::fail(Finding::new(
@@ -276,7 +287,7 @@ fn device_pool(hsa: &Hsa, agent: Agent) -> Result<PoolInfo, Verdict> {
 /// A system pool with `flag` (fine-grained, or kernarg) on a CPU agent.
 fn system_pool(ctx: &NodeContext, hsa: &Hsa, flag: u32) -> Result<PoolInfo, Verdict> {
     let agents = ctx.runtime.agents()?;
-    for cpu in agents.iter().filter(|a| !a.is_gpu) {
+    for cpu in agents.iter().filter(|a| a.is_cpu()) {
         let pools = hsa
             .pools(cpu.agent)
             .map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
@@ -457,7 +468,8 @@ fn run_fill(
     };
     let start = Instant::now();
     queue.dispatch(packet).map_err(fail)?;
-    done.wait_below(1, Duration::from_secs(20), "kernel dispatch")
+    queue
+        .wait(&done, Duration::from_secs(20))
         .map_err(fail)?;
     let elapsed = start.elapsed();
     let got = out.host_u32s().map_err(fail)?;
@@ -499,11 +511,13 @@ fn run_copy(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo) -> Result<Verdict,
     let device = device_pool(hsa, a.agent)?;
     let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
     let agents = ctx.runtime.agents()?;
-    let cpu = agents
-        .iter()
-        .find(|x| !x.is_gpu)
-        .map(|x| x.agent)
-        .unwrap_or_default();
+    let Some(cpu) = agents.iter().find(|x| x.is_cpu()).map(|x| x.agent) else {
+        return Err(Verdict::fail(Finding::new(
+            "hsa-no-system-memory",
+            "ROCr lists no CPU agent to copy from",
+            "ROCr's host side is missing: compare `rocminfo` output and check the kernel's KFD CPU nodes",
+        )));
+    };
     let mut src = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
     let mut dst = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
     let dev = PoolMemory::allocate(hsa, device.pool, BYTES).map_err(fail)?;
