@@ -7,7 +7,7 @@ use crate::output;
 use crate::plan::Plan;
 use crate::result::CheckResult;
 use crate::verdict::{Finding, Status, Verdict};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -34,6 +34,11 @@ pub struct ExecOptions {
     /// Runs isolated checks in worker processes; without one they run in
     /// this process like the others.
     pub isolator: Option<Arc<dyn Isolator>>,
+    /// At most this many scopes bring up their worker at once (a scope's
+    /// first isolated check, which starts the worker and initialises the
+    /// vendor runtime), so a node of 64 GPU partitions does not start 64
+    /// runtimes together. The wait does not count against any timeout.
+    pub max_warming: usize,
 }
 
 impl Default for ExecOptions {
@@ -48,6 +53,7 @@ impl Default for ExecOptions {
             interrupt_grace: Duration::from_secs(2),
             output_limit: output::DEFAULT_LIMIT,
             isolator: None,
+            max_warming: 8,
         }
     }
 }
@@ -113,6 +119,10 @@ pub fn execute<C: Send + Sync + 'static>(
     let mut busy: HashMap<Scope, usize> = HashMap::new();
     // GPUs whose check timed out: nothing more is sent to them.
     let mut unresponsive: HashMap<Scope, String> = HashMap::new();
+    // Scopes whose worker has answered once, and how many are starting one.
+    let mut warm: HashSet<Scope> = HashSet::new();
+    let mut warming = 0usize;
+    let isolated = |i: usize| opts.isolator.is_some() && plan.check(&plan.instances[i]).isolated;
 
     // Records a final result and releases the instances that waited on it.
     let mut finish = |i: usize,
@@ -139,12 +149,15 @@ pub fn execute<C: Send + Sync + 'static>(
         }
         // Dispatch what is ready, resolving gating on the way.
         while running.len() < workers {
-            let isolated =
-                |i: usize| opts.isolator.is_some() && plan.check(&plan.instances[i]).isolated;
-            let pick = ready
-                .iter()
-                .copied()
-                .find(|&i| !(isolated(i) && busy.contains_key(&plan.instances[i].scope)));
+            let cold = |i: usize| isolated(i) && !warm.contains(&plan.instances[i].scope);
+            // One isolated check per scope at a time, and a bounded number
+            // of scopes starting their worker.
+            let waits = |i: usize| {
+                let busy_scope = isolated(i) && busy.contains_key(&plan.instances[i].scope);
+                let no_start_slot = cold(i) && warming >= opts.max_warming.max(1);
+                busy_scope || no_start_slot
+            };
+            let pick = ready.iter().copied().find(|&i| !waits(i));
             let Some(i) = pick else { break };
             ready.remove(&i);
             let inst = &plan.instances[i];
@@ -162,6 +175,7 @@ pub fn execute<C: Send + Sync + 'static>(
                 if let Some(blocker) = inst
                     .deps
                     .iter()
+                    .filter(|&&d| !hang_spares(plan, opts, d, inst.scope, &results))
                     .filter_map(|&d| results[d].as_ref())
                     .find(|r| !r.status.lets_dependents_run())
                 {
@@ -216,6 +230,9 @@ pub fn execute<C: Send + Sync + 'static>(
             running.insert(i, (now, now + deadline));
             if isolated(i) {
                 busy.insert(inst.scope, i);
+                if !warm.contains(&inst.scope) {
+                    warming += 1;
+                }
             }
         }
         if done >= n {
@@ -231,6 +248,9 @@ pub fn execute<C: Send + Sync + 'static>(
             Ok((i, outcome, elapsed)) => {
                 if running.remove(&i).is_some() {
                     busy.retain(|_, &mut b| b != i);
+                    if isolated(i) && warm.insert(plan.instances[i].scope) {
+                        warming -= 1;
+                    }
                     let r = completed_result(plan, i, outcome, elapsed, opts.output_limit);
                     if r.status == Status::Timeout && r.scope != Scope::Node {
                         unresponsive.insert(r.scope, r.id.clone());
@@ -248,6 +268,9 @@ pub fn execute<C: Send + Sync + 'static>(
                 for i in expired {
                     let (started, _) = running.remove(&i).unwrap_or((now, now));
                     busy.retain(|_, &mut b| b != i);
+                    if isolated(i) && warm.insert(plan.instances[i].scope) {
+                        warming -= 1;
+                    }
                     let check = plan.check(&plan.instances[i]);
                     let limit = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
                     let msg = format!(
@@ -312,6 +335,28 @@ pub fn execute<C: Send + Sync + 'static>(
             })
         })
         .collect()
+}
+
+/// Whether dependency `d` of an instance in `scope` is spared from gating
+/// because it hung: a node-wide isolated check that times out may hang on
+/// one GPU it sees (a vendor runtime opens every visible GPU when it
+/// starts), while each GPU's checks run in a worker of their own. So they
+/// still run and show which GPU hangs, instead of all being blocked.
+fn hang_spares<C>(
+    plan: &Plan<'_, C>,
+    opts: &ExecOptions,
+    d: usize,
+    scope: Scope,
+    results: &[Option<CheckResult>],
+) -> bool {
+    let dep = &plan.instances[d];
+    opts.isolator.is_some()
+        && scope != Scope::Node
+        && dep.scope == Scope::Node
+        && plan.check(dep).isolated
+        && results[d]
+            .as_ref()
+            .is_some_and(|r| r.status == Status::Timeout)
 }
 
 /// The conventional name of a signal number, for messages.

@@ -29,8 +29,8 @@ pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
 /// ROCr before ROCm 6.3 rejects v6.
 pub const ABI_VERSION_V5: u8 = 3;
 
-/// The code object version an AMDGPU ELF declares (`e_ident[EI_ABIVERSION]`
-/// + 2 for an `ELFOSABI_AMDGPU_HSA` object), if it is one.
+/// The code object version an AMDGPU ELF declares (two more than
+/// `e_ident[EI_ABIVERSION]` for an `ELFOSABI_AMDGPU_HSA` object), if it is one.
 pub fn code_object_version(elf: &[u8]) -> Option<u8> {
     if elf.len() < 16 || &elf[..4] != b"\x7fELF" || elf[7] != ELFOSABI_AMDGPU_HSA {
         return None;
@@ -119,7 +119,8 @@ mod tests {
             // Code object v5 (EI_ABIVERSION 3), loadable by ROCr 5.2 to 7.x.
             assert_eq!(co.bytes[7], ELFOSABI_AMDGPU_HSA, "{}: EI_OSABI", co.target);
             assert_eq!(
-                co.bytes[8], ABI_VERSION_V5,
+                co.bytes[8],
+                ABI_VERSION_V5,
                 "{}: EI_ABIVERSION {} is code object v{}, not v5",
                 co.target,
                 co.bytes[8],

@@ -8,6 +8,7 @@ pub mod cargo_test;
 pub mod compat;
 pub mod context;
 pub mod facts;
+pub mod hangs;
 pub mod inventory;
 pub mod layers;
 pub mod reference;
@@ -17,6 +18,7 @@ pub mod snapshot;
 pub mod thresholds;
 pub mod vendor_messages;
 pub mod versions;
+pub mod worker_env;
 
 pub use context::{NodeContext, RunOptions};
 pub use layers::registry;

@@ -111,6 +111,13 @@ impl Session {
         {
             r.finding = crate::vendor_messages::explain(&r.output);
         }
+        let isolated: Vec<&str> = self
+            .registry
+            .iter()
+            .filter(|c| c.isolated)
+            .map(|c| c.id)
+            .collect();
+        crate::hangs::name_wedged_gpus(&mut results, &isolated, &self.facts().gpus);
         let signal = opts.interrupt.load(std::sync::atomic::Ordering::SeqCst);
         RunReport {
             tier: plan.tier,
@@ -137,6 +144,8 @@ impl Session {
         let program = program.to_path_buf();
         let sysroot = self.facts().sysroot.clone();
         let options = self.ctx.options.clone();
+        let user_rocr = std::env::var("ROCR_VISIBLE_DEVICES").ok();
+        let ctx = Arc::clone(&self.ctx);
         WorkerPool::new(
             Box::new(move |scope| {
                 let mut cmd = std::process::Command::new(&program);
@@ -159,9 +168,10 @@ impl Session {
                 if let Some(m) = &options.matrix {
                     cmd.arg("--matrix").arg(m);
                 }
-                // Test doubles of the vendor libraries read which GPU a
-                // worker serves from here.
-                cmd.env("ROCGATE_WORKER_SCOPE", scope.label());
+                crate::worker_env::apply(
+                    &mut cmd,
+                    &crate::worker_env::worker_env(&ctx.facts, scope, user_rocr.as_deref()),
+                );
                 cmd
             }),
             interrupt,

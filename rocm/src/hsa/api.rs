@@ -434,7 +434,10 @@ impl Signal {
     ) -> Result<(), HsaError> {
         let v = self.wait(1, timeout, what, &abort)?;
         if v < 0 {
-            return Err(HsaError::SignalError { call: what, value: v });
+            return Err(HsaError::SignalError {
+                call: what,
+                value: v,
+            });
         }
         Ok(())
     }

@@ -4,7 +4,9 @@ mod api;
 pub mod status;
 pub mod sys;
 
-pub use api::{AgentInfo, DeviceKind, Executable, Hsa, KernelSymbol, PoolInfo, PoolMemory, Queue, Signal};
+pub use api::{
+    AgentInfo, DeviceKind, Executable, Hsa, KernelSymbol, PoolInfo, PoolMemory, Queue, Signal,
+};
 pub use status::{HsaError, status_name};
 
 /// The HSA runtime's sonames.

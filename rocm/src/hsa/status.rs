@@ -90,7 +90,9 @@ pub enum HsaError {
     },
     /// The operation ended with its completion signal negative: ROCr's way
     /// of saying an asynchronous copy or dispatch failed.
-    #[error("{call} failed: its completion signal ended at {value} (ROCr sets a failed operation's signal negative)")]
+    #[error(
+        "{call} failed: its completion signal ended at {value} (ROCr sets a failed operation's signal negative)"
+    )]
     SignalError {
         /// The operation waited for.
         call: &'static str,

@@ -35,6 +35,19 @@ impl Gpu {
         self.pci.as_ref().map_or(&self.pci_address, |p| &p.address)
     }
 
+    /// The gfx major version (9 for gfx942, 11 for gfx1100): KFD's
+    /// gfx_target_version / 10000, else read from the target's name.
+    pub fn gfx_major(&self) -> Option<u32> {
+        if let Some(v) = self.kfd.as_ref().and_then(|k| k.gfx_target_version) {
+            if v >= 10_000 {
+                return u32::try_from(v / 10_000).ok();
+            }
+        }
+        let digits = self.gfx_target.as_deref()?.strip_prefix("gfx")?;
+        // Minor and stepping are one hex digit each; the rest is the major.
+        digits.get(..digits.len().checked_sub(2)?)?.parse().ok()
+    }
+
     /// Compute units from KFD.
     pub fn compute_units(&self) -> Option<u64> {
         self.kfd.as_ref().and_then(KfdNode::compute_units)

@@ -47,7 +47,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             ScopeKind::PerGpu,
             &["hip::device_count"],
             30,
-            "the GPU is a HIP device with the expected attributes (CUs, warp size)",
+            "the GPU is a HIP device with the expected attributes (multiprocessors, warp size)",
             device,
         ),
         hip_check(
@@ -144,9 +144,59 @@ fn device_count(ctx: &NodeContext, _: Scope) -> Verdict {
     Verdict::pass(format!("{n} HIP devices")).with_metric("hip_devices", f64::from(n), "count")
 }
 
-/// This GPU's HIP device index, matched by PCI bus id, made current.
-/// The HIP device index of `gpu`, matched by PCI bus id.
-pub(crate) fn hip_index(hip: &Hip, n: i32, gpu: &Gpu) -> Result<i32, Verdict> {
+/// A PCI address as `hipDeviceGetPCIBusId` prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BusId {
+    domain: u32,
+    bus: u32,
+    device: u32,
+    function: u32,
+}
+
+impl BusId {
+    /// Parses `0000:05:00.3` (case-insensitive).
+    fn parse(s: &str) -> Option<BusId> {
+        let (rest, function) = s.trim().rsplit_once('.')?;
+        let mut parts = rest.split(':');
+        let hex = |p: Option<&str>| p.and_then(|x| u32::from_str_radix(x, 16).ok());
+        let (domain, bus, device) = (hex(parts.next())?, hex(parts.next())?, hex(parts.next())?);
+        if parts.next().is_some() {
+            return None;
+        }
+        Some(BusId {
+            domain,
+            bus,
+            device,
+            function: u32::from_str_radix(function, 16).ok()?,
+        })
+    }
+
+    fn same_device(&self, other: &BusId) -> bool {
+        (self.domain, self.bus, self.device) == (other.domain, other.bus, other.device)
+    }
+}
+
+/// How a GPU was found among HIP's devices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Matched {
+    /// Its PCI bus id, function included.
+    Exactly,
+    /// Its device's bus id and its place among the device's partitions: HIP
+    /// before ROCm 6.2 prints every partition of a device as function 0
+    /// (clr `hip_device_runtime.cpp`: `%04x:%02x:%02x.0`), while KFD's
+    /// location_id carries the partition in the function bits.
+    ByPartition,
+}
+
+/// The HIP device index of `gpu`, matched by PCI bus id; among partitions
+/// that HIP prints alike, by their order (HIP lists devices in ROCr's agent
+/// order, which is KFD's).
+pub(crate) fn hip_index(
+    hip: &Hip,
+    n: i32,
+    gpu: &Gpu,
+    gpus: &[Gpu],
+) -> Result<(i32, Matched), Verdict> {
     let mut seen = Vec::new();
     for d in 0..n {
         let bus = hip.pci_bus_id(d).map_err(|e| {
@@ -156,29 +206,75 @@ pub(crate) fn hip_index(hip: &Hip, n: i32, gpu: &Gpu) -> Result<i32, Verdict> {
                 "HIP cannot describe its devices: check `rocminfo` and `dmesg`",
             )
         })?;
-        if bus == gpu.pci_address {
-            return Ok(d);
-        }
-        seen.push(bus);
+        seen.push((d, bus));
     }
-    Err(Verdict::fail(Finding::new(
-        "hip-device-missing",
-        format!(
-            "no HIP device has PCI bus id {} (HIP devices: {})",
-            gpu.pci_address,
-            super::list(&seen, 8)
-        ),
-        "HIP does not expose this GPU: check HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES and the hsa layer's result for it",
-    )))
+    let missing = |why: String| {
+        Verdict::fail(Finding::new(
+            "hip-device-missing",
+            format!(
+                "no HIP device is {} at {}{why} (HIP devices: {})",
+                gpu.label(),
+                gpu.pci_address,
+                super::list(&seen.iter().map(|(_, b)| b.as_str()).collect::<Vec<_>>(), 8)
+            ),
+            "HIP does not expose this GPU: check HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES and the hsa layer's result for it",
+        ))
+    };
+    let Some(want) = BusId::parse(&gpu.pci_address) else {
+        return Err(missing(" (its address does not parse)".into()));
+    };
+    let parsed: Vec<(i32, BusId)> = seen
+        .iter()
+        .filter_map(|(d, b)| BusId::parse(b).map(|p| (*d, p)))
+        .collect();
+    let exact: Vec<i32> = parsed
+        .iter()
+        .filter(|(_, b)| *b == want)
+        .map(|(d, _)| *d)
+        .collect();
+    if let [only] = exact.as_slice() {
+        return Ok((*only, Matched::Exactly));
+    }
+    // Same device: one candidate is this GPU; several are its device's
+    // partitions, in KFD order, when HIP lists as many as KFD has.
+    let candidates: Vec<i32> = parsed
+        .iter()
+        .filter(|(_, b)| b.same_device(&want) && (b.function == want.function || b.function == 0))
+        .map(|(d, _)| *d)
+        .collect();
+    let siblings: Vec<&Gpu> = gpus
+        .iter()
+        .filter(|g| g.kfd.is_some())
+        .filter(|g| BusId::parse(&g.pci_address).is_some_and(|b| b.same_device(&want)))
+        .collect();
+    match candidates.as_slice() {
+        [] => Err(missing(String::new())),
+        [only] => Ok((*only, Matched::ByPartition)),
+        many if many.len() == siblings.len() => {
+            let rank = siblings
+                .iter()
+                .position(|g| g.index == gpu.index)
+                .unwrap_or(usize::MAX);
+            many.get(rank)
+                .map(|d| (*d, Matched::ByPartition))
+                .ok_or_else(|| missing(" (not among its device's partitions)".into()))
+        }
+        many => Err(missing(format!(
+            ": HIP lists {} devices at its PCI device but KFD has {} partitions there, so they cannot be told apart",
+            many.len(),
+            siblings.len()
+        ))),
+    }
 }
 
+/// This GPU's HIP device, made current.
 pub(crate) fn find_device(
     ctx: &NodeContext,
     scope: Scope,
 ) -> Result<(&Gpu, &Arc<Hip>, i32), Verdict> {
     let gpu = ctx.gpu(scope)?;
     let (hip, n) = ctx.runtime.hip_ready()?;
-    let d = hip_index(hip, n, gpu)?;
+    let (d, _) = hip_index(hip, n, gpu, &ctx.facts.gpus)?;
     hip.set_device(d).map_err(|e| {
         hip_fail(
             "hip-device-failed",
@@ -189,11 +285,68 @@ pub(crate) fn find_device(
     Ok((gpu, hip, d))
 }
 
+/// What `hipDeviceAttributeMultiprocessorCount` should say for a GPU whose
+/// KFD node has `cus` compute units, and why, given the environment.
+///
+/// clr reports ROCr's cooperative CU count (ROCclr `rocdevice.cpp`,
+/// HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT), halved on gfx10 and
+/// later in WGP mode, which is the default (GPU_ENABLE_WGP_MODE, clr
+/// `utils/flags.hpp`): an RX 7900 XTX with 96 CUs reports 48. ROCr lowers
+/// the cooperative count when HSA_COOP_CU_COUNT=1 (to 0 for a GPU with an
+/// HSA_CU_MASK; to `(CUs & ~7) - 8` on gfx90a), so with either variable
+/// set only an upper bound is known.
+pub(crate) fn expected_multiprocessors(
+    cus: u64,
+    gfx_major: Option<u32>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> (std::ops::RangeInclusive<u64>, String) {
+    let wgp = gfx_major.is_some_and(|m| m >= 10)
+        && !matches!(env("GPU_ENABLE_WGP_MODE").as_deref(), Some("0" | "false"));
+    let (top, unit) = if wgp {
+        (
+            cus / 2,
+            format!(
+                "{} work-group processors (WGP mode: {cus} CUs / 2)",
+                cus / 2
+            ),
+        )
+    } else {
+        (cus, format!("{cus} CUs"))
+    };
+    let lowered: Vec<&str> = ["HSA_CU_MASK", "HSA_COOP_CU_COUNT"]
+        .into_iter()
+        .filter(|v| env(v).is_some())
+        .collect();
+    if lowered.is_empty() {
+        (top..=top, unit)
+    } else {
+        (
+            0..=top,
+            format!("at most {unit}, as {} is set", lowered.join(" and ")),
+        )
+    }
+}
+
 fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, hip, d) = match find_device(ctx, scope) {
+    let gpu = match ctx.gpu(scope) {
+        Ok(g) => g,
+        Err(v) => return v,
+    };
+    let (hip, n) = match ctx.runtime.hip_ready() {
         Ok(x) => x,
         Err(v) => return v,
     };
+    let (d, matched) = match hip_index(hip, n, gpu, &ctx.facts.gpus) {
+        Ok(x) => x,
+        Err(v) => return v,
+    };
+    if let Err(e) = hip.set_device(d) {
+        return hip_fail(
+            "hip-device-failed",
+            &e,
+            "HIP cannot select this device: read `dmesg | grep -i amdgpu`",
+        );
+    }
     let attr = |a| hip.attribute(a, d);
     let (cus, warp, threads) = match (
         attr(sys::ATTR_MULTIPROCESSOR_COUNT),
@@ -212,22 +365,33 @@ fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
     let name = hip
         .device_name(d)
         .unwrap_or_else(|e| format!("(name unknown: {e})"));
-    if let Some(expected) = gpu.compute_units() {
-        if u64::try_from(cus).unwrap_or(0) != expected {
+    let mut expectation = String::new();
+    if let Some(kfd_cus) = gpu.compute_units() {
+        let env = |v: &str| std::env::var(v).ok();
+        let (range, expected) = expected_multiprocessors(kfd_cus, gpu.gfx_major(), &env);
+        if !u64::try_from(cus).is_ok_and(|c| range.contains(&c)) {
             return Verdict::fail(Finding::new(
                 "hip-device-mismatch",
                 format!(
-                    "HIP device {d} ({}) reports {cus} compute units, KFD says {expected}",
+                    "HIP device {d} ({}) reports {cus} multiprocessors; for KFD's {kfd_cus} CUs HIP should report {expected}",
                     gpu.pci_address
                 ),
-                "HIP and the kernel driver disagree about the GPU: check the ROCm and amdgpu versions are a supported pair",
-            ));
+                "HIP and the kernel driver disagree about the GPU: check the ROCm and amdgpu versions are a supported pair, and whether HSA_CU_MASK, HSA_COOP_CU_COUNT or GPU_ENABLE_WGP_MODE are set",
+            ))
+            .with_metric("multiprocessors", f64::from(cus), "count");
         }
+        expectation = format!(" (expected {expected})");
     }
+    let how = match matched {
+        Matched::Exactly => String::new(),
+        Matched::ByPartition => {
+            " (found by its place among its device's partitions: this HIP prints them all as function 0)".to_string()
+        }
+    };
     Verdict::pass(format!(
-        "HIP device {d}: {name}, {cus} CUs, warp {warp}, {threads} threads/block"
+        "HIP device {d}{how}: {name}, {cus} multiprocessors{expectation}, warp {warp}, {threads} threads/block"
     ))
-    .with_metric("compute_units", f64::from(cus), "count")
+    .with_metric("multiprocessors", f64::from(cus), "count")
 }
 
 /// Enough to see a broken DMA path and a rough bandwidth; floors need the
@@ -493,5 +657,40 @@ fn bandwidth(ctx: &NodeContext, scope: Scope) -> Verdict {
     })();
     match result {
         Ok(v) | Err(v) => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_ids_parse_as_hip_prints_them() {
+        let b = BusId::parse("0000:C6:00.3").unwrap();
+        assert_eq!((b.domain, b.bus, b.device, b.function), (0, 0xc6, 0, 3));
+        assert!(b.same_device(&BusId::parse("0000:c6:00.0").unwrap()));
+        assert!(!b.same_device(&BusId::parse("0001:c6:00.0").unwrap()));
+        for bad in ["", "0000:c6:00", "c6:00.0", "0000:zz:00.0", "0:0:0:0.0"] {
+            assert!(BusId::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn rdna_reports_work_group_processors_unless_wgp_mode_is_off() {
+        let none = |_: &str| None;
+        assert_eq!(expected_multiprocessors(96, Some(11), &none).0, 48..=48);
+        assert_eq!(expected_multiprocessors(304, Some(9), &none).0, 304..=304);
+        let wgp_off = |v: &str| (v == "GPU_ENABLE_WGP_MODE").then(|| "0".to_string());
+        assert_eq!(expected_multiprocessors(96, Some(11), &wgp_off).0, 96..=96);
+        let (range, why) = expected_multiprocessors(96, Some(11), &none);
+        assert!(why.contains("WGP mode") && range.contains(&48), "{why}");
+    }
+
+    #[test]
+    fn a_cu_mask_makes_the_count_an_upper_bound() {
+        let masked = |v: &str| (v == "HSA_COOP_CU_COUNT").then(|| "1".to_string());
+        let (range, why) = expected_multiprocessors(104, Some(9), &masked);
+        assert_eq!(range, 0..=104);
+        assert!(why.contains("HSA_COOP_CU_COUNT"), "{why}");
     }
 }

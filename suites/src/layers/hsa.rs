@@ -468,9 +468,7 @@ fn run_fill(
     };
     let start = Instant::now();
     queue.dispatch(packet).map_err(fail)?;
-    queue
-        .wait(&done, Duration::from_secs(20))
-        .map_err(fail)?;
+    queue.wait(&done, Duration::from_secs(20)).map_err(fail)?;
     let elapsed = start.elapsed();
     let got = out.host_u32s().map_err(fail)?;
     let wrong: Vec<usize> = (0..N as usize)

@@ -212,7 +212,7 @@ fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict> {
         .into_iter()
         .filter_map(|i| ctx.facts.gpu(i))
         .filter(|g| g.kfd.is_some())
-        .map(|g| hip_index(hip, n, g).map(|d| (g.index, d)))
+        .map(|g| hip_index(hip, n, g, &ctx.facts.gpus).map(|(d, _)| (g.index, d)))
         .collect()
 }
 

@@ -109,12 +109,18 @@ fn no_kernels_next(gpu: &Gpu) -> String {
     )
 }
 
+/// A failed rocBLAS call. rocblas_status_arch_mismatch (15) is what rocBLAS
+/// returns when its own kernels have no code for the GPU (it converts HIP's
+/// hipErrorNoBinaryForGpu) or the call does not support the architecture.
+/// A rocBLAS without Tensile kernels for the GPU does not return at all: it
+/// prints "Cannot read ... TensileLibrary ... for GPU arch" and aborts
+/// (rocBLAS `tensile_host.cpp`), which `vendor_messages` explains.
 fn blas_fail(gpu: &Gpu, call_code: &str, e: &BlasError) -> Verdict {
     if e.status() == Some(15) {
         return Verdict::fail(Finding::new(
             "rocblas-no-kernels-for-arch",
             format!(
-                "rocBLAS has no kernels for {}: {e}",
+                "rocBLAS has no code for {} in this call (rocblas_status_arch_mismatch: its kernels were not built for the architecture): {e}",
                 gpu.gfx_target.as_deref().unwrap_or("this GPU")
             ),
             no_kernels_next(gpu),

@@ -1,0 +1,146 @@
+//! Names the GPU behind a node-wide hang.
+//!
+//! ROCr's `hsa_init` and HIP's initialisation open every GPU the process
+//! sees, so one wedged GPU hangs them in every process that sees it. A
+//! node-wide runtime check that times out therefore says little by itself;
+//! the per-GPU checks of the same layer, each in a worker that sees only its
+//! GPU, still run (the executor does not block them on a node-wide hang).
+//! When some of those time out while the others pass, the hung ones are the
+//! culprits, and the node check's result says so.
+
+use crate::facts::gpus::Gpu;
+use rocgate_harness::{CheckResult, Finding, Scope, Status};
+use std::collections::BTreeSet;
+
+/// Adds a `gpu-wedged` finding to each timed-out node-wide check in
+/// `isolated_checks` whose layer's per-GPU checks hung on some GPUs and
+/// passed on the others.
+pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], gpus: &[Gpu]) {
+    let hung_nodes: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.scope == Scope::Node
+                && r.status == Status::Timeout
+                && r.finding.is_none()
+                && isolated_checks.contains(&r.check.as_str())
+        })
+        .map(|(i, _)| i)
+        .collect();
+    for i in hung_nodes {
+        let layer = results[i].layer;
+        let mut hung = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        for r in results.iter().filter(|r| r.layer == layer) {
+            if let Some(g) = r.scope.gpu() {
+                seen.insert(g);
+                if r.status == Status::Timeout {
+                    hung.insert(g);
+                }
+            }
+        }
+        let fine: Vec<u32> = seen
+            .iter()
+            .copied()
+            .filter(|g| {
+                !hung.contains(g)
+                    && results
+                        .iter()
+                        .filter(|r| r.layer == layer && r.scope == Scope::Gpu(*g))
+                        .all(|r| r.status == Status::Pass)
+            })
+            .collect();
+        if hung.is_empty() || fine.is_empty() {
+            continue;
+        }
+        let label = |g: u32| {
+            gpus.iter()
+                .find(|x| x.index == g)
+                .map_or_else(|| format!("gpu{g}"), Gpu::label)
+        };
+        let names: Vec<String> = hung.iter().map(|&g| label(g)).collect();
+        let first = hung.iter().next().copied().unwrap_or(0);
+        let node = &mut results[i];
+        node.finding = Some(Finding::new(
+            "gpu-wedged",
+            format!(
+                "{} hangs with every GPU visible, and with one GPU per process it hangs on {} while the other {} GPU{} pass: ROCm's initialisation opens every GPU a process sees, so {} stalls every process that can see {}",
+                node.id,
+                names.join(", "),
+                fine.len(),
+                if fine.len() == 1 { "" } else { "s" },
+                if hung.len() == 1 {
+                    "that GPU"
+                } else {
+                    "those GPUs"
+                },
+                if hung.len() == 1 { "it" } else { "them" },
+            ),
+            format!(
+                "reset the GPU (`amd-smi reset -g {first}`) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset"
+            ),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocgate_harness::Layer;
+    use std::time::Duration;
+
+    fn result(id: &str, check: &str, scope: Scope, status: Status) -> CheckResult {
+        CheckResult {
+            id: id.into(),
+            check: check.into(),
+            layer: Layer::Hsa,
+            scope,
+            status,
+            message: String::new(),
+            finding: None,
+            blocked_by: None,
+            duration: Duration::ZERO,
+            output: String::new(),
+            metrics: Vec::new(),
+            facts: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_node_hang_names_the_gpu_that_also_hangs_alone() {
+        let mut rs = vec![
+            result("node.hsa.init", "hsa::init", Scope::Node, Status::Timeout),
+            result("gpu0.hsa.agent", "hsa::agent", Scope::Gpu(0), Status::Pass),
+            result(
+                "gpu1.hsa.agent",
+                "hsa::agent",
+                Scope::Gpu(1),
+                Status::Timeout,
+            ),
+            result("gpu2.hsa.agent", "hsa::agent", Scope::Gpu(2), Status::Pass),
+        ];
+        name_wedged_gpus(&mut rs, &["hsa::init"], &[]);
+        let f = rs[0].finding.as_ref().unwrap();
+        assert_eq!(f.code, "gpu-wedged");
+        assert!(
+            f.message
+                .contains("hangs on gpu1 while the other 2 GPUs pass"),
+            "{}",
+            f.message
+        );
+        assert!(f.next_step.contains("amd-smi reset -g 1"));
+    }
+
+    #[test]
+    fn nothing_is_named_when_every_gpu_hangs_or_none_does() {
+        for gpu1 in [Status::Timeout, Status::Pass] {
+            let mut rs = vec![
+                result("node.hsa.init", "hsa::init", Scope::Node, Status::Timeout),
+                result("gpu0.hsa.agent", "hsa::agent", Scope::Gpu(0), gpu1),
+                result("gpu1.hsa.agent", "hsa::agent", Scope::Gpu(1), gpu1),
+            ];
+            name_wedged_gpus(&mut rs, &["hsa::init"], &[]);
+            assert!(rs[0].finding.is_none());
+        }
+    }
+}
