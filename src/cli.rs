@@ -127,6 +127,10 @@ pub struct RunArgs {
     /// Multiply every check's timeout (slow or loaded nodes).
     #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
     pub timeout_scale: f64,
+    /// Give one check its own timeout, in seconds, instead of its scaled
+    /// default (`--timeout rccl::allreduce=600`); repeatable.
+    #[arg(long = "timeout", value_name = "CHECK=SECONDS")]
+    pub timeouts: Vec<String>,
     /// Print only the summary and failures.
     #[arg(long, short)]
     pub quiet: bool,

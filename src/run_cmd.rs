@@ -9,6 +9,37 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// Parses `--timeout CHECK=SECONDS` entries against the registry.
+fn timeout_overrides(
+    entries: &[String],
+    session: &Session,
+) -> Result<std::collections::HashMap<String, Duration>, String> {
+    let mut out = std::collections::HashMap::new();
+    for entry in entries {
+        let Some((id, secs)) = entry.split_once('=') else {
+            return Err(format!(
+                "--timeout {entry:?}: expected CHECK=SECONDS, e.g. --timeout rccl::allreduce=600"
+            ));
+        };
+        let Some(check) = session.registry.iter().find(|c| c.id == id.trim()) else {
+            return Err(format!(
+                "--timeout {entry:?}: no check is named {:?}; `rocgate list` shows the check ids",
+                id.trim()
+            ));
+        };
+        let secs: f64 = secs
+            .trim()
+            .parse()
+            .ok()
+            .filter(|s: &f64| *s > 0.0 && s.is_finite() && *s < 1e7)
+            .ok_or_else(|| {
+                format!("--timeout {entry:?}: the time must be a positive number of seconds")
+            })?;
+        out.insert(check.id.to_string(), Duration::from_secs_f64(secs));
+    }
+    Ok(out)
+}
+
 /// Runs the checks; exit 0 when everything selected passed, 1 otherwise.
 pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     if !(args.timeout_scale > 0.0 && args.timeout_scale.is_finite()) {
@@ -25,20 +56,22 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let plan = session
         .plan(&gpus, args.tier)
         .map_err(|e| format!("internal error: {e}"))?;
+    let timeouts = timeout_overrides(&args.timeouts, &session)?;
     let interrupt = signals::interrupt_flag()?;
     let style = Style::for_stdout();
-    if !args.quiet {
-        out!("{}", header(&session, &plan, args.timeout_scale, style));
-    }
     let workers = crate::worker_cmd::isolator(&session, &interrupt)?;
     let opts = ExecOptions {
         gate: !args.no_gate,
         timeout_scale: args.timeout_scale,
+        timeouts,
         interrupt,
         workers: crate::worker_cmd::threads(plan.gpus.len()),
         isolator: workers,
         ..ExecOptions::default()
     };
+    if !args.quiet {
+        out!("{}", header(&session, &plan, &opts, style));
+    }
     let mut progress = Progress::new(plan.instances.len(), args.quiet);
     let report = session.run(&plan, &opts, |e| progress.on_event(e));
     progress.finish();
@@ -94,7 +127,12 @@ fn write_reports(
     Ok(lines)
 }
 
-fn header(session: &Session, plan: &Plan<'_, NodeContext>, scale: f64, style: Style) -> String {
+fn header(
+    session: &Session,
+    plan: &Plan<'_, NodeContext>,
+    opts: &ExecOptions,
+    style: Style,
+) -> String {
     let f = session.facts();
     let mut models: BTreeMap<String, usize> = BTreeMap::new();
     for g in f.gpus.iter().filter(|g| plan.gpus.contains(&g.index)) {
@@ -129,13 +167,13 @@ fn header(session: &Session, plan: &Plan<'_, NodeContext>, scale: f64, style: St
         .instances
         .iter()
         .filter(|i| plan.check(i).scope == ScopeKind::Node)
-        .map(|i| plan.check(i).timeout)
+        .map(|i| opts.timeout_of(plan.check(i)))
         .sum();
     let gpu_budget: Duration = plan
         .registry
         .iter()
         .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
-        .map(|c| c.timeout)
+        .map(|c| opts.timeout_of(c))
         .sum();
     let budget = if plan.gpus.is_empty() {
         node_budget
@@ -159,6 +197,6 @@ fn header(session: &Session, plan: &Plan<'_, NodeContext>, scale: f64, style: St
         )),
         plan.instances.len(),
         plan.gpus.len(),
-        budget.as_secs_f64() * scale
+        budget.as_secs_f64()
     )
 }

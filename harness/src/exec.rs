@@ -24,6 +24,9 @@ pub struct ExecOptions {
     pub workers: usize,
     /// Multiplies every check's timeout.
     pub timeout_scale: f64,
+    /// Per-check timeouts (by check id, `hsa::init`) that replace the
+    /// check's own, unscaled.
+    pub timeouts: HashMap<String, Duration>,
     /// When non-zero, the number of the signal that interrupted the run; the
     /// executor starts nothing new once it is set.
     pub interrupt: Arc<AtomicUsize>,
@@ -49,12 +52,23 @@ impl Default for ExecOptions {
                 .map_or(4, |n| n.get())
                 .clamp(2, 16),
             timeout_scale: 1.0,
+            timeouts: HashMap::new(),
             interrupt: Arc::new(AtomicUsize::new(0)),
             interrupt_grace: Duration::from_secs(2),
             output_limit: output::DEFAULT_LIMIT,
             isolator: None,
             max_warming: 8,
         }
+    }
+}
+
+impl ExecOptions {
+    /// The time `check` may take: its override, else its own timeout scaled.
+    pub fn timeout_of<C>(&self, check: &crate::check::Check<C>) -> Duration {
+        self.timeouts
+            .get(check.id)
+            .copied()
+            .unwrap_or_else(|| check.timeout.mul_f64(self.timeout_scale.max(0.01)))
     }
 }
 
@@ -192,7 +206,7 @@ pub fn execute<C: Send + Sync + 'static>(
                 }
             }
             let check = plan.check(inst);
-            let timeout = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
+            let timeout = opts.timeout_of(check);
             let (runner, deadline) = match (&opts.isolator, check.isolated) {
                 (Some(isolator), true) => (
                     Runner::Isolated {
@@ -272,7 +286,7 @@ pub fn execute<C: Send + Sync + 'static>(
                         warming -= 1;
                     }
                     let check = plan.check(&plan.instances[i]);
-                    let limit = check.timeout.mul_f64(opts.timeout_scale.max(0.01));
+                    let limit = opts.timeout_of(check);
                     let msg = format!(
                         "did not finish within {:.1} s; abandoned",
                         limit.as_secs_f64()
@@ -341,7 +355,8 @@ pub fn execute<C: Send + Sync + 'static>(
 /// because it hung: a node-wide isolated check that times out may hang on
 /// one GPU it sees (a vendor runtime opens every visible GPU when it
 /// starts), while each GPU's checks run in a worker of their own. So they
-/// still run and show which GPU hangs, instead of all being blocked.
+/// still run and show which GPU hangs, instead of all being blocked; the
+/// same holds for node-wide checks blocked only by such a hang.
 fn hang_spares<C>(
     plan: &Plan<'_, C>,
     opts: &ExecOptions,
@@ -349,14 +364,32 @@ fn hang_spares<C>(
     scope: Scope,
     results: &[Option<CheckResult>],
 ) -> bool {
-    let dep = &plan.instances[d];
-    opts.isolator.is_some()
-        && scope != Scope::Node
-        && dep.scope == Scope::Node
-        && plan.check(dep).isolated
-        && results[d]
-            .as_ref()
-            .is_some_and(|r| r.status == Status::Timeout)
+    let node_hang = |r: &CheckResult| {
+        r.scope == Scope::Node
+            && r.status == Status::Timeout
+            && plan
+                .instances
+                .iter()
+                .find(|i| i.test_id == r.id)
+                .is_some_and(|i| plan.check(i).isolated)
+    };
+    let Some(dep) = results[d].as_ref() else {
+        return false;
+    };
+    if opts.isolator.is_none() || scope == Scope::Node || dep.scope != Scope::Node {
+        return false;
+    }
+    match dep.status {
+        Status::Timeout => node_hang(dep),
+        Status::Blocked => dep.blocked_by.as_ref().is_some_and(|root| {
+            results
+                .iter()
+                .flatten()
+                .find(|r| &r.id == root)
+                .is_some_and(node_hang)
+        }),
+        _ => false,
+    }
 }
 
 /// The conventional name of a signal number, for messages.

@@ -61,21 +61,23 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
         let names: Vec<String> = hung.iter().map(|&g| label(g)).collect();
         let first = hung.iter().next().copied().unwrap_or(0);
         let node = &mut results[i];
+        let message = format!(
+            "{} hung with every GPU visible; with one GPU per process, {} hung while the other {} GPU{} passed. ROCm's initialisation opens every GPU a process sees, so {} stalls every process that can see {}",
+            node.id,
+            names.join(", "),
+            fine.len(),
+            if fine.len() == 1 { "" } else { "s" },
+            if hung.len() == 1 {
+                "that GPU"
+            } else {
+                "those GPUs"
+            },
+            if hung.len() == 1 { "it" } else { "them" },
+        );
+        node.message = format!("{message} ({})", node.message);
         node.finding = Some(Finding::new(
             "gpu-wedged",
-            format!(
-                "{} hangs with every GPU visible, and with one GPU per process it hangs on {} while the other {} GPU{} pass: ROCm's initialisation opens every GPU a process sees, so {} stalls every process that can see {}",
-                node.id,
-                names.join(", "),
-                fine.len(),
-                if fine.len() == 1 { "" } else { "s" },
-                if hung.len() == 1 {
-                    "that GPU"
-                } else {
-                    "those GPUs"
-                },
-                if hung.len() == 1 { "it" } else { "them" },
-            ),
+            message,
             format!(
                 "reset the GPU (`amd-smi reset -g {first}`) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset"
             ),
@@ -124,7 +126,7 @@ mod tests {
         assert_eq!(f.code, "gpu-wedged");
         assert!(
             f.message
-                .contains("hangs on gpu1 while the other 2 GPUs pass"),
+                .contains("gpu1 hung while the other 2 GPUs passed"),
             "{}",
             f.message
         );

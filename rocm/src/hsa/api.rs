@@ -674,7 +674,17 @@ impl Queue {
     pub fn error(&self) -> Option<HsaError> {
         match self.error.load(Ordering::Acquire) {
             0 => None,
-            status => Some(self.hsa.status_error("the queue's error callback", status)),
+            status => Some(match self.hsa.status_error("queue", status) {
+                HsaError::Status {
+                    status, name, text, ..
+                } => HsaError::QueueError {
+                    during: "a kernel dispatch",
+                    status,
+                    name,
+                    text,
+                },
+                other => other,
+            }),
         }
     }
 

@@ -88,6 +88,20 @@ pub enum HsaError {
         /// `hsa_status_string`'s text.
         text: String,
     },
+    /// ROCr reported an error through a queue's error callback (a hardware
+    /// exception, an illegal instruction, an aperture violation) and
+    /// suspended the queue.
+    #[error("the GPU raised a queue error during {during}: {name} (0x{status:x}){}", if text.is_empty() { String::new() } else { format!(": {text}") })]
+    QueueError {
+        /// What was running.
+        during: &'static str,
+        /// The status the callback received.
+        status: u32,
+        /// The status's name.
+        name: &'static str,
+        /// `hsa_status_string`'s text.
+        text: String,
+    },
     /// The operation ended with its completion signal negative: ROCr's way
     /// of saying an asynchronous copy or dispatch failed.
     #[error(
@@ -113,7 +127,7 @@ impl HsaError {
     /// The status code, when the call returned one.
     pub fn status(&self) -> Option<u32> {
         match self {
-            HsaError::Status { status, .. } => Some(*status),
+            HsaError::Status { status, .. } | HsaError::QueueError { status, .. } => Some(*status),
             _ => None,
         }
     }

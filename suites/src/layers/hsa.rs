@@ -5,7 +5,9 @@ use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
 use rocgate_rocm::hsa::sys::{self, Agent, KernelDispatchPacket};
-use rocgate_rocm::hsa::{AgentInfo, Executable, Hsa, PoolInfo, PoolMemory, Queue, Signal};
+use rocgate_rocm::hsa::{
+    AgentInfo, Executable, Hsa, HsaError, PoolInfo, PoolMemory, Queue, Signal,
+};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -468,7 +470,16 @@ fn run_fill(
     };
     let start = Instant::now();
     queue.dispatch(packet).map_err(fail)?;
-    queue.wait(&done, Duration::from_secs(20)).map_err(fail)?;
+    queue
+        .wait(&done, Duration::from_secs(20))
+        .map_err(|e| match e {
+            HsaError::QueueError { .. } => Verdict::fail(Finding::new(
+                "hsa-dispatch-failed",
+                e.to_string(),
+                "the GPU stopped the kernel with an exception: read `dmesg | grep -i -e amdgpu -e kfd` for the fault, reset the GPU (`amd-smi reset -g N`) and rerun; if it persists, check RAS/ECC counters (`amd-smi metric --ecc`)",
+            )),
+            other => fail(other),
+        })?;
     let elapsed = start.elapsed();
     let got = out.host_u32s().map_err(fail)?;
     let wrong: Vec<usize> = (0..N as usize)

@@ -205,15 +205,31 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Verdict {
     .with_output(table)
 }
 
-/// The selected GPUs' HIP device indices, in inventory order.
+/// The selected GPUs' HIP device indices, in inventory order; each GPU must
+/// be its own device (two GPUs matched to one HIP device would make RCCL
+/// reduce a GPU with itself).
 fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict> {
     let (hip, n) = ctx.runtime.hip_ready()?;
-    ctx.selected_gpus()
+    let devices: Vec<(u32, i32)> = ctx
+        .selected_gpus()
         .into_iter()
         .filter_map(|i| ctx.facts.gpu(i))
         .filter(|g| g.kfd.is_some())
         .map(|g| hip_index(hip, n, g, &ctx.facts.gpus).map(|(d, _)| (g.index, d)))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    let mut ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Verdict::fail(Finding::new(
+            "hip-device-missing",
+            format!(
+                "two GPUs map to HIP device {}: HIP's PCI bus ids cannot tell them apart",
+                w[0]
+            ),
+            "report this with `rocgate inventory --json` and `rocminfo`; meanwhile run the all-reduce on GPUs of distinct PCI devices with --gpus",
+        )));
+    }
+    Ok(devices)
 }
 
 /// One all-reduce of `count` floats per GPU; returns (seconds, busbw GB/s).
