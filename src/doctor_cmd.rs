@@ -102,11 +102,12 @@ fn render(
     layers: &[Layer],
     style: Style,
 ) -> String {
+    let n = session.facts().gpus.len();
     let mut out = format!(
-        "{} node {} ({} GPUs)\n\n",
+        "{} node {} ({n} GPU{})\n\n",
         style.bold("rocgate doctor:"),
         session.facts().sysroot,
-        session.facts().gpus.len()
+        if n == 1 { "" } else { "s" }
     );
     for &l in layers {
         let state = layer_state(report, l);
