@@ -87,8 +87,7 @@ fn an_rx_7900_xtx_reports_work_group_processors_in_wgp_mode() {
     assert!(m.contains("48 multiprocessors"), "{m}");
     assert!(m.contains("WGP mode: 96 CUs / 2"), "{m}");
     assert!(message(&json, "gpu0.hsa.agent").contains("96 CUs"));
-    let (code, stdout, json, _) =
-        run_fake_env(&n.root, "", &[], &[("GPU_ENABLE_WGP_MODE", "0")]);
+    let (code, stdout, json, _) = run_fake_env(&n.root, "", &[], &[("GPU_ENABLE_WGP_MODE", "0")]);
     assert_eq!(code, 0, "{stdout}");
     assert!(message(&json, "gpu0.hip.device").contains("96 multiprocessors"));
 }

@@ -5,7 +5,7 @@ mod error;
 pub mod sys;
 
 pub use api::{DeviceBuffer, Function, Hip, HostBuffer, Module, Rtc, Stream, format_version};
-pub use error::{HipError, fallback_name};
+pub use error::{ERROR_NAMES, HipError, fallback_name};
 
 /// The HIP runtime's sonames, newest first.
 pub const LIBRARY: crate::loader::LibrarySpec = crate::loader::LibrarySpec {

@@ -7,25 +7,32 @@
     reason = "names and values mirror hip_runtime_api.h"
 )]
 
-use crate::table::symbol_table;
+use crate::table::{c_constants, symbol_table};
 use std::ffi::{c_char, c_void};
 
 pub type Error = i32;
-pub const SUCCESS: Error = 0;
 pub type Module = *mut c_void;
 pub type Function = *mut c_void;
 pub type RtcProgram = *mut c_void;
 pub type Stream = *mut c_void;
-pub const ERROR_NOT_READY: Error = 600;
 
-pub const ATTR_MAX_THREADS_PER_BLOCK: i32 = 56;
-pub const ATTR_MULTIPROCESSOR_COUNT: i32 = 63;
-pub const ATTR_TOTAL_GLOBAL_MEM: i32 = 84;
-pub const ATTR_WARP_SIZE: i32 = 87;
-
-pub const MEMCPY_HOST_TO_DEVICE: i32 = 1;
-pub const MEMCPY_DEVICE_TO_HOST: i32 = 2;
-pub const HOST_MALLOC_DEFAULT: u32 = 0;
+c_constants! {
+    /// Every value above, by its C name, for the header probe
+    /// (`rocm/tests/abi.rs`, against Debian's ROCm 5.2.3 headers; the
+    /// `hipDeviceAttribute_t` values were renumbered in ROCm 5.0 and are
+    /// unchanged since, through 7.x).
+    pub CONSTANTS {
+        SUCCESS: Error = "hipSuccess" => 0;
+        ERROR_NOT_READY: Error = "hipErrorNotReady" => 600;
+        ATTR_MAX_THREADS_PER_BLOCK: i32 = "hipDeviceAttributeMaxThreadsPerBlock" => 56;
+        ATTR_MULTIPROCESSOR_COUNT: i32 = "hipDeviceAttributeMultiprocessorCount" => 63;
+        ATTR_TOTAL_GLOBAL_MEM: i32 = "hipDeviceAttributeTotalGlobalMem" => 84;
+        ATTR_WARP_SIZE: i32 = "hipDeviceAttributeWarpSize" => 87;
+        MEMCPY_HOST_TO_DEVICE: i32 = "hipMemcpyHostToDevice" => 1;
+        MEMCPY_DEVICE_TO_HOST: i32 = "hipMemcpyDeviceToHost" => 2;
+        HOST_MALLOC_DEFAULT: u32 = "hipHostMallocDefault" => 0;
+    }
+}
 
 symbol_table! {
     /// The HIP runtime symbols rocgate uses.

@@ -5,7 +5,7 @@ use thiserror::Error;
 
 /// HSA status codes and their names: hsa.h `hsa_status_t` and hsa_ext_amd.h
 /// `hsa_amd_status_t`. Every entry present in ROCm 5.2.3 is compared with
-/// Debian's headers by `tests/abi.rs`; the rest are listed in
+/// Debian's headers by `rocm/tests/abi.rs`; the rest are listed in
 /// [`NEWER_THAN_5_2`] with their source.
 pub const STATUS_NAMES: &[(u32, &str)] = &[
     (0x0, "HSA_STATUS_SUCCESS"),

@@ -1,6 +1,6 @@
 //! Raw HSA (ROCr) declarations: the types, constants and symbols rocgate
 //! uses, from `hsa.h` and `hsa_ext_amd.h` (values stable from ROCm 5 to 7;
-//! `tests/abi.rs` compares every one with Debian's ROCm 5.2.3 headers).
+//! `rocm/tests/abi.rs` compares every one with Debian's ROCm 5.2.3 headers).
 
 #![allow(missing_docs, reason = "names and values mirror hsa.h")]
 
