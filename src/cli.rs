@@ -32,6 +32,9 @@ pub enum Command {
     /// Compare two runs' JSON results: version changes, checks that stopped
     /// passing, metrics that got worse (exit 1 on a regression).
     Compare(CompareArgs),
+    /// The finding codes rocgate reports: layer, severity, category, meaning
+    /// and next step.
+    Codes(CodesArgs),
     /// Internal: serve isolated checks for one scope over stdin/stdout.
     #[command(name = "__worker", hide = true)]
     Worker(WorkerArgs),
@@ -187,6 +190,14 @@ pub struct CompareArgs {
     /// How much worse a metric may get before it counts (0.05 = 5%).
     #[arg(long, default_value_t = 0.05)]
     pub tolerance: f64,
+}
+
+/// `rocgate codes`.
+#[derive(Debug, Args)]
+pub struct CodesArgs {
+    /// text, markdown (FINDINGS.md) or json.
+    #[arg(long, default_value = "text", value_parser = ["text", "markdown", "json"])]
+    pub format: String,
 }
 
 /// `rocgate matrix`.

@@ -27,6 +27,7 @@ macro_rules! errln {
 }
 
 mod cli;
+mod codes_cmd;
 mod compare_cmd;
 mod doctor_cmd;
 mod inventory_cmd;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
         cli::Command::Inventory(args) => inventory_cmd::run(&args),
         cli::Command::List(args) => list_cmd::run(&args),
         cli::Command::Compare(args) => compare_cmd::run(&args),
+        cli::Command::Codes(args) => codes_cmd::run(&args),
         cli::Command::Matrix(args) => matrix_cmd::run(&args),
         cli::Command::Snapshot(args) => snapshot_cmd::run(&args),
         cli::Command::Worker(args) => worker_cmd::run(&args),

@@ -34,7 +34,7 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
             let ok = components.iter().all(|c| c.verdict.is_ok());
             let rows: Vec<serde_json::Value> = components
                 .iter()
-                .map(|c| json!({"component": c.name, "have": c.have, "matrix": c.want, "ok": c.verdict.is_ok(), "code": c.verdict.err()}))
+                .map(|c| json!({"component": c.name, "have": c.have, "matrix": c.want, "ok": c.verdict.is_ok(), "code": c.verdict.err().map(|c| c.code)}))
                 .collect();
             let mut text = format!(
                 "ROCm {rocm} against {} (row source: {source})\n",

@@ -86,7 +86,7 @@ pub enum Event<'a> {
 
 /// How a job runs: the check's function here, or through the isolator.
 enum Runner<C> {
-    Direct(fn(&C, Scope) -> Verdict),
+    Direct(fn(&C, Scope) -> Verdict, Duration),
     Isolated {
         isolator: Arc<dyn Isolator>,
         check: &'static str,
@@ -218,7 +218,7 @@ pub fn execute<C: Send + Sync + 'static>(
                     // this is only the backstop.
                     timeout + isolator.kill_grace() + Duration::from_secs(2),
                 ),
-                _ => (Runner::Direct(check.run), timeout),
+                _ => (Runner::Direct(check.run, timeout), timeout),
             };
             let now = Instant::now();
             on_event(Event::Started { id: &inst.test_id });
@@ -419,7 +419,9 @@ fn spawn_worker<C: Send + Sync + 'static>(
                 let Ok(job) = job else { return };
                 let start = Instant::now();
                 let outcome = catch_unwind(AssertUnwindSafe(|| match &job.runner {
-                    Runner::Direct(run) => run(&ctx, job.scope),
+                    Runner::Direct(run, timeout) => {
+                        crate::deadline::with_deadline(Some(*timeout), || run(&ctx, job.scope))
+                    }
                     Runner::Isolated {
                         isolator,
                         check,

@@ -40,6 +40,10 @@ pub struct Request {
     pub check: String,
     /// The scope.
     pub scope: Scope,
+    /// The check's timeout, so the check can pace itself
+    /// ([`crate::deadline`]).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
 }
 
 /// The last bytes a worker printed, and how many it printed in all.
@@ -235,6 +239,7 @@ impl Isolator for WorkerPool {
         let request = Request {
             check: check.to_string(),
             scope,
+            timeout_ms: u64::try_from(timeout.as_millis()).ok(),
         };
         let line = serde_json::to_string(&request).unwrap_or_default();
         let sent = writeln!(worker.stdin, "{line}").and_then(|()| worker.stdin.flush());
@@ -378,7 +383,8 @@ pub fn serve<C>(registry: &[Check<C>], ctx: &C) -> std::io::Result<()> {
             Ok(req) => match registry.iter().find(|c| c.id == req.check) {
                 None => Verdict::crash(format!("worker knows no check {}", req.check)),
                 Some(c) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    (c.run)(ctx, req.scope)
+                    let timeout = req.timeout_ms.map(std::time::Duration::from_millis);
+                    crate::deadline::with_deadline(timeout, || (c.run)(ctx, req.scope))
                 }))
                 .unwrap_or_else(|p| {
                     let msg = p

@@ -7,6 +7,7 @@
 pub mod atomic;
 pub mod check;
 pub mod compare;
+pub mod deadline;
 pub mod doctor;
 pub mod exec;
 pub mod isolate;

@@ -3,6 +3,7 @@
 //! as data the user owns (`suites/compat.toml` built in, `--matrix FILE`).
 
 use crate::facts::NodeFacts;
+use crate::findings::codes;
 use crate::versions;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -125,7 +126,7 @@ pub struct Component {
     /// What the row allows.
     pub want: String,
     /// `ok`, or the finding code of the mismatch.
-    pub verdict: Result<(), &'static str>,
+    pub verdict: Result<(), crate::findings::Code>,
 }
 
 /// The node's combination against the matrix.
@@ -176,7 +177,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
             verdict: if row.gpus.contains(&t) {
                 Ok(())
             } else {
-                Err("compat-gpu-unsupported")
+                Err(codes::COMPAT_GPU_UNSUPPORTED)
             },
             name: format!("gpu {t}"),
             have: t,
@@ -203,7 +204,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                 if allowed.iter().any(|w| release_matches(w, d)) {
                     Ok(())
                 } else {
-                    Err("compat-amdgpu-unsupported")
+                    Err(codes::COMPAT_AMDGPU_UNSUPPORTED)
                 },
             ),
             None => {
@@ -214,7 +215,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                     (None, Some(s)) => format!("inbox amdgpu (srcversion {s})"),
                     _ => "no amdgpu loaded".to_string(),
                 };
-                (what, Err("compat-amdgpu-unknown"))
+                (what, Err(codes::COMPAT_AMDGPU_UNKNOWN))
             }
         };
         components.push(Component {
@@ -239,7 +240,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                 verdict: if entry.is_some() {
                     Ok(())
                 } else {
-                    Err("compat-os-unsupported")
+                    Err(codes::COMPAT_OS_UNSUPPORTED)
                 },
             });
         }
@@ -263,7 +264,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                     verdict: if ok {
                         Ok(())
                     } else {
-                        Err("compat-kernel-unsupported")
+                        Err(codes::COMPAT_KERNEL_UNSUPPORTED)
                     },
                 });
             }

@@ -3,7 +3,8 @@
 
 use crate::facts::NodeFacts;
 use crate::facts::gpus::Gpu;
-use rocgate_harness::{Finding, Scope, ScopeInfo, Verdict};
+use crate::findings::codes;
+use rocgate_harness::{Scope, ScopeInfo, Verdict};
 
 /// Options that change what checks expect.
 #[derive(Clone, Debug, Default)]
@@ -43,11 +44,9 @@ impl NodeContext {
     /// none (a planning defect, reported rather than panicking).
     pub fn gpu(&self, scope: Scope) -> Result<&Gpu, Verdict> {
         scope.gpu().and_then(|i| self.facts.gpu(i)).ok_or_else(|| {
-            Verdict::fail(Finding::new(
-                "internal-error",
-                format!("scope {scope} names no GPU of this node"),
-                "report this as a rocgate bug, with the output of `rocgate inventory --json`",
-            ))
+            Verdict::fail(
+                codes::INTERNAL_ERROR.finding(format!("scope {scope} names no GPU of this node")),
+            )
         })
     }
 

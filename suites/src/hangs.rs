@@ -9,7 +9,8 @@
 //! culprits, and the node check's result says so.
 
 use crate::facts::gpus::Gpu;
-use rocgate_harness::{CheckResult, Finding, Scope, Status};
+use crate::findings::codes;
+use rocgate_harness::{CheckResult, Scope, Status};
 use std::collections::BTreeSet;
 
 /// Adds a `gpu-wedged` finding to each timed-out node-wide check in
@@ -75,13 +76,9 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
             if hung.len() == 1 { "it" } else { "them" },
         );
         node.message = format!("{message} ({})", node.message);
-        node.finding = Some(Finding::new(
-            "gpu-wedged",
-            message,
-            format!(
+        node.finding = Some(codes::GPU_WEDGED.finding_next(message, format!(
                 "reset the GPU (`amd-smi reset -g {first}`) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset"
-            ),
-        ));
+            )));
     }
 }
 

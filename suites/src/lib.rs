@@ -8,6 +8,7 @@ pub mod cargo_test;
 pub mod compat;
 pub mod context;
 pub mod facts;
+pub mod findings;
 pub mod hangs;
 pub mod inventory;
 pub mod layers;

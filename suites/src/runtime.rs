@@ -1,7 +1,8 @@
 //! The ROCm libraries as seen from one worker process: opened and
 //! initialised once, on first use, by whichever check needs them first.
 
-use rocgate_harness::{Finding, Verdict};
+use crate::findings::{Code, codes};
+use rocgate_harness::Verdict;
 use rocgate_rocm::hip::{Hip, HipError};
 use rocgate_rocm::hsa::{AgentInfo, Hsa, HsaError};
 use rocgate_rocm::miopen::Miopen;
@@ -38,8 +39,8 @@ impl std::fmt::Debug for Runtime {
 const INSTALL_HINT: &str = "install the ROCm runtime (the rocm-hip-runtime package, or Debian's libhsa-runtime64-1 and libamdhip64-5) or point rocgate at it with --rocm-path DIR (libraries in DIR/lib) or ROCM_PATH";
 
 /// The verdict for a library that could not be opened.
-pub fn missing_library(code: &str, e: &LoadError) -> Verdict {
-    Verdict::fail(Finding::new(code, e.to_string(), INSTALL_HINT))
+pub fn missing_library(code: Code, e: &LoadError) -> Verdict {
+    Verdict::fail(code.finding_next(e.to_string(), INSTALL_HINT))
 }
 
 /// The next step after an HSA start failure: ROCr reports every start failure
@@ -82,7 +83,7 @@ impl Runtime {
         self.hsa
             .get_or_init(|| Hsa::open(&self.search))
             .as_ref()
-            .map_err(|e| missing_library("hsa-library-missing", e))
+            .map_err(|e| missing_library(codes::HSA_LIBRARY_MISSING, e))
     }
 
     /// HSA, initialised.
@@ -90,24 +91,19 @@ impl Runtime {
         let hsa = self.hsa()?;
         match self.hsa_init.get_or_init(|| hsa.init()) {
             Ok(()) => Ok(hsa),
-            Err(e) => Err(Verdict::fail(Finding::new(
-                "hsa-init-failed",
-                e.to_string(),
-                hsa_init_next_step(e.status()),
-            ))),
+            Err(e) => Err(Verdict::fail(
+                codes::HSA_INIT_FAILED.finding_next(e.to_string(), hsa_init_next_step(e.status())),
+            )),
         }
     }
 
     /// Every HSA agent.
     pub fn agents(&self) -> Result<&[AgentInfo], Verdict> {
         let hsa = self.hsa_ready()?;
-        self.agents.get_or_init(|| hsa.agents()).as_deref().map_err(|e| {
-            Verdict::fail(Finding::new(
-                "hsa-agents-failed",
-                e.to_string(),
-                "ROCr started but cannot describe its agents: read `dmesg | grep -i kfd` and compare `rocminfo`",
-            ))
-        })
+        self.agents
+            .get_or_init(|| hsa.agents())
+            .as_deref()
+            .map_err(|e| Verdict::fail(codes::HSA_AGENTS_FAILED.finding(e.to_string())))
     }
 
     /// The opened HIP runtime.
@@ -116,7 +112,7 @@ impl Runtime {
         self.hip
             .get_or_init(|| Hip::open(&self.search))
             .as_ref()
-            .map_err(|e| missing_library("hip-library-missing", e))
+            .map_err(|e| missing_library(codes::HIP_LIBRARY_MISSING, e))
     }
 
     /// The opened rocBLAS.
@@ -125,7 +121,7 @@ impl Runtime {
         self.rocblas
             .get_or_init(|| Rocblas::open(&self.search))
             .as_ref()
-            .map_err(|e| missing_library("rocblas-library-missing", e))
+            .map_err(|e| missing_library(codes::ROCBLAS_LIBRARY_MISSING, e))
     }
 
     /// The opened MIOpen.
@@ -134,7 +130,7 @@ impl Runtime {
         self.miopen
             .get_or_init(|| Miopen::open(&self.search))
             .as_ref()
-            .map_err(|e| missing_library("miopen-library-missing", e))
+            .map_err(|e| missing_library(codes::MIOPEN_LIBRARY_MISSING, e))
     }
 
     /// The opened RCCL.
@@ -143,7 +139,7 @@ impl Runtime {
         self.rccl
             .get_or_init(|| Rccl::open(&self.search))
             .as_ref()
-            .map_err(|e| missing_library("rccl-library-missing", e))
+            .map_err(|e| missing_library(codes::RCCL_LIBRARY_MISSING, e))
     }
 
     /// HIP and its device count, once it has devices.
@@ -151,20 +147,12 @@ impl Runtime {
         let hip = self.hip()?;
         match self.hip_count.get_or_init(|| hip.device_count()) {
             Ok(n) if *n > 0 => Ok((hip, *n)),
-            Ok(_) => Err(Verdict::fail(Finding::new(
-                "hip-no-device",
-                "hipGetDeviceCount reports 0 devices",
-                "HIP sees no GPU: run `rocgate doctor` for the layer below; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES",
-            ))),
-            Err(e) => Err(Verdict::fail(Finding::new(
-                if e.code() == Some(100) {
-                    "hip-no-device"
+            Ok(_) => Err(Verdict::fail(codes::HIP_NO_DEVICE.finding_next("hipGetDeviceCount reports 0 devices", "HIP sees no GPU: run `rocgate doctor` for the layer below; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES"))),
+            Err(e) => Err(Verdict::fail(if e.code() == Some(100) {
+                    codes::HIP_NO_DEVICE
                 } else {
-                    "hip-init-failed"
-                },
-                e.to_string(),
-                "HIP starts on ROCr: when hipErrorNoDevice (100) appears, the cause is in a lower layer; run `rocgate doctor` and read the hsa layer's result. Check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES",
-            ))),
+                    codes::HIP_INIT_FAILED
+                }.finding_next(e.to_string(), "HIP starts on ROCr: when hipErrorNoDevice (100) appears, the cause is in a lower layer; run `rocgate doctor` and read the hsa layer's result. Check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES"))),
         }
     }
 }

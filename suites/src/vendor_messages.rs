@@ -2,6 +2,7 @@
 //! (rocBLAS without kernels for the GPU aborts): turned into findings for
 //! results that have none.
 
+use crate::findings::codes;
 use rocgate_harness::Finding;
 
 /// A finding for a known vendor message in `output`.
@@ -16,33 +17,27 @@ pub fn explain(output: &str) -> Option<Finding> {
             .map(str::trim)
             .filter(|a| a.starts_with("gfx"))
             .unwrap_or("this GPU");
-        return Some(Finding::new(
-            "rocblas-no-kernels-for-arch",
-            format!("rocBLAS has no kernels for {arch}: {}", line.trim()),
-            format!(
+        return Some(codes::ROCBLAS_NO_KERNELS_FOR_ARCH.finding_next(format!("rocBLAS has no kernels for {arch}: {}", line.trim()), format!(
                 "install a rocBLAS built for {arch}: use a ROCm release that supports {arch} (see the compatibility matrix), or build rocBLAS with -DAMDGPU_TARGETS={arch}"
-            ),
-        ));
+            )));
     }
     if let Some(line) = output
         .lines()
         .find(|l| l.contains("hipErrorNoBinaryForGpu"))
     {
-        return Some(Finding::new(
-            "no-binary-for-gpu",
-            format!("a library has no code for this GPU: {}", line.trim()),
-            "the installed ROCm libraries were not built for this gfx target: use a ROCm release that supports it",
-        ));
+        return Some(codes::NO_BINARY_FOR_GPU.finding(format!(
+            "a library has no code for this GPU: {}",
+            line.trim()
+        )));
     }
     if let Some(line) = output
         .lines()
         .find(|l| l.contains("Memory access fault by GPU"))
     {
-        return Some(Finding::new(
-            "gpu-memory-fault",
-            format!("the GPU faulted on a memory access: {}", line.trim()),
-            "read `dmesg | grep -i -e 'page fault' -e amdgpu` for the faulting address; a fault in rocgate's own checks points at the driver or the hardware",
-        ));
+        return Some(codes::GPU_MEMORY_FAULT.finding(format!(
+            "the GPU faulted on a memory access: {}",
+            line.trim()
+        )));
     }
     None
 }

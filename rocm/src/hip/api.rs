@@ -514,10 +514,13 @@ pub struct Rtc {
 }
 
 impl Rtc {
-    /// Opens hiprtc; `hip_path` is the loaded HIP runtime, the fallback.
+    /// Opens hiprtc; `hip_path` is the loaded HIP runtime, the fallback when
+    /// no libhiprtc exists. A libhiprtc that exists but does not load is an
+    /// error: programs linked with it would fail the same way.
     pub fn open(search: &Search, hip_path: &Path) -> Result<Rtc, LoadError> {
         let loaded = match search.open(&super::RTC_LIBRARY) {
             Ok(l) => l,
+            Err(e @ LoadError::Failed { .. }) => return Err(e),
             Err(not_found) => {
                 let fallback = crate::loader::LibrarySpec {
                     name: "hiprtc in the HIP runtime",

@@ -41,6 +41,32 @@ pub const KNOWN_DEVICES: &[KnownDevice] = &[
     dev(0x7550, "AMD Radeon RX 9070", "gfx1201"),
 ];
 
+/// Accelerator complex dies (XCDs) of the partitionable GPUs: an MI300X in
+/// CPX mode has one partition per XCD, 8; an MI308X 4; an MI300A 6 (AMD's
+/// MI300 and MI350 series compute partitioning guides).
+pub fn xcds(device_id: u16) -> Option<u64> {
+    match device_id {
+        0x74a1 | 0x74a5 | 0x75a0 => Some(8),
+        0x74a0 => Some(6),
+        0x74a2 => Some(4),
+        _ => None,
+    }
+}
+
+/// Partitions a compute partition mode gives a GPU of `xcds` XCDs
+/// (`current_compute_partition`: SPX 1, DPX 2, TPX 3, QPX 4, CPX one per
+/// XCD).
+pub fn partitions_in_mode(mode: &str, xcds: u64) -> Option<u64> {
+    match mode.trim().to_ascii_uppercase().as_str() {
+        "SPX" => Some(1),
+        "DPX" => Some(2),
+        "TPX" => Some(3),
+        "QPX" => Some(4),
+        "CPX" => Some(xcds),
+        _ => None,
+    }
+}
+
 /// Looks a PCI device id up in [`KNOWN_DEVICES`].
 pub fn known_device(device_id: u16) -> Option<&'static KnownDevice> {
     KNOWN_DEVICES.iter().find(|d| d.device_id == device_id)

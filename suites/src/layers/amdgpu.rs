@@ -4,7 +4,8 @@
 use super::{check, list};
 use crate::context::NodeContext;
 use crate::facts::NodeFacts;
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use crate::findings::codes;
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
 
 const NEEDS_MODULE: &[&str] = &["amdgpu::module_live"];
 
@@ -95,11 +96,10 @@ fn blacklist(ctx: &NodeContext, _: Scope) -> Verdict {
     } else {
         ""
     };
-    Verdict::fail(Finding::new(
-        "amdgpu-blacklisted",
-        format!("amdgpu is disabled by {}{loaded}", list(&places, 4)),
-        "remove it: for the kernel command line edit GRUB_CMDLINE_LINUX in /etc/default/grub and run `sudo update-grub`; for modprobe.d delete the line and run `sudo update-initramfs -u`; then reboot",
-    ))
+    Verdict::fail(codes::AMDGPU_BLACKLISTED.finding(format!(
+        "amdgpu is disabled by {}{loaded}",
+        list(&places, 4)
+    )))
     .with_output(places.join("\n"))
 }
 
@@ -136,13 +136,9 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Verdict {
         .registered
         .first()
         .map_or("<version>", String::as_str);
-    Verdict::fail(Finding::new(
-        "dkms-stale",
-        format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"),
-        format!(
+    Verdict::fail(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
             "rebuild it for this kernel: `sudo apt install linux-headers-{kernel} && sudo dkms autoinstall -k {kernel}`, then reboot; if the build fails read /var/lib/dkms/amdgpu/{version}/build/make.log; or boot a kernel it was built for"
-        ),
-    ))
+        )))
 }
 
 fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
@@ -173,7 +169,7 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
             "`sudo modprobe amdgpu`, then read `dmesg | grep -i amdgpu` for why it did not load; if modprobe cannot find it, install the driver (amdgpu-dkms, or linux-modules-extra-{kernel} for the inbox driver)"
         )
     };
-    Verdict::fail(Finding::new("amdgpu-not-loaded", message, next))
+    Verdict::fail(codes::AMDGPU_NOT_LOADED.finding_next(message, next))
 }
 
 fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
@@ -189,10 +185,8 @@ fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
         (None, Some(src)) => Verdict::pass(format!(
             "inbox amdgpu (srcversion {src}) on kernel {kernel}"
         )),
-        (None, None) => Verdict::fail(Finding::new(
-            "amdgpu-version-unknown",
+        (None, None) => Verdict::fail(codes::AMDGPU_VERSION_UNKNOWN.finding(
             "amdgpu is live but exposes neither /sys/module/amdgpu/version nor srcversion",
-            "run `modinfo amdgpu` to identify the installed build",
         )),
     }
 }
@@ -228,19 +222,15 @@ fn bound(ctx: &NodeContext, scope: Scope) -> Verdict {
                     mine[mine.len().saturating_sub(20)..].join("\n")
                 },
             );
-            Verdict::fail(Finding::new(
-                "amdgpu-probe-failed",
-                format!(
+            Verdict::fail(codes::AMDGPU_PROBE_FAILED.finding_next(format!(
                     "amdgpu is loaded but does not drive {} (bound to: {}): its probe failed or this driver does not support device 0x{:04x}",
                     pci.address,
                     other.unwrap_or("nothing"),
                     pci.device_id
-                ),
-                format!(
+                ), format!(
                     "read `dmesg | grep {}` for the probe error; a device this driver does not know needs a newer amdgpu (DKMS) or kernel",
                     pci.address
-                ),
-            ))
+                )))
             .with_output(log)
         }
     }
@@ -252,27 +242,19 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
-        return Verdict::fail(Finding::new(
-            "render-node-missing",
-            format!(
+        return Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
                 "no render node is known for {}: KFD gives no drm_render_minor and /sys/class/drm has no renderD* for it",
                 gpu.pci_address
-            ),
-            "the driver did not register a DRM device for this GPU: read `dmesg | grep -i drm`",
-        ));
+            ), "the driver did not register a DRM device for this GPU: read `dmesg | grep -i drm`"));
     };
     let path = format!("/dev/dri/renderD{minor}");
     if ctx.facts.sysroot.exists(&path) {
         return Verdict::pass(format!("{path} exists"));
     }
-    Verdict::fail(Finding::new(
-        "render-node-missing",
-        format!(
+    Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
             "{path} (the render node of {}) does not exist",
             gpu.pci_address
-        ),
-        format!(
+        ), format!(
             "on the host, udev did not create it: `sudo udevadm trigger` and check /lib/udev/rules.d; in a container, pass it: `--device {path}` (or all of /dev/dri)"
-        ),
-    ))
+        )))
 }

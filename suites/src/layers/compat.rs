@@ -4,7 +4,8 @@
 
 use crate::compat::{Evaluation, evaluate};
 use crate::context::NodeContext;
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use crate::findings::codes;
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
 
 /// The compat layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
@@ -26,14 +27,10 @@ fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
         Evaluation::NoRocm => {
             Verdict::skip("no ROCm release found on the node (/opt/rocm/.info/version)")
         }
-        Evaluation::UnknownRelease { rocm, span } => Verdict::fail(Finding::new(
-            "compat-unknown-release",
-            format!(
+        Evaluation::UnknownRelease { rocm, span } => Verdict::fail(codes::COMPAT_UNKNOWN_RELEASE.finding_next(format!(
                 "ROCm {rocm} is not in the compatibility matrix ({}, which covers {span})",
                 m.origin
-            ),
-            "update the matrix from AMD's compatibility page (ROCm/ROCm docs/compatibility) and pass it with --matrix FILE, or install a listed ROCm release",
-        )),
+            ), "update the matrix from AMD's compatibility page (ROCm/ROCm docs/compatibility) and pass it with --matrix FILE, or install a listed ROCm release")),
         Evaluation::Checked {
             rocm,
             source,
@@ -67,8 +64,8 @@ fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
                 .with_output(output)
                 .with_fact("rocm", rocm),
                 Some(c) => {
-                    let code = c.verdict.err().unwrap_or("compat-mismatch");
-                    let next = match code {
+                    let code = c.verdict.err().unwrap_or(codes::COMPAT_GPU_UNSUPPORTED);
+                    let next = match code.code {
                         "compat-amdgpu-unsupported" => format!(
                             "install the amdgpu driver release ROCm {rocm} lists ({}), or the ROCm release that supports the installed driver",
                             c.want
@@ -87,17 +84,13 @@ fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
                         ),
                         _ => format!("ROCm {rocm} lists {} for this OS: boot one of them", c.want),
                     };
-                    Verdict::fail(Finding::new(
-                        code,
-                        format!(
+                    Verdict::fail(code.finding_next(format!(
                             "ROCm {rocm} expects {} {}; this node runs {} (per the {})",
                             c.name,
                             c.want,
                             c.have,
                             source.split(';').next().unwrap_or(&source).trim()
-                        ),
-                        next,
-                    ))
+                        ), next))
                     .with_output(output)
                 }
             }

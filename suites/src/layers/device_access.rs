@@ -2,11 +2,12 @@
 
 use crate::facts::NodeFacts;
 use crate::facts::access::{Access, group_name};
+use crate::findings::{Code, codes};
 use rocgate_harness::{Finding, Verdict};
 
 /// The verdict for opening `path` read-write. `missing_code` is the finding
 /// code when the node does not exist.
-pub fn verdict(facts: &NodeFacts, path: &str, missing_code: &str) -> Verdict {
+pub fn verdict(facts: &NodeFacts, path: &str, missing_code: Code) -> Verdict {
     let who = facts.user.as_ref().map_or_else(
         || "the current user".to_string(),
         |u| format!("user {} (uid {})", u.name, u.uid),
@@ -16,31 +17,19 @@ pub fn verdict(facts: &NodeFacts, path: &str, missing_code: &str) -> Verdict {
         Access::Unknown { reason } => {
             Verdict::skip(format!("cannot tell whether {path} opens: {reason}"))
         }
-        Access::Missing => Verdict::fail(Finding::new(
-            missing_code,
-            format!("{path} does not exist"),
-            "on the host, check that amdgpu is loaded and udev created the node; in a container, pass it with --device",
-        )),
-        Access::Failed { error } => Verdict::fail(Finding::new(
-            "device-open-failed",
-            format!("opening {path} read-write fails: {error}"),
-            "the driver refused the open: read `dmesg | grep -i -e kfd -e amdgpu`; errors such as ENOMEM or EFAULT here usually mean an IOMMU problem (try iommu=pt) or an amdgpu driver that does not match this ROCm release",
-        )),
+        Access::Missing => Verdict::fail(missing_code.finding_next(format!("{path} does not exist"), "on the host, check that amdgpu is loaded and udev created the node; in a container, pass it with --device")),
+        Access::Failed { error } => Verdict::fail(codes::DEVICE_OPEN_FAILED.finding_next(format!("opening {path} read-write fails: {error}"), "the driver refused the open: read `dmesg | grep -i -e kfd -e amdgpu`; errors such as ENOMEM or EFAULT here usually mean an IOMMU problem (try iommu=pt) or an amdgpu driver that does not match this ROCm release")),
         Access::Denied { errno, gid } => Verdict::fail(denied(facts, path, &who, &errno, gid)),
     }
 }
 
 fn denied(facts: &NodeFacts, path: &str, who: &str, errno: &str, gid: Option<u32>) -> Finding {
     if errno == "EPERM" {
-        return Finding::new(
-            "kfd-permission",
-            format!(
+        return codes::KFD_PERMISSION.finding_next(format!(
                 "{who} cannot open {path} read-write: operation not permitted (EPERM): a device cgroup denies it"
-            ),
-            format!(
+            ), format!(
                 "the container was started without this device: pass `--device /dev/kfd --device /dev/dri` (docker/podman) or request the GPU through the AMD GPU device plugin (Kubernetes); {path} must be allowed in the cgroup"
-            ),
-        );
+            ));
     }
     let user = facts.user.as_ref();
     let user_name = user.map_or("$USER", |u| u.name.as_str());
@@ -49,31 +38,19 @@ fn denied(facts: &NodeFacts, path: &str, who: &str, errno: &str, gid: Option<u32
             let group = group_name(&facts.groups, gid);
             let member = user.map(|u| u.groups.contains(&gid));
             if member == Some(true) {
-                Finding::new(
-                    "kfd-permission",
-                    format!(
+                codes::KFD_PERMISSION.finding_next(format!(
                         "{who} cannot open {path} read-write (EACCES) although it is in the device's group {group}: the node's mode does not give the group read-write"
-                    ),
-                    format!(
+                    ), format!(
                         "fix the udev rule for the node (e.g. /etc/udev/rules.d/70-amdgpu.rules: KERNEL==\"kfd\", GROUP=\"{group}\", MODE=\"0660\"), then `sudo udevadm trigger`"
-                    ),
-                )
+                    ))
             } else {
-                Finding::new(
-                    "kfd-permission",
-                    format!(
+                codes::KFD_PERMISSION.finding_next(format!(
                         "{who} cannot open {path} read-write (EACCES): the device belongs to group {group}, which {user_name} is not in"
-                    ),
-                    format!(
+                    ), format!(
                         "add the user to the group: `sudo usermod -aG {group} {user_name}`, then log in again (restart a CI runner service); in a container add `--group-add {group}`"
-                    ),
-                )
+                    ))
             }
         }
-        None => Finding::new(
-            "kfd-permission",
-            format!("{who} cannot open {path} read-write (EACCES)"),
-            "add the user to the device's group (usually render or video): `sudo usermod -aG render,video $USER`, then log in again",
-        ),
+        None => codes::KFD_PERMISSION.finding_next(format!("{who} cannot open {path} read-write (EACCES)"), "add the user to the device's group (usually render or video): `sudo usermod -aG render,video $USER`, then log in again"),
     }
 }

@@ -6,7 +6,8 @@ use crate::context::NodeContext;
 use crate::facts::NodeFacts;
 use crate::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent};
 use crate::facts::pci::parse_hex;
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use crate::findings::codes;
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
 
 /// Firmware is read from what the loaded driver exposes, so without amdgpu
 /// the cause is the driver, not the firmware.
@@ -141,8 +142,7 @@ fn kernel_log(ctx: &NodeContext, _: Scope) -> Verdict {
             log.source
         ));
     }
-    Verdict::fail(Finding::new(
-        "firmware-load-failed",
+    Verdict::fail(codes::FIRMWARE_LOAD_DEGRADED.finding_next(
         format!(
             "{} firmware/PSP error lines in {} name no GPU: {}",
             stray.len(),
@@ -184,17 +184,16 @@ fn init_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
         .collect();
     let (code, cause) = match loads.iter().find_map(|e| e.file.as_deref()) {
         Some(file) => (
-            "firmware-load-failed",
+            codes::FIRMWARE_LOAD_FAILED,
             format!("after {file} failed to load"),
         ),
         None if !loads.is_empty() => (
-            "firmware-load-failed",
+            codes::FIRMWARE_LOAD_FAILED,
             "after a firmware load failure".to_string(),
         ),
-        None => ("gpu-init-failed", "with PSP/init errors".to_string()),
+        None => (codes::GPU_INIT_FAILED, "with PSP/init errors".to_string()),
     };
-    Verdict::fail(Finding::new(
-        code,
+    Verdict::fail(code.finding_next(
         format!(
             "{}: amdgpu failed this GPU's init {cause}: {}",
             gpu.label(),
@@ -230,11 +229,7 @@ fn load_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
     } else {
         list(&files, 4)
     };
-    Verdict::fail(Finding::new(
-        "firmware-load-failed",
-        format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()),
-        missing_files_advice(&ctx.facts, &loads),
-    ))
+    Verdict::fail(codes::FIRMWARE_LOAD_DEGRADED.finding_next(format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()), missing_files_advice(&ctx.facts, &loads)))
     .with_output(lines(&loads))
 }
 
@@ -251,21 +246,13 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
     let names = match root.list_dir(&dir) {
         Ok(n) => n,
         Err(e) if e.is_not_found() => {
-            return Verdict::fail(Finding::new(
-                "firmware-not-reported",
-                format!(
+            return Verdict::fail(codes::FIRMWARE_NOT_REPORTED.finding_next(format!(
                     "amdgpu exposes no firmware versions for {} ({} does not exist): the driver did not finish initialising this GPU",
                     pci.address, dir
-                ),
-                format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
-            ));
+                ), format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address)));
         }
         Err(e) => {
-            return Verdict::fail(Finding::new(
-                "firmware-version-unreadable",
-                e.to_string(),
-                "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup",
-            ));
+            return Verdict::fail(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(e.to_string(), "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup"));
         }
     };
     let mut found = Vec::new();
@@ -303,29 +290,20 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
             .fold(verdict, |acc, (k, v)| acc.with_fact(k, v.clone()))
     };
     if !bad.is_empty() {
-        return with_learned(Verdict::fail(Finding::new(
-            "firmware-version-unreadable",
-            format!("{} firmware version files of {} are unreadable: {}", bad.len(), pci.address, bad[0]),
-            "the driver exposes damaged firmware information; read `dmesg | grep -i firmware` and reload amdgpu",
-        ))
+        return with_learned(Verdict::fail(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(format!("{} firmware version files of {} are unreadable: {}", bad.len(), pci.address, bad[0]), "the driver exposes damaged firmware information; read `dmesg | grep -i firmware` and reload amdgpu"))
         .with_output(bad.join("\n")));
     }
     if found.is_empty() {
-        return Verdict::fail(Finding::new(
-            "firmware-not-reported",
+        return Verdict::fail(codes::FIRMWARE_NOT_REPORTED.finding_next(
             format!("{dir} lists no *_fw_version files"),
             format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
         ));
     }
     if mec_zero {
-        return with_learned(Verdict::fail(Finding::new(
-            "firmware-load-failed",
-            format!(
+        return with_learned(Verdict::fail(codes::FIRMWARE_LOAD_FAILED.finding_next(format!(
                 "{}: the MEC (compute) firmware version is 0: its microcode is not loaded",
                 gpu.label()
-            ),
-            "reinstall the GPU firmware matching the driver and reboot; read `dmesg | grep -i mec`",
-        ))
+            ), "reinstall the GPU firmware matching the driver and reboot; read `dmesg | grep -i mec`"))
         .with_output(found.join("\n")));
     }
     let summary: Vec<&String> = found

@@ -2,7 +2,8 @@
 
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Tier, Verdict};
+use crate::findings::{Code, codes};
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{
     DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys,
 };
@@ -97,8 +98,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-fn hip_fail(code: &str, e: &HipError, next: &str) -> Verdict {
-    Verdict::fail(Finding::new(code, e.to_string(), next))
+fn hip_fail(code: Code, e: &HipError, next: &str) -> Verdict {
+    Verdict::fail(code.finding_next(e.to_string(), next))
 }
 
 fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
@@ -134,11 +135,7 @@ fn device_count(ctx: &NodeContext, _: Scope) -> Verdict {
     };
     let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
     if usize::try_from(n).unwrap_or(0) != kfd {
-        return Verdict::fail(Finding::new(
-            "hip-device-mismatch",
-            format!("HIP sees {n} devices but KFD has {kfd} GPU nodes"),
-            "unset HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES if set; otherwise compare with the hsa layer's agent count and check render node permissions",
-        ))
+        return Verdict::fail(codes::HIP_DEVICE_MISMATCH.finding_next(format!("HIP sees {n} devices but KFD has {kfd} GPU nodes"), "unset HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES if set; otherwise compare with the hsa layer's agent count and check render node permissions"))
         .with_metric("hip_devices", f64::from(n), "count");
     }
     Verdict::pass(format!("{n} HIP devices")).with_metric("hip_devices", f64::from(n), "count")
@@ -201,7 +198,7 @@ pub(crate) fn hip_index(
     for d in 0..n {
         let bus = hip.pci_bus_id(d).map_err(|e| {
             hip_fail(
-                "hip-device-failed",
+                codes::HIP_DEVICE_FAILED,
                 &e,
                 "HIP cannot describe its devices: check `rocminfo` and `dmesg`",
             )
@@ -209,16 +206,12 @@ pub(crate) fn hip_index(
         seen.push((d, bus));
     }
     let missing = |why: String| {
-        Verdict::fail(Finding::new(
-            "hip-device-missing",
-            format!(
-                "no HIP device is {} at {}{why} (HIP devices: {})",
-                gpu.label(),
-                gpu.pci_address,
-                super::list(&seen.iter().map(|(_, b)| b.as_str()).collect::<Vec<_>>(), 8)
-            ),
-            "HIP does not expose this GPU: check HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES and the hsa layer's result for it",
-        ))
+        Verdict::fail(codes::HIP_DEVICE_MISSING.finding(format!(
+            "no HIP device is {} at {}{why} (HIP devices: {})",
+            gpu.label(),
+            gpu.pci_address,
+            super::list(&seen.iter().map(|(_, b)| b.as_str()).collect::<Vec<_>>(), 8)
+        )))
     };
     let Some(want) = BusId::parse(&gpu.pci_address) else {
         return Err(missing(" (its address does not parse)".into()));
@@ -277,7 +270,7 @@ pub(crate) fn find_device(
     let (d, _) = hip_index(hip, n, gpu, &ctx.facts.gpus)?;
     hip.set_device(d).map_err(|e| {
         hip_fail(
-            "hip-device-failed",
+            codes::HIP_DEVICE_FAILED,
             &e,
             "HIP cannot select this device: read `dmesg | grep -i amdgpu`",
         )
@@ -342,7 +335,7 @@ fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     if let Err(e) = hip.set_device(d) {
         return hip_fail(
-            "hip-device-failed",
+            codes::HIP_DEVICE_FAILED,
             &e,
             "HIP cannot select this device: read `dmesg | grep -i amdgpu`",
         );
@@ -356,7 +349,7 @@ fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
         (Ok(c), Ok(w), Ok(t)) => (c, w, t),
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
             return hip_fail(
-                "hip-device-failed",
+                codes::HIP_DEVICE_FAILED,
                 &e,
                 "HIP cannot read this device's attributes: check `rocminfo`",
             );
@@ -370,14 +363,10 @@ fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
         let env = |v: &str| std::env::var(v).ok();
         let (range, expected) = expected_multiprocessors(kfd_cus, gpu.gfx_major(), &env);
         if !u64::try_from(cus).is_ok_and(|c| range.contains(&c)) {
-            return Verdict::fail(Finding::new(
-                "hip-device-mismatch",
-                format!(
+            return Verdict::fail(codes::HIP_DEVICE_MISMATCH.finding_next(format!(
                     "HIP device {d} ({}) reports {cus} multiprocessors; for KFD's {kfd_cus} CUs HIP should report {expected}",
                     gpu.pci_address
-                ),
-                "HIP and the kernel driver disagree about the GPU: check the ROCm and amdgpu versions are a supported pair, and whether HSA_CU_MASK, HSA_COOP_CU_COUNT or GPU_ENABLE_WGP_MODE are set",
-            ))
+                ), "HIP and the kernel driver disagree about the GPU: check the ROCm and amdgpu versions are a supported pair, and whether HSA_CU_MASK, HSA_COOP_CU_COUNT or GPU_ENABLE_WGP_MODE are set"))
             .with_metric("multiprocessors", f64::from(cus), "count");
         }
         expectation = format!(" (expected {expected})");
@@ -404,7 +393,7 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let next = "read `dmesg | grep -i -e amdgpu -e aer`; a failing copy usually means a GPU or PCIe fault: reset the GPU and rerun";
-    let fail = |e: HipError| hip_fail("hip-memcpy-failed", &e, next);
+    let fail = |e: HipError| hip_fail(codes::HIP_MEMCPY_FAILED, &e, next);
     let result = (|| -> Result<Verdict, Verdict> {
         let mut host = HostBuffer::new(hip, COPY_BYTES).map_err(fail)?;
         for (i, w) in host.words().iter_mut().enumerate() {
@@ -427,14 +416,10 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Verdict {
                 .position(|(a, b)| a != b)
                 .unwrap_or(0)
                 * 4;
-            return Err(Verdict::fail(Finding::new(
-                "hip-memcpy-corrupt",
-                format!(
-                    "a {} MiB hipMemcpy round trip came back different at byte {i}",
-                    COPY_BYTES >> 20
-                ),
-                "data is corrupted through the GPU: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors",
-            )));
+            return Err(Verdict::fail(codes::HIP_MEMCPY_CORRUPT.finding(format!(
+                "a {} MiB hipMemcpy round trip came back different at byte {i}",
+                COPY_BYTES >> 20
+            ))));
         }
         let gbs = |d: Duration| COPY_BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
         Ok(Verdict::pass(format!(
@@ -462,7 +447,7 @@ fn load_module(gpu: &Gpu, hip: &Arc<Hip>) -> Result<Module, Verdict> {
             Some(200 | 209) => "the HIP runtime rejects code for this GPU (hipErrorInvalidImage/NoBinaryForGpu): this ROCm release may not support the gfx target; check the compatibility matrix",
             _ => "read `dmesg | grep -i amdgpu`; check that the HIP runtime matches the installed ROCm and driver",
         };
-        hip_fail("hip-module-load-failed", &e, next)
+        hip_fail(codes::HIP_MODULE_LOAD_FAILED, &e, next)
     })
 }
 
@@ -478,7 +463,7 @@ fn module_load(ctx: &NodeContext, scope: Scope) -> Verdict {
     for k in rocgate_kernels::KERNELS {
         if let Err(e) = module.function(k) {
             return hip_fail(
-                "hip-module-load-failed",
+                codes::HIP_MODULE_LOAD_FAILED,
                 &e,
                 "the module loaded but lacks a kernel: report this with `rocgate inventory --json`",
             );
@@ -504,7 +489,7 @@ fn vector_add(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     const N: usize = 1 << 20;
     let launch_next = "the kernel did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (`amd-smi reset -g N`)";
-    let fail = |e: HipError| hip_fail("hip-launch-failed", &e, launch_next);
+    let fail = |e: HipError| hip_fail(codes::HIP_LAUNCH_FAILED, &e, launch_next);
     let result = (|| -> Result<Verdict, Verdict> {
         let f = module.function("vector_add").map_err(fail)?;
         let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
@@ -531,16 +516,12 @@ fn vector_add(ctx: &NodeContext, scope: Scope) -> Verdict {
             .collect();
         let wrong: Vec<usize> = (0..N).filter(|&i| c[i] != 3.0 * i as f32).collect();
         if let Some(&i) = wrong.first() {
-            return Err(Verdict::fail(Finding::new(
-                "hip-kernel-wrong",
-                format!(
+            return Err(Verdict::fail(codes::HIP_KERNEL_WRONG.finding(format!(
                     "vector_add ran but {} of {N} sums are wrong; first at index {i}: got {}, expected {}",
                     wrong.len(),
                     c[i],
                     3.0 * i as f32
-                ),
-                "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors and RMA the GPU",
-            )));
+                ))));
         }
         Ok(Verdict::pass(format!(
             "vector_add over {N} floats verified in {:.2} ms",
@@ -570,14 +551,14 @@ fn hiprtc(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     let rtc = match Rtc::open(&ctx.runtime.search, hip.path()) {
         Ok(r) => r,
-        Err(e) => return crate::runtime::missing_library("hiprtc-library-missing", &e),
+        Err(e) => return crate::runtime::missing_library(codes::HIPRTC_LIBRARY_MISSING, &e),
     };
     const N: usize = 4096;
     let result = (|| -> Result<Verdict, Verdict> {
         let t = Instant::now();
         let code = rtc.compile(RTC_SOURCE, "rocgate_rtc.hip", &[&format!("--gpu-architecture={target}")]).map_err(|e| {
             hip_fail(
-                "hiprtc-failed",
+                codes::HIPRTC_FAILED,
                 &e,
                 "the runtime compiler failed: check that its device libraries (amdgcn bitcode) and comgr are installed for this ROCm release",
             )
@@ -585,7 +566,7 @@ fn hiprtc(ctx: &NodeContext, scope: Scope) -> Verdict {
         let compile = t.elapsed();
         let fail = |e: HipError| {
             hip_fail(
-                "hiprtc-failed",
+                codes::HIPRTC_FAILED,
                 &e,
                 "hiprtc's code object did not run: compare with hip.vector_add on this GPU",
             )
@@ -604,11 +585,9 @@ fn hiprtc(ctx: &NodeContext, scope: Scope) -> Verdict {
             .enumerate()
             .find(|(i, w)| f32::from_le_bytes([w[0], w[1], w[2], w[3]]) != 3.0 * *i as f32);
         if let Some((i, _)) = bad {
-            return Err(Verdict::fail(Finding::new(
-                "hiprtc-wrong",
-                format!("the hiprtc-compiled kernel ran but element {i} is wrong"),
-                "hiprtc produced wrong code or the GPU computes wrongly: compare with hip.vector_add",
-            )));
+            return Err(Verdict::fail(codes::HIPRTC_WRONG.finding(format!(
+                "the hiprtc-compiled kernel ran but element {i} is wrong"
+            ))));
         }
         Ok(Verdict::pass(format!(
             "compiled for {target} in {:.0} ms with {}, ran and verified",
@@ -628,7 +607,7 @@ fn bandwidth(ctx: &NodeContext, scope: Scope) -> Verdict {
         Ok(x) => x,
         Err(v) => return v,
     };
-    let fail = |e: HipError| hip_fail("hip-memcpy-failed", &e, "see hip.memcpy on this GPU");
+    let fail = |e: HipError| hip_fail(codes::HIP_MEMCPY_FAILED, &e, "see hip.memcpy on this GPU");
     let result = (|| -> Result<Verdict, Verdict> {
         let mut host = HostBuffer::new(hip, BYTES).map_err(fail)?;
         let dev = DeviceBuffer::new(hip, BYTES).map_err(fail)?;

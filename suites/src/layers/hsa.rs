@@ -3,7 +3,8 @@
 
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use crate::findings::{Code, codes};
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
 use rocgate_rocm::hsa::sys::{self, Agent, KernelDispatchPacket};
 use rocgate_rocm::hsa::{
     AgentInfo, Executable, Hsa, HsaError, PoolInfo, PoolMemory, Queue, Signal,
@@ -181,11 +182,7 @@ fn agents(ctx: &NodeContext, _: Scope) -> Verdict {
         } else {
             format!(" ({} is set)", visible.join(", "))
         };
-        return Verdict::fail(Finding::new(
-            "hsa-agent-mismatch",
-            format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"),
-            "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`",
-        ));
+        return Verdict::fail(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"), "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`"));
     }
     // Not every agent that is not a GPU is a CPU: Ryzen AI hosts add an
     // AIE agent (ROCm 7), some platforms a DSP.
@@ -223,14 +220,10 @@ fn find_agent(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, AgentInfo, &Arc<
         .find(|a| a.is_gpu() && u64::from(a.bdfid) == loc && u64::from(a.domain) == dom)
     {
         Some(a) => Ok((gpu, a.clone(), hsa)),
-        None => Err(Verdict::fail(Finding::new(
-            "hsa-agent-missing",
-            format!(
-                "ROCr has no GPU agent at {} (KFD node {})",
-                gpu.pci_address, k.id
-            ),
-            "ROCr skipped this GPU: check its render node permission, ROCR_VISIBLE_DEVICES, and `dmesg` for KFD errors on it",
-        ))),
+        None => Err(Verdict::fail(codes::HSA_AGENT_MISSING.finding(format!(
+            "ROCr has no GPU agent at {} (KFD node {})",
+            gpu.pci_address, k.id
+        )))),
     }
 }
 
@@ -252,15 +245,11 @@ fn agent(ctx: &NodeContext, scope: Scope) -> Verdict {
         }
     }
     if !problems.is_empty() {
-        return Verdict::fail(Finding::new(
-            "hsa-agent-mismatch",
-            format!(
-                "the agent at {} disagrees with KFD: {}",
-                gpu.pci_address,
-                problems.join("; ")
-            ),
-            "ROCr and the kernel driver describe the GPU differently: check that this ROCm release supports the installed amdgpu",
-        ));
+        return Verdict::fail(codes::HSA_AGENT_MISMATCH.finding(format!(
+            "the agent at {} disagrees with KFD: {}",
+            gpu.pci_address,
+            problems.join("; ")
+        )));
     }
     Verdict::pass(format!(
         "{} ({}), {} CUs, wave{}",
@@ -273,16 +262,16 @@ fn agent(ctx: &NodeContext, scope: Scope) -> Verdict {
 fn device_pool(hsa: &Hsa, agent: Agent) -> Result<PoolInfo, Verdict> {
     let pools = hsa
         .pools(agent)
-        .map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
+        .map_err(|e| hsa_fail(codes::HSA_MEMORY_POOLS_FAILED, &e))?;
     pools
         .into_iter()
         .find(|p| p.is_global_with(sys::POOL_FLAG_COARSE_GRAINED) && p.size > 0)
         .ok_or_else(|| {
-            Verdict::fail(Finding::new(
-                "hsa-no-device-memory",
-                "the GPU agent offers no allocatable coarse-grained global memory pool",
-                "the GPU's memory did not come up: read `dmesg | grep -i -e vram -e amdgpu`",
-            ))
+            Verdict::fail(
+                codes::HSA_NO_DEVICE_MEMORY.finding(
+                    "the GPU agent offers no allocatable coarse-grained global memory pool",
+                ),
+            )
         })
 }
 
@@ -292,24 +281,18 @@ fn system_pool(ctx: &NodeContext, hsa: &Hsa, flag: u32) -> Result<PoolInfo, Verd
     for cpu in agents.iter().filter(|a| a.is_cpu()) {
         let pools = hsa
             .pools(cpu.agent)
-            .map_err(|e| hsa_fail("hsa-memory-pools-failed", &e))?;
+            .map_err(|e| hsa_fail(codes::HSA_MEMORY_POOLS_FAILED, &e))?;
         if let Some(p) = pools.into_iter().find(|p| p.is_global_with(flag)) {
             return Ok(p);
         }
     }
-    Err(Verdict::fail(Finding::new(
-        "hsa-no-system-memory",
-        format!("no CPU agent offers a global system memory pool with flag {flag}"),
-        "ROCr's host memory setup is broken: compare `rocminfo` output and check the kernel's KFD CPU nodes",
-    )))
+    Err(Verdict::fail(codes::HSA_NO_SYSTEM_MEMORY.finding(format!(
+        "no CPU agent offers a global system memory pool with flag {flag}"
+    ))))
 }
 
-fn hsa_fail(code: &str, e: &rocgate_rocm::hsa::HsaError) -> Verdict {
-    Verdict::fail(Finding::new(
-        code,
-        e.to_string(),
-        "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot",
-    ))
+fn hsa_fail(code: Code, e: &rocgate_rocm::hsa::HsaError) -> Verdict {
+    Verdict::fail(code.finding_next(e.to_string(), "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot"))
 }
 
 fn memory_pools(ctx: &NodeContext, scope: Scope) -> Verdict {
@@ -334,11 +317,7 @@ fn queue(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     match Queue::new(hsa, a.agent, 128) {
         Ok(q) => Verdict::pass(format!("created an AQL queue of {} packets", q.size())),
-        Err(e) => Verdict::fail(Finding::new(
-            "hsa-queue-failed",
-            e.to_string(),
-            "KFD refused a hardware queue: other processes may hold all queues (`amd-smi process`), or the GPU is in a bad state; read `dmesg | grep -i -e kfd -e mes`",
-        )),
+        Err(e) => Verdict::fail(codes::HSA_QUEUE_FAILED.finding(e.to_string())),
     }
 }
 
@@ -354,12 +333,10 @@ fn signal(ctx: &NodeContext, scope: Scope) -> Verdict {
     });
     match result {
         Ok(0) => Verdict::pass("signal created, stored and waited on"),
-        Ok(v) => Verdict::fail(Finding::new(
-            "hsa-signal-failed",
-            format!("a signal stored 0 reads back {v}"),
-            "ROCr's signals are broken on this node: check for a mismatched libhsa-runtime64 and amdgpu",
-        )),
-        Err(e) => hsa_fail("hsa-signal-failed", &e),
+        Ok(v) => Verdict::fail(
+            codes::HSA_SIGNAL_FAILED.finding(format!("a signal stored 0 reads back {v}")),
+        ),
+        Err(e) => hsa_fail(codes::HSA_SIGNAL_FAILED, &e),
     }
 }
 
@@ -370,11 +347,10 @@ fn load_kernels(gpu: &Gpu, a: &AgentInfo, hsa: &Arc<Hsa>) -> Result<Executable, 
         return Err(Verdict::skip(rocgate_kernels::missing_reason(&target)));
     };
     Executable::load(hsa, a.agent, co.bytes).map_err(|e| {
-        Verdict::fail(Finding::new(
-            "hsa-code-object-failed",
-            format!("loading rocgate's {} code object: {e}", co.target),
-            "ROCr cannot load code for this GPU: check that the ROCm release supports this gfx target and that the runtime matches the driver",
-        ))
+        Verdict::fail(
+            codes::HSA_CODE_OBJECT_FAILED
+                .finding(format!("loading rocgate's {} code object: {e}", co.target)),
+        )
     })
 }
 
@@ -392,15 +368,17 @@ fn code_object(ctx: &NodeContext, scope: Scope) -> Verdict {
         match exe.kernel(k) {
             Ok(sym) => found.push(format!("{k} ({} B kernargs)", sym.kernarg_size)),
             Err(e) => {
-                return Verdict::fail(Finding::new(
-                    "hsa-code-object-failed",
-                    format!("kernel {k} is missing from the loaded executable: {e}"),
-                    "the code object loaded but its kernel symbols are not visible: report this with `rocgate inventory --json`",
-                ));
+                return Verdict::fail(codes::HSA_CODE_OBJECT_FAILED.finding_next(format!("kernel {k} is missing from the loaded executable: {e}"), "the code object loaded but its kernel symbols are not visible: report this with `rocgate inventory --json`"));
             }
         }
     }
     Verdict::pass(format!("loaded {}", found.join(", ")))
+}
+
+/// How long to wait for a dispatch or copy to complete: what the check has
+/// left, keeping a second to report a hang as a failure of its own.
+fn wait_budget() -> Duration {
+    rocgate_harness::deadline::wait_budget(Duration::from_secs(1), Duration::from_secs(20))
 }
 
 /// A value no stale or zeroed buffer matches by accident.
@@ -427,7 +405,7 @@ fn run_fill(
     exe: &Executable,
 ) -> Result<Verdict, Verdict> {
     const N: u32 = 1 << 16;
-    let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail("hsa-dispatch-failed", &e);
+    let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail(codes::HSA_DISPATCH_FAILED, &e);
     let kernel = exe.kernel("fill").map_err(fail)?;
     let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
     let kernarg_pool = system_pool(ctx, hsa, sys::POOL_FLAG_KERNARG_INIT)?;
@@ -471,13 +449,9 @@ fn run_fill(
     let start = Instant::now();
     queue.dispatch(packet).map_err(fail)?;
     queue
-        .wait(&done, Duration::from_secs(20))
+        .wait(&done, wait_budget())
         .map_err(|e| match e {
-            HsaError::QueueError { .. } => Verdict::fail(Finding::new(
-                "hsa-dispatch-failed",
-                e.to_string(),
-                "the GPU stopped the kernel with an exception: read `dmesg | grep -i -e amdgpu -e kfd` for the fault, reset the GPU (`amd-smi reset -g N`) and rerun; if it persists, check RAS/ECC counters (`amd-smi metric --ecc`)",
-            )),
+            HsaError::QueueError { .. } => Verdict::fail(codes::HSA_DISPATCH_FAILED.finding_next(e.to_string(), "the GPU stopped the kernel with an exception: read `dmesg | grep -i -e amdgpu -e kfd` for the fault, reset the GPU (`amd-smi reset -g N`) and rerun; if it persists, check RAS/ECC counters (`amd-smi metric --ecc`)")),
             other => fail(other),
         })?;
     let elapsed = start.elapsed();
@@ -486,16 +460,12 @@ fn run_fill(
         .filter(|&i| got[i] != FILL_BASE.wrapping_add(i as u32))
         .collect();
     if let Some(&first) = wrong.first() {
-        return Err(Verdict::fail(Finding::new(
-            "hsa-dispatch-wrong",
-            format!(
+        return Err(Verdict::fail(codes::HSA_DISPATCH_WRONG.finding(format!(
                 "the fill kernel completed but {} of {N} values are wrong; first at index {first}: got 0x{:08x}, expected 0x{:08x}",
                 wrong.len(),
                 got[first],
                 FILL_BASE.wrapping_add(first as u32)
-            ),
-            "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors (`amd-smi metric --ecc`) and RMA the GPU",
-        )));
+            ))));
     }
     Ok(Verdict::pass(format!(
         "fill kernel over {N} work-items verified in {:.2} ms",
@@ -516,16 +486,12 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Verdict {
 
 fn run_copy(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo) -> Result<Verdict, Verdict> {
     const BYTES: usize = 16 << 20;
-    let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail("hsa-copy-failed", &e);
+    let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail(codes::HSA_COPY_FAILED, &e);
     let device = device_pool(hsa, a.agent)?;
     let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
     let agents = ctx.runtime.agents()?;
     let Some(cpu) = agents.iter().find(|x| x.is_cpu()).map(|x| x.agent) else {
-        return Err(Verdict::fail(Finding::new(
-            "hsa-no-system-memory",
-            "ROCr lists no CPU agent to copy from",
-            "ROCr's host side is missing: compare `rocminfo` output and check the kernel's KFD CPU nodes",
-        )));
+        return Err(Verdict::fail(codes::HSA_NO_SYSTEM_MEMORY.finding_next("ROCr lists no CPU agent to copy from", "ROCr's host side is missing: compare `rocminfo` output and check the kernel's KFD CPU nodes")));
     };
     let mut src = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
     let mut dst = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
@@ -536,7 +502,7 @@ fn run_copy(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo) -> Result<Verdict,
         *v = (i as u32).wrapping_mul(2_654_435_761);
     }
     dst.host_u32s().map_err(fail)?.fill(0);
-    let timeout = Duration::from_secs(20);
+    let timeout = wait_budget();
     let t = Instant::now();
     hsa.copy(&dev, a.agent, &src, cpu, timeout).map_err(fail)?;
     let h2d = t.elapsed();
@@ -551,15 +517,11 @@ fn run_copy(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo) -> Result<Verdict,
             .zip(d.iter())
             .position(|(a, b)| a != b)
             .unwrap_or(0);
-        return Err(Verdict::fail(Finding::new(
-            "hsa-copy-corrupt",
-            format!(
-                "a {} MiB host->device->host round trip came back different at byte {}",
-                BYTES >> 20,
-                i * 4
-            ),
-            "data is corrupted on the way through the GPU's DMA engines or memory: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors (`dmesg | grep -i aer`)",
-        )));
+        return Err(Verdict::fail(codes::HSA_COPY_CORRUPT.finding(format!(
+            "a {} MiB host->device->host round trip came back different at byte {}",
+            BYTES >> 20,
+            i * 4
+        ))));
     }
     let gbs = |d: Duration| BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
     Ok(Verdict::pass(format!(

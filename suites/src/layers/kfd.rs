@@ -6,8 +6,9 @@ use crate::context::NodeContext;
 use crate::facts::NodeFacts;
 use crate::facts::gpus::{Gpu, function_zero};
 use crate::facts::kfd::TOPOLOGY;
+use crate::findings::codes;
 use rocgate_harness::sysroot::ReadErrorKind;
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The kfd layer's checks.
@@ -137,8 +138,7 @@ fn dev_kfd(ctx: &NodeContext, _: Scope) -> Verdict {
     } else {
         "; /sys/class/kfd is missing too: amdkfd did not initialise"
     };
-    Verdict::fail(Finding::new(
-        "kfd-missing",
+    Verdict::fail(codes::KFD_MISSING.finding_next(
         format!("/dev/kfd does not exist{topo}{}", kfd_refusal(facts)),
         KFD_NEXT_STEP,
     ))
@@ -146,7 +146,7 @@ fn dev_kfd(ctx: &NodeContext, _: Scope) -> Verdict {
 }
 
 fn dev_kfd_access(ctx: &NodeContext, _: Scope) -> Verdict {
-    device_access::verdict(&ctx.facts, "/dev/kfd", "kfd-missing")
+    device_access::verdict(&ctx.facts, "/dev/kfd", codes::KFD_MISSING)
 }
 
 fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
@@ -154,19 +154,14 @@ fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
     let topo = match &facts.kfd {
         Ok(t) => t,
         Err(e) if e.is_not_found() => {
-            return Verdict::fail(Finding::new(
-                "kfd-missing",
+            return Verdict::fail(codes::KFD_MISSING.finding_next(
                 format!("the KFD topology is missing ({e}): amdkfd has not initialised"),
                 KFD_NEXT_STEP,
             ))
             .with_output(kfd_log_lines(facts).join("\n"));
         }
         Err(e) => {
-            return Verdict::fail(Finding::new(
-                "kfd-topology-unreadable",
-                format!("cannot read the KFD topology: {e}"),
-                "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup",
-            ));
+            return Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("cannot read the KFD topology: {e}"), "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup"));
         }
     };
     let (hidden, damaged): (Vec<_>, Vec<_>) = topo
@@ -175,25 +170,17 @@ fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
         .partition(|e| e.kind == ReadErrorKind::PermissionDenied);
     if !damaged.is_empty() {
         let all: Vec<String> = damaged.iter().map(ToString::to_string).collect();
-        return Verdict::fail(Finding::new(
-            "kfd-topology-unreadable",
-            format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]),
-            "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it",
-        ))
+        return Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]), "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it"))
         .with_output(all.join("\n"));
     }
     let gpus = topo.gpu_nodes().count();
     let cpus = topo.nodes.len() - gpus;
     if gpus == 0 {
-        return Verdict::fail(Finding::new(
-            "kfd-topology-empty",
-            format!(
+        return Verdict::fail(codes::KFD_TOPOLOGY_EMPTY.finding_next(format!(
                 "the KFD topology at {TOPOLOGY} has {} nodes ({cpus} CPU) and no GPU: amdgpu registered no GPU with KFD{}",
                 topo.nodes.len(),
                 kfd_refusal(facts)
-            ),
-            KFD_NEXT_STEP,
-        ))
+            ), KFD_NEXT_STEP))
         .with_output(kfd_log_lines(facts).join("\n"));
     }
     let mut message = format!("{} nodes: {cpus} CPU, {gpus} GPU", topo.nodes.len());
@@ -228,9 +215,6 @@ fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
         .iter()
         .filter(|(_, members)| members.len() > 1)
         .collect();
-    if partitioned.is_empty() {
-        return Verdict::skip("no partitioned GPU (no unique_id is shared by two KFD nodes)");
-    }
     let mut problems = Vec::new();
     for (serial, members) in &partitioned {
         let devices: BTreeSet<String> = members
@@ -252,31 +236,141 @@ fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
         }
     }
     if !problems.is_empty() {
-        return Verdict::fail(Finding::new(
-            "partition-mismatch",
-            problems[0].clone(),
-            "partitions of one GPU must share its PCI device and gfx target: check the partition mode on every GPU (`amd-smi partition`) and reset it consistently, then reload amdgpu",
-        ))
-        .with_output(problems.join("\n"));
+        return codes::PARTITION_MISMATCH
+            .fail(problems[0].clone())
+            .with_output(problems.join("\n"));
     }
-    let sizes: BTreeSet<usize> = partitioned.iter().map(|(_, m)| m.len()).collect();
-    let cus: BTreeSet<u64> = partitioned
+    let counts = partition_counts(ctx);
+    if let Some(first) = counts.problems.first() {
+        return codes::PARTITION_COUNT_MISMATCH
+            .fail(first.clone())
+            .with_output(counts.problems.join("\n"));
+    }
+    if counts.partitioned == 0 {
+        return Verdict::skip(
+            "no partitioned GPU (no device shows several KFD nodes or a mode other than SPX)",
+        );
+    }
+    let cus: BTreeSet<u64> = ctx
+        .facts
+        .gpus
         .iter()
-        .flat_map(|(_, m)| m.iter().filter_map(|g| g.compute_units()))
+        .filter(|g| {
+            counts
+                .devices
+                .iter()
+                .any(|d| Some(d) == function_zero(&g.pci_address).as_ref())
+        })
+        .filter_map(Gpu::compute_units)
         .collect();
     Verdict::pass(format!(
-        "{} GPUs partitioned into {} partitions each ({} CUs per partition)",
-        partitioned.len(),
-        sizes
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("/"),
+        "{} GPUs partitioned ({}; {} CUs per partition)",
+        counts.partitioned,
+        counts.summary.join(", "),
         cus.iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("/")
     ))
+}
+
+/// What the partition counts of the node's devices show.
+#[derive(Default)]
+struct PartitionCounts {
+    /// Devices with more than one partition (or a mode other than SPX).
+    partitioned: usize,
+    /// Their function-0 addresses.
+    devices: Vec<String>,
+    /// `8 in CPX` per distinct (count, mode).
+    summary: Vec<String>,
+    /// Devices whose count is not what their mode gives or their siblings show.
+    problems: Vec<String>,
+}
+
+/// Compares each device's KFD partitions with what its compute partition
+/// mode gives (`current_compute_partition` on the device; without it, the
+/// XCDs of the product over each partition's `num_xcc`), and with its
+/// siblings in the same mode. A device that shows 7 of its 8 CPX partitions
+/// has a partition ROCm cannot use.
+fn partition_counts(ctx: &NodeContext) -> PartitionCounts {
+    let by_device = group_by(&ctx.facts.gpus, |g| {
+        g.kfd.as_ref()?;
+        function_zero(&g.pci_address)
+    });
+    let mut out = PartitionCounts::default();
+    // (device, product, shown, expected, mode)
+    let mut rows: Vec<(String, String, u64, Option<u64>, String)> = Vec::new();
+    for (device, members) in &by_device {
+        let first = members[0];
+        let shown = members.len() as u64;
+        let xcds = first.device_id.and_then(crate::facts::ids::xcds);
+        let mode = first.pci.as_ref().and_then(|p| {
+            ctx.facts
+                .sysroot
+                .read_opt(&format!("{}/current_compute_partition", p.sysfs_dir()))
+                .ok()
+                .flatten()
+                .map(|m| m.trim().to_ascii_uppercase())
+                .filter(|m| !m.is_empty())
+        });
+        let per_partition = first
+            .kfd
+            .as_ref()
+            .and_then(|k| k.num_xcc)
+            .filter(|&n| n > 0);
+        let expected = match (&mode, xcds) {
+            (Some(m), Some(x)) => crate::facts::ids::partitions_in_mode(m, x),
+            (None, Some(x)) => per_partition.map(|n| x / n),
+            _ => None,
+        };
+        let mode = mode
+            .map(|m| format!("{m} mode"))
+            .unwrap_or_else(|| per_partition.map_or_else(String::new, |n| format!("{n} XCC each")));
+        if shown > 1 || expected.is_some_and(|e| e > 1) {
+            out.partitioned += 1;
+            out.devices.push(device.clone());
+        }
+        let product = first.product.clone().unwrap_or_else(|| "GPU".into());
+        rows.push((device.clone(), product, shown, expected, mode));
+    }
+    for (device, product, shown, expected, mode) in &rows {
+        if let Some(e) = expected.filter(|e| e != shown) {
+            out.problems.push(format!(
+                "{device} ({product}) shows {shown} KFD partitions; {} gives {e}",
+                if mode.is_empty() {
+                    "its mode".to_string()
+                } else {
+                    mode.clone()
+                }
+            ));
+            continue;
+        }
+        // Siblings: the same product in the same mode should agree.
+        let most = rows
+            .iter()
+            .filter(|r| &r.1 == product && &r.4 == mode)
+            .map(|r| r.2)
+            .max()
+            .unwrap_or(*shown);
+        if !mode.is_empty() && *shown < most {
+            out.problems.push(format!(
+                "{device} ({product}) shows {shown} KFD partitions ({mode}), where the other {product}s show {most}"
+            ));
+        }
+    }
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for (device, _, shown, _, mode) in &rows {
+        if out.devices.contains(device) {
+            *kinds
+                .entry(format!("{shown} partitions ({mode})"))
+                .or_default() += 1;
+        }
+    }
+    out.summary = kinds
+        .into_iter()
+        .map(|(k, n)| format!("{n} with {k}"))
+        .collect();
+    out
 }
 
 fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
@@ -301,14 +395,10 @@ fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
             gpu.pci_address
         ));
     }
-    Verdict::fail(Finding::new(
-        "gpu-missing-from-kfd",
-        format!("{} is on the PCI bus and driven by amdgpu, but has no KFD topology node", gpu.label()),
-        format!(
+    Verdict::fail(codes::GPU_MISSING_FROM_KFD.finding_next(format!("{} is on the PCI bus and driven by amdgpu, but has no KFD topology node", gpu.label()), format!(
             "ROCm cannot see this GPU: read `dmesg | grep -i -e kfd -e {}` (\"DID ... is missing in supported_devices\" means this amdgpu does not support it for compute: update amdgpu/ROCm); otherwise reload amdgpu or reboot",
             gpu.physical_address()
-        ),
-    ))
+        )))
     .with_output(kfd_log_lines(&ctx.facts).join("\n"))
 }
 
@@ -326,9 +416,7 @@ fn gfx_target(ctx: &NodeContext, scope: Scope) -> Verdict {
             "{t} (from device id 0x{:04x}: this kernel's KFD gives no usable gfx_target_version)",
             gpu.device_id.unwrap_or(0)
         )),
-        (None, v) => Verdict::fail(Finding::new(
-            "gfx-target-unknown",
-            format!(
+        (None, v) => Verdict::fail(codes::GFX_TARGET_UNKNOWN.finding(format!(
                 "the gfx target of {} is unknown: gfx_target_version {} and device id 0x{:04x} is not in rocgate's table",
                 gpu.label(),
                 v.map_or_else(
@@ -336,9 +424,7 @@ fn gfx_target(ctx: &NodeContext, scope: Scope) -> Verdict {
                     |v| format!("{v} is not a valid target")
                 ),
                 gpu.device_id.unwrap_or(0)
-            ),
-            "update rocgate; if KFD reports a malformed gfx_target_version, the kernel's amdkfd does not support this GPU",
-        )),
+            ))),
     }
 }
 
@@ -360,17 +446,13 @@ fn compute_units(ctx: &NodeContext, scope: Scope) -> Verdict {
             ))
             .with_metric("compute_units", cu as f64, "count")
         }
-        _ => Verdict::fail(Finding::new(
-            "no-compute-units",
-            format!(
+        _ => Verdict::fail(codes::NO_COMPUTE_UNITS.finding(format!(
                 "KFD reports no compute units for {} (simd_count {}, simd_per_cu {})",
                 gpu.label(),
                 k.simd_count,
                 k.simd_per_cu
                     .map_or_else(|| "absent".to_string(), |v| v.to_string())
-            ),
-            "the GPU's compute engines did not come up: read `dmesg | grep -i amdgpu` for init errors, then reset the GPU or reboot",
-        )),
+            ))),
     }
 }
 
@@ -386,19 +468,14 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Verdict {
         return Verdict::skip("this kernel's KFD does not report drm_render_minor");
     };
     if minor == 0 {
-        return Verdict::fail(Finding::new(
-            "render-minor-missing",
-            format!(
+        return Verdict::fail(codes::RENDER_MINOR_MISSING.finding(format!(
                 "KFD reports drm_render_minor 0 for {}: the GPU has no render node, so ROCr cannot use it",
                 gpu.label()
-            ),
-            "the DRM side of amdgpu did not register this GPU: read `dmesg | grep -i drm` and reload amdgpu",
-        ));
+            )));
     }
     let drm = &ctx.facts.drm;
     let Ok(minor32) = u32::try_from(minor) else {
-        return Verdict::fail(Finding::new(
-            "render-minor-mismatch",
+        return Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding_next(
             format!("KFD reports drm_render_minor {minor}, which is not a valid minor"),
             "the topology is damaged: reload amdgpu or recapture the node",
         ));
@@ -407,8 +484,7 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Verdict {
         return Verdict::pass(format!("renderD{minor} (no /sys/class/drm to cross-check)"));
     }
     if !drm.render_minors.contains(&minor32) {
-        return Verdict::fail(Finding::new(
-            "render-minor-mismatch",
+        return Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding_next(
             format!(
                 "KFD names renderD{minor} for {}, but /sys/class/drm has no renderD{minor}",
                 gpu.label()
@@ -422,14 +498,10 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Verdict {
                 && dev != gpu.pci_address
                 && dev != gpu.physical_address() =>
         {
-            Verdict::fail(Finding::new(
-                "render-minor-mismatch",
-                format!(
-                    "KFD names renderD{minor} for {}, but that render node belongs to {dev}",
-                    gpu.label()
-                ),
-                "KFD and DRM disagree about which GPU owns the render node: reload amdgpu or reboot",
-            ))
+            Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding(format!(
+                "KFD names renderD{minor} for {}, but that render node belongs to {dev}",
+                gpu.label()
+            )))
         }
         _ => Verdict::pass(format!("renderD{minor}, present in /sys/class/drm")),
     }
@@ -446,6 +518,6 @@ fn render_access(ctx: &NodeContext, scope: Scope) -> Verdict {
     device_access::verdict(
         &ctx.facts,
         &format!("/dev/dri/renderD{minor}"),
-        "render-node-missing",
+        codes::RENDER_NODE_MISSING,
     )
 }

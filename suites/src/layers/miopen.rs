@@ -3,8 +3,9 @@
 
 use super::hip::find_device;
 use crate::context::NodeContext;
+use crate::findings::codes;
 use crate::reference::{self, ConvShape, Dtype};
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Tier, Verdict};
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::DeviceBuffer;
 use rocgate_rocm::miopen::{DataType, MiopenHandle};
 use std::path::PathBuf;
@@ -121,11 +122,7 @@ fn databases(ctx: &NodeContext, _: Scope) -> Verdict {
         }
     }
     if !bad.is_empty() {
-        return Verdict::fail(Finding::new(
-            "miopen-db-not-writable",
-            format!("MIOpen cannot write its databases: {}", bad.join("; ")),
-            "point MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR at a writable directory (in CI: one in the workspace), or fix HOME; read-only databases make MIOpen re-tune or fail every run",
-        ));
+        return Verdict::fail(codes::MIOPEN_DB_NOT_WRITABLE.finding_next(format!("MIOpen cannot write its databases: {}", bad.join("; ")), "point MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR at a writable directory (in CI: one in the workspace), or fix HOME; read-only databases make MIOpen re-tune or fail every run"));
     }
     Verdict::pass(format!("writable: {}", ok.join(", ")))
 }
@@ -140,8 +137,7 @@ fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
         Ok(v) => Verdict::pass(format!("loaded {path}: MIOpen {v}"))
             .with_fact("miopen_library", path)
             .with_fact("miopen_version", v),
-        Err(e) => Verdict::fail(Finding::new(
-            "miopen-library-missing",
+        Err(e) => Verdict::fail(codes::MIOPEN_LIBRARY_MISSING.finding_next(
             format!("{path} loaded but does not report its version: {e}"),
             "the MIOpen library is damaged or not MIOpen; reinstall the miopen-hip package",
         )),
@@ -162,11 +158,9 @@ fn handle(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     match MiopenHandle::new(lib) {
         Ok(_) => Verdict::pass("created a MIOpen handle"),
-        Err(e) => Verdict::fail(Finding::new(
-            "miopen-handle-failed",
-            e.to_string(),
-            next_step(),
-        )),
+        Err(e) => {
+            Verdict::fail(codes::MIOPEN_HANDLE_FAILED.finding_next(e.to_string(), next_step()))
+        }
     }
 }
 
@@ -194,22 +188,16 @@ fn conv(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
     let handle = match MiopenHandle::new(lib) {
         Ok(h) => h,
         Err(e) => {
-            return Verdict::fail(Finding::new(
-                "miopen-handle-failed",
-                e.to_string(),
-                next_step(),
-            ));
+            return Verdict::fail(
+                codes::MIOPEN_HANDLE_FAILED.finding_next(e.to_string(), next_step()),
+            );
         }
     };
     let s = SHAPE;
     let (oh, ow) = s.out_hw();
     let (x, w) = s.inputs();
     let memory = |e: rocgate_rocm::hip::HipError| {
-        Verdict::fail(Finding::new(
-            "miopen-memory-failed",
-            e.to_string(),
-            "see the hip layer's memcpy check on this GPU",
-        ))
+        Verdict::fail(codes::MIOPEN_MEMORY_FAILED.finding(e.to_string()))
     };
     let result = (|| -> Result<Verdict, Verdict> {
         let dx = DeviceBuffer::new(hip, x.len() * dt.size()).map_err(memory)?;
@@ -238,11 +226,7 @@ fn conv(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
                 |len| DeviceBuffer::new(hip, len).map_err(|e| e.to_string()),
             )
             .map_err(|e| {
-                Verdict::fail(Finding::new(
-                    "miopen-conv-failed",
-                    e.to_string(),
-                    next_step(),
-                ))
+                Verdict::fail(codes::MIOPEN_CONV_FAILED.finding_next(e.to_string(), next_step()))
             })?;
         hip.synchronize().map_err(memory)?;
         let elapsed = t.elapsed();
@@ -256,17 +240,13 @@ fn conv(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
             _ => ctx.thresholds.tolerance.fp32,
         };
         if err.is_nan() || err > tol {
-            return Err(Verdict::fail(Finding::new(
-                "miopen-conv-wrong",
-                format!(
+            return Err(Verdict::fail(codes::MIOPEN_CONV_WRONG.finding(format!(
                     "{} convolution (algorithm {}): relative error {err:.2e} exceeds {tol:.0e} at output element {at}: got {}, expected {}",
                     dt.name(),
                     run.algo,
                     got.get(at).copied().unwrap_or(f64::NAN),
                     want[at]
-                ),
-                "MIOpen or the GPU computes wrong results: rerun with MIOPEN_FIND_ENFORCE=1 to rule out a stale database entry; then reset the GPU and check RAS/ECC counters",
-            )));
+                ))));
         }
         Ok(Verdict::pass(format!(
             "{} conv {}x{}x{}x{} * {}x{}x3x3 matches the CPU reference (algorithm {}, {:.2} ms with find)",

@@ -14,6 +14,7 @@ pub mod rccl;
 pub mod rocblas;
 
 use crate::context::NodeContext;
+use crate::findings::codes;
 use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
 use std::time::Duration;
 
@@ -111,16 +112,12 @@ fn judge_floor(
         ))
         .with_metric(metric, measured, unit);
     }
-    Verdict::fail(rocgate_harness::Finding::new(
-        "perf-below-floor",
-        format!(
+    Verdict::fail(codes::PERF_BELOW_FLOOR.finding(format!(
             "{metric} is {measured:.1} {unit}, below the floor of {:.1} {unit} less {:.0}% for {who} ({})",
             floor.value,
             margin * 100.0,
             floor.source
-        ),
-        "rule out a busy GPU (`amd-smi process`), power capping or clocks held low (`amd-smi metric --power --clock`), and a degraded PCIe/XGMI link; compare with the same GPU's previous runs (rocgate compare) before suspecting hardware",
-    ))
+        )))
     .with_metric(metric, measured, unit)
 }
 

@@ -3,7 +3,8 @@
 use super::{check, list};
 use crate::context::NodeContext;
 use crate::facts::pci::PCI_DEVICES;
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Verdict};
+use crate::findings::codes;
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
 use std::collections::BTreeMap;
 
 /// The pci layer's checks.
@@ -58,11 +59,9 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
     let scan = match &facts.pci {
         Ok(s) => s,
         Err(e) => {
-            return Verdict::fail(Finding::new(
-                "pci-sysfs-unreadable",
-                format!("cannot list PCI devices: {e}"),
-                "run rocgate on the host (or in a container with /sys mounted), or pass --sysroot with a captured node",
-            ));
+            return Verdict::fail(
+                codes::PCI_SYSFS_UNREADABLE.finding(format!("cannot list PCI devices: {e}")),
+            );
         }
     };
     let unreadable: Vec<String> = scan.errors.iter().map(ToString::to_string).collect();
@@ -74,11 +73,7 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
         if !unreadable.is_empty() {
             message.push_str(&format!(" ({} entries unreadable)", unreadable.len()));
         }
-        return Verdict::fail(Finding::new(
-            "no-amd-gpu",
-            message,
-            "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through",
-        ))
+        return Verdict::fail(codes::NO_AMD_GPU.finding_next(message, "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through"))
         .with_output(unreadable.join("\n"));
     }
     let mut by_model: BTreeMap<String, usize> = BTreeMap::new();
@@ -118,14 +113,10 @@ fn gpu_count(ctx: &NodeContext, _: Scope) -> Verdict {
         .map(|s| s.gpus.iter().map(|g| g.address.clone()).collect())
         .unwrap_or_default();
     if found < expected {
-        return Verdict::fail(Finding::new(
-            "gpu-count-mismatch",
-            format!(
+        return Verdict::fail(codes::GPU_COUNT_MISMATCH.finding_next(format!(
                 "found {found} AMD GPUs on the PCI bus, expected {expected} (present: {})",
                 if addresses.is_empty() { "none".to_string() } else { list(&addresses, 16) }
-            ),
-            "a GPU that fell off the bus usually needs a cold power cycle; if it stays missing, look for PCIe/AER errors in `dmesg | grep -i -e aer -e pcie`, then reseat or replace the GPU or baseboard",
-        ))
+            ), "a GPU that fell off the bus usually needs a cold power cycle; if it stays missing, look for PCIe/AER errors in `dmesg | grep -i -e aer -e pcie`, then reseat or replace the GPU or baseboard"))
         .with_metric("pci_gpus", found as f64, "count");
     }
     Verdict::pass(format!("found {found} AMD GPUs (expected {expected})")).with_metric(
@@ -145,14 +136,10 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
             .kfd
             .as_ref()
             .map_or_else(String::new, |k| format!("KFD node {} reports ", k.id));
-        return Verdict::fail(Finding::new(
-            "gpu-not-on-pci",
-            format!(
+        return Verdict::fail(codes::GPU_NOT_ON_PCI.finding(format!(
                 "{node}PCI address {}, but no AMD GPU is at that address (or its function 0) under {PCI_DEVICES}",
                 gpu.pci_address
-            ),
-            "the KFD topology and the PCI bus disagree: on a live node rescan the bus (`echo 1 | sudo tee /sys/bus/pci/rescan`) and reboot if it persists; for a captured node, recapture it",
-        ));
+            )));
     };
     let product = gpu
         .product
@@ -188,14 +175,10 @@ fn driver_binding(ctx: &NodeContext, scope: Scope) -> Verdict {
                 "vfio-pci" | "pci-stub" => " (reserved for passthrough to a virtual machine)",
                 _ => "",
             };
-            Verdict::fail(Finding::new(
-                "gpu-bound-to-other-driver",
-                format!("{} is bound to {other}{why}, not amdgpu", pci.address),
-                format!(
+            Verdict::fail(codes::GPU_BOUND_TO_OTHER_DRIVER.finding_next(format!("{} is bound to {other}{why}, not amdgpu", pci.address), format!(
                     "if the GPU should serve this host, release it: remove it from {other}'s ids (e.g. vfio-pci.ids= on the kernel command line or /etc/modprobe.d), then `echo {} | sudo tee /sys/bus/pci/drivers/{other}/unbind` and `sudo modprobe amdgpu`",
                     pci.address
-                ),
-            ))
+                )))
         }
     }
 }
@@ -213,14 +196,10 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     let speed = pci.current_link_speed.as_deref().unwrap_or("speed unknown");
     if cur < max {
-        return Verdict::fail(Finding::new(
-            "pcie-link-degraded",
-            format!("the PCIe link of {} runs at x{cur}, the device supports x{max} ({speed})", pci.address),
-            format!(
+        return Verdict::fail(codes::PCIE_LINK_DEGRADED.finding_next(format!("the PCIe link of {} runs at x{cur}, the device supports x{max} ({speed})", pci.address), format!(
                 "reseat the GPU or its riser/cable; `sudo lspci -vv -s {}` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth",
                 pci.address
-            ),
-        ))
+            )))
         .with_metric("link_width", f64::from(cur), "lanes");
     }
     Verdict::pass(format!("x{cur} of x{max}, {speed}")).with_metric(

@@ -5,7 +5,8 @@ use super::hip::hip_index;
 use crate::context::NodeContext;
 use crate::facts::gpus::{Gpu, function_zero};
 use crate::facts::kfd::{LINK_TYPE_PCIE, LINK_TYPE_XGMI};
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Tier, Verdict};
+use crate::findings::{Code, codes};
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, Stream};
 use rocgate_rocm::rccl::Comms;
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,8 +75,7 @@ fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
         Ok(v) => Verdict::pass(format!("loaded {path}: RCCL {v}"))
             .with_fact("rccl_library", path)
             .with_fact("rccl_version", v),
-        Err(e) => Verdict::fail(Finding::new(
-            "rccl-library-missing",
+        Err(e) => Verdict::fail(codes::RCCL_LIBRARY_MISSING.finding_next(
             format!("{path} loaded but does not report its version: {e}"),
             "the RCCL library is damaged or not RCCL; reinstall the rccl package",
         )),
@@ -174,11 +174,11 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Verdict {
     }
     let distinct: BTreeSet<u64> = hives.iter().flatten().copied().collect();
     if !missing.is_empty() {
-        return Verdict::fail(Finding::new(
-            "xgmi-link-missing",
-            format!("{} GPU pairs in one XGMI hive have no enabled XGMI link: {}", missing.len(), super::list(&missing, 6)),
-            "peer traffic between them falls back to PCIe: check the XGMI bridges or baseboard and `dmesg | grep -i xgmi`; reseat or replace the bridge, then reboot",
-        ))
+        return Verdict::fail(codes::XGMI_LINK_MISSING.finding(format!(
+            "{} GPU pairs in one XGMI hive have no enabled XGMI link: {}",
+            missing.len(),
+            super::list(&missing, 6)
+        )))
         .with_output(table);
     }
     if !no_p2p.is_empty() {
@@ -186,11 +186,7 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Verdict {
             .iter()
             .map(|&(a, b)| format!("{} <-> {}", names[a], names[b]))
             .collect();
-        return Verdict::fail(Finding::new(
-            "p2p-disabled",
-            format!("peer-to-peer DMA is disabled on {} links: {}", pairs.len(), super::list(&pairs, 6)),
-            "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and Above 4G decoding/large BARs are on",
-        ))
+        return Verdict::fail(codes::P2P_DISABLED.finding_next(format!("peer-to-peer DMA is disabled on {} links: {}", pairs.len(), super::list(&pairs, 6)), "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and Above 4G decoding/large BARs are on"))
         .with_output(table);
     }
     let pairs = n * (n - 1) / 2;
@@ -220,14 +216,10 @@ fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict> {
     let mut ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
     ids.sort_unstable();
     if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Verdict::fail(Finding::new(
-            "hip-device-missing",
-            format!(
+        return Err(Verdict::fail(codes::HIP_DEVICE_MISSING.finding_next(format!(
                 "two GPUs map to HIP device {}: HIP's PCI bus ids cannot tell them apart",
                 w[0]
-            ),
-            "report this with `rocgate inventory --json` and `rocminfo`; meanwhile run the all-reduce on GPUs of distinct PCI devices with --gpus",
-        )));
+            ), "report this with `rocgate inventory --json` and `rocminfo`; meanwhile run the all-reduce on GPUs of distinct PCI devices with --gpus")));
     }
     Ok(devices)
 }
@@ -241,21 +233,17 @@ fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, 
     }
     let (hip, _) = ctx.runtime.hip_ready()?;
     let rccl = ctx.runtime.rccl()?;
-    let fail = |code: &str, e: String| {
-        Verdict::fail(Finding::new(
-            code,
-            e,
-            "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check above, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release",
-        ))
+    let fail = |code: Code, e: String| {
+        Verdict::fail(code.finding_next(e, "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check above, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release"))
     };
     let ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
     let mut comms =
-        Comms::init_all(rccl, &ids).map_err(|e| fail("rccl-init-failed", e.to_string()))?;
+        Comms::init_all(rccl, &ids).map_err(|e| fail(codes::RCCL_INIT_FAILED, e.to_string()))?;
     let mut sends = Vec::new();
     let mut recvs = Vec::new();
     let mut streams = Vec::new();
     for (rank, &d) in ids.iter().enumerate() {
-        let mem = |e: rocgate_rocm::hip::HipError| fail("rccl-memory-failed", e.to_string());
+        let mem = |e: rocgate_rocm::hip::HipError| fail(codes::RCCL_MEMORY_FAILED, e.to_string());
         hip.set_device(d).map_err(mem)?;
         let send = DeviceBuffer::new(hip, count * 4).map_err(mem)?;
         let recv = DeviceBuffer::new(hip, count * 4).map_err(mem)?;
@@ -273,29 +261,31 @@ fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, 
     let t = Instant::now();
     comms
         .all_reduce_f32(count, &sends, &recvs, &streams)
-        .map_err(|e| fail("rccl-allreduce-failed", e.to_string()))?;
-    // Poll rather than block, so a hang is found and the communicators aborted.
-    let deadline = Duration::from_secs(60);
+        .map_err(|e| fail(codes::RCCL_ALLREDUCE_FAILED, e.to_string()))?;
+    // Poll rather than block, so a hang is found and the communicators
+    // aborted, with time left to say so before the check's own timeout.
+    let deadline =
+        rocgate_harness::deadline::wait_budget(Duration::from_secs(3), Duration::from_secs(60));
     loop {
         if let Err(e) = comms.async_error() {
             comms.abort();
-            return Err(fail("rccl-allreduce-failed", e.to_string()));
+            return Err(fail(codes::RCCL_ALLREDUCE_FAILED, e.to_string()));
         }
         let done = streams
             .iter()
             .map(Stream::is_done)
             .collect::<Result<Vec<bool>, _>>()
-            .map_err(|e| fail("rccl-allreduce-failed", e.to_string()))?;
+            .map_err(|e| fail(codes::RCCL_ALLREDUCE_FAILED, e.to_string()))?;
         if done.iter().all(|&d| d) {
             break;
         }
         if t.elapsed() > deadline {
             comms.abort();
             return Err(fail(
-                "rccl-allreduce-hang",
+                codes::RCCL_ALLREDUCE_HANG,
                 format!(
-                    "the all-reduce across {n} GPUs did not complete within {} s; communicators aborted",
-                    deadline.as_secs()
+                    "the all-reduce across {n} GPUs did not complete within {:.1} s; communicators aborted",
+                    deadline.as_secs_f64()
                 ),
             ));
         }
@@ -307,23 +297,19 @@ fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, 
         for (rank, recv) in recvs.iter().enumerate() {
             let mut bytes = vec![0u8; count * 4];
             hip.set_device(ids[rank])
-                .map_err(|e| fail("rccl-memory-failed", e.to_string()))?;
+                .map_err(|e| fail(codes::RCCL_MEMORY_FAILED, e.to_string()))?;
             recv.download(&mut bytes)
-                .map_err(|e| fail("rccl-memory-failed", e.to_string()))?;
+                .map_err(|e| fail(codes::RCCL_MEMORY_FAILED, e.to_string()))?;
             let bad = bytes.chunks_exact(4).enumerate().find(|(j, w)| {
                 f32::from_le_bytes([w[0], w[1], w[2], w[3]]) != base + (n * (j % 7)) as f32
             });
             if let Some((j, w)) = bad {
                 let got = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                return Err(Verdict::fail(Finding::new(
-                    "rccl-allreduce-wrong",
-                    format!(
+                return Err(Verdict::fail(codes::RCCL_ALLREDUCE_WRONG.finding(format!(
                         "all-reduce result on GPU {} (rank {rank}) is wrong at element {j}: got {got}, expected {}",
                         devices[rank].0,
                         base + (n * (j % 7)) as f32
-                    ),
-                    "the collective corrupted data: rerun rccl-tests with -c 1 to localise the GPU or link; check XGMI/PCIe errors (`dmesg`, `amd-smi metric --ecc`)",
-                )));
+                    ))));
             }
         }
     }

@@ -4,8 +4,9 @@
 use super::hip::find_device;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
+use crate::findings::{Code, codes};
 use crate::reference::{self, Dtype};
-use rocgate_harness::{Check, Finding, Layer, Scope, ScopeKind, Tier, Verdict};
+use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
 use rocgate_rocm::rocblas::{BlasError, BlasHandle, DataType};
 use std::sync::Arc;
@@ -93,8 +94,7 @@ fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
         Ok(v) => Verdict::pass(format!("loaded {path}: rocBLAS {v}"))
             .with_fact("rocblas_library", path)
             .with_fact("rocblas_version", v),
-        Err(e) => Verdict::fail(Finding::new(
-            "rocblas-library-missing",
+        Err(e) => Verdict::fail(codes::ROCBLAS_LIBRARY_MISSING.finding_next(
             format!("{path} loaded but does not report its version: {e}"),
             "the rocBLAS library is damaged or not rocBLAS; reinstall the rocblas package",
         )),
@@ -115,30 +115,18 @@ fn no_kernels_next(gpu: &Gpu) -> String {
 /// A rocBLAS without Tensile kernels for the GPU does not return at all: it
 /// prints "Cannot read ... TensileLibrary ... for GPU arch" and aborts
 /// (rocBLAS `tensile_host.cpp`), which `vendor_messages` explains.
-fn blas_fail(gpu: &Gpu, call_code: &str, e: &BlasError) -> Verdict {
+fn blas_fail(gpu: &Gpu, call_code: Code, e: &BlasError) -> Verdict {
     if e.status() == Some(15) {
-        return Verdict::fail(Finding::new(
-            "rocblas-no-kernels-for-arch",
-            format!(
+        return Verdict::fail(codes::ROCBLAS_NO_KERNELS_FOR_ARCH.finding_next(format!(
                 "rocBLAS has no code for {} in this call (rocblas_status_arch_mismatch: its kernels were not built for the architecture): {e}",
                 gpu.gfx_target.as_deref().unwrap_or("this GPU")
-            ),
-            no_kernels_next(gpu),
-        ));
+            ), no_kernels_next(gpu)));
     }
-    Verdict::fail(Finding::new(
-        call_code,
-        e.to_string(),
-        "read `dmesg | grep -i amdgpu` and run the hip layer's checks on this GPU; check that rocBLAS matches the installed ROCm release",
-    ))
+    Verdict::fail(call_code.finding_next(e.to_string(), "read `dmesg | grep -i amdgpu` and run the hip layer's checks on this GPU; check that rocBLAS matches the installed ROCm release"))
 }
 
 fn hip_fail(e: &HipError) -> Verdict {
-    Verdict::fail(Finding::new(
-        "rocblas-memory-failed",
-        e.to_string(),
-        "device memory for the GEMM could not be set up: see the hip layer's memcpy check on this GPU",
-    ))
+    Verdict::fail(codes::ROCBLAS_MEMORY_FAILED.finding(e.to_string()))
 }
 
 fn handle(ctx: &NodeContext, scope: Scope) -> Verdict {
@@ -152,7 +140,7 @@ fn handle(ctx: &NodeContext, scope: Scope) -> Verdict {
     };
     match BlasHandle::new(blas) {
         Ok(_) => Verdict::pass("created a rocBLAS handle"),
-        Err(e) => blas_fail(gpu, "rocblas-handle-failed", &e),
+        Err(e) => blas_fail(gpu, codes::ROCBLAS_HANDLE_FAILED, &e),
     }
 }
 
@@ -195,7 +183,7 @@ fn run_gemm(
     let dims = (m as i32, n as i32, k as i32);
     let t = Instant::now();
     blas.gemm(blas_type(dt), dims, &a, &b, &c)
-        .map_err(|e| blas_fail(gpu, "rocblas-gemm-failed", &e))?;
+        .map_err(|e| blas_fail(gpu, codes::ROCBLAS_GEMM_FAILED, &e))?;
     hip.synchronize().map_err(|e| hip_fail(&e))?;
     let secs = t.elapsed().as_secs_f64();
     let mut out = Vec::new();
@@ -219,13 +207,12 @@ fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
     if let Err(why) = supports(gpu, dt) {
         return Verdict::skip(why);
     }
-    let blas =
-        match ctx.runtime.rocblas().and_then(|b| {
-            BlasHandle::new(b).map_err(|e| blas_fail(gpu, "rocblas-handle-failed", &e))
-        }) {
-            Ok(h) => h,
-            Err(v) => return v,
-        };
+    let blas = match ctx.runtime.rocblas().and_then(|b| {
+        BlasHandle::new(b).map_err(|e| blas_fail(gpu, codes::ROCBLAS_HANDLE_FAILED, &e))
+    }) {
+        Ok(h) => h,
+        Err(v) => return v,
+    };
     let s = CHECK_SIZE;
     let (a, b) = reference::gemm_inputs(s, s, s);
     let (got, secs) = match run_gemm(hip, &blas, gpu, dt, (s, s, s), Some((&a, &b))) {
@@ -237,18 +224,14 @@ fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
     let tol = tolerance(ctx, dt);
     let tflops = 2.0 * (s * s * s) as f64 / secs.max(1e-9) / 1e12;
     if err.is_nan() || err > tol {
-        return Verdict::fail(Finding::new(
-            "rocblas-gemm-wrong",
-            format!(
+        return Verdict::fail(codes::ROCBLAS_GEMM_WRONG.finding(format!(
                 "{} GEMM {s}x{s}x{s}: relative error {err:.2e} exceeds {tol:.0e}; first worst element {at} (row {}, column {}): got {}, expected {}",
                 dt.name(),
                 at % s,
                 at / s,
                 got.get(at).copied().unwrap_or(f64::NAN),
                 want[at]
-            ),
-            "the GPU or rocBLAS computes wrong results: rerun; if it repeats, reset the GPU, check RAS/ECC counters (`amd-smi metric --ecc`), and compare another GPU of the node",
-        ));
+            )));
     }
     Verdict::pass(format!(
         "{} GEMM {s}x{s}x{s} matches the CPU reference (max relative error {err:.1e})",
@@ -291,13 +274,12 @@ fn gemm_throughput(ctx: &NodeContext, scope: Scope) -> Verdict {
         Ok(x) => x,
         Err(v) => return v,
     };
-    let blas =
-        match ctx.runtime.rocblas().and_then(|b| {
-            BlasHandle::new(b).map_err(|e| blas_fail(gpu, "rocblas-handle-failed", &e))
-        }) {
-            Ok(h) => h,
-            Err(v) => return v,
-        };
+    let blas = match ctx.runtime.rocblas().and_then(|b| {
+        BlasHandle::new(b).map_err(|e| blas_fail(gpu, codes::ROCBLAS_HANDLE_FAILED, &e))
+    }) {
+        Ok(h) => h,
+        Err(v) => return v,
+    };
     let mut verdicts = Vec::new();
     for dt in [Dtype::F64, Dtype::F32, Dtype::F16, Dtype::Bf16] {
         let metric = format!("gemm_tflops.{}", dt.name());

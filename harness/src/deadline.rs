@@ -1,0 +1,57 @@
+//! How long the running check has left. A check that waits on something
+//! (an all-reduce, a copy) polls with this, so it can stop waiting, clean up
+//! and report what hung before the executor's watchdog ends it without a
+//! word. Set per thread by the executor (in-process checks) and by a
+//! worker (isolated checks, from the request's timeout).
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+thread_local! {
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+}
+
+/// The time the running check has left; `None` outside a check or when it
+/// has no limit.
+pub fn time_left() -> Option<Duration> {
+    DEADLINE
+        .with(Cell::get)
+        .map(|d| d.saturating_duration_since(Instant::now()))
+}
+
+/// How long a check may wait for something that may hang: what it has
+/// left less `reserve` (for cleaning up and reporting), or `default` when
+/// it runs without a limit.
+pub fn wait_budget(reserve: Duration, default: Duration) -> Duration {
+    time_left().map_or(default, |left| left.saturating_sub(reserve))
+}
+
+/// Runs `f` with the thread's deadline set to `timeout` from now.
+pub(crate) fn with_deadline<T>(timeout: Option<Duration>, f: impl FnOnce() -> T) -> T {
+    let previous = DEADLINE.with(|d| d.replace(timeout.map(|t| Instant::now() + t)));
+    let out = f();
+    DEADLINE.with(|d| d.set(previous));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_is_what_is_left_less_the_reserve() {
+        assert_eq!(time_left(), None);
+        assert_eq!(
+            wait_budget(Duration::from_secs(1), Duration::from_secs(60)),
+            Duration::from_secs(60)
+        );
+        with_deadline(Some(Duration::from_secs(10)), || {
+            let b = wait_budget(Duration::from_secs(2), Duration::from_secs(60));
+            assert!(
+                b <= Duration::from_secs(8) && b > Duration::from_secs(7),
+                "{b:?}"
+            );
+        });
+        assert_eq!(time_left(), None, "restored after the check");
+    }
+}

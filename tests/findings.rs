@@ -1,0 +1,670 @@
+//! Every finding code of the catalogue is produced by a fixture node or an
+//! injected fault, through the real binary; every code a run reports is in
+//! the catalogue; and a code's severity matches its check (advisory codes
+//! come from checks that do not gate, codes that stop the stack from checks
+//! that do). The README's list of codes and FINDINGS.md are the catalogue's.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{fake_rocm, node, rocgate};
+use rocgate_suites::findings::{self, Severity};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+
+const TOPO: &str = "sys/class/kfd/kfd/topology/nodes";
+const PCI: &str = "sys/devices/pci0000:00";
+
+/// One way to make rocgate report findings.
+struct Case {
+    /// What the case breaks.
+    name: &'static str,
+    /// The fixture scenario it starts from.
+    scenario: &'static str,
+    /// Changes to the written node.
+    node: fn(&Path),
+    /// Whether the fake ROCm libraries run the runtime layers, and changes
+    /// to their directory.
+    fake: Option<fn(&Path)>,
+    /// `ROCGATE_FAKE_FAULTS`.
+    faults: &'static str,
+    /// Extra environment.
+    env: &'static [(&'static str, &'static str)],
+    /// Extra arguments to `rocgate run`.
+    args: &'static [&'static str],
+    /// Codes the run must report.
+    codes: &'static [&'static str],
+}
+
+fn keep(_: &Path) {}
+
+/// Replaces `key`'s value in a KFD properties file.
+fn set_prop(root: &Path, kfd_node: u32, key: &str, value: &str) {
+    let p = root.join(format!("{TOPO}/{kfd_node}/properties"));
+    let text = fs::read_to_string(&p).unwrap();
+    let out: String = text
+        .lines()
+        .map(|l| match l.split_whitespace().next() {
+            Some(k) if k == key => format!("{key} {value}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    fs::write(p, out).unwrap();
+}
+
+fn append(path: &Path, text: &str) {
+    let mut s = fs::read_to_string(path).unwrap_or_default();
+    s.push_str(text);
+    fs::write(path, s).unwrap();
+}
+
+fn node_breaks(root: &Path) {
+    // gpu0 (KFD node 2): its PCI device gone, KFD still lists it.
+    fs::remove_file(root.join("sys/bus/pci/devices/0000:05:00.0")).unwrap();
+    // gpu1: amdgpu abandoned its init with PSP errors, no file named.
+    append(
+        &root.join("var/log/kern.log"),
+        "[    7.100000] amdgpu 0000:26:00.0: amdgpu: PSP load sys drv failed!\n[    7.100100] amdgpu 0000:26:00.0: amdgpu: Fatal error during GPU init\n",
+    );
+    // gpu2: no firmware versions at all; gpu3: a damaged one.
+    fs::remove_dir_all(root.join(format!("{PCI}/0000:46:00.0/fw_version"))).unwrap();
+    fs::write(
+        root.join(format!("{PCI}/0000:65:00.0/fw_version/sdma_fw_version")),
+        "garbage\n",
+    )
+    .unwrap();
+    // The driver reports no version of any kind.
+    fs::remove_file(root.join("sys/module/amdgpu/version")).unwrap();
+    fs::remove_file(root.join("sys/module/amdgpu/srcversion")).unwrap();
+    // gpu4 (KFD node 6) claims gpu5's render node; gpu6 has no compute
+    // units; gpu7's gfx target is nothing KFD or rocgate knows.
+    set_prop(root, 6, "drm_render_minor", "133");
+    set_prop(root, 8, "simd_per_cu", "0");
+    set_prop(root, 9, "gfx_target_version", "91600");
+    set_prop(root, 9, "device_id", "4660");
+    fs::write(root.join(format!("{PCI}/0000:e5:00.0/device")), "0x1234\n").unwrap();
+}
+
+fn drivers_and_nodes(root: &Path) {
+    // gpu0 unbound from amdgpu; gpu1's render node file gone; gpu2 with no
+    // render minor in KFD.
+    fs::remove_file(root.join(format!("{PCI}/0000:05:00.0/driver"))).unwrap();
+    fs::remove_file(root.join("dev/dri/renderD129")).unwrap();
+    set_prop(root, 4, "drm_render_minor", "0");
+    // The first XGMI link of gpu3 (KFD node 5) gone both ways.
+    for kfd_node in 2..10 {
+        for link in 1..8 {
+            let dir = root.join(format!("{TOPO}/{kfd_node}/io_links/{link}"));
+            let Ok(text) = fs::read_to_string(dir.join("properties")) else {
+                continue;
+            };
+            if kfd_node == 5 || text.contains("node_to 5\n") {
+                fs::remove_dir_all(dir).unwrap();
+            }
+        }
+    }
+}
+
+fn device_open_fails(root: &Path) {
+    let p = root.join("rocgate-capture.toml");
+    let text = fs::read_to_string(&p)
+        .unwrap()
+        .replacen("open = \"ok\"", "open = \"ENOMEM\"", 1);
+    fs::write(p, text).unwrap();
+}
+
+fn topology_damaged(root: &Path) {
+    fs::write(
+        root.join(format!("{TOPO}/3/properties")),
+        [0xff, 0xfe, b'\n'],
+    )
+    .unwrap();
+}
+
+fn no_pci_bus(root: &Path) {
+    fs::remove_dir_all(root.join("sys/bus/pci/devices")).unwrap();
+}
+
+fn no_p2p(root: &Path) {
+    let link = root.join(format!("{TOPO}/2/io_links/1/properties"));
+    let text = fs::read_to_string(&link)
+        .unwrap()
+        .replace("flags 1", "flags 17");
+    fs::write(&link, text).unwrap();
+}
+
+fn partition_elsewhere(root: &Path) {
+    set_prop(root, 5, "location_id", &(0x27u32 << 8 | 3).to_string());
+}
+
+fn old_gpu_new_rocm(root: &Path) {
+    // ROCm 7.1.1 supports neither an MI25 nor kernel 5.4.
+    fs::create_dir_all(root.join("opt/rocm/.info")).unwrap();
+    fs::write(root.join("opt/rocm/.info/version"), "7.1.1-66\n").unwrap();
+}
+
+fn inbox_driver_with_rocm(root: &Path) {
+    fs::create_dir_all(root.join("opt/rocm/.info")).unwrap();
+    fs::write(root.join("opt/rocm/.info/version"), "7.1.1-66\n").unwrap();
+}
+
+fn new_kernel(root: &Path) {
+    let kernel = "6.19.0-1-generic";
+    fs::write(
+        root.join("proc/sys/kernel/osrelease"),
+        format!("{kernel}\n"),
+    )
+    .unwrap();
+    let dkms = root.join(format!("lib/modules/{kernel}/updates/dkms"));
+    fs::create_dir_all(&dkms).unwrap();
+    fs::write(dkms.join("amdgpu.ko.zst"), "dkms").unwrap();
+}
+
+/// Replaces the libraries with files that are not libraries: removing them
+/// would let the system loader find a host's own ROCm.
+fn damage_libraries(dir: &Path) {
+    for lib in [
+        "libhsa-runtime64.so.1",
+        "libamdhip64.so.6",
+        "libamdhip64.so",
+        "librocblas.so.4",
+        "libMIOpen.so.1",
+        "librccl.so.1",
+    ] {
+        let path = dir.join("lib").join(lib);
+        fs::remove_file(&path).unwrap();
+        fs::write(&path, "not a library").unwrap();
+    }
+}
+
+fn broken_hiprtc(dir: &Path) {
+    fs::write(dir.join("lib/libhiprtc.so.6"), "not a library").unwrap();
+}
+
+/// A thresholds file whose host-to-device floor no link meets.
+const FLOORS: &str = "schema_version = 1\nmargin = 0.05\n\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 1.6e-2\n\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"h2d_gbps\"\nvalue = 1000000.0\nsource = \"a floor no link meets\"\n";
+
+fn cases() -> Vec<Case> {
+    let case = |name, scenario, node: fn(&Path), codes| Case {
+        name,
+        scenario,
+        node,
+        fake: None,
+        faults: "",
+        env: &[],
+        args: &["--no-gate"],
+        codes,
+    };
+    let fault = |name, faults, args, codes| Case {
+        name,
+        scenario: "mi300x-8",
+        node: keep,
+        fake: Some(keep),
+        faults,
+        env: &[],
+        args,
+        codes,
+    };
+    vec![
+        case(
+            "node breaks",
+            "mi300x-8",
+            node_breaks,
+            &[
+                "gpu-not-on-pci",
+                "gpu-init-failed",
+                "firmware-not-reported",
+                "firmware-version-unreadable",
+                "amdgpu-version-unknown",
+                "render-minor-mismatch",
+                "no-compute-units",
+                "gfx-target-unknown",
+            ],
+        ),
+        case(
+            "drivers and render nodes",
+            "mi300x-8",
+            drivers_and_nodes,
+            &[
+                "amdgpu-probe-failed",
+                "render-node-missing",
+                "render-minor-missing",
+                "xgmi-link-missing",
+            ],
+        ),
+        case(
+            "/dev/kfd open fails",
+            "mi300x-8",
+            device_open_fails,
+            &["device-open-failed"],
+        ),
+        case(
+            "damaged topology",
+            "mi300x-8",
+            topology_damaged,
+            &["kfd-topology-unreadable"],
+        ),
+        case(
+            "no PCI bus in sysfs",
+            "mi300x-8",
+            no_pci_bus,
+            &["pci-sysfs-unreadable"],
+        ),
+        case(
+            "no peer-to-peer DMA",
+            "mi210-8-two-hives",
+            no_p2p,
+            &["p2p-disabled"],
+        ),
+        case(
+            "partition on another device",
+            "mi300x-8-cpx",
+            partition_elsewhere,
+            &["partition-mismatch"],
+        ),
+        case(
+            "old GPU, new ROCm",
+            "mi25-old-kernel",
+            old_gpu_new_rocm,
+            &["compat-gpu-unsupported"],
+        ),
+        case(
+            "inbox driver under ROCm",
+            "mi210-8-two-hives",
+            inbox_driver_with_rocm,
+            &["compat-amdgpu-unknown"],
+        ),
+        case(
+            "unlisted kernel",
+            "mi300x-8",
+            new_kernel,
+            &["compat-kernel-unsupported"],
+        ),
+        fault(
+            "hsa faults",
+            "hsa_agent_get_info@gpu0=wrong;hsa_amd_memory_pool_get_info@gpu1=wrong;hsa_iterate_agents@gpu2=wrong;hsa_amd_agent_iterate_memory_pools@gpu3=error:0x1001;hsa_queue_create@gpu4=error:0x1002;hsa_signal_create@gpu5=error:0x1008;hsa_executable_load_agent_code_object@gpu6=error:0x100F;hsa_signal_store_screlease@gpu7=error:0x1016",
+            &[],
+            &[
+                "hsa-agent-mismatch",
+                "hsa-no-device-memory",
+                "hsa-no-system-memory",
+                "hsa-memory-pools-failed",
+                "hsa-queue-failed",
+                "hsa-signal-failed",
+                "hsa-code-object-failed",
+                "hsa-dispatch-failed",
+            ],
+        ),
+        fault(
+            "wrong data and hip faults",
+            "hsa_signal_store_screlease@gpu0=wrong;hsa_amd_memory_async_copy@gpu1=negative-signal;hsa_amd_memory_async_copy@gpu2=wrong;hsa_signal_store_screlease@gpu3=error:43;hipDeviceGetAttribute@gpu4=wrong;hipDeviceGetAttribute@gpu5=error:1;hipMemcpy@gpu6=error:1;hipMemcpy@gpu7=wrong",
+            &[],
+            &[
+                "hsa-dispatch-wrong",
+                "hsa-copy-failed",
+                "hsa-copy-corrupt",
+                "gpu-memory-fault",
+                "hip-device-mismatch",
+                "hip-device-failed",
+                "hip-memcpy-failed",
+                "hip-memcpy-corrupt",
+            ],
+        ),
+        fault(
+            "kernels, hiprtc, a crash and a hang",
+            "hipModuleLoadData@gpu0=error:200;hipModuleLaunchKernel@gpu1=error:719;hipModuleLaunchKernel@gpu2=wrong;hiprtcCompileProgram@gpu3=error:6;hiprtcCompileProgram@gpu4=wrong;hipMemcpy@gpu5=crash;hsa_queue_create@gpu6=hang",
+            &["--timeout", "hsa::queue=5"],
+            &[
+                "hip-module-load-failed",
+                "hip-launch-failed",
+                "hip-kernel-wrong",
+                "hiprtc-failed",
+                "hiprtc-wrong",
+                "check-crash",
+                "check-timeout",
+            ],
+        ),
+        fault(
+            "runtimes that start without agents or devices",
+            "hsa_iterate_agents@gpu*=error:0x1000;hipGetDeviceCount@gpu*=error:3",
+            &["--no-gate"],
+            &["hsa-agents-failed", "hip-init-failed"],
+        ),
+        fault(
+            "runtimes that do not start",
+            "hsa_init@gpu*=error:0x1008;hipGetDeviceCount@gpu*=error:100",
+            &["--no-gate"],
+            &["hsa-init-failed", "hip-no-device"],
+        ),
+        fault(
+            "a wedged GPU",
+            "hsa_init@gpu3=hang",
+            &["--timeout", "hsa::init=4", "--timeout", "hsa::agent=8"],
+            &["gpu-wedged"],
+        ),
+        Case {
+            env: &[("ROCR_VISIBLE_DEVICES", "0")],
+            ..fault(
+                "ROCm shown one GPU",
+                "",
+                &["--no-gate"],
+                &["hsa-agent-missing", "hip-device-missing"],
+            )
+        },
+        Case {
+            fake: Some(damage_libraries),
+            ..fault(
+                "no ROCm libraries",
+                "",
+                &["--no-gate", "--tier", "standard", "--gpus", "0"],
+                &[
+                    "hsa-library-missing",
+                    "hip-library-missing",
+                    "rocblas-library-missing",
+                    "miopen-library-missing",
+                    "rccl-library-missing",
+                ],
+            )
+        },
+        Case {
+            fake: Some(broken_hiprtc),
+            ..fault(
+                "a damaged libhiprtc",
+                "",
+                &["--gpus", "0"],
+                &["hiprtc-library-missing"],
+            )
+        },
+        fault(
+            "math library faults",
+            "rocblas_create_handle@gpu0=error:6;rocblas_sgemm@gpu1=error:6;rocblas_sgemm@gpu2=wrong;rocblas_sgemm@gpu3=error:15;miopenCreate@gpu4=error:3;miopenConvolutionForward@gpu5=error:3;miopenConvolutionForward@gpu6=wrong;rocblas_create_handle@gpu7=no-binary;ncclAllReduce@gpu*=wrong",
+            &["--tier", "standard"],
+            &[
+                "rocblas-handle-failed",
+                "rocblas-gemm-failed",
+                "rocblas-gemm-wrong",
+                "rocblas-no-kernels-for-arch",
+                "miopen-handle-failed",
+                "miopen-conv-failed",
+                "miopen-conv-wrong",
+                "no-binary-for-gpu",
+                "rccl-allreduce-wrong",
+            ],
+        ),
+        fault(
+            "no device memory for the libraries",
+            "hipMalloc@gpu*=error:2",
+            &["--tier", "standard", "--no-gate", "--gpus", "0,1"],
+            &[
+                "rocblas-memory-failed",
+                "miopen-memory-failed",
+                "rccl-memory-failed",
+            ],
+        ),
+        fault(
+            "communicators that do not form",
+            "ncclCommInitAll@gpu*=error:3",
+            &["--tier", "standard", "--gpus", "0,1"],
+            &["rccl-init-failed"],
+        ),
+        fault(
+            "an all-reduce that fails",
+            "ncclAllReduce@gpu*=error:3",
+            &["--tier", "standard", "--gpus", "0,1"],
+            &["rccl-allreduce-failed"],
+        ),
+        fault(
+            "an all-reduce that never completes",
+            "hipStreamQuery@gpu*=error:600",
+            &[
+                "--tier",
+                "standard",
+                "--gpus",
+                "0,1",
+                "--timeout",
+                "rccl::allreduce=6",
+            ],
+            &["rccl-allreduce-hang"],
+        ),
+        fault(
+            "a floor no GPU meets",
+            "",
+            &[
+                "--tier",
+                "extended",
+                "--gpus",
+                "0",
+                "--thresholds",
+                "FLOORS",
+            ],
+            &["perf-below-floor"],
+        ),
+    ]
+}
+
+/// The codes a JSON report names, with the checks that reported them.
+fn reported(json: &serde_json::Value) -> Vec<(String, String, String)> {
+    json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| {
+            let status = r["status"].as_str().unwrap_or("");
+            let code = match r["finding"]["code"].as_str() {
+                Some(c) => c.to_string(),
+                None if status == "timeout" => "check-timeout".into(),
+                None if status == "crash" => "check-crash".into(),
+                None => return None,
+            };
+            Some((
+                code,
+                r["check"].as_str().unwrap_or("").to_string(),
+                status.to_string(),
+            ))
+        })
+        .collect()
+}
+
+fn run_case(c: &Case, seen: &mut BTreeMap<String, String>, gates: &BTreeMap<&str, bool>) {
+    let n = node(c.scenario);
+    (c.node)(&n.root);
+    let json_path = n.root.with_extension("findings.json");
+    let floors = n.root.with_extension("floors.toml");
+    fs::write(&floors, FLOORS).unwrap();
+    let mut cmd = rocgate();
+    cmd.arg("run")
+        .arg("--sysroot")
+        .arg(&n.root)
+        .arg("--quiet")
+        .arg("--json")
+        .arg(&json_path);
+    for a in c.args {
+        cmd.arg(if *a == "FLOORS" {
+            floors.to_str().unwrap()
+        } else {
+            a
+        });
+    }
+    let _rocm = c.fake.map(|setup| {
+        let dir = fake_rocm();
+        setup(dir.path());
+        cmd.arg("--rocm-path")
+            .arg(dir.path())
+            .env("ROCGATE_FAKE_NODE", &n.root)
+            .env("ROCGATE_FAKE_FAULTS", c.faults);
+        dir
+    });
+    cmd.envs(c.env.iter().copied());
+    let out = cmd.output().unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(&json_path)
+            .unwrap_or_else(|e| panic!("{}: no JSON ({e}): {out:?}", c.name)),
+    )
+    .unwrap();
+    let got = reported(&json);
+    for code in c.codes {
+        assert!(
+            got.iter().any(|(g, _, _)| g == code),
+            "{}: expected {code}, got {:?}\n{}",
+            c.name,
+            got,
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    check_reported(&got, gates, c.name);
+    for (code, _, _) in got {
+        seen.entry(code).or_insert_with(|| c.name.to_string());
+    }
+}
+
+/// Every reported code is in the catalogue, and a failed check's code has
+/// the severity of its check: advisory codes only from checks that do not
+/// gate, stopping codes only from checks that do.
+fn check_reported(got: &[(String, String, String)], gates: &BTreeMap<&str, bool>, case: &str) {
+    for (code, check, status) in got {
+        let entry = findings::lookup(code).unwrap_or_else(|| {
+            panic!("{case}: {check} reported {code}, which the catalogue lacks")
+        });
+        if status != "fail" {
+            continue;
+        }
+        let gating = gates.get(check.as_str()).copied().unwrap_or(true);
+        let expected = if gating {
+            Severity::Stops
+        } else {
+            Severity::Advisory
+        };
+        assert_eq!(
+            entry.severity, expected,
+            "{case}: {code} from {check} (gates: {gating})"
+        );
+    }
+}
+
+#[test]
+fn every_catalogued_code_is_produced_and_every_produced_code_catalogued() {
+    let registry = rocgate_suites::registry();
+    let gates: BTreeMap<&str, bool> = registry.iter().map(|c| (c.id, c.gates)).collect();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    // The classic breaks: every broken scenario gives its diagnosis.
+    for s in rocgate_fixtures::catalogue() {
+        let Some((code, _)) = s.diagnosis else {
+            continue;
+        };
+        let expect = s.expect_gpus.map(|n| n.to_string());
+        let c = Case {
+            name: s.name,
+            scenario: s.name,
+            node: keep,
+            fake: None,
+            faults: "",
+            env: &[],
+            args: if expect.is_some() {
+                &["--expect-gpus", "8"]
+            } else {
+                &[]
+            },
+            codes: &[],
+        };
+        run_case(&c, &mut seen, &gates);
+        assert!(seen.contains_key(code), "{}: no {code}", s.name);
+    }
+    for c in cases() {
+        run_case(&c, &mut seen, &gates);
+    }
+    seen.entry("internal-error".into())
+        .or_insert_with(worker_internal_error);
+    for (code, _, _) in live_database_not_writable() {
+        seen.entry(code).or_insert_with(|| "the live node".into());
+    }
+    let missing: Vec<&str> = findings::codes::ALL
+        .iter()
+        .map(|c| c.code)
+        .filter(|c| !seen.contains_key(*c))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "catalogued but never produced: {missing:?}"
+    );
+}
+
+/// A worker asked about a GPU the node does not have reports an internal
+/// error rather than panicking (the planner never sends such a request).
+fn worker_internal_error() -> String {
+    let n = node("mi300x-8");
+    let out = rocgate()
+        .args(["__worker", "--scope", "gpu99", "--sysroot"])
+        .arg(&n.root)
+        .write_stdin("{\"check\":\"kfd::topology_node\",\"scope\":\"gpu99\"}\n")
+        .output()
+        .unwrap();
+    let reply: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(reply["finding"]["code"], "internal-error", "{reply}");
+    "the worker protocol".into()
+}
+
+/// MIOpen's directories are checked on the live node only: this host, with
+/// MIOpen pointed at a database path that cannot be written.
+fn live_database_not_writable() -> Vec<(String, String, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    rocgate()
+        .args([
+            "run",
+            "--tier",
+            "standard",
+            "--no-gate",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .env("MIOPEN_USER_DB_PATH", "/dev/null/miopen-db")
+        .env("ROCM_PATH", dir.path())
+        .output()
+        .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let got = reported(&json);
+    assert!(
+        got.iter().any(|(c, _, _)| c == "miopen-db-not-writable"),
+        "{got:?}"
+    );
+    got
+}
+
+#[test]
+fn the_readme_lists_exactly_the_catalogued_codes() {
+    let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("Finding codes (")
+        .expect("README has a 'Finding codes' list");
+    let section = &readme[start..];
+    let end = section.find("\n\n").unwrap_or(section.len());
+    let listed: BTreeSet<&str> = section[..end]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| !s.contains(' '))
+        .collect();
+    let catalogued: BTreeSet<&str> = findings::codes::ALL.iter().map(|c| c.code).collect();
+    assert_eq!(listed, catalogued, "README's 'Finding codes:' list");
+}
+
+#[test]
+fn findings_md_is_generated_from_the_catalogue() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/FINDINGS.md");
+    let out = rocgate()
+        .args(["codes", "--format", "markdown"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let generated = String::from_utf8(out.stdout).unwrap();
+    let committed = fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "FINDINGS.md is stale: regenerate it with `cargo run -- codes --format markdown > FINDINGS.md`"
+    );
+}
