@@ -23,7 +23,12 @@ pub const LIBRARY: LibrarySpec = LibrarySpec {
 type Status = i32;
 type Raw = *mut c_void;
 
-/// `miopenDataType_t` of the types rocgate uses.
+// Values from MIOpen's `include/miopen/miopen.h` (ROCm/MIOpen for ROCm 5.x and
+// 6.x, ROCm/rocm-libraries projects/miopen for 7.x), the same in every release
+// read. No Debian package carries MIOpen; this is their source.
+
+/// `miopenDataType_t` of the types rocgate uses (miopen.h: miopenHalf 0 and
+/// miopenFloat 1 in ROCm 5 to 7; only later values changed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataType {
     /// `miopenHalf`.
@@ -32,7 +37,9 @@ pub enum DataType {
     Float = 1,
 }
 
-/// `miopenConvAlgoPerf_t`: algorithm (a 4-byte union), time, memory.
+/// `miopenConvAlgoPerf_t` (miopen.h, ROCm 5 to 7): a union of the three
+/// algorithm enums (4 bytes), `float time`, `size_t memory`: 16 bytes on
+/// x86_64.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AlgoPerf {
@@ -43,6 +50,8 @@ pub struct AlgoPerf {
     /// Workspace bytes.
     pub memory: usize,
 }
+
+const _: () = assert!(std::mem::size_of::<AlgoPerf>() == 16);
 
 symbol_table! {
     /// The MIOpen symbols rocgate uses.

@@ -20,11 +20,18 @@ pub const LIBRARY: LibrarySpec = LibrarySpec {
     sonames: &["librccl.so.1", "librccl.so"],
 };
 
+// Values from RCCL's `src/nccl.h.in` (ROCm/rccl for ROCm 3.x to 6.x,
+// ROCm/rocm-systems projects/rccl for 7.x). RCCL's additions (bfloat16 9,
+// fp8 10/11) come after ncclFloat32 and never moved it. No Debian package
+// carries RCCL; this is their source.
 type Result_ = i32;
 type RawComm = *mut c_void;
+/// `ncclFloat32`.
 const FLOAT32: i32 = 7;
+/// `ncclSum`.
 const SUM: i32 = 0;
-/// `ncclInProgress`.
+/// `ncclInProgress`: absent from the RCCL of ROCm 3/4 (whose results stop at
+/// 5), present in 6.3 and 7.x; an older RCCL never returns it.
 const IN_PROGRESS: i32 = 7;
 
 symbol_table! {
@@ -42,7 +49,7 @@ symbol_table! {
     }
 }
 
-/// Names of `ncclResult_t` values.
+/// Names of `ncclResult_t` values (nccl.h.in: 0 to 7 through ROCm 7).
 pub fn result_name(r: i32) -> &'static str {
     match r {
         0 => "ncclSuccess",

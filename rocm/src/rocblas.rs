@@ -23,12 +23,19 @@ pub const LIBRARY: LibrarySpec = LibrarySpec {
     ],
 };
 
+// Values from rocBLAS `library/include/internal/rocblas-types.h` (ROCm/rocBLAS
+// for ROCm 4.x to 6.x, ROCm/rocm-libraries projects/rocblas for 7.x), the
+// same in every release read. No Debian package carries rocBLAS, so the
+// header probe cannot check them; this is their source.
 type Status = i32;
 type RawHandle = *mut c_void;
+/// `rocblas_operation_none`.
 const OPERATION_NONE: i32 = 111;
+/// `rocblas_gemm_algo_standard`.
 const ALGO_STANDARD: i32 = 0;
 
-/// `rocblas_datatype` of the types rocgate uses.
+/// `rocblas_datatype` of the types rocgate uses (rocblas-types.h, unchanged
+/// from ROCm 4 to 7).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataType {
     /// `rocblas_datatype_f16_r`.
@@ -55,7 +62,9 @@ symbol_table! {
     }
 }
 
-/// Names of `rocblas_status` values, for when the library cannot say.
+/// Names of `rocblas_status` values, for when the library cannot say
+/// (rocblas-types.h; 14 excluded_from_build and 15 arch_mismatch exist from
+/// ROCm 5.7/6.0, nothing beyond 15 through 7.x).
 pub fn status_name(s: i32) -> &'static str {
     match s {
         0 => "rocblas_status_success",
