@@ -688,4 +688,109 @@ mod tests {
         assert!(rs.iter().all(|r| r.status == Status::Skipped));
         assert!(rs[0].message.contains("SIGINT"));
     }
+
+    /// An isolator that records how many scopes start at once, and hangs
+    /// one check.
+    struct Recorder {
+        started: Mutex<std::collections::HashSet<Scope>>,
+        starting: AtomicUsize,
+        most_starting: AtomicUsize,
+        hangs: &'static str,
+    }
+
+    impl Isolator for Recorder {
+        fn run(&self, check: &'static str, scope: Scope, _timeout: Duration) -> Verdict {
+            if check == self.hangs {
+                return Verdict::timeout("did not finish (test)");
+            }
+            let first = self.started.lock().unwrap().insert(scope);
+            if first {
+                let now = self.starting.fetch_add(1, Ordering::SeqCst) + 1;
+                self.most_starting.fetch_max(now, Ordering::SeqCst);
+                thread::sleep(Duration::from_millis(40));
+                self.starting.fetch_sub(1, Ordering::SeqCst);
+            }
+            Verdict::pass("ok")
+        }
+
+        fn kill_grace(&self) -> Duration {
+            Duration::from_millis(10)
+        }
+    }
+
+    fn recorder(hangs: &'static str) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            started: Mutex::new(std::collections::HashSet::new()),
+            starting: AtomicUsize::new(0),
+            most_starting: AtomicUsize::new(0),
+            hangs,
+        })
+    }
+
+    fn isolated(id: &'static str, layer: Layer, scope: ScopeKind) -> Check<()> {
+        Check {
+            isolated: true,
+            ..check(id, layer, scope, |_, _| Verdict::pass("in process"))
+        }
+    }
+
+    #[test]
+    fn a_bounded_number_of_scopes_start_their_worker_at_once() {
+        let reg = vec![
+            isolated("hsa::a", Layer::Hsa, ScopeKind::PerGpu),
+            isolated("hsa::b", Layer::Hsa, ScopeKind::PerGpu),
+        ];
+        let rec = recorder("none");
+        let opts = ExecOptions {
+            workers: 16,
+            max_warming: 3,
+            isolator: Some(rec.clone()),
+            ..ExecOptions::default()
+        };
+        let rs = run(&reg, &[0, 1, 2, 3, 4, 5, 6, 7], &opts);
+        assert!(rs.iter().all(|r| r.status == Status::Pass), "{rs:?}");
+        let most = rec.most_starting.load(Ordering::SeqCst);
+        assert!((1..=3).contains(&most), "{most} scopes started at once");
+    }
+
+    #[test]
+    fn a_node_wide_hang_in_a_worker_spares_the_gpus_own_workers() {
+        let reg = vec![
+            isolated("hsa::init", Layer::Hsa, ScopeKind::Node),
+            Check {
+                deps: &["hsa::init"],
+                ..isolated("hsa::agents", Layer::Hsa, ScopeKind::Node)
+            },
+            Check {
+                deps: &["hsa::init"],
+                ..isolated("hsa::agent", Layer::Hsa, ScopeKind::PerGpu)
+            },
+            isolated("hip::device", Layer::Hip, ScopeKind::PerGpu),
+        ];
+        let opts = ExecOptions {
+            isolator: Some(recorder("hsa::init")),
+            ..ExecOptions::default()
+        };
+        let rs = run(&reg, &[0, 1], &opts);
+        assert_eq!(status(&rs, "node.hsa.init"), Status::Timeout);
+        // Node checks share the hung worker's scope: blocked.
+        assert_eq!(status(&rs, "node.hsa.agents"), Status::Blocked);
+        // Each GPU's checks run in their own workers, through the node's hang
+        // and through node checks blocked only by it.
+        for id in ["gpu0.hsa.agent", "gpu1.hip.device"] {
+            assert_eq!(status(&rs, id), Status::Pass, "{id}");
+        }
+        // Without worker processes a hang is shared: everything above blocks.
+        let reg = vec![
+            check("hsa::init", Layer::Hsa, ScopeKind::Node, |_, _| {
+                thread::sleep(Duration::from_secs(5));
+                Verdict::pass("late")
+            }),
+            check("hip::device", Layer::Hip, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
+        ];
+        let rs = run(&reg, &[0], &ExecOptions::default());
+        assert_eq!(status(&rs, "gpu0.hip.device"), Status::Blocked);
+    }
 }
