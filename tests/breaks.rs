@@ -6,28 +6,8 @@
 
 mod common;
 
-use common::{node, result, run, run_fake};
+use common::{TOPO, node, result, run, run_fake, set_prop};
 use std::fs;
-use std::path::Path;
-
-const TOPO: &str = "sys/class/kfd/kfd/topology/nodes";
-
-/// Replaces `key`'s value in a KFD properties file.
-fn set_prop(root: &Path, kfd_node: u32, key: &str, value: &str) {
-    let p = root.join(format!("{TOPO}/{kfd_node}/properties"));
-    let text = fs::read_to_string(&p).unwrap();
-    let out: String = text
-        .lines()
-        .map(|l| {
-            if l.split_whitespace().next() == Some(key) {
-                format!("{key} {value}\n")
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect();
-    fs::write(p, out).unwrap();
-}
 
 fn expect(json: &serde_json::Value, id: &str, code: &str) {
     let r = result(json, id);

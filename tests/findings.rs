@@ -8,13 +8,12 @@
 
 mod common;
 
-use common::{fake_rocm, node, rocgate};
+use common::{TOPO, fake_rocm, node, rocgate, set_prop};
 use rocgate_suites::findings::{self, Severity};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
-const TOPO: &str = "sys/class/kfd/kfd/topology/nodes";
 const PCI: &str = "sys/devices/pci0000:00";
 
 /// One way to make rocgate report findings.
@@ -39,20 +38,6 @@ struct Case {
 }
 
 fn keep(_: &Path) {}
-
-/// Replaces `key`'s value in a KFD properties file.
-fn set_prop(root: &Path, kfd_node: u32, key: &str, value: &str) {
-    let p = root.join(format!("{TOPO}/{kfd_node}/properties"));
-    let text = fs::read_to_string(&p).unwrap();
-    let out: String = text
-        .lines()
-        .map(|l| match l.split_whitespace().next() {
-            Some(k) if k == key => format!("{key} {value}\n"),
-            _ => format!("{l}\n"),
-        })
-        .collect();
-    fs::write(p, out).unwrap();
-}
 
 fn append(path: &Path, text: &str) {
     let mut s = fs::read_to_string(path).unwrap_or_default();

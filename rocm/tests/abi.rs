@@ -90,40 +90,75 @@ fn probe(source: &str, include: &Path) -> Result<BTreeMap<String, i64>, Failed> 
         .collect())
 }
 
-fn print_value(src: &mut String, name: &str) {
-    let _ = writeln!(
-        src,
-        "  printf(\"%s %lld\\n\", \"{name}\", (long long)({name}));"
-    );
+/// A C probe that prints named values, and what the bindings expect of them.
+struct Probe {
+    source: String,
+    expected: Vec<(String, i64)>,
 }
 
-fn print_layout(src: &mut String, ty: &str, field: &str) {
-    let expr = if field == "sizeof" {
-        format!("sizeof({ty})")
-    } else {
-        format!("offsetof({ty}, {field})")
-    };
-    let _ = writeln!(
-        src,
-        "  printf(\"%s %lld\\n\", \"{ty}.{field}\", (long long)({expr}));"
-    );
-}
+impl Probe {
+    /// A probe including `headers`.
+    fn new(headers: &[&str]) -> Probe {
+        let mut source = String::from("#include <stdio.h>\n#include <stddef.h>\n");
+        for h in headers {
+            let _ = writeln!(source, "#include <{h}>");
+        }
+        source.push_str("int main(void) {\n");
+        Probe {
+            source,
+            expected: Vec::new(),
+        }
+    }
 
-/// Compares the probe's values with the expected ones; lists every mismatch.
-fn compare(
-    got: &BTreeMap<String, i64>,
-    expected: &[(String, i64)],
-    headers: &str,
-) -> Result<Completion, Failed> {
-    let wrong: Vec<String> = expected
-        .iter()
-        .filter(|(k, v)| got.get(k) != Some(v))
-        .map(|(k, v)| format!("{k}: rocgate has {v}, {headers} has {:?}", got.get(k)))
-        .collect();
-    if wrong.is_empty() {
-        Ok(Completion::Completed)
-    } else {
-        Err(wrong.join("\n").into())
+    fn print(&mut self, key: &str, expr: &str, expected: i64) {
+        let _ = writeln!(
+            self.source,
+            "  printf(\"%s %lld\\n\", \"{key}\", (long long)({expr}));"
+        );
+        self.expected.push((key.to_string(), expected));
+    }
+
+    /// An enum value or macro by its C name.
+    fn value(&mut self, name: &str, expected: i64) {
+        self.print(name, name, expected);
+    }
+
+    /// A struct's size (`field` = "sizeof") or a field's offset.
+    fn layout(&mut self, ty: &str, field: &str, bytes: usize) {
+        let expr = if field == "sizeof" {
+            format!("sizeof({ty})")
+        } else {
+            format!("offsetof({ty}, {field})")
+        };
+        self.print(
+            &format!("{ty}.{field}"),
+            &expr,
+            i64::try_from(bytes).unwrap_or(-1),
+        );
+    }
+
+    /// Compiles and runs the probe against `include`; lists every value
+    /// that differs from the bindings'.
+    fn check(mut self, include: &Path, label: &str) -> Result<Completion, Failed> {
+        self.source.push_str("  return 0;\n}\n");
+        let got = probe(&self.source, include)?;
+        let wrong: Vec<String> = self
+            .expected
+            .iter()
+            .filter(|(k, v)| got.get(k) != Some(v))
+            .map(|(k, v)| {
+                format!(
+                    "{k}: rocgate has {v}, {}/{label} has {:?}",
+                    include.display(),
+                    got.get(k)
+                )
+            })
+            .collect();
+        if wrong.is_empty() {
+            Ok(Completion::Completed)
+        } else {
+            Err(wrong.join("\n").into())
+        }
     }
 }
 
@@ -131,28 +166,20 @@ fn hsa_headers() -> Result<Completion, Failed> {
     let Some(include) = include_dir("hsa/hsa.h") else {
         return missing("hsa/hsa.h is not installed");
     };
-    let mut src = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\nint main(void) {\n",
-    );
-    let mut expected: Vec<(String, i64)> = Vec::new();
+    let mut p = Probe::new(&["hsa/hsa.h", "hsa/hsa_ext_amd.h"]);
     for (name, value) in hsa::sys::CONSTANTS {
-        print_value(&mut src, name);
-        expected.push(((*name).to_string(), *value));
+        p.value(name, *value);
     }
     for (value, name) in hsa::status::STATUS_NAMES {
         if hsa::status::NEWER_THAN_5_2.contains(name) && !has_symbol(&include, name) {
             continue;
         }
-        print_value(&mut src, name);
-        expected.push(((*name).to_string(), i64::from(*value)));
+        p.value(name, i64::from(*value));
     }
     for (ty, field, bytes) in hsa::sys::LAYOUTS {
-        print_layout(&mut src, ty, field);
-        expected.push((format!("{ty}.{field}"), i64::try_from(*bytes).unwrap_or(-1)));
+        p.layout(ty, field, *bytes);
     }
-    src.push_str("  return 0;\n}\n");
-    let got = probe(&src, &include)?;
-    compare(&got, &expected, &format!("{}/hsa", include.display()))
+    p.check(&include, "hsa")
 }
 
 /// Whether a newer header than 5.2.3 declares `name` (checked with ROCm's
@@ -167,21 +194,14 @@ fn hip_headers() -> Result<Completion, Failed> {
     let Some(include) = include_dir("hip/hip_runtime_api.h") else {
         return missing("hip/hip_runtime_api.h is not installed");
     };
-    let mut src = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <hip/hip_runtime_api.h>\nint main(void) {\n",
-    );
-    let mut expected: Vec<(String, i64)> = Vec::new();
+    let mut p = Probe::new(&["hip/hip_runtime_api.h"]);
     for (name, value) in hip::sys::CONSTANTS {
-        print_value(&mut src, name);
-        expected.push(((*name).to_string(), *value));
+        p.value(name, *value);
     }
     for (value, name) in hip::ERROR_NAMES {
-        print_value(&mut src, name);
-        expected.push(((*name).to_string(), i64::from(*value)));
+        p.value(name, i64::from(*value));
     }
-    src.push_str("  return 0;\n}\n");
-    let got = probe(&src, &include)?;
-    compare(&got, &expected, &format!("{}/hip", include.display()))
+    p.check(&include, "hip")
 }
 
 /// The first of `sonames` found in the usual library directories.

@@ -130,3 +130,20 @@ pub fn result<'a>(json: &'a serde_json::Value, id: &str) -> &'a serde_json::Valu
 pub fn results(json: &serde_json::Value) -> &Vec<serde_json::Value> {
     json["results"].as_array().unwrap()
 }
+
+/// Where a sysroot keeps the KFD topology's nodes.
+pub const TOPO: &str = "sys/class/kfd/kfd/topology/nodes";
+
+/// Replaces `key`'s value in a KFD node's properties file.
+pub fn set_prop(root: &Path, kfd_node: u32, key: &str, value: &str) {
+    let p = root.join(format!("{TOPO}/{kfd_node}/properties"));
+    let text = std::fs::read_to_string(&p).unwrap();
+    let out: String = text
+        .lines()
+        .map(|l| match l.split_whitespace().next() {
+            Some(k) if k == key => format!("{key} {value}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(p, out).unwrap();
+}
