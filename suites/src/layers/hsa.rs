@@ -251,8 +251,12 @@ fn agent(ctx: &NodeContext, scope: Scope) -> Verdict {
             problems.join("; ")
         )));
     }
+    // The worker's view: one GPU (ROCR_VISIBLE_DEVICES) unless the user
+    // chose otherwise.
+    let seen = std::env::var("ROCR_VISIBLE_DEVICES")
+        .map_or_else(|_| String::new(), |v| format!("; ROCR_VISIBLE_DEVICES={v}"));
     Verdict::pass(format!(
-        "{} ({}), {} CUs, wave{}",
+        "{} ({}), {} CUs, wave{}{seen}",
         a.name, a.product, a.compute_units, a.wavefront_size
     ))
     .with_metric("compute_units", f64::from(a.compute_units), "count")
