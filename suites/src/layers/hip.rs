@@ -207,9 +207,8 @@ pub(crate) fn hip_index(
     }
     let missing = |why: String| {
         Verdict::fail(codes::HIP_DEVICE_MISSING.finding(format!(
-            "no HIP device is {} at {}{why} (HIP devices: {})",
+            "HIP has no device for {}{why} (HIP devices: {})",
             gpu.label(),
-            gpu.pci_address,
             super::list(&seen.iter().map(|(_, b)| b.as_str()).collect::<Vec<_>>(), 8)
         )))
     };
