@@ -134,6 +134,11 @@ pub struct RunArgs {
     /// default (`--timeout rccl::allreduce=600`); repeatable.
     #[arg(long = "timeout", value_name = "CHECK=SECONDS")]
     pub timeouts: Vec<String>,
+    /// Fail the run when a check could not verify what it checks (an
+    /// unverifiable skip: an unreadable kernel log, no code object for a
+    /// GPU, hidden KFD nodes, an unknown driver release).
+    #[arg(long, env = "ROCGATE_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
+    pub strict: bool,
     /// Print only the summary and failures.
     #[arg(long, short)]
     pub quiet: bool,

@@ -22,16 +22,14 @@ struct DoctorJson<'a> {
 
 /// What a layer looks like from the doctor's chair.
 fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
-    let rs: Vec<Status> = report
-        .results
-        .iter()
-        .filter(|r| r.layer == layer)
-        .map(|r| r.status)
-        .collect();
+    let mine: Vec<_> = report.results.iter().filter(|r| r.layer == layer).collect();
+    let rs: Vec<Status> = mine.iter().map(|r| r.status).collect();
     let passed = rs.contains(&Status::Pass);
     let blocked = rs.contains(&Status::Blocked);
-    if rs.iter().any(|s| s.is_fault()) {
+    if mine.iter().any(|r| r.status.is_fault() && !r.advisory) {
         "broken"
+    } else if rs.iter().any(|s| s.is_fault()) {
+        "degraded"
     } else if passed && blocked {
         "partly reached"
     } else if passed {

@@ -36,7 +36,7 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
 /// Loads the runtime libraries in a worker (as `run` does) and records where
 /// they came from and their versions.
 fn runtime_versions(session: &Session, inv: &mut Inventory) -> Result<(), String> {
-    if let Some(why) = &session.ctx.runtime.disabled {
+    if let Some((_, why)) = &session.ctx.runtime.disabled {
         inv.runtime.insert("note".into(), why.clone());
         return Ok(());
     }

@@ -73,7 +73,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
         out!("{}", header(&session, &plan, &opts, style));
     }
     let mut progress = Progress::new(plan.instances.len(), args.quiet);
-    let report = session.run(&plan, &opts, |e| progress.on_event(e));
+    let mut report = session.run(&plan, &opts, |e| progress.on_event(e));
+    report.strict = args.strict;
     progress.finish();
 
     let written = write_reports(args, &session, &report);
@@ -85,6 +86,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     if !failures.is_empty() {
         outln!();
         out!("{failures}");
+    }
+    let unverified = ladder::unverified(&report, style);
+    if !unverified.is_empty() {
+        outln!();
+        out!("{unverified}");
     }
     outln!();
     outln!("{}", ladder::summary(&report, style));

@@ -68,11 +68,13 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
             (order, located)
         })
         .collect();
-    findings.sort_by_key(|(order, f)| (f.layer, f.scope, *order));
+    // Faults that stop the stack first, advisories after them: a degraded
+    // PCIe link is not the likely cause when /dev/kfd is missing.
+    findings.sort_by_key(|(order, f)| (report.results[*order].advisory, f.layer, f.scope, *order));
     let findings: Vec<Located> = findings.into_iter().map(|(_, f)| f).collect();
     Diagnosis {
         schema_version: 1,
-        first_failing_layer: findings.first().map(|f| f.layer),
+        first_failing_layer: report.first_failing_layer(None),
         likely_cause: findings.first().cloned(),
         findings,
     }

@@ -6,7 +6,7 @@ use crate::model::Scope;
 use crate::output;
 use crate::plan::Plan;
 use crate::result::CheckResult;
-use crate::verdict::{Finding, Status, Verdict};
+use crate::verdict::{Finding, SkipReason, Status, Verdict};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -327,7 +327,10 @@ pub fn execute<C: Send + Sync + 'static>(
                 } else {
                     format!("not run: interrupted by {}", signal_name(signal))
                 };
-                let r = engine_result(plan, i, Status::Skipped, why, Duration::ZERO);
+                let r = CheckResult {
+                    skip_reason: Some(SkipReason::Interrupted),
+                    ..engine_result(plan, i, Status::Skipped, why, Duration::ZERO)
+                };
                 on_event(Event::Finished(&r));
                 *slot = Some(r);
             }
@@ -456,6 +459,8 @@ fn base_result<C>(plan: &Plan<'_, C>, i: usize) -> CheckResult {
         status: Status::Skipped,
         message: String::new(),
         finding: None,
+        skip_reason: None,
+        advisory: !check.gates,
         blocked_by: None,
         duration: Duration::ZERO,
         output: String::new(),
@@ -495,6 +500,7 @@ fn completed_result<C>(
                 message: output::clean(&f.message, output_limit),
                 next_step: output::clean(&f.next_step, output_limit),
             }),
+            skip_reason: v.skip_reason,
             duration: elapsed,
             output: output::clean(&v.output, output_limit),
             metrics: v.metrics,

@@ -262,10 +262,10 @@ impl Isolator for WorkerPool {
                         if signal != 0 {
                             self.kill(worker);
                             *guard = None;
-                            return Verdict::skip(format!(
-                                "interrupted by {} while running",
-                                signal_name(signal)
-                            ));
+                            return Verdict::skip(
+                                crate::verdict::SkipReason::Interrupted,
+                                format!("interrupted by {} while running", signal_name(signal)),
+                            );
                         }
                         if start.elapsed() >= timeout {
                             break Err(RecvTimeoutError::Timeout);

@@ -2,7 +2,7 @@
 
 use crate::model::Layer;
 use crate::result::{CheckResult, RunReport};
-use crate::verdict::Status;
+use crate::verdict::{SkipReason, Status};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -18,8 +18,11 @@ struct Document<'a> {
     duration_ms: f64,
     interrupted: Option<&'a str>,
     passed: bool,
+    strict: bool,
     first_failing_layer: Option<Layer>,
     summary: BTreeMap<&'static str, usize>,
+    skipped_by_reason: BTreeMap<&'static str, usize>,
+    unverified: Vec<&'a str>,
     node: BTreeMap<&'a str, &'a str>,
     versions: &'a BTreeMap<String, BTreeMap<String, String>>,
     scopes: Vec<ScopeDoc>,
@@ -61,8 +64,14 @@ pub fn render(
         duration_ms: (report.duration.as_secs_f64() * 1e6).round() / 1e3,
         interrupted: report.interrupted.as_deref(),
         passed: report.all_passed(),
+        strict: report.strict,
         first_failing_layer: report.first_failing_layer(None),
         summary,
+        skipped_by_reason: SkipReason::ALL
+            .into_iter()
+            .map(|r| (r.as_str(), report.count_skipped(r)))
+            .collect(),
+        unverified: report.unverified().iter().map(|r| r.id.as_str()).collect(),
         node: node_properties
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))

@@ -72,8 +72,16 @@ fn test_case(r: &CheckResult) -> TestCase {
         }
         Status::Blocked | Status::Skipped => {
             let mut s = TestCaseStatus::skipped();
-            s.set_message(r.message.as_str());
-            s.set_type(r.status.as_str());
+            // "unverifiable: kernel log unreadable": why it did not look
+            // comes first, where reporters show it.
+            match r.skip_reason {
+                Some(reason) => s.set_message(format!("{reason}: {}", r.message)),
+                None => s.set_message(r.message.as_str()),
+            };
+            s.set_type(
+                r.skip_reason
+                    .map_or(r.status.as_str(), |reason| reason.as_str()),
+            );
             s
         }
     };
@@ -145,6 +153,8 @@ mod tests {
             message: message.into(),
             finding: (status == Status::Fail)
                 .then(|| Finding::new("amdgpu-not-loaded", message, "modprobe amdgpu")),
+            skip_reason: (status == Status::Skipped).then_some(crate::SkipReason::NotApplicable),
+            advisory: false,
             blocked_by: None,
             duration: Duration::from_millis(3),
             output: "line <1> & \"two\"".into(),
@@ -179,6 +189,7 @@ mod tests {
             ],
             scopes: vec![(Scope::Gpu(0), info)],
             interrupted: None,
+            strict: false,
         };
         let xml = render(&report, &[("tier".into(), "quick".into())]).unwrap();
         assert!(xml.contains(r#"<testsuite name="node""#), "{xml}");

@@ -26,4 +26,4 @@ pub use model::{Layer, Scope, ScopeKind, Tier};
 pub use plan::{Plan, PlanError, plan};
 pub use result::{CheckResult, RunReport, ScopeInfo};
 pub use sysroot::{Access, ReadError, Sysroot};
-pub use verdict::{Finding, Metric, Status, Verdict};
+pub use verdict::{Finding, Metric, SkipReason, Status, Verdict};

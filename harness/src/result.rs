@@ -2,7 +2,7 @@
 //! each scope.
 
 use crate::model::{Layer, Scope, Tier};
-use crate::verdict::{Finding, Metric, Status};
+use crate::verdict::{Finding, Metric, SkipReason, Status};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -25,6 +25,13 @@ pub struct CheckResult {
     /// The diagnosis, for failures.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub finding: Option<Finding>,
+    /// For skipped results: why the check did not look.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub skip_reason: Option<SkipReason>,
+    /// Whether the check is advisory (it does not gate the layers above):
+    /// its failure is reported after the failures that stop the stack.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub advisory: bool,
     /// For blocked results: the test id of the failed check at the root.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub blocked_by: Option<String>,
@@ -103,6 +110,8 @@ pub struct RunReport {
     pub scopes: Vec<(Scope, ScopeInfo)>,
     /// Set when the run was cut short, with the reason (`SIGINT`).
     pub interrupted: Option<String>,
+    /// `--strict`: a check that could not verify fails the run.
+    pub strict: bool,
 }
 
 impl RunReport {
@@ -133,13 +142,20 @@ impl RunReport {
         info
     }
 
-    /// The lowest layer with a fault in `scope`, or across all scopes if `None`.
+    /// The lowest layer with a fault that stops the stack in `scope` (or
+    /// across all scopes if `None`); with only advisory faults, the lowest
+    /// of those.
     pub fn first_failing_layer(&self, scope: Option<Scope>) -> Option<Layer> {
-        self.results
-            .iter()
-            .filter(|r| r.status.is_fault() && scope.is_none_or(|s| r.scope == s))
+        let faults = || {
+            self.results
+                .iter()
+                .filter(move |r| r.status.is_fault() && scope.is_none_or(|s| r.scope == s))
+        };
+        faults()
+            .filter(|r| !r.advisory)
             .map(|r| r.layer)
             .min()
+            .or_else(|| faults().map(|r| r.layer).min())
     }
 
     /// How many results have each status.
@@ -147,12 +163,32 @@ impl RunReport {
         self.results.iter().filter(|r| r.status == status).count()
     }
 
-    /// Whether every result passed or was skipped, and the run was complete.
+    /// How many skipped results have `reason`.
+    pub fn count_skipped(&self, reason: SkipReason) -> usize {
+        self.results
+            .iter()
+            .filter(|r| r.status == Status::Skipped && r.skip_reason == Some(reason))
+            .count()
+    }
+
+    /// The checks that could not verify what they check.
+    pub fn unverified(&self) -> Vec<&CheckResult> {
+        self.results
+            .iter()
+            .filter(|r| {
+                r.status == Status::Skipped && r.skip_reason == Some(SkipReason::Unverifiable)
+            })
+            .collect()
+    }
+
+    /// Whether the run passes: complete, every result passed or was
+    /// skipped, and under `--strict` none was skipped for want of a look.
     pub fn all_passed(&self) -> bool {
         self.interrupted.is_none()
             && self
                 .results
                 .iter()
                 .all(|r| matches!(r.status, Status::Pass | Status::Skipped))
+            && (!self.strict || self.unverified().is_empty())
     }
 }

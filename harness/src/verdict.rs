@@ -53,6 +53,50 @@ impl fmt::Display for Status {
     }
 }
 
+/// Why a check did not look.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SkipReason {
+    /// Nothing to check here (one GPU, no hive, no partitions; another
+    /// check reports what is missing).
+    NotApplicable,
+    /// The user has not said what to expect (no floor for the metric, no
+    /// `--expect-gpus`, runtime layers on a capture without libraries).
+    NotConfigured,
+    /// rocgate could not look (kernel log unreadable, no code object for
+    /// the GPU in this build, KFD nodes hidden, a version unknown): the
+    /// thing may be broken. `--strict` fails a run with any of these.
+    Unverifiable,
+    /// The run was interrupted before the check ran or finished.
+    Interrupted,
+}
+
+impl SkipReason {
+    /// The kebab-case name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::NotApplicable => "not-applicable",
+            SkipReason::NotConfigured => "not-configured",
+            SkipReason::Unverifiable => "unverifiable",
+            SkipReason::Interrupted => "interrupted",
+        }
+    }
+
+    /// Every reason, in report order.
+    pub const ALL: [SkipReason; 4] = [
+        SkipReason::NotApplicable,
+        SkipReason::NotConfigured,
+        SkipReason::Unverifiable,
+        SkipReason::Interrupted,
+    ];
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A diagnosed fault: a stable code, what was seen, and what to do next.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
@@ -101,6 +145,9 @@ pub struct Verdict {
     pub message: String,
     /// Present exactly when `status` is `Fail`.
     pub finding: Option<Finding>,
+    /// Present exactly when `status` is `Skipped`.
+    #[serde(default)]
+    pub skip_reason: Option<SkipReason>,
     /// Longer evidence (file contents, log lines), bounded by the reports.
     pub output: String,
     /// Measured values.
@@ -112,56 +159,62 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The check passed; `message` says what was verified.
-    pub fn pass(message: impl Into<String>) -> Self {
+    fn with_status(status: Status, message: impl Into<String>) -> Self {
         Verdict {
-            status: Status::Pass,
+            status,
             message: message.into(),
             finding: None,
+            skip_reason: None,
             output: String::new(),
             metrics: Vec::new(),
             facts: BTreeMap::new(),
         }
+    }
+
+    /// The check passed; `message` says what was verified.
+    pub fn pass(message: impl Into<String>) -> Self {
+        Verdict::with_status(Status::Pass, message)
     }
 
     /// The check found a fault.
     pub fn fail(finding: Finding) -> Self {
         Verdict {
-            status: Status::Fail,
-            message: finding.message.clone(),
-            finding: Some(finding),
-            output: String::new(),
-            metrics: Vec::new(),
-            facts: BTreeMap::new(),
+            finding: Some(finding.clone()),
+            ..Verdict::with_status(Status::Fail, finding.message)
         }
     }
 
-    /// The check could not run or does not apply; `reason` says why.
-    pub fn skip(reason: impl Into<String>) -> Self {
+    /// The check did not look, for `reason`; `message` says why.
+    pub fn skip(reason: SkipReason, message: impl Into<String>) -> Self {
         Verdict {
-            status: Status::Skipped,
-            message: reason.into(),
-            finding: None,
-            output: String::new(),
-            metrics: Vec::new(),
-            facts: BTreeMap::new(),
+            skip_reason: Some(reason),
+            ..Verdict::with_status(Status::Skipped, message)
         }
+    }
+
+    /// Nothing to check here; `message` says why.
+    pub fn not_applicable(message: impl Into<String>) -> Self {
+        Verdict::skip(SkipReason::NotApplicable, message)
+    }
+
+    /// The user has not said what to expect; `message` says what to give.
+    pub fn not_configured(message: impl Into<String>) -> Self {
+        Verdict::skip(SkipReason::NotConfigured, message)
+    }
+
+    /// rocgate could not look; `message` says why. Not a pass.
+    pub fn unverifiable(message: impl Into<String>) -> Self {
+        Verdict::skip(SkipReason::Unverifiable, message)
     }
 
     /// The check did not finish in time (isolation layer only).
     pub fn timeout(message: impl Into<String>) -> Self {
-        Verdict {
-            status: Status::Timeout,
-            ..Verdict::skip(message)
-        }
+        Verdict::with_status(Status::Timeout, message)
     }
 
     /// The process running the check died (isolation layer only).
     pub fn crash(message: impl Into<String>) -> Self {
-        Verdict {
-            status: Status::Crash,
-            ..Verdict::skip(message)
-        }
+        Verdict::with_status(Status::Crash, message)
     }
 
     /// Records a fact for the scope's report properties.

@@ -2,7 +2,7 @@
 //! with their next steps, and a summary line.
 
 use super::style::Style;
-use rocgate_harness::{CheckResult, Layer, RunReport, Scope, Status};
+use rocgate_harness::{CheckResult, Layer, RunReport, Scope, SkipReason, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -126,7 +126,8 @@ pub fn failures(report: &RunReport, style: Style) -> String {
     if faults.is_empty() {
         return String::new();
     }
-    faults.sort_by_key(|r| (r.layer, r.scope));
+    // What stops the stack first, advisories after.
+    faults.sort_by_key(|r| (r.advisory, r.layer, r.scope));
     // Fold the same check with the same code across scopes.
     let mut groups: BTreeMap<(Layer, String, String), Vec<&CheckResult>> = BTreeMap::new();
     let mut order = Vec::new();
@@ -167,9 +168,10 @@ pub fn failures(report: &RunReport, style: Style) -> String {
         } else {
             String::new()
         };
+        let advisory = if r.advisory { " (advisory)" } else { "" };
         let _ = writeln!(
             out,
-            "  {} {} [{}]{scopes}",
+            "  {} {} [{}]{advisory}{scopes}",
             style.red(&r.status.as_str().to_uppercase()),
             r.id,
             key.2
@@ -182,21 +184,83 @@ pub fn failures(report: &RunReport, style: Style) -> String {
     out
 }
 
+/// The checks that could not look, and why: they are not passes, and
+/// `--strict` fails the run on them.
+pub fn unverified(report: &RunReport, style: Style) -> String {
+    let rs = report.unverified();
+    if rs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let heading = if report.strict {
+        format!(
+            "Could not verify ({}; --strict fails the run on these)",
+            rs.len()
+        )
+    } else {
+        format!(
+            "Could not verify ({}; --strict would fail the run)",
+            rs.len()
+        )
+    };
+    let _ = writeln!(out, "{}", style.bold(&heading));
+    // The same reason on many GPUs is one line.
+    let mut groups: BTreeMap<&str, Vec<&CheckResult>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for r in rs {
+        if !groups.contains_key(r.message.as_str()) {
+            order.push(r.message.as_str());
+        }
+        groups.entry(r.message.as_str()).or_default().push(r);
+    }
+    for message in order {
+        let ids: Vec<&str> = groups[message].iter().map(|r| r.id.as_str()).collect();
+        let shown = if ids.len() > 3 {
+            format!("{} and {} more", ids[..3].join(", "), ids.len() - 3)
+        } else {
+            ids.join(", ")
+        };
+        let _ = writeln!(out, "  {} {shown}", style.yellow("UNVERIFIED"));
+        let _ = writeln!(out, "      {message}");
+    }
+    out
+}
+
 /// One line: counts and time.
 pub fn summary(report: &RunReport, style: Style) -> String {
+    let unverified = report.unverified().len();
     let verdict = if report.interrupted.is_some() {
         style.yellow("INTERRUPTED")
     } else if report.all_passed() {
         style.green("PASSED")
+    } else if report.strict
+        && unverified > 0
+        && report
+            .results
+            .iter()
+            .all(|r| matches!(r.status, Status::Pass | Status::Skipped))
+    {
+        style.red(&format!("FAILED (--strict: {unverified} could not verify)"))
     } else {
         style.red("FAILED")
     };
+    let skipped = report.count(Status::Skipped);
+    let reasons: Vec<String> = SkipReason::ALL
+        .into_iter()
+        .map(|r| (r, report.count_skipped(r)))
+        .filter(|(_, n)| *n > 0)
+        .map(|(r, n)| format!("{n} {}", r.as_str().replace('-', " ")))
+        .collect();
+    let skipped = if reasons.is_empty() {
+        format!("{skipped} skipped")
+    } else {
+        format!("{skipped} skipped ({})", reasons.join(", "))
+    };
     format!(
-        "{verdict}: {} passed, {} failed, {} blocked, {} skipped, {} timed out, {} crashed in {:.1} ms",
+        "{verdict}: {} passed, {} failed, {} blocked, {skipped}, {} timed out, {} crashed in {:.1} ms",
         report.count(Status::Pass),
         report.count(Status::Fail),
         report.count(Status::Blocked),
-        report.count(Status::Skipped),
         report.count(Status::Timeout),
         report.count(Status::Crash),
         report.duration.as_secs_f64() * 1e3

@@ -3,13 +3,14 @@
 //! driven by the same planner and executor as `rocgate run`.
 //!
 //! Environment: `ROCGATE_SYSROOT` (default `/`), `ROCGATE_TIER` (default
-//! quick), `ROCGATE_EXPECT_GPUS`, and `ROCGATE_REQUIRE_GPU=1`, which turns
-//! "no AMD GPU on the PCI bus" from ignored trials into failures.
+//! quick), `ROCGATE_EXPECT_GPUS`, `ROCGATE_REQUIRE_GPU=1`, which turns
+//! "no AMD GPU on the PCI bus" from ignored trials into failures, and
+//! `ROCGATE_STRICT=1`, which fails the trials that could not verify.
 
 use crate::context::RunOptions;
 use crate::session::Session;
 use libtest_mimic::{Completion, Failed, Trial};
-use rocgate_harness::{CheckResult, ExecOptions, RunReport, Status, Sysroot, Tier};
+use rocgate_harness::{CheckResult, ExecOptions, RunReport, SkipReason, Status, Sysroot, Tier};
 use std::sync::{Arc, OnceLock};
 
 /// What the harness was asked to do.
@@ -23,6 +24,8 @@ pub struct HarnessEnv {
     pub expect_gpus: Option<usize>,
     /// Fail instead of ignoring when the node has no AMD GPU.
     pub require_gpu: bool,
+    /// Fail the trials whose checks could not verify (unverifiable skips).
+    pub strict: bool,
     /// `ROCGATE_ROCM_PATH`: where to look for ROCm libraries first.
     pub rocm_path: Option<std::path::PathBuf>,
     /// The rocgate binary, to run isolated checks in worker processes
@@ -48,6 +51,7 @@ impl HarnessEnv {
                 None => None,
             },
             require_gpu: var("ROCGATE_REQUIRE_GPU").as_deref() == Some("1"),
+            strict: matches!(var("ROCGATE_STRICT").as_deref(), Some("1" | "true" | "yes")),
             rocm_path: var("ROCGATE_ROCM_PATH").map(Into::into),
             worker: None,
         })
@@ -97,6 +101,7 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
     }
     let report: Arc<OnceLock<RunReport>> = Arc::new(OnceLock::new());
     let tier = env.tier;
+    let strict = env.strict;
     let worker = env.worker.clone();
     ids.into_iter()
         .map(|id| {
@@ -116,7 +121,7 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
                     Err(_) => unreachable_plan(tier),
                 });
                 match report.results.iter().find(|r| r.id == id) {
-                    Some(r) => outcome(r),
+                    Some(r) => outcome(r, strict),
                     None => Err(format!("{id} produced no result").into()),
                 }
             })
@@ -134,15 +139,24 @@ fn unreachable_plan(tier: Tier) -> RunReport {
         results: Vec::new(),
         scopes: Vec::new(),
         interrupted: None,
+        strict: false,
     }
 }
 
 /// A result as a trial outcome: blocked and skipped are ignored with their
-/// reason, so `cargo test` shows one failure at the broken layer.
-pub fn outcome(r: &CheckResult) -> Result<Completion, Failed> {
+/// reason, so `cargo test` shows one failure at the broken layer; under
+/// `strict`, a check that could not verify fails.
+pub fn outcome(r: &CheckResult, strict: bool) -> Result<Completion, Failed> {
     match r.status {
         Status::Pass => Ok(Completion::Completed),
-        Status::Skipped | Status::Blocked => Ok(Completion::ignored_with(&r.message)),
+        Status::Skipped if strict && r.skip_reason == Some(SkipReason::Unverifiable) => {
+            Err(format!("could not verify (ROCGATE_STRICT=1): {}", r.message).into())
+        }
+        Status::Skipped => Ok(Completion::ignored_with(match r.skip_reason {
+            Some(reason) => format!("{reason}: {}", r.message),
+            None => r.message.clone(),
+        })),
+        Status::Blocked => Ok(Completion::ignored_with(&r.message)),
         Status::Fail | Status::Timeout | Status::Crash => {
             let mut text = format!("{}: {}", r.status, r.message);
             if let Some(f) = &r.finding {
@@ -211,5 +225,20 @@ mod tests {
             ..env
         });
         assert!(strict.num_failed > 0);
+    }
+
+    #[test]
+    fn strict_fails_the_trials_that_could_not_verify() {
+        let (dir, env) = node("mi300x-8");
+        // Without a kernel log the firmware log checks cannot look.
+        std::fs::remove_file(dir.path().join("n/var/log/kern.log")).unwrap();
+        let lenient = run(&env);
+        assert_eq!(lenient.num_failed, 0);
+        let strict = run(&HarnessEnv {
+            strict: true,
+            ..env
+        });
+        // node.firmware.kernel_log and each GPU's init_errors and load_errors.
+        assert_eq!(strict.num_failed, 17);
     }
 }

@@ -97,6 +97,8 @@ mod tests {
             status,
             message: String::new(),
             finding: None,
+            skip_reason: None,
+            advisory: false,
             blocked_by: None,
             duration: Duration::ZERO,
             output: String::new(),

@@ -17,7 +17,7 @@ pub struct Runtime {
     /// Where libraries are searched.
     pub search: Search,
     /// Why the runtime layers do not run here, if they do not.
-    pub disabled: Option<String>,
+    pub disabled: Option<(rocgate_harness::SkipReason, String)>,
     hsa: OnceLock<Result<Arc<Hsa>, LoadError>>,
     hsa_init: OnceLock<Result<(), HsaError>>,
     agents: OnceLock<Result<Vec<AgentInfo>, HsaError>>,
@@ -63,16 +63,16 @@ impl Runtime {
     }
 
     /// A runtime whose checks skip with `reason`.
-    pub fn disabled(reason: impl Into<String>) -> Self {
+    pub fn disabled(kind: rocgate_harness::SkipReason, reason: impl Into<String>) -> Self {
         Runtime {
-            disabled: Some(reason.into()),
+            disabled: Some((kind, reason.into())),
             ..Runtime::default()
         }
     }
 
     fn enabled(&self) -> Result<(), Verdict> {
         match &self.disabled {
-            Some(why) => Err(Verdict::skip(why.clone())),
+            Some((kind, why)) => Err(Verdict::skip(*kind, why.clone())),
             None => Ok(()),
         }
     }

@@ -44,13 +44,14 @@ impl Session {
         // The host's ROCm talks to the host's GPUs, not to a captured node's;
         // against a sysroot the runtime layers need libraries named for it.
         let runtime = if let Some(why) = &options.runtime_off {
-            crate::runtime::Runtime::disabled(why)
+            crate::runtime::Runtime::disabled(rocgate_harness::SkipReason::NotApplicable, why)
         } else if facts.sysroot.is_live() || options.rocm_path.is_some() {
             crate::runtime::Runtime::new(rocgate_rocm::Search {
                 rocm_path: options.rocm_path.clone(),
             })
         } else {
             crate::runtime::Runtime::disabled(
+                rocgate_harness::SkipReason::NotConfigured,
                 "the runtime layers (hsa, hip, rocblas, miopen, rccl) run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
             )
         };
@@ -131,6 +132,7 @@ impl Session {
                 .filter(|(s, _)| s.gpu().is_some_and(|g| plan.gpus.contains(&g)))
                 .collect(),
             interrupted: (signal != 0).then(|| rocgate_harness::exec::signal_name(signal)),
+            strict: false,
         }
     }
 

@@ -107,10 +107,12 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Verdict {
     let facts = &ctx.facts;
     let kernel = match &facts.kernel_release {
         Ok(k) => k,
-        Err(e) => return Verdict::skip(format!("running kernel unknown: {e}")),
+        Err(e) => return Verdict::unverifiable(format!("running kernel unknown: {e}")),
     };
     if !facts.dkms.is_installed() {
-        return Verdict::skip("no DKMS amdgpu is installed (the kernel's inbox driver is used)");
+        return Verdict::not_applicable(
+            "no DKMS amdgpu is installed (the kernel's inbox driver is used)",
+        );
     }
     if let Some(path) = facts.dkms.build_for(kernel) {
         return Verdict::pass(format!(
@@ -175,7 +177,7 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
 fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
     let facts = &ctx.facts;
     if !facts.amdgpu.is_live() {
-        return Verdict::skip(
+        return Verdict::not_applicable(
             "amdgpu is not loaded, so it has no version to report (see amdgpu.module_live)",
         );
     }
@@ -197,7 +199,7 @@ fn bound(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(pci) = &gpu.pci else {
-        return Verdict::skip("not on the PCI bus (see pci.identity)");
+        return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
     };
     match pci.driver.as_deref() {
         Some("amdgpu") => {

@@ -25,7 +25,7 @@ fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
     let m = &ctx.matrix;
     match evaluate(&ctx.facts, m) {
         Evaluation::NoRocm => {
-            Verdict::skip("no ROCm release found on the node (/opt/rocm/.info/version)")
+            Verdict::unverifiable("no ROCm release found on the node (/opt/rocm/.info/version)")
         }
         Evaluation::UnknownRelease { rocm, span } => Verdict::fail(codes::COMPAT_UNKNOWN_RELEASE.finding_next(format!(
                 "ROCm {rocm} is not in the compatibility matrix ({}, which covers {span})",

@@ -15,7 +15,7 @@ pub fn verdict(facts: &NodeFacts, path: &str, missing_code: Code) -> Verdict {
     match facts.access(path) {
         Access::Granted => Verdict::pass(format!("{who} can open {path} read-write")),
         Access::Unknown { reason } => {
-            Verdict::skip(format!("cannot tell whether {path} opens: {reason}"))
+            Verdict::unverifiable(format!("cannot tell whether {path} opens: {reason}"))
         }
         Access::Missing => Verdict::fail(missing_code.finding_next(format!("{path} does not exist"), "on the host, check that amdgpu is loaded and udev created the node; in a container, pass it with --device")),
         Access::Failed { error } => Verdict::fail(codes::DEVICE_OPEN_FAILED.finding_next(format!("opening {path} read-write fails: {error}"), "the driver refused the open: read `dmesg | grep -i -e kfd -e amdgpu`; errors such as ENOMEM or EFAULT here usually mean an IOMMU problem (try iommu=pt) or an amdgpu driver that does not match this ROCm release")),

@@ -73,7 +73,7 @@ fn events_for(facts: &NodeFacts, address: &str) -> Result<(Vec<FirmwareEvent>, S
                 .collect(),
             log.source.clone(),
         )),
-        Err(why) => Err(Verdict::skip(why.clone())),
+        Err(why) => Err(Verdict::unverifiable(why.clone())),
     }
 }
 
@@ -127,7 +127,7 @@ fn missing_files_advice(facts: &NodeFacts, events: &[FirmwareEvent]) -> String {
 fn kernel_log(ctx: &NodeContext, _: Scope) -> Verdict {
     let log = match ctx.facts.kernel_log() {
         Ok(l) => l,
-        Err(why) => return Verdict::skip(why.clone()),
+        Err(why) => return Verdict::unverifiable(why.clone()),
     };
     let stray: Vec<FirmwareEvent> = ctx
         .facts
@@ -239,7 +239,7 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(pci) = &gpu.pci else {
-        return Verdict::skip("not on the PCI bus (see pci.identity)");
+        return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
     };
     let root = &ctx.facts.sysroot;
     let dir = format!("{}/fw_version", pci.sysfs_dir());

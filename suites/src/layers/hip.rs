@@ -439,7 +439,9 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Verdict {
 fn load_module(gpu: &Gpu, hip: &Arc<Hip>) -> Result<Module, Verdict> {
     let target = gpu.gfx_target.clone().unwrap_or_default();
     let Some(co) = rocgate_kernels::code_object(&target) else {
-        return Err(Verdict::skip(rocgate_kernels::missing_reason(&target)));
+        return Err(Verdict::unverifiable(rocgate_kernels::missing_reason(
+            &target,
+        )));
     };
     Module::load(hip, co.bytes).map_err(|e| {
         let next = match e.code() {
@@ -546,7 +548,7 @@ fn hiprtc(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(target) = gpu.gfx_target.clone() else {
-        return Verdict::skip("gfx target unknown (see kfd.gfx_target)");
+        return Verdict::unverifiable("gfx target unknown (see kfd.gfx_target)");
     };
     let rtc = match Rtc::open(&ctx.runtime.search, hip.path()) {
         Ok(r) => r,

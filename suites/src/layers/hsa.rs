@@ -210,7 +210,7 @@ fn find_agent(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, AgentInfo, &Arc<
     let hsa = ctx.runtime.hsa_ready()?;
     let agents = ctx.runtime.agents()?;
     let Some(k) = &gpu.kfd else {
-        return Err(Verdict::skip(
+        return Err(Verdict::not_applicable(
             "no KFD node for this GPU (see kfd.topology_node)",
         ));
     };
@@ -348,7 +348,9 @@ fn signal(ctx: &NodeContext, scope: Scope) -> Verdict {
 fn load_kernels(gpu: &Gpu, a: &AgentInfo, hsa: &Arc<Hsa>) -> Result<Executable, Verdict> {
     let target = gpu.gfx_target.clone().unwrap_or_else(|| a.name.clone());
     let Some(co) = rocgate_kernels::code_object(&target) else {
-        return Err(Verdict::skip(rocgate_kernels::missing_reason(&target)));
+        return Err(Verdict::unverifiable(rocgate_kernels::missing_reason(
+            &target,
+        )));
     };
     Executable::load(hsa, a.agent, co.bytes).map_err(|e| {
         Verdict::fail(

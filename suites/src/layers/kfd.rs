@@ -247,7 +247,7 @@ fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
             .with_output(counts.problems.join("\n"));
     }
     if counts.partitioned == 0 {
-        return Verdict::skip(
+        return Verdict::not_applicable(
             "no partitioned GPU (no device shows several KFD nodes or a mode other than SPX)",
         );
     }
@@ -390,7 +390,7 @@ fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
             .any(|e| e.kind == ReadErrorKind::PermissionDenied)
     });
     if hidden {
-        return Verdict::skip(format!(
+        return Verdict::unverifiable(format!(
             "{} has no readable KFD node; some KFD nodes are hidden from this process by the device cgroup",
             gpu.pci_address
         ));
@@ -434,7 +434,7 @@ fn compute_units(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(k) = &gpu.kfd else {
-        return Verdict::skip("no KFD node (see kfd.topology_node)");
+        return Verdict::not_applicable("no KFD node (see kfd.topology_node)");
     };
     match k.compute_units() {
         Some(cu) if cu > 0 => {
@@ -462,10 +462,10 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(k) = &gpu.kfd else {
-        return Verdict::skip("no KFD node (see kfd.topology_node)");
+        return Verdict::not_applicable("no KFD node (see kfd.topology_node)");
     };
     let Some(minor) = k.drm_render_minor else {
-        return Verdict::skip("this kernel's KFD does not report drm_render_minor");
+        return Verdict::unverifiable("this kernel's KFD does not report drm_render_minor");
     };
     if minor == 0 {
         return Verdict::fail(codes::RENDER_MINOR_MISSING.finding(format!(
@@ -513,7 +513,7 @@ fn render_access(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
-        return Verdict::skip("no render node known (see amdgpu.render_node)");
+        return Verdict::not_applicable("no render node known (see amdgpu.render_node)");
     };
     device_access::verdict(
         &ctx.facts,

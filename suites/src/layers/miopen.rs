@@ -98,7 +98,7 @@ fn database_dirs() -> Vec<(&'static str, Result<PathBuf, String>)> {
 
 fn databases(ctx: &NodeContext, _: Scope) -> Verdict {
     if !ctx.facts.sysroot.is_live() {
-        return Verdict::skip(
+        return Verdict::not_applicable(
             "MIOpen's directories are checked on the live node, not in a --sysroot capture",
         );
     }

@@ -96,7 +96,7 @@ fn judge_floor(
         .or(gpu.gfx_target.as_deref())
         .unwrap_or("this GPU");
     let Some(floor) = t.floor(gpu, metric) else {
-        return Verdict::skip(format!(
+        return Verdict::not_configured(format!(
             "measured {measured:.1} {unit}, but {} has no {metric} floor for {who} (see README: thresholds)",
             t.origin
         ))
@@ -121,32 +121,34 @@ fn judge_floor(
     .with_metric(metric, measured, unit)
 }
 
-/// Several sub-results as one verdict: the first failure, else a pass
-/// listing them all, else a skip with `none`.
+/// Several sub-results as one verdict: the first failure; else a pass when
+/// every part passed or did not apply; else a skip with the most telling
+/// reason of the parts that did not look (unverifiable before
+/// not-configured), listing what passed too. A part that could not look
+/// never turns into a pass. `none` is the reason when there are no parts.
 fn combine(verdicts: Vec<Verdict>, none: &str) -> Verdict {
+    use rocgate_harness::{SkipReason, Status};
     if verdicts.is_empty() {
-        return Verdict::skip(none);
+        return Verdict::not_configured(none);
     }
     let metrics: Vec<rocgate_harness::Metric> =
         verdicts.iter().flat_map(|v| v.metrics.clone()).collect();
-    let mut out = match verdicts
+    let message = verdicts
         .iter()
-        .find(|v| v.status == rocgate_harness::Status::Fail)
-    {
+        .map(|v| v.message.clone())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let missing = [SkipReason::Unverifiable, SkipReason::NotConfigured]
+        .into_iter()
+        .find(|r| verdicts.iter().any(|v| v.skip_reason == Some(*r)));
+    let passed = verdicts.iter().any(|v| v.status == Status::Pass);
+    let mut out = match verdicts.iter().find(|v| v.status == Status::Fail) {
         Some(f) => f.clone(),
-        None if verdicts
-            .iter()
-            .all(|v| v.status == rocgate_harness::Status::Skipped) =>
-        {
-            verdicts[0].clone()
-        }
-        None => Verdict::pass(
-            verdicts
-                .iter()
-                .map(|v| v.message.clone())
-                .collect::<Vec<_>>()
-                .join("; "),
-        ),
+        None => match missing {
+            Some(reason) => Verdict::skip(reason, message),
+            None if passed => Verdict::pass(message),
+            None => Verdict::not_applicable(message),
+        },
     };
     out.metrics = metrics;
     out

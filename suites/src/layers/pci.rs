@@ -103,7 +103,7 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
 
 fn gpu_count(ctx: &NodeContext, _: Scope) -> Verdict {
     let Some(expected) = ctx.options.expect_gpus else {
-        return Verdict::skip("no expected GPU count given (use --expect-gpus N)");
+        return Verdict::not_configured("no expected GPU count given (use --expect-gpus N)");
     };
     let found = ctx.facts.pci_gpu_count();
     let addresses: Vec<String> = ctx
@@ -162,7 +162,7 @@ fn driver_binding(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(pci) = &gpu.pci else {
-        return Verdict::skip("not on the PCI bus (see pci.identity)");
+        return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
     };
     match pci.driver.as_deref() {
         Some("amdgpu") => Verdict::pass(format!("{} is bound to amdgpu", pci.address)),
@@ -189,10 +189,10 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(pci) = &gpu.pci else {
-        return Verdict::skip("not on the PCI bus (see pci.identity)");
+        return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
     };
     let (Some(cur), Some(max)) = (pci.current_link_width, pci.max_link_width) else {
-        return Verdict::skip(format!("{} exposes no link width in sysfs", pci.address));
+        return Verdict::unverifiable(format!("{} exposes no link width in sysfs", pci.address));
     };
     let speed = pci.current_link_speed.as_deref().unwrap_or("speed unknown");
     if cur < max {

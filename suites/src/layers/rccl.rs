@@ -96,7 +96,7 @@ fn devices(gpus: &[Gpu]) -> BTreeMap<String, Vec<&Gpu>> {
 fn interconnect(ctx: &NodeContext, _: Scope) -> Verdict {
     let devs = devices(&ctx.facts.gpus);
     if devs.len() < 2 {
-        return Verdict::skip("fewer than two GPUs in KFD: no interconnect to check");
+        return Verdict::not_applicable("fewer than two GPUs in KFD: no interconnect to check");
     }
     let names: Vec<&String> = devs.keys().collect();
     let node_of: BTreeMap<u64, usize> = devs
@@ -229,7 +229,9 @@ fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, 
     let devices = hip_devices(ctx)?;
     let n = devices.len();
     if n < 2 {
-        return Err(Verdict::skip("an all-reduce needs two or more GPUs"));
+        return Err(Verdict::not_applicable(
+            "an all-reduce needs two or more GPUs",
+        ));
     }
     let (hip, _) = ctx.runtime.hip_ready()?;
     let rccl = ctx.runtime.rccl()?;
@@ -336,14 +338,14 @@ fn allreduce(ctx: &NodeContext, _: Scope) -> Verdict {
 fn allreduce_throughput(ctx: &NodeContext, _: Scope) -> Verdict {
     const COUNT: usize = 64 << 20;
     let Some(first) = ctx.selected_gpus().first().and_then(|&i| ctx.facts.gpu(i)) else {
-        return Verdict::skip("no GPU selected");
+        return Verdict::not_applicable("no GPU selected");
     };
     if ctx
         .thresholds
         .floor(first, "allreduce_busbw_gbps")
         .is_none()
     {
-        return Verdict::skip(format!(
+        return Verdict::not_configured(format!(
             "{} has no allreduce_busbw_gbps floor for {} (see README: thresholds)",
             ctx.thresholds.origin,
             first.product.as_deref().unwrap_or("this GPU")

@@ -205,7 +205,7 @@ fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
         Err(v) => return v,
     };
     if let Err(why) = supports(gpu, dt) {
-        return Verdict::skip(why);
+        return Verdict::not_applicable(why);
     }
     let blas = match ctx.runtime.rocblas().and_then(|b| {
         BlasHandle::new(b).map_err(|e| blas_fail(gpu, codes::ROCBLAS_HANDLE_FAILED, &e))
