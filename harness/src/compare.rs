@@ -1,6 +1,12 @@
 //! `rocgate compare`: what changed between two runs' JSON results — versions
 //! per scope, checks that stopped passing, metrics that moved the wrong way
-//! beyond a tolerance.
+//! beyond a tolerance, and GPUs or checks that are gone.
+//!
+//! GPUs are matched by identity (PCI address, else serial), never by index:
+//! when a GPU falls off the bus, every later `gpuN` shifts, and comparing by
+//! index would compare different physical GPUs. A GPU, or a check, present
+//! before and absent after is a regression whatever the tolerance, and so is
+//! a change in the GPU count.
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -49,9 +55,22 @@ pub struct MetricChange {
     pub change: f64,
 }
 
+/// Something present in the first run and absent from the second.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gone {
+    /// What: `GPU 0000:65:00.0 (gpu3 before)` or a test id.
+    pub what: String,
+    /// Its status before.
+    pub before: String,
+}
+
 /// The differences between two runs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Comparison {
+    /// GPUs and checks present before and absent after.
+    pub gone: Vec<Gone>,
+    /// The GPU count before and after, when it changed.
+    pub gpu_count: Option<(usize, usize)>,
     /// Versions that changed, per scope.
     pub versions: Vec<VersionChange>,
     /// Checks that went from pass to anything else.
@@ -67,7 +86,10 @@ pub struct Comparison {
 impl Comparison {
     /// Whether the second run is worse than the first.
     pub fn regressed(&self) -> bool {
-        !self.regressions.is_empty() || !self.slower.is_empty()
+        !self.regressions.is_empty()
+            || !self.slower.is_empty()
+            || !self.gone.is_empty()
+            || self.gpu_count.is_some()
     }
 }
 
@@ -76,13 +98,60 @@ fn higher_is_better(unit: &str) -> bool {
     !matches!(unit, "ms" | "s" | "us" | "ns")
 }
 
-fn versions_of(doc: &Value) -> BTreeMap<(String, String), String> {
+/// A scope's identity across runs: `node`, or a GPU's PCI address (its
+/// serial when the address is unknown), and how to name it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Identity {
+    key: String,
+    label: String,
+}
+
+/// Each scope label of a results document (`gpu3`) with its identity.
+fn identities(doc: &Value) -> BTreeMap<String, Identity> {
+    let mut out = BTreeMap::new();
+    for s in doc["scopes"].as_array().into_iter().flatten() {
+        let Some(label) = s["scope"].as_str() else {
+            continue;
+        };
+        let props = &s["properties"];
+        let key = if label == "node" {
+            "node".to_string()
+        } else if let Some(a) = props["pci_address"].as_str() {
+            format!("pci {a}")
+        } else if let Some(u) = props["unique_id"].as_str() {
+            format!("serial {u}")
+        } else {
+            label.to_string()
+        };
+        let name = match props["pci_address"].as_str() {
+            Some(a) if label != "node" => format!("{label} ({a})"),
+            _ => label.to_string(),
+        };
+        out.insert(label.to_string(), Identity { key, label: name });
+    }
+    out
+}
+
+fn identity(ids: &BTreeMap<String, Identity>, label: &str) -> Identity {
+    ids.get(label).cloned().unwrap_or_else(|| Identity {
+        key: label.to_string(),
+        label: label.to_string(),
+    })
+}
+
+/// Versions keyed by (scope identity, component), with the scope's name.
+fn versions_of(doc: &Value) -> BTreeMap<(String, String), (String, String)> {
+    let ids = identities(doc);
     let mut out = BTreeMap::new();
     if let Some(scopes) = doc["versions"].as_object() {
         for (scope, kv) in scopes {
+            let who = identity(&ids, scope);
             for (k, v) in kv.as_object().into_iter().flatten() {
                 if let Some(v) = v.as_str() {
-                    out.insert((scope.clone(), k.clone()), v.to_string());
+                    out.insert(
+                        (who.key.clone(), k.clone()),
+                        (who.label.clone(), v.to_string()),
+                    );
                 }
             }
         }
@@ -90,12 +159,54 @@ fn versions_of(doc: &Value) -> BTreeMap<(String, String), String> {
     out
 }
 
-fn results_of(doc: &Value) -> BTreeMap<String, &Value> {
+/// A result, where it ran in its document.
+struct Placed<'a> {
+    /// Its test id in that run (`gpu3.hip.memcpy`).
+    id: String,
+    /// The scope label in that run (`gpu3`).
+    scope: String,
+    /// The scope's name with its identity (`gpu3 (0000:65:00.0)`).
+    who: String,
+    result: &'a Value,
+}
+
+/// Results keyed by (scope identity, check id).
+fn results_of(doc: &Value) -> BTreeMap<(String, String), Placed<'_>> {
+    let ids = identities(doc);
     doc["results"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|r| Some((r["id"].as_str()?.to_string(), r)))
+        .filter_map(|r| {
+            let id = r["id"].as_str()?;
+            let scope = r["scope"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| id.split('.').next().map(str::to_string))?;
+            let check = r["check"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| id.split_once('.').map_or(id, |(_, c)| c).to_string());
+            let who = identity(&ids, &scope);
+            Some((
+                (who.key, check),
+                Placed {
+                    id: id.to_string(),
+                    scope,
+                    who: who.label,
+                    result: r,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// GPU scopes (not the node) of a document, by identity key.
+fn gpus_of(doc: &Value) -> BTreeMap<String, String> {
+    identities(doc)
+        .into_iter()
+        .filter(|(label, _)| label != "node")
+        .map(|(_, i)| (i.key, i.label))
         .collect()
 }
 
@@ -122,18 +233,55 @@ pub fn compare(before: &Value, after: &Value, tolerance: f64) -> Comparison {
     let keys: std::collections::BTreeSet<&(String, String)> = vb.keys().chain(va.keys()).collect();
     for key in keys {
         let (b, a) = (vb.get(key), va.get(key));
-        if b != a {
+        if b.map(|x| &x.1) != a.map(|x| &x.1) {
             c.versions.push(VersionChange {
-                scope: key.0.clone(),
+                scope: a.or(b).map_or_else(|| key.0.clone(), |x| x.0.clone()),
                 key: key.1.clone(),
-                before: b.cloned(),
-                after: a.cloned(),
+                before: b.map(|x| x.1.clone()),
+                after: a.map(|x| x.1.clone()),
+            });
+        }
+    }
+    let (gb, ga) = (gpus_of(before), gpus_of(after));
+    if gb.len() != ga.len() {
+        c.gpu_count = Some((gb.len(), ga.len()));
+    }
+    for (key, label) in &gb {
+        if !ga.contains_key(key) {
+            c.gone.push(Gone {
+                what: format!(
+                    "GPU {} ({} before)",
+                    key.trim_start_matches("pci ").trim_start_matches("serial "),
+                    label.split(' ').next().unwrap_or(label)
+                ),
+                before: "present".into(),
             });
         }
     }
     let (rb, ra) = (results_of(before), results_of(after));
-    for (id, b) in &rb {
-        let Some(a) = ra.get(id) else { continue };
+    for (key, pb) in &rb {
+        let b = pb.result;
+        let Some(pa) = ra.get(key) else {
+            // A gone GPU's checks go with it; other checks are named.
+            if !gb.contains_key(&key.0) || ga.contains_key(&key.0) {
+                c.gone.push(Gone {
+                    what: if pb.who == pb.scope {
+                        pb.id.clone()
+                    } else {
+                        format!("{} on {}", pb.id, pb.who)
+                    },
+                    before: b["status"].as_str().unwrap_or("?").to_string(),
+                });
+            }
+            continue;
+        };
+        let a = pa.result;
+        // The same GPU under another index: say so.
+        let id = if pa.scope == pb.scope {
+            pa.id.clone()
+        } else {
+            format!("{} (was {})", pa.id, pb.scope)
+        };
         let (sb, sa) = (
             b["status"].as_str().unwrap_or("?"),
             a["status"].as_str().unwrap_or("?"),
@@ -201,6 +349,15 @@ fn opt(v: &Option<String>) -> &str {
 /// Plain text for a terminal.
 pub fn render_text(c: &Comparison) -> String {
     let mut out = String::new();
+    if let Some((b, a)) = c.gpu_count {
+        let _ = writeln!(out, "GPU count changed: {b} -> {a}");
+    }
+    if !c.gone.is_empty() {
+        let _ = writeln!(out, "Gone since the first run: {}", c.gone.len());
+        for g in &c.gone {
+            let _ = writeln!(out, "  {} (was {})", g.what, g.before);
+        }
+    }
     let _ = writeln!(out, "Versions changed: {}", c.versions.len());
     for v in &c.versions {
         let _ = writeln!(
@@ -266,6 +423,16 @@ pub fn render_markdown(c: &Comparison) -> String {
             "no regression"
         }
     );
+    if let Some((b, a)) = c.gpu_count {
+        let _ = writeln!(out, "**GPU count changed: {b} -> {a}**\n");
+    }
+    if !c.gone.is_empty() {
+        out.push_str("### Gone since the first run\n\n| what | before |\n|---|---|\n");
+        for g in &c.gone {
+            let _ = writeln!(out, "| {} | {} |", md(&g.what), g.before);
+        }
+        out.push('\n');
+    }
     if !c.versions.is_empty() {
         out.push_str("### Versions\n\n| scope | component | before | after |\n|---|---|---|---|\n");
         for v in &c.versions {
@@ -370,5 +537,64 @@ mod tests {
                 .unwrap_err()
                 .contains("a.json")
         );
+    }
+
+    /// A node of `n` GPUs on the given buses, each with a passing
+    /// bandwidth check at `gbps`.
+    fn node(buses: &[u32], gbps: f64) -> Value {
+        let scopes: Vec<Value> = std::iter::once(json!({"scope": "node", "properties": {}}))
+            .chain(buses.iter().enumerate().map(|(i, b)| {
+                json!({"scope": format!("gpu{i}"), "properties": {"pci_address": format!("0000:{b:02x}:00.0")}})
+            }))
+            .collect();
+        let results: Vec<Value> = buses
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                json!({"id": format!("gpu{i}.hip.memcpy"), "check": "hip::memcpy", "scope": format!("gpu{i}"),
+                       "status": "pass", "message": "ok",
+                       "metrics": [{"name": "h2d_bandwidth", "value": gbps, "unit": "GB/s"}]})
+            })
+            .collect();
+        json!({"schema_version": 1, "scopes": scopes, "results": results})
+    }
+
+    #[test]
+    fn gpus_are_matched_by_pci_address_not_index() {
+        // 0x26 fell off the bus: gpu1 is now 0x46. By index, gpu1 would be
+        // compared with another GPU; by identity, 0x26 is gone.
+        let c = compare(
+            &node(&[0x05, 0x26, 0x46], 50.0),
+            &node(&[0x05, 0x46], 50.0),
+            0.5,
+        );
+        assert!(c.regressed());
+        assert_eq!(c.gpu_count, Some((3, 2)));
+        assert_eq!(c.gone.len(), 1, "{c:?}");
+        assert!(
+            c.gone[0].what.contains("0000:26:00.0"),
+            "{}",
+            c.gone[0].what
+        );
+        assert!(c.regressions.is_empty() && c.slower.is_empty(), "{c:?}");
+        assert!(render_text(&c).contains("GPU count changed: 3 -> 2"));
+        // 0x46 (gpu2 before, gpu1 after) got slower: it is compared with
+        // itself and named with both indices.
+        let mut after = node(&[0x05, 0x46], 50.0);
+        after["results"][1]["metrics"][0]["value"] = json!(10.0);
+        let c = compare(&node(&[0x05, 0x26, 0x46], 50.0), &after, 0.5);
+        assert_eq!(c.slower.len(), 1, "{c:?}");
+        assert_eq!(c.slower[0].id, "gpu1.hip.memcpy (was gpu2)");
+    }
+
+    #[test]
+    fn a_check_that_disappears_is_a_regression_whatever_the_tolerance() {
+        let before = node(&[0x05], 50.0);
+        let mut after = before.clone();
+        after["results"] = json!([]);
+        let c = compare(&before, &after, 10.0);
+        assert!(c.regressed());
+        assert_eq!(c.gone[0].what, "gpu0.hip.memcpy on gpu0 (0000:05:00.0)");
+        assert_eq!(c.gone[0].before, "pass");
     }
 }
