@@ -108,6 +108,17 @@ fn topology_damaged(root: &Path) {
     .unwrap();
 }
 
+/// KFD node 5's properties do not answer (a FIFO stands for the wedged file).
+fn kfd_file_hangs(root: &Path) {
+    let p = root.join(format!("{TOPO}/5/properties"));
+    fs::remove_file(&p).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(made.success());
+}
+
 fn no_pci_bus(root: &Path) {
     fs::remove_dir_all(root.join("sys/bus/pci/devices")).unwrap();
 }
@@ -236,6 +247,12 @@ fn cases() -> Vec<Case> {
             "mi300x-8",
             no_pci_bus,
             &["pci-sysfs-unreadable"],
+        ),
+        case(
+            "a KFD file that does not answer",
+            "mi300x-8",
+            kfd_file_hangs,
+            &["sysfs-read-timeout"],
         ),
         case(
             "no peer-to-peer DMA",

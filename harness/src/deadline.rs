@@ -9,6 +9,42 @@ use std::time::{Duration, Instant};
 
 thread_local! {
     static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+    /// Files the running check found not answering.
+    static NO_ANSWER: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Records that the running check read a file that did not answer.
+pub(crate) fn note_no_answer(host: &str) {
+    NO_ANSWER.with(|n| n.borrow_mut().push(host.to_string()));
+}
+
+/// Runs a check with the thread's deadline set to `timeout` from now. A
+/// check that ran into a file that did not answer (a wedged device) did not
+/// finish what it checks: its verdict becomes a timeout naming the file, so
+/// the rest of its GPU is treated as unresponsive, as if the read had hung
+/// until the check's own timeout.
+pub(crate) fn run_check(
+    timeout: Option<Duration>,
+    check: impl FnOnce() -> crate::Verdict,
+) -> crate::Verdict {
+    NO_ANSWER.with(|n| n.borrow_mut().clear());
+    let verdict = with_deadline(timeout, check);
+    let silent = NO_ANSWER.with(|n| std::mem::take(&mut *n.borrow_mut()));
+    if silent.is_empty()
+        || matches!(
+            verdict.status,
+            crate::Status::Timeout | crate::Status::Crash
+        )
+    {
+        return verdict;
+    }
+    let mut files = silent;
+    files.dedup();
+    crate::Verdict::timeout(format!(
+        "{} did not answer (a wedged device?); the check could not finish",
+        files.join(", ")
+    ))
+    .with_output(verdict.output)
 }
 
 /// The time the running check has left; `None` outside a check or when it

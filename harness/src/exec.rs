@@ -423,7 +423,7 @@ fn spawn_worker<C: Send + Sync + 'static>(
                 let start = Instant::now();
                 let outcome = catch_unwind(AssertUnwindSafe(|| match &job.runner {
                     Runner::Direct(run, timeout) => {
-                        crate::deadline::with_deadline(Some(*timeout), || run(&ctx, job.scope))
+                        crate::deadline::run_check(Some(*timeout), || run(&ctx, job.scope))
                     }
                     Runner::Isolated {
                         isolator,

@@ -5,6 +5,7 @@
 //! crate supplies the checks and the context they read.
 
 pub mod atomic;
+mod bounded_io;
 pub mod check;
 pub mod compare;
 pub mod deadline;

@@ -1,11 +1,14 @@
 //! Every host path is read through a sysroot: `/` on a live node, or a
 //! directory holding a captured or synthetic node.
 
+use crate::bounded_io::{BoundedIo, READ_DEADLINE};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{ErrorKind, Read};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Files larger than this are not sysfs attributes; reads stop here.
 const MAX_ATTRIBUTE_BYTES: u64 = 1 << 20;
@@ -20,6 +23,9 @@ pub struct Sysroot {
     /// Host paths accessed so far and how, when recording (for snapshots
     /// and for measuring what a run reads).
     recorder: Option<Arc<Mutex<BTreeMap<String, Access>>>>,
+    /// Deadline-bounded reads, shared by every clone, so a file that did
+    /// not answer is remembered for the whole run.
+    io: Arc<BoundedIo>,
 }
 
 /// How a recorded host path was used.
@@ -65,6 +71,9 @@ pub enum ReadErrorKind {
     Malformed(String),
     /// Any other I/O error, with the OS's text.
     Io(String),
+    /// The file did not answer within the read deadline (a wedged device),
+    /// or is a FIFO standing in for such a file in a captured node.
+    TimedOut(Duration),
 }
 
 impl fmt::Display for ReadError {
@@ -76,6 +85,11 @@ impl fmt::Display for ReadError {
             ReadErrorKind::NotUtf8 => write!(f, "failed to parse {p}: contents are not UTF-8 text"),
             ReadErrorKind::Malformed(why) => write!(f, "failed to parse {p}: {why}"),
             ReadErrorKind::Io(why) => write!(f, "failed to read {p}: {why}"),
+            ReadErrorKind::TimedOut(d) => write!(
+                f,
+                "{p} did not answer within {:.0} s (a wedged device?); not read again in this run",
+                d.as_secs_f64()
+            ),
         }
     }
 }
@@ -94,6 +108,11 @@ impl ReadError {
     /// Whether the file is simply absent.
     pub fn is_not_found(&self) -> bool {
         self.kind == ReadErrorKind::NotFound
+    }
+
+    /// Whether the file did not answer.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, ReadErrorKind::TimedOut(_))
     }
 
     fn from_io(path: PathBuf, e: &std::io::Error) -> Self {
@@ -120,6 +139,55 @@ impl Sysroot {
             root: dir.into(),
             label: None,
             recorder: None,
+            io: Arc::new(BoundedIo::new(READ_DEADLINE)),
+        }
+    }
+
+    /// This sysroot with reads of the live node abandoned after `deadline`.
+    #[must_use]
+    pub fn with_read_deadline(mut self, deadline: Duration) -> Self {
+        self.io = Arc::new(BoundedIo::new(deadline));
+        self
+    }
+
+    /// The host paths that did not answer so far, sorted.
+    pub fn timed_out(&self) -> Vec<String> {
+        self.io.wedged()
+    }
+
+    /// Runs a read of `host` so that it cannot hang: a file that did not
+    /// answer before fails at once; a FIFO is never opened; on the live
+    /// node, reads of /sys, /proc and /dev are abandoned after the
+    /// deadline.
+    fn guarded<T: Send + 'static>(
+        &self,
+        host: &str,
+        read: impl FnOnce(PathBuf) -> Result<T, ReadError> + Send + 'static,
+    ) -> Result<T, ReadError> {
+        let timed_out = || {
+            crate::deadline::note_no_answer(host);
+            ReadError {
+                path: PathBuf::from(host),
+                kind: ReadErrorKind::TimedOut(self.io.deadline()),
+            }
+        };
+        if self.io.is_wedged(host) {
+            return Err(timed_out());
+        }
+        let path = self.path(host);
+        if std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
+            self.io.mark_wedged(host);
+            return Err(timed_out());
+        }
+        let kernel = ["/sys/", "/proc/", "/dev/"]
+            .iter()
+            .any(|p| host.starts_with(p));
+        if self.is_live() && kernel {
+            self.io
+                .run(host, move || read(path))
+                .unwrap_or_else(|| Err(timed_out()))
+        } else {
+            read(path)
         }
     }
 
@@ -202,8 +270,9 @@ impl Sysroot {
     /// NUL-padded), trims surrounding whitespace, and rejects non-UTF-8.
     pub fn read_text(&self, host: &str) -> Result<String, ReadError> {
         self.note(host, Access::Read);
-        let path = self.path(host);
-        let bytes = read_bounded(&path, MAX_ATTRIBUTE_BYTES).map_err(|e| Self::hostify(e, host))?;
+        let bytes = self
+            .guarded(host, |path| read_bounded(&path, MAX_ATTRIBUTE_BYTES))
+            .map_err(|e| Self::hostify(e, host))?;
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         let text = std::str::from_utf8(&bytes[..end]).map_err(|_| ReadError {
             path: PathBuf::from(host),
@@ -224,22 +293,25 @@ impl Sysroot {
     /// Reads up to `limit` bytes of a file as raw bytes.
     pub fn read_bytes(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
         self.note(host, Access::Read);
-        read_bounded(&self.path(host), limit).map_err(|e| Self::hostify(e, host))
+        self.guarded(host, move |path| read_bounded(&path, limit))
+            .map_err(|e| Self::hostify(e, host))
     }
 
     /// Reads at most the last `limit` bytes of a file (a log that may be huge).
     pub fn read_tail(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
         use std::io::{Seek, SeekFrom};
         self.note(host, Access::Read);
-        let path = self.path(host);
-        let io = |e: std::io::Error| ReadError::from_io(PathBuf::from(host), &e);
-        let mut file = std::fs::File::open(&path).map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        file.seek(SeekFrom::Start(len.saturating_sub(limit)))
-            .map_err(io)?;
-        let mut bytes = Vec::new();
-        file.take(limit).read_to_end(&mut bytes).map_err(io)?;
-        Ok(bytes)
+        self.guarded(host, move |path| {
+            let io = |e: std::io::Error| ReadError::from_io(path.clone(), &e);
+            let mut file = std::fs::File::open(&path).map_err(io)?;
+            let len = file.metadata().map_err(io)?.len();
+            file.seek(SeekFrom::Start(len.saturating_sub(limit)))
+                .map_err(io)?;
+            let mut bytes = Vec::new();
+            file.take(limit).read_to_end(&mut bytes).map_err(io)?;
+            Ok(bytes)
+        })
+        .map_err(|e| Self::hostify(e, host))
     }
 
     /// The names of the entries of a directory, sorted (numerically where

@@ -181,6 +181,9 @@ pub mod codes {
         KFD_TOPOLOGY_UNREADABLE = "kfd-topology-unreadable", [Kfd], Stops, Access,
             "the KFD topology cannot be read or is damaged",
             "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup; a damaged topology needs amdgpu reloaded or a reboot";
+        SYSFS_READ_TIMEOUT = "sysfs-read-timeout", [Pci, Kfd], Stops, Hang,
+            "a file of the node did not answer within the read deadline (a wedged GPU or driver)",
+            "the GPU behind the file is wedged: read `dmesg | grep -i -e amdgpu -e kfd` for a hang or failed reset, reset the GPU (`amd-smi reset -g N`) or reboot";
         KFD_TOPOLOGY_EMPTY = "kfd-topology-empty", [Kfd], Stops, Missing,
             "the KFD topology lists no GPU",
             "read `dmesg | grep -i kfd`: KFD skipped every GPU (an unsupported device, or a driver without KFD)";

@@ -280,13 +280,18 @@ fn read_gpu_versions(root: &Sysroot, sysfs_dir: &str) -> BTreeMap<String, String
         let Some(ip) = name.strip_suffix("_fw_version") else {
             continue;
         };
-        if let Some(x) = root
-            .read_opt(&format!("{dir}/{name}"))
-            .ok()
-            .flatten()
-            .and_then(|t| parse_hex(&t))
-        {
-            v.insert(format!("fw_{ip}"), format!("0x{x:08x}"));
+        match root.read_opt(&format!("{dir}/{name}")) {
+            Ok(text) => {
+                if let Some(x) = text.and_then(|t| parse_hex(&t)) {
+                    v.insert(format!("fw_{ip}"), format!("0x{x:08x}"));
+                }
+            }
+            // A wedged GPU: say which file did not answer, read no more.
+            Err(e) if e.is_timeout() => {
+                v.insert("versions".into(), format!("unread: {e}"));
+                break;
+            }
+            Err(_) => {}
         }
     }
     v

@@ -164,10 +164,14 @@ fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
             return Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("cannot read the KFD topology: {e}"), "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup"));
         }
     };
-    let (hidden, damaged): (Vec<_>, Vec<_>) = topo
+    // Nodes hidden by the device cgroup and nodes that did not answer are
+    // their GPUs' problem (kfd.topology_node), not a damaged topology.
+    let (skipped, damaged): (Vec<_>, Vec<_>) = topo
         .errors
         .iter()
-        .partition(|e| e.kind == ReadErrorKind::PermissionDenied);
+        .partition(|e| e.kind == ReadErrorKind::PermissionDenied || e.is_timeout());
+    let hidden: Vec<_> = skipped.iter().filter(|e| !e.is_timeout()).collect();
+    let silent: Vec<_> = skipped.iter().filter(|e| e.is_timeout()).collect();
     if !damaged.is_empty() {
         let all: Vec<String> = damaged.iter().map(ToString::to_string).collect();
         return Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]), "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it"))
@@ -191,6 +195,12 @@ fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
         message.push_str(&format!(
             "; {} nodes hidden from this process (EPERM: device cgroup)",
             hidden.len()
+        ));
+    }
+    if !silent.is_empty() {
+        message.push_str(&format!(
+            "; {} nodes did not answer (see their GPUs' kfd.topology_node)",
+            silent.len()
         ));
     }
     Verdict::pass(message).with_metric("kfd_gpu_nodes", gpus as f64, "count")
@@ -383,6 +393,24 @@ fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
             .gpu_id
             .map_or_else(String::new, |g| format!(", gpu_id {g}"));
         return Verdict::pass(format!("KFD node {}{id} at {}", k.id, gpu.pci_address));
+    }
+    // A KFD node that did not answer may be this GPU's.
+    let silent: Vec<String> = ctx.facts.kfd.as_ref().map_or_else(
+        |_| Vec::new(),
+        |t| {
+            t.errors
+                .iter()
+                .filter(|e| e.is_timeout())
+                .map(|e| e.path.display().to_string())
+                .collect()
+        },
+    );
+    if !silent.is_empty() {
+        return codes::SYSFS_READ_TIMEOUT.fail(format!(
+            "{} has no readable KFD node: {} did not answer within the read deadline, so this GPU's node cannot be read",
+            gpu.label(),
+            list(&silent, 3)
+        ));
     }
     let hidden = ctx.facts.kfd.as_ref().is_ok_and(|t| {
         t.errors

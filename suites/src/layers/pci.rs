@@ -65,6 +65,22 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
         }
     };
     let unreadable: Vec<String> = scan.errors.iter().map(ToString::to_string).collect();
+    // A device whose identity files did not answer may be the GPU that is
+    // missing: say so rather than "no AMD GPU".
+    let silent: Vec<String> = scan
+        .errors
+        .iter()
+        .filter(|e| e.is_timeout())
+        .map(|e| e.path.display().to_string())
+        .collect();
+    if scan.gpus.is_empty() && !silent.is_empty() {
+        return codes::SYSFS_READ_TIMEOUT
+            .fail(format!(
+                "no AMD GPU found, and {} did not answer within the read deadline",
+                list(&silent, 3)
+            ))
+            .with_output(unreadable.join("\n"));
+    }
     if scan.gpus.is_empty() {
         let mut message = format!(
             "no AMD GPU on the PCI bus: none of the {} PCI functions under {} has vendor 0x1002 with a display or accelerator class",

@@ -1,0 +1,146 @@
+//! File reads that cannot hang a run. A sysfs attribute of a wedged GPU can
+//! block `read()` in the kernel for good, and a FIFO standing in for a file
+//! (a captured node's record of a file that did not answer) blocks `open()`.
+//! On the live node, reads of /sys, /proc and /dev run on a small pool of
+//! threads and are abandoned after a deadline; a FIFO is never opened. A
+//! file that did not answer once is not tried again in the same run: later
+//! reads fail at once, naming it.
+
+use std::collections::BTreeSet;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The queue readers take jobs from, and its sending end.
+type Pool = (Sender<Job>, Arc<Mutex<Receiver<Job>>>);
+
+/// How long a live read may take before it is abandoned.
+pub const READ_DEADLINE: Duration = Duration::from_secs(5);
+
+/// Reader threads kept for live reads.
+const READERS: usize = 4;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Deadline-bounded reads, and the files that did not answer.
+#[derive(Debug)]
+pub(crate) struct BoundedIo {
+    deadline: Duration,
+    pool: Mutex<Option<Pool>>,
+    wedged: Mutex<BTreeSet<String>>,
+}
+
+impl BoundedIo {
+    pub(crate) fn new(deadline: Duration) -> Self {
+        BoundedIo {
+            deadline,
+            pool: Mutex::new(None),
+            wedged: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    pub(crate) fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Whether `host` did not answer earlier in this run.
+    pub(crate) fn is_wedged(&self, host: &str) -> bool {
+        lock(&self.wedged).contains(host)
+    }
+
+    /// Records that `host` did not answer.
+    pub(crate) fn mark_wedged(&self, host: &str) {
+        lock(&self.wedged).insert(host.to_string());
+    }
+
+    /// The files that did not answer, sorted.
+    pub(crate) fn wedged(&self) -> Vec<String> {
+        lock(&self.wedged).iter().cloned().collect()
+    }
+
+    fn spawn_reader(rx: &Arc<Mutex<Receiver<Job>>>) {
+        let rx = Arc::clone(rx);
+        // If the OS refuses a thread, the reads still time out.
+        let _ = std::thread::Builder::new()
+            .name("rocgate-read".into())
+            .spawn(move || {
+                loop {
+                    let job = match lock(&rx).recv() {
+                        Ok(j) => j,
+                        Err(_) => return,
+                    };
+                    job();
+                }
+            });
+    }
+
+    fn sender(&self) -> Sender<Job> {
+        let mut pool = lock(&self.pool);
+        let (tx, rx) = pool.get_or_insert_with(|| {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let rx = Arc::new(Mutex::new(rx));
+            for _ in 0..READERS {
+                Self::spawn_reader(&rx);
+            }
+            (tx, rx)
+        });
+        let _ = rx;
+        tx.clone()
+    }
+
+    /// Runs `op` on a reader thread; `None` when it does not finish within
+    /// the deadline (`host` is then marked as not answering, and the stuck
+    /// thread replaced).
+    pub(crate) fn run<T: Send + 'static>(
+        &self,
+        host: &str,
+        op: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<T> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move || {
+            let _ = tx.send(op());
+        });
+        if self.sender().send(job).is_err() {
+            return None;
+        }
+        match rx.recv_timeout(self.deadline) {
+            Ok(v) => Some(v),
+            Err(_) => {
+                self.mark_wedged(host);
+                if let Some((_, rx)) = lock(&self.pool).as_ref() {
+                    Self::spawn_reader(rx);
+                }
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_read_that_does_not_answer_is_abandoned_and_remembered() {
+        let io = BoundedIo::new(Duration::from_millis(100));
+        assert_eq!(io.run("/sys/ok", || 7), Some(7));
+        let start = Instant::now();
+        assert_eq!(
+            io.run("/sys/hung", || std::thread::sleep(Duration::from_secs(30))),
+            None
+        );
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(io.is_wedged("/sys/hung") && !io.is_wedged("/sys/ok"));
+        // Stuck readers are replaced: reads keep working.
+        for _ in 0..READERS + 1 {
+            let _ = io.run("/sys/hung2", || std::thread::sleep(Duration::from_secs(30)));
+        }
+        assert_eq!(io.run("/sys/ok", || 8), Some(8));
+        assert_eq!(io.wedged(), ["/sys/hung", "/sys/hung2"]);
+    }
+}
