@@ -30,6 +30,16 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
         "broken"
     } else if rs.iter().any(|s| s.is_fault()) {
         "degraded"
+    } else if mine
+        .iter()
+        .any(|r| r.skip_reason == Some(rocgate_harness::SkipReason::Unverifiable))
+    {
+        // Could not look: not "ok", whatever else passed.
+        if passed {
+            "partly verified"
+        } else {
+            "unverified"
+        }
     } else if passed && blocked {
         "partly reached"
     } else if passed {

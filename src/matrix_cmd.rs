@@ -2,7 +2,7 @@
 
 use crate::cli::{MatrixAction, MatrixArgs};
 use rocgate_suites::Session;
-use rocgate_suites::compat::{Evaluation, evaluate};
+use rocgate_suites::compat::{Evaluation, Fit, evaluate};
 use serde_json::json;
 use std::process::ExitCode;
 
@@ -31,10 +31,21 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
             source,
             components,
         } => {
-            let ok = components.iter().all(|c| c.verdict.is_ok());
+            // Unknown is not a mismatch: never red because a version could
+            // not be read.
+            let ok = !components
+                .iter()
+                .any(|c| matches!(c.verdict, Fit::Unsupported(_)));
             let rows: Vec<serde_json::Value> = components
                 .iter()
-                .map(|c| json!({"component": c.name, "have": c.have, "matrix": c.want, "ok": c.verdict.is_ok(), "code": c.verdict.err().map(|c| c.code)}))
+                .map(|c| {
+                    let (code, unknown) = match &c.verdict {
+                        Fit::Unsupported(code) => (Some(code.code), None),
+                        Fit::Unknown(why) => (None, Some(why.as_str())),
+                        Fit::Supported => (None, None),
+                    };
+                    json!({"component": c.name, "have": c.have, "matrix": c.want, "ok": c.verdict.is_supported(), "code": code, "unknown": unknown})
+                })
                 .collect();
             let mut text = format!(
                 "ROCm {rocm} against {} (row source: {source})\n",
@@ -44,12 +55,26 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
                 text.push_str(&format!(
                     "  {:<10} {:<9} {}\n             matrix: {}\n",
                     c.name,
-                    if c.verdict.is_ok() { "ok" } else { "MISMATCH" },
+                    c.verdict.label(),
                     c.have,
                     c.want
                 ));
             }
-            text.push_str(if ok { "supported\n" } else { "NOT SUPPORTED\n" });
+            let unknown: Vec<String> = components
+                .iter()
+                .filter_map(|c| match &c.verdict {
+                    Fit::Unknown(why) => Some(format!("{}: {why}", c.name)),
+                    _ => None,
+                })
+                .collect();
+            text.push_str(&match (ok, unknown.is_empty()) {
+                (false, _) => "NOT SUPPORTED\n".to_string(),
+                (true, true) => "supported\n".to_string(),
+                (true, false) => format!(
+                    "no mismatch, but not everything could be checked ({})\n",
+                    unknown.join("; ")
+                ),
+            });
             (
                 ok,
                 json!({"supported": ok, "rocm": rocm, "source": source, "components": rows}),

@@ -141,11 +141,6 @@ fn old_gpu_new_rocm(root: &Path) {
     fs::write(root.join("opt/rocm/.info/version"), "7.1.1-66\n").unwrap();
 }
 
-fn inbox_driver_with_rocm(root: &Path) {
-    fs::create_dir_all(root.join("opt/rocm/.info")).unwrap();
-    fs::write(root.join("opt/rocm/.info/version"), "7.1.1-66\n").unwrap();
-}
-
 fn new_kernel(root: &Path) {
     let kernel = "6.19.0-1-generic";
     fs::write(
@@ -271,12 +266,6 @@ fn cases() -> Vec<Case> {
             "mi25-old-kernel",
             old_gpu_new_rocm,
             &["compat-gpu-unsupported"],
-        ),
-        case(
-            "inbox driver under ROCm",
-            "mi210-8-two-hives",
-            inbox_driver_with_rocm,
-            &["compat-amdgpu-unknown"],
         ),
         case(
             "unlisted kernel",

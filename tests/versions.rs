@@ -30,7 +30,7 @@ fn every_layer_reports_its_version() {
     assert_eq!(node["kernel"], "6.8.0-79-generic");
     assert_eq!(node["os"], "ubuntu 24.04");
     assert_eq!(node["amdgpu"], "6.16.6");
-    assert_eq!(node["amdgpu_release"], "30.20.0");
+    assert_eq!(node["amdgpu_release"], "30.20.1");
     assert_eq!(node["rocm"], "7.1.1");
     let gpu = &inv["versions"]["gpu3"];
     assert_eq!(gpu["fw_mec"], "0x0000009a");

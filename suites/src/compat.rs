@@ -2,6 +2,7 @@
 //! amdgpu driver releases, operating systems and kernels, firmware bundles),
 //! as data the user owns (`suites/compat.toml` built in, `--matrix FILE`).
 
+use crate::driver_release::DriverRelease;
 use crate::facts::NodeFacts;
 use crate::findings::codes;
 use crate::versions;
@@ -39,6 +40,18 @@ pub struct Release {
     pub source: String,
 }
 
+/// An amdgpu DKMS module version and the driver releases that shipped it.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+pub struct DriverRow {
+    /// The module version (`/sys/module/amdgpu/version`): `6.8.5`.
+    pub module: String,
+    /// `(release, build number)` of each release that shipped it:
+    /// `["6.2.0", "2009582"]`.
+    pub releases: Vec<(String, String)>,
+    /// Where the row comes from.
+    pub source: String,
+}
+
 /// The matrix file.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 pub struct Matrix {
@@ -47,6 +60,10 @@ pub struct Matrix {
     /// Releases.
     #[serde(rename = "release")]
     pub releases: Vec<Release>,
+    /// Module versions to driver releases (the built-in rows are used when
+    /// a matrix file has none).
+    #[serde(rename = "driver", default)]
+    pub drivers: Vec<DriverRow>,
     /// Where the matrix came from (for messages).
     #[serde(skip)]
     pub origin: String,
@@ -65,6 +82,14 @@ impl Matrix {
         }
         m.origin = origin.to_string();
         Ok(m)
+    }
+
+    /// The module-to-release rows: this matrix's, else the built-in ones.
+    pub fn driver_rows(&self) -> Vec<DriverRow> {
+        if !self.drivers.is_empty() {
+            return self.drivers.clone();
+        }
+        Matrix::builtin().map(|m| m.drivers).unwrap_or_default()
     }
 
     /// The built-in matrix.
@@ -125,8 +150,35 @@ pub struct Component {
     pub have: String,
     /// What the row allows.
     pub want: String,
-    /// `ok`, or the finding code of the mismatch.
-    pub verdict: Result<(), crate::findings::Code>,
+    /// Whether the row allows what the node has.
+    pub verdict: Fit,
+}
+
+/// How a component fits its release's row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fit {
+    /// The row lists it.
+    Supported,
+    /// The row does not list it: the finding code.
+    Unsupported(crate::findings::Code),
+    /// rocgate cannot tell (the driver release is unknown), and why.
+    Unknown(String),
+}
+
+impl Fit {
+    /// Whether the row lists it.
+    pub fn is_supported(&self) -> bool {
+        *self == Fit::Supported
+    }
+
+    /// `ok`, `MISMATCH` or `UNKNOWN`, for tables.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Fit::Supported => "ok",
+            Fit::Unsupported(_) => "MISMATCH",
+            Fit::Unknown(_) => "UNKNOWN",
+        }
+    }
 }
 
 /// The node's combination against the matrix.
@@ -175,19 +227,17 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
     for t in targets {
         components.push(Component {
             verdict: if row.gpus.contains(&t) {
-                Ok(())
+                Fit::Supported
             } else {
-                Err(codes::COMPAT_GPU_UNSUPPORTED)
+                Fit::Unsupported(codes::COMPAT_GPU_UNSUPPORTED)
             },
             name: format!("gpu {t}"),
             have: t,
             want: row.gpus.join(", "),
         });
     }
-    // The amdgpu driver release: only a DKMS driver that is loaded has one.
-    let driver = versions::amdgpu_dkms_release(&facts.sysroot)
-        .filter(|_| facts.amdgpu.version.is_some())
-        .map(|(r, _)| r);
+    // The amdgpu driver release, read as exactly as the node allows.
+    let driver = crate::driver_release::read(facts, &matrix.driver_rows());
     let products: Vec<&str> = facts
         .gpus
         .iter()
@@ -198,24 +248,33 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
         .find_map(|p| row.amdgpu_by_gpu.get(*p).cloned())
         .unwrap_or_else(|| row.amdgpu.clone());
     if !allowed.is_empty() {
+        let fits = |r: &str| allowed.iter().any(|w| release_matches(w, r));
         let (have, verdict) = match &driver {
-            Some(d) => (
-                d.clone(),
-                if allowed.iter().any(|w| release_matches(w, d)) {
-                    Ok(())
+            DriverRelease::Exact { release, source } => (
+                format!("{release} (from {source})"),
+                if fits(release) {
+                    Fit::Supported
                 } else {
-                    Err(codes::COMPAT_AMDGPU_UNSUPPORTED)
+                    Fit::Unsupported(codes::COMPAT_AMDGPU_UNSUPPORTED)
                 },
             ),
-            None => {
-                let what = match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
-                    (Some(v), _) => format!(
-                        "amdgpu module {v}, release unknown (no amdgpu-dkms package record)"
-                    ),
-                    (None, Some(s)) => format!("inbox amdgpu (srcversion {s})"),
-                    _ => "no amdgpu loaded".to_string(),
-                };
-                (what, Err(codes::COMPAT_AMDGPU_UNKNOWN))
+            DriverRelease::OneOf { releases, source } => {
+                let ok = releases.iter().filter(|r| fits(r)).count();
+                (
+                    format!("{} (from {source})", releases.join(" or ")),
+                    if ok == releases.len() {
+                        Fit::Supported
+                    } else if ok == 0 {
+                        Fit::Unsupported(codes::COMPAT_AMDGPU_UNSUPPORTED)
+                    } else {
+                        Fit::Unknown(
+                            "some of the releases that shipped this module are listed, some not, and the node does not say which it runs".into(),
+                        )
+                    },
+                )
+            }
+            DriverRelease::Unknown(why) => {
+                ("release unknown".to_string(), Fit::Unknown(why.clone()))
             }
         };
         components.push(Component {
@@ -238,9 +297,9 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                 have: os.pretty.clone(),
                 want: row.os.join(", "),
                 verdict: if entry.is_some() {
-                    Ok(())
+                    Fit::Supported
                 } else {
-                    Err(codes::COMPAT_OS_UNSUPPORTED)
+                    Fit::Unsupported(codes::COMPAT_OS_UNSUPPORTED)
                 },
             });
         }
@@ -262,9 +321,9 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                     have: kernel.clone(),
                     want: listed.trim().to_string(),
                     verdict: if ok {
-                        Ok(())
+                        Fit::Supported
                     } else {
-                        Err(codes::COMPAT_KERNEL_UNSUPPORTED)
+                        Fit::Unsupported(codes::COMPAT_KERNEL_UNSUPPORTED)
                     },
                 });
             }

@@ -217,9 +217,6 @@ pub mod codes {
         COMPAT_AMDGPU_UNSUPPORTED = "compat-amdgpu-unsupported", [Compat], Advisory, Compatibility,
             "the amdgpu driver release is not one the ROCm release supports",
             "install an amdgpu driver release the ROCm release lists (amdgpu-dkms from the same ROCm repository), or a ROCm release that lists this driver";
-        COMPAT_AMDGPU_UNKNOWN = "compat-amdgpu-unknown", [Compat], Advisory, Compatibility,
-            "the amdgpu driver release cannot be determined (an inbox driver, or no dpkg record)",
-            "install ROCm's amdgpu-dkms for a known driver release, or check the inbox driver against the matrix by hand";
         COMPAT_OS_UNSUPPORTED = "compat-os-unsupported", [Compat], Advisory, Compatibility,
             "the ROCm release does not support the operating system",
             "use an operating system release the ROCm release lists";

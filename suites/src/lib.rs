@@ -7,6 +7,7 @@
 pub mod cargo_test;
 pub mod compat;
 pub mod context;
+pub mod driver_release;
 pub mod facts;
 pub mod findings;
 pub mod hangs;

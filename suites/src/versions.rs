@@ -183,9 +183,14 @@ pub fn node_versions(facts: &NodeFacts) -> BTreeMap<String, String> {
         }
         _ => {}
     }
-    if let Some((release, package)) = amdgpu_dkms_release(&facts.sysroot) {
-        v.insert("amdgpu_release".into(), release);
+    if let Some((_, package)) = amdgpu_dkms_release(&facts.sysroot) {
         v.insert("amdgpu_dkms_package".into(), package);
+    }
+    let rows = crate::compat::Matrix::builtin()
+        .map(|m| m.drivers)
+        .unwrap_or_default();
+    if let Some(release) = crate::driver_release::read(facts, &rows).describe() {
+        v.insert("amdgpu_release".into(), release);
     }
     if let Some(r) = rocm_release(&facts.sysroot) {
         v.insert("rocm".into(), r);

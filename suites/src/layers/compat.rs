@@ -2,7 +2,7 @@
 //! are a combination AMD supports. A mismatch fails this check without
 //! blocking the layers above, so the report also shows whether they work.
 
-use crate::compat::{Evaluation, evaluate};
+use crate::compat::{Evaluation, Fit, evaluate};
 use crate::context::NodeContext;
 use crate::findings::codes;
 use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
@@ -42,18 +42,31 @@ fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
                     format!(
                         "{:<8} {:<9} have {} ; matrix: {}",
                         c.name,
-                        match c.verdict {
-                            Ok(()) => "ok",
-                            Err(_) => "MISMATCH",
-                        },
+                        c.verdict.label(),
                         c.have,
                         c.want
                     )
                 })
                 .collect();
             let output = format!("ROCm {rocm} ({source})\n{}", table.join("\n"));
-            match components.iter().find(|c| c.verdict.is_err()) {
-                None => Verdict::pass(format!(
+            let mismatch = components.iter().find_map(|c| match &c.verdict {
+                Fit::Unsupported(code) => Some((c, *code)),
+                _ => None,
+            });
+            let unknown = components.iter().find_map(|c| match &c.verdict {
+                Fit::Unknown(why) => Some((c, why)),
+                _ => None,
+            });
+            match (mismatch, unknown) {
+                // Nothing that can be checked is out of range, but something
+                // could not be: not a pass, not a failure.
+                (None, Some((c, why))) => Verdict::unverifiable(format!(
+                    "ROCm {rocm}: {} cannot be checked: {why} (the matrix lists {})",
+                    c.name, c.want
+                ))
+                .with_output(output)
+                .with_fact("rocm", rocm),
+                (None, None) => Verdict::pass(format!(
                     "ROCm {rocm} supports this node: {}",
                     components
                         .iter()
@@ -63,15 +76,10 @@ fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
                 ))
                 .with_output(output)
                 .with_fact("rocm", rocm),
-                Some(c) => {
-                    let code = c.verdict.err().unwrap_or(codes::COMPAT_GPU_UNSUPPORTED);
+                (Some((c, code)), _) => {
                     let next = match code.code {
                         "compat-amdgpu-unsupported" => format!(
                             "install the amdgpu driver release ROCm {rocm} lists ({}), or the ROCm release that supports the installed driver",
-                            c.want
-                        ),
-                        "compat-amdgpu-unknown" => format!(
-                            "install AMD's amdgpu-dkms for ROCm {rocm} ({}); the kernel's inbox driver is not part of a supported ROCm combination",
                             c.want
                         ),
                         "compat-gpu-unsupported" => format!(
