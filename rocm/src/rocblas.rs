@@ -31,6 +31,8 @@ type Status = i32;
 type RawHandle = *mut c_void;
 /// `rocblas_operation_none`.
 const OPERATION_NONE: i32 = 111;
+/// `rocblas_operation_transpose`.
+const OPERATION_TRANSPOSE: i32 = 112;
 /// `rocblas_gemm_algo_standard`.
 const ALGO_STANDARD: i32 = 0;
 
@@ -201,17 +203,24 @@ impl BlasHandle {
         })
     }
 
-    /// `C = A * B` for column-major `m x k` by `k x n` matrices
-    /// of `ty` in device buffers (fp32 via `rocblas_sgemm`, fp64 via
-    /// `rocblas_dgemm`, fp16 and bf16 via `rocblas_gemm_ex` with fp32 compute).
+    /// `C = op(A) * B` for column-major `m x k` (`k x m` stored, when
+    /// `transpose_a`) by `k x n` matrices of `ty` in device buffers (fp32
+    /// via `rocblas_sgemm`, fp64 via `rocblas_dgemm`, fp16 and bf16 via
+    /// `rocblas_gemm_ex` with fp32 compute).
     pub fn gemm(
         &self,
         ty: DataType,
         (m, n, k): (i32, i32, i32),
+        transpose_a: bool,
         a: &DeviceBuffer,
         b: &DeviceBuffer,
         c: &DeviceBuffer,
     ) -> Result<(), BlasError> {
+        let (op_a, lda) = if transpose_a {
+            (OPERATION_TRANSPOSE, k)
+        } else {
+            (OPERATION_NONE, m)
+        };
         let elem = match ty {
             DataType::F16 | DataType::Bf16 => 2,
             DataType::F32 => 4,
@@ -244,14 +253,14 @@ impl BlasHandle {
                         "rocblas_sgemm",
                         f(
                             self.raw,
-                            OPERATION_NONE,
+                            op_a,
                             OPERATION_NONE,
                             m,
                             n,
                             k,
                             &alpha,
                             pa.cast(),
-                            m,
+                            lda,
                             pb.cast(),
                             k,
                             &beta,
@@ -267,14 +276,14 @@ impl BlasHandle {
                         "rocblas_dgemm",
                         f(
                             self.raw,
-                            OPERATION_NONE,
+                            op_a,
                             OPERATION_NONE,
                             m,
                             n,
                             k,
                             &alpha,
                             pa.cast(),
-                            m,
+                            lda,
                             pb.cast(),
                             k,
                             &beta,
@@ -292,7 +301,7 @@ impl BlasHandle {
                         "rocblas_gemm_ex",
                         f(
                             self.raw,
-                            OPERATION_NONE,
+                            op_a,
                             OPERATION_NONE,
                             m,
                             n,
@@ -300,7 +309,7 @@ impl BlasHandle {
                             (&raw const alpha).cast(),
                             pa,
                             t,
-                            m,
+                            lda,
                             pb,
                             t,
                             k,

@@ -57,7 +57,7 @@ impl Session {
         };
         let thresholds = match &options.thresholds {
             Some(path) => crate::thresholds::Thresholds::load(path)?,
-            None => crate::thresholds::Thresholds::builtin(),
+            None => crate::thresholds::Thresholds::builtin()?,
         };
         let matrix = match &options.matrix {
             Some(path) => crate::compat::Matrix::load(path)?,

@@ -34,8 +34,21 @@ pub struct Floor {
     pub value: f64,
     /// Allowed shortfall (fraction); the file's default when absent.
     pub margin: Option<f64>,
+    /// The compute partition mode the value is for (`SPX` whole GPU, the
+    /// default; `DPX`, `QPX`, `CPX`): a CPX partition of an MI300X is never
+    /// judged against a whole GPU's figure.
+    #[serde(default = "whole_gpu")]
+    pub partition: String,
+    /// How the figure was measured (sizes, data type, loop), so a reader can
+    /// tell like from unlike.
+    #[serde(default)]
+    pub workload: Option<String>,
     /// Where the value comes from.
     pub source: String,
+}
+
+fn whole_gpu() -> String {
+    "SPX".to_string()
 }
 
 /// The whole file.
@@ -87,6 +100,17 @@ impl Thresholds {
                     METRICS.join(", ")
                 ));
             }
+            if !["SPX", "DPX", "TPX", "QPX", "CPX"]
+                .iter()
+                .any(|m| m.eq_ignore_ascii_case(&f.partition))
+            {
+                return Err(format!(
+                    "failed to parse {origin}: floor {} ({}) names partition '{}'; known modes: SPX, DPX, TPX, QPX, CPX",
+                    i + 1,
+                    f.metric,
+                    f.partition
+                ));
+            }
             if !(f.value.is_finite() && f.value >= 0.0)
                 || f.margin.is_some_and(|m| !(0.0..1.0).contains(&m))
             {
@@ -101,20 +125,10 @@ impl Thresholds {
         Ok(t)
     }
 
-    /// The built-in thresholds.
-    pub fn builtin() -> Thresholds {
-        Thresholds::parse(BUILTIN, "built-in thresholds").unwrap_or_else(|_| Thresholds {
-            schema_version: 1,
-            margin: 0.05,
-            tolerance: Tolerances {
-                fp64: 1e-12,
-                fp32: 1e-5,
-                fp16: 2e-3,
-                bf16: 1.6e-2,
-            },
-            floors: Vec::new(),
-            origin: "built-in defaults".into(),
-        })
+    /// The built-in thresholds. An error is a defect of this build (a test
+    /// parses the file), reported rather than replaced by silent defaults.
+    pub fn builtin() -> Result<Thresholds, String> {
+        Thresholds::parse(BUILTIN, "built-in thresholds")
     }
 
     /// Reads a thresholds file.
@@ -124,10 +138,13 @@ impl Thresholds {
         Thresholds::parse(&text, &path.display().to_string())
     }
 
-    /// The floor for `metric` on `gpu`, if the file has one.
+    /// The floor for `metric` on `gpu` in its partition mode, if the file
+    /// has one.
     pub fn floor(&self, gpu: &Gpu, metric: &str) -> Option<&Floor> {
+        let mode = gpu.partition_mode().unwrap_or("SPX");
         self.floors.iter().find(|f| {
             f.metric == metric
+                && f.partition.eq_ignore_ascii_case(mode)
                 && (Some(f.gpu.as_str()) == gpu.gfx_target.as_deref()
                     || Some(f.gpu.as_str()) == gpu.product.as_deref())
         })

@@ -54,8 +54,9 @@ pub fn run_fake(
     run_fake_env(root, faults, extra, &[])
 }
 
-/// [`run_fake`] with extra environment variables; a `("REMOVE", file)`
-/// entry takes that library out of the fake ROCm instead.
+/// [`run_fake`] with extra environment variables; a `("DAMAGE", file)`
+/// entry replaces that library of the fake ROCm with a file that is not a
+/// library (removing it would let the system loader find a host's own).
 pub fn run_fake_env(
     root: &Path,
     faults: &str,
@@ -64,8 +65,10 @@ pub fn run_fake_env(
 ) -> (i32, String, serde_json::Value, String) {
     let rocm = fake_rocm();
     for (k, v) in env {
-        if *k == "REMOVE" {
-            std::fs::remove_file(rocm.path().join("lib").join(v)).unwrap();
+        if *k == "DAMAGE" {
+            let lib = rocm.path().join("lib").join(v);
+            std::fs::remove_file(&lib).unwrap();
+            std::fs::write(&lib, "not a library").unwrap();
         }
     }
     let mut args = vec!["--rocm-path", rocm.path().to_str().unwrap()];
@@ -74,7 +77,7 @@ pub fn run_fake_env(
         ("ROCGATE_FAKE_NODE", root.to_str().unwrap()),
         ("ROCGATE_FAKE_FAULTS", faults),
     ];
-    vars.extend(env.iter().filter(|(k, _)| *k != "REMOVE").copied());
+    vars.extend(env.iter().filter(|(k, _)| *k != "DAMAGE").copied());
     run_with(root, &args, &vars)
 }
 

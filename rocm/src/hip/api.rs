@@ -370,6 +370,15 @@ impl DeviceBuffer {
         })
     }
 
+    /// Sets every byte of the buffer to `value` (`hipMemset`).
+    pub fn fill(&self, value: u8) -> Result<(), HipError> {
+        let f = Hip::f(&self.hip.table.hipMemset)?;
+        // SAFETY: the whole allocation.
+        self.hip.check("hipMemset", unsafe {
+            f(self.ptr, i32::from(value), self.len)
+        })
+    }
+
     /// Copies the device memory into `dst` (at most the buffer's length).
     pub fn download(&self, dst: &mut [u8]) -> Result<(), HipError> {
         let f = Hip::f(&self.hip.table.hipMemcpy)?;

@@ -54,6 +54,7 @@ symbol_table! {
         hipHostMalloc: fn(*mut *mut c_void, usize, u32) -> Error;
         hipHostFree: fn(*mut c_void) -> Error;
         hipMemcpy: fn(*mut c_void, *const c_void, usize, i32) -> Error;
+        hipMemset: fn(*mut c_void, i32, usize) -> Error;
         hipModuleLoadData: fn(*mut Module, *const c_void) -> Error;
         hipModuleUnload: fn(Module) -> Error;
         hipModuleGetFunction: fn(*mut Function, Module, *const c_char) -> Error;

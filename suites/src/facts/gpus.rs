@@ -48,6 +48,22 @@ impl Gpu {
         digits.get(..digits.len().checked_sub(2)?)?.parse().ok()
     }
 
+    /// The compute partition mode this KFD node is part of (`SPX` whole
+    /// GPU, `DPX`, `TPX`, `QPX`, `CPX`), from the product's XCDs and the
+    /// node's `num_xcc`; `None` for GPUs that do not partition.
+    pub fn partition_mode(&self) -> Option<&'static str> {
+        let xcds = super::ids::xcds(self.device_id?)?;
+        let per = self.kfd.as_ref()?.num_xcc.filter(|&n| n > 0)?;
+        Some(match (per, xcds / per) {
+            (1, n) if n == xcds && xcds > 1 => "CPX",
+            (_, 1) => "SPX",
+            (_, 2) => "DPX",
+            (_, 3) => "TPX",
+            (_, 4) => "QPX",
+            _ => return None,
+        })
+    }
+
     /// Compute units from KFD.
     pub fn compute_units(&self) -> Option<u64> {
         self.kfd.as_ref().and_then(KfdNode::compute_units)

@@ -90,11 +90,16 @@ fn judge_floor(
     unit: &str,
 ) -> Verdict {
     let t = &ctx.thresholds;
-    let who = gpu
+    let product = gpu
         .product
         .as_deref()
         .or(gpu.gfx_target.as_deref())
         .unwrap_or("this GPU");
+    // Partitions are judged against floors for their mode only.
+    let who = match gpu.partition_mode() {
+        Some(mode) if mode != "SPX" => format!("a {mode} partition of {product}"),
+        _ => product.to_string(),
+    };
     let Some(floor) = t.floor(gpu, metric) else {
         return Verdict::not_configured(format!(
             "measured {measured:.1} {unit}, but {} has no {metric} floor for {who} (see README: thresholds)",
@@ -103,21 +108,23 @@ fn judge_floor(
         .with_metric(metric, measured, unit);
     };
     let margin = floor.margin.unwrap_or(t.margin);
+    let origin = match &floor.workload {
+        Some(w) => format!("{}; its workload: {w}", floor.source),
+        None => floor.source.clone(),
+    };
     if t.meets(floor, measured) {
         return Verdict::pass(format!(
-            "{measured:.1} {unit} >= floor {:.1} {unit} (-{:.0}%; {})",
+            "{measured:.1} {unit} >= floor {:.1} {unit} (-{:.0}%; {origin})",
             floor.value,
             margin * 100.0,
-            floor.source
         ))
         .with_metric(metric, measured, unit);
     }
     Verdict::fail(codes::PERF_BELOW_FLOOR.finding(format!(
-            "{metric} is {measured:.1} {unit}, below the floor of {:.1} {unit} less {:.0}% for {who} ({})",
-            floor.value,
-            margin * 100.0,
-            floor.source
-        )))
+        "{metric} is {measured:.1} {unit}, below the floor of {:.1} {unit} less {:.0}% for {who} ({origin})",
+        floor.value,
+        margin * 100.0,
+    )))
     .with_metric(metric, measured, unit)
 }
 
