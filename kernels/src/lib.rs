@@ -86,17 +86,19 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        rocgate_kernels_optional_and_absent,
+        ignore = "no AMDGPU-capable clang at build time (ci/test installs clang-19)"
+    )]
     fn code_objects_are_amdgpu_elves_for_their_target_with_every_kernel() {
-        if std::env::var("ROCGATE_REQUIRE_KERNELS").as_deref() == Ok("1") {
-            assert!(
-                COMPILER.is_some(),
-                "ROCGATE_REQUIRE_KERNELS=1 but this build found no AMDGPU clang"
-            );
-            for t in [
-                "gfx908", "gfx90a", "gfx942", "gfx1100", "gfx1101", "gfx1200", "gfx1201",
-            ] {
-                assert!(code_object(t).is_some(), "{t}: {}", missing_reason(t));
-            }
+        assert!(
+            COMPILER.is_some(),
+            "CI=true but this build found no AMDGPU clang (ci/test installs clang-19)"
+        );
+        for t in [
+            "gfx908", "gfx90a", "gfx942", "gfx1100", "gfx1101", "gfx1200", "gfx1201",
+        ] {
+            assert!(code_object(t).is_some(), "{t}: {}", missing_reason(t));
         }
         for co in CODE_OBJECTS {
             let file = object::File::parse(co.bytes).unwrap();

@@ -150,3 +150,36 @@ pub fn set_prop(root: &Path, kfd_node: u32, key: &str, value: &str) {
         .collect();
     std::fs::write(p, out).unwrap();
 }
+
+/// Whether this is a CI run (`CI=true`, as CI systems and `ci/test` set).
+pub fn on_ci() -> bool {
+    matches!(std::env::var("CI").as_deref(), Ok("true" | "1"))
+}
+
+/// The outcome for a trial whose prerequisite (a tool or library CI
+/// installs) is missing: a failure on CI, where it must be there; an
+/// ignored trial with the reason elsewhere, never a silent pass.
+pub fn missing(what: &str) -> Result<libtest_mimic::Completion, libtest_mimic::Failed> {
+    if on_ci() {
+        Err(format!("CI=true but {what} (ci/test installs it)").into())
+    } else {
+        Ok(libtest_mimic::Completion::ignored_with(format!(
+            "{what} (ci/test installs it)"
+        )))
+    }
+}
+
+/// The first of `sonames` in the usual library directories.
+pub fn system_library(sonames: &[&str]) -> Option<PathBuf> {
+    let dirs = [
+        "/opt/rocm/lib",
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+    ];
+    sonames
+        .iter()
+        .flat_map(|s| dirs.iter().map(move |d| Path::new(d).join(s)))
+        .find(|p| p.is_file())
+}
