@@ -58,9 +58,9 @@ pub struct MetricChange {
 /// Something present in the first run and absent from the second.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gone {
-    /// What: `GPU 0000:65:00.0 (gpu3 before)` or a test id.
+    /// What: `GPU 0000:65:00.0` or a test id.
     pub what: String,
-    /// Its status before.
+    /// What it was before: a check's status, or `gpu3` for a GPU.
     pub before: String,
 }
 
@@ -229,9 +229,13 @@ pub fn compare(before: &Value, after: &Value, tolerance: f64) -> Comparison {
         tolerance,
         ..Comparison::default()
     };
+    let (gb, ga) = (gpus_of(before), gpus_of(after));
     let (vb, va) = (versions_of(before), versions_of(after));
     let keys: std::collections::BTreeSet<&(String, String)> = vb.keys().chain(va.keys()).collect();
-    for key in keys {
+    // A GPU that came or went is reported once as such, not as every one of
+    // its firmware versions turning to (none).
+    let came_or_went = |k: &str| gb.contains_key(k) != ga.contains_key(k);
+    for key in keys.into_iter().filter(|k| !came_or_went(&k.0)) {
         let (b, a) = (vb.get(key), va.get(key));
         if b.map(|x| &x.1) != a.map(|x| &x.1) {
             c.versions.push(VersionChange {
@@ -242,7 +246,6 @@ pub fn compare(before: &Value, after: &Value, tolerance: f64) -> Comparison {
             });
         }
     }
-    let (gb, ga) = (gpus_of(before), gpus_of(after));
     if gb.len() != ga.len() {
         c.gpu_count = Some((gb.len(), ga.len()));
     }
@@ -250,11 +253,10 @@ pub fn compare(before: &Value, after: &Value, tolerance: f64) -> Comparison {
         if !ga.contains_key(key) {
             c.gone.push(Gone {
                 what: format!(
-                    "GPU {} ({} before)",
+                    "GPU {}",
                     key.trim_start_matches("pci ").trim_start_matches("serial "),
-                    label.split(' ').next().unwrap_or(label)
                 ),
-                before: "present".into(),
+                before: label.split(' ').next().unwrap_or(label).to_string(),
             });
         }
     }

@@ -6,36 +6,52 @@ use rocgate_harness::{CheckResult, Layer, RunReport, Scope, SkipReason, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// The worst outcome of a scope's checks in one layer.
-fn cell(results: &[&CheckResult]) -> Option<Status> {
-    let rank = |s: Status| match s {
-        Status::Crash => 6,
-        Status::Timeout => 5,
-        Status::Fail => 4,
-        Status::Blocked => 3,
-        Status::Pass => 2,
-        Status::Skipped => 1,
-    };
-    results.iter().map(|r| r.status).max_by_key(|&s| rank(s))
+/// What one ladder cell shows: a status, or that a check of the layer could
+/// not look (a layer that passed only what it could see is not a pass).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Status(Status),
+    Unverified,
 }
 
-fn cell_text(status: Option<Status>) -> &'static str {
-    match status {
+/// The worst outcome of a scope's checks in one layer.
+fn cell(results: &[&CheckResult]) -> Option<Mark> {
+    let mark = |r: &CheckResult| match r.skip_reason {
+        Some(SkipReason::Unverifiable) => Mark::Unverified,
+        _ => Mark::Status(r.status),
+    };
+    let rank = |m: Mark| match m {
+        Mark::Status(Status::Crash) => 7,
+        Mark::Status(Status::Timeout) => 6,
+        Mark::Status(Status::Fail) => 5,
+        Mark::Status(Status::Blocked) => 4,
+        Mark::Unverified => 3,
+        Mark::Status(Status::Pass) => 2,
+        Mark::Status(Status::Skipped) => 1,
+    };
+    results.iter().map(|r| mark(r)).max_by_key(|&m| rank(m))
+}
+
+fn cell_text(mark: Option<Mark>) -> &'static str {
+    match mark {
         None => "-",
-        Some(Status::Pass) => "pass",
-        Some(Status::Fail) => "FAIL",
-        Some(Status::Blocked) => "blocked",
-        Some(Status::Skipped) => "skip",
-        Some(Status::Timeout) => "TIMEOUT",
-        Some(Status::Crash) => "CRASH",
+        Some(Mark::Unverified) => "unverif",
+        Some(Mark::Status(Status::Pass)) => "pass",
+        Some(Mark::Status(Status::Fail)) => "FAIL",
+        Some(Mark::Status(Status::Blocked)) => "blocked",
+        Some(Mark::Status(Status::Skipped)) => "skip",
+        Some(Mark::Status(Status::Timeout)) => "TIMEOUT",
+        Some(Mark::Status(Status::Crash)) => "CRASH",
     }
 }
 
-fn paint(style: Style, status: Option<Status>, padded: &str) -> String {
-    match status {
-        Some(s) if s.is_fault() => style.red(padded),
-        Some(Status::Pass) => style.green(padded),
-        Some(Status::Blocked | Status::Skipped) => style.yellow(padded),
+fn paint(style: Style, mark: Option<Mark>, padded: &str) -> String {
+    match mark {
+        Some(Mark::Status(s)) if s.is_fault() => style.red(padded),
+        Some(Mark::Status(Status::Pass)) => style.green(padded),
+        Some(Mark::Unverified | Mark::Status(Status::Blocked | Status::Skipped)) => {
+            style.yellow(padded)
+        }
         _ => style.dim(padded),
     }
 }
@@ -47,7 +63,7 @@ pub fn ladder(report: &RunReport, style: Style) -> String {
         .into_iter()
         .filter(|l| report.results.iter().any(|r| r.layer == *l))
         .collect();
-    let mut rows: Vec<(Scope, Vec<Option<Status>>, String)> = Vec::new();
+    let mut rows: Vec<(Scope, Vec<Option<Mark>>, String)> = Vec::new();
     for scope in report.scope_list() {
         let mine: Vec<&CheckResult> = report.results.iter().filter(|r| r.scope == scope).collect();
         let cells = layers

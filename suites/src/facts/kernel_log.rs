@@ -51,8 +51,13 @@ pub fn read(root: &Sysroot) -> Result<KernelLog, String> {
         }),
         Err(e) => {
             tried.push(e.to_string());
+            let next = if root.is_live() {
+                "run as root or add the user to the adm or systemd-journal group"
+            } else {
+                "capture the node with `rocgate snapshot` as root, which records its kernel log"
+            };
             Err(format!(
-                "kernel log not readable ({}); run as root or add the user to the adm or systemd-journal group",
+                "kernel log not readable ({}); {next}",
                 tried.join("; ")
             ))
         }

@@ -70,7 +70,14 @@ fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
                     "ROCm {rocm} supports this node: {}",
                     components
                         .iter()
-                        .map(|c| format!("{} {}", c.name, c.have))
+                        .map(|c| {
+                            // `gpu gfx942` already says what it has.
+                            if c.name.ends_with(c.have.as_str()) {
+                                c.name.clone()
+                            } else {
+                                format!("{} {}", c.name, c.have)
+                            }
+                        })
                         .collect::<Vec<_>>()
                         .join(", ")
                 ))
