@@ -68,7 +68,7 @@ fn checks_that_could_not_look_are_unverifiable_and_strict_fails_on_them() {
         (&["--strict"][..], &[][..]),
         (&[][..], &[("ROCGATE_STRICT", "1")][..]),
     ] {
-        let (code, stdout, json, _) = run_with(&n.root, args, &env);
+        let (code, stdout, json, _) = run_with(&n.root, args, env);
         assert_eq!(code, 1, "{stdout}");
         assert_eq!(json["strict"], true);
         assert_eq!(json["passed"], false);
