@@ -2,11 +2,13 @@
 //! tier) on the fake 8x MI300X node, the time of each check, and what the
 //! CPU references cost.
 //!
-//! `cargo bench --bench math_layers`
+//! `cargo bench --bench math_layers` prints the README's rows; the reference
+//! sizes are the ones the checks use.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use rocgate_suites::reference::{self, ConvShape};
+use rocgate_suites::layers::{miopen, rocblas};
+use rocgate_suites::reference;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -57,40 +59,67 @@ fn main() {
         }
     }
     walls.sort_by(f64::total_cmp);
+    let slowest = |check: &str| {
+        per_check
+            .get(check)
+            .map_or(0.0, |v| v.iter().copied().fold(0.0, f64::max))
+    };
+    let range = |checks: &[&str]| {
+        let v: Vec<f64> = checks.iter().map(|c| slowest(c)).collect();
+        (
+            v.iter().copied().fold(f64::INFINITY, f64::min),
+            v.iter().copied().fold(0.0, f64::max),
+        )
+    };
+    let gemms = range(&[
+        "rocblas::sgemm",
+        "rocblas::dgemm",
+        "rocblas::hgemm",
+        "rocblas::bf16gemm",
+    ]);
+    let convs = range(&["miopen::conv_fp32", "miopen::conv_fp16"]);
+
+    let n = rocblas::CHECK_SIZE;
+    let t = Instant::now();
+    let _ = reference::gemm(n, n, n);
+    let gemm_ref = t.elapsed().as_secs_f64() * 1e3;
+    let s = miopen::SHAPE;
+    let t = Instant::now();
+    let _ = reference::conv2d(s);
+    let conv_ref = t.elapsed().as_secs_f64() * 1e3;
+
+    println!("README rows (standard tier on the fake 8x MI300X, median of {rounds} runs):");
+    println!("| what | time |");
+    println!("|---|---|");
     println!(
-        "standard tier on the fake 8x MI300X: {:.0} ms (median of {rounds})",
+        "| standard tier, all layers, 8 GPUs | {:.0} ms |",
         walls[rounds / 2]
     );
-    println!("slowest instance of each math check (ms, over all GPUs and runs):");
+    println!(
+        "| slowest GEMM check instance ({n}³, the fake's CPU GEMM) | {:.0}-{:.0} ms |",
+        gemms.0, gemms.1
+    );
+    println!(
+        "| slowest convolution check instance | {:.0}-{:.0} ms |",
+        convs.0, convs.1
+    );
+    println!(
+        "| slowest all-reduce check instance | {:.0} ms |",
+        slowest("rccl::allreduce")
+    );
+    println!(
+        "| CPU reference, {n}³ GEMM (rayon, once per worker, shared by fp64/fp32/fp16/bf16) | {gemm_ref:.1} ms |"
+    );
+    println!(
+        "| CPU reference, {}x{}x{}x{} * {}x{}x{}x{} convolution (once per worker, shared by fp32/fp16) | {conv_ref:.2} ms |",
+        s.n, s.c, s.h, s.w, s.k, s.c, s.r, s.r
+    );
+    println!();
+    println!("every math check, slowest instance over all GPUs and runs (ms):");
     for (check, v) in &per_check {
         println!(
             "  {check:<28} {:>8.1}",
             v.iter().copied().fold(0.0, f64::max)
         );
     }
-    let t = Instant::now();
-    let _ = reference::gemm(256, 256, 256);
-    let gemm_ref = t.elapsed().as_secs_f64() * 1e3;
-    let t = Instant::now();
-    let _ = reference::gemm(256, 256, 256);
-    let gemm_cached = t.elapsed().as_secs_f64() * 1e3;
-    let shape = ConvShape {
-        n: 2,
-        c: 8,
-        h: 16,
-        w: 16,
-        k: 16,
-        r: 3,
-        pad: 1,
-        stride: 1,
-    };
-    let t = Instant::now();
-    let _ = reference::conv2d(shape);
-    let conv_ref = t.elapsed().as_secs_f64() * 1e3;
-    println!(
-        "CPU reference, 256^3 GEMM (rayon): {gemm_ref:.1} ms once per worker, {gemm_cached:.3} ms when cached; shared by fp64/fp32/fp16/bf16"
-    );
-    println!(
-        "CPU reference, 2x8x16x16 * 16x8x3x3 convolution: {conv_ref:.2} ms once per worker, shared by fp32/fp16"
-    );
 }

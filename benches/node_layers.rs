@@ -1,7 +1,7 @@
 //! Benchmark: the node layers (pci, firmware, amdgpu, kfd) over the
 //! 64-partition 8x MI300X CPX node, against `cat` reading the same files.
 //!
-//! `cargo bench --bench node_layers` prints medians of:
+//! `cargo bench --bench node_layers` prints, as the README's rows, medians of:
 //! - `rocgate run --quiet` as a process (what CI pays),
 //! - discovery + plan + execute in-process,
 //! - one `cat` process reading every file rocgate read.
@@ -88,25 +88,29 @@ fn main() {
             .success();
         assert!(ok);
     });
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
-        "node layers on the 64-partition MI300X CPX fixture: {checks} checks, {} files read ({} paths touched)",
+        "README rows (node layers over the 64-partition 8x MI300X CPX fixture: {checks} check instances, {} sysfs files, {} paths touched; medians of {ROUNDS} runs):",
         files.len(),
         recorded.len()
     );
+    println!("| what | time |");
+    println!("|---|---|");
     println!(
-        "  rocgate run (process)         {:>8.2} ms",
-        binary.as_secs_f64() * 1e3
+        "| `rocgate run --quiet` (process, end to end) | {:.1} ms |",
+        ms(binary)
     );
     println!(
-        "  discovery + checks in-process {:>8.2} ms",
-        engine.as_secs_f64() * 1e3
+        "| discovery, plan and checks in-process | {:.1} ms |",
+        ms(engine)
     );
     println!(
-        "  cat of the same files         {:>8.2} ms",
-        cat.as_secs_f64() * 1e3
+        "| `cat` of the same {} files (one process) | {:.1} ms |",
+        files.len(),
+        ms(cat)
     );
     println!(
-        "  ratio rocgate/cat             {:>8.1}x",
+        "ratio rocgate/cat: {:.1}x",
         binary.as_secs_f64() / cat.as_secs_f64()
     );
 }

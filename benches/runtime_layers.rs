@@ -111,34 +111,35 @@ fn main() {
     }
     let (spawn, trip) = (median(spawn), median(round_trips));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    println!("runtime layers on the fake 8x MI300X node (medians of {rounds} runs)");
     println!(
-        "  quick tier, all layers, 8 GPUs        {:>8.1} ms",
-        ms(quick8)
+        "README rows (runtime layers on the fake 8x MI300X node, all layers, quick tier, medians of {rounds} runs):"
     );
+    println!("| what | time |");
+    println!("|---|---|");
     println!(
-        "  quick tier, all layers, 1 GPU         {:>8.1} ms",
+        "| quick tier, 8 GPUs / 1 GPU | {:.0} ms / {:.0} ms |",
+        ms(quick8),
         ms(quick1)
     );
-    println!("  with {slow}: 8 GPUs {:>8.1} ms", ms(slow8));
-    println!("  with {slow}: 1 GPU  {:>8.1} ms", ms(slow1));
     // What the slowed check adds: run in parallel, 8 GPUs add what 1 adds.
     println!(
-        "  time the 300 ms slowdown adds: 8 GPUs {:.0} ms, 1 GPU {:.0} ms",
+        "| time a 300 ms slowdown of one per-GPU check (`{slow}`) adds, 8 GPUs / 1 GPU | {:.0} ms / {:.0} ms |",
         ms(slow8.saturating_sub(quick8)),
         ms(slow1.saturating_sub(quick1))
     );
     println!(
-        "  check in-process                      {:>8.3} ms",
-        ms(direct)
-    );
-    println!(
-        "  check through a running worker        {:>8.3} ms (overhead {:.3} ms per check)",
-        ms(trip),
+        "| per-check overhead of the worker process (round trip vs in-process) | {:.2} ms |",
         ms(trip.saturating_sub(direct))
     );
     println!(
-        "  first check, starting the worker      {:>8.1} ms",
+        "| starting a worker (first check of a GPU) | {:.1} ms |",
         ms(spawn)
+    );
+    println!(
+        "raw: slowed 8 GPUs {:.0} ms, 1 GPU {:.0} ms; check in-process {:.3} ms, through a worker {:.3} ms",
+        ms(slow8),
+        ms(slow1),
+        ms(direct),
+        ms(trip)
     );
 }

@@ -165,7 +165,7 @@ fn handle(ctx: &NodeContext, scope: Scope) -> Verdict {
 }
 
 /// The convolution checked: a small ResNet-like 3x3 layer.
-const SHAPE: ConvShape = ConvShape {
+pub const SHAPE: ConvShape = ConvShape {
     n: 2,
     c: 8,
     h: 16,

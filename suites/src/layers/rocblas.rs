@@ -197,7 +197,7 @@ fn run_gemm(
 
 /// Size of the correctness GEMMs: large enough to use the real kernels,
 /// small enough that the CPU reference (once per process) is quick.
-const CHECK_SIZE: usize = 256;
+pub const CHECK_SIZE: usize = 256;
 
 fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
     let (gpu, hip, _) = match find_device(ctx, scope) {
