@@ -8,7 +8,6 @@
 mod common;
 
 use common::{node, result, results, run_fake};
-use std::time::{Duration, Instant};
 
 fn statuses(json: &serde_json::Value, gpu: u32, layer: &str) -> Vec<String> {
     results(json)
@@ -84,7 +83,6 @@ fn a_wrong_result_fails_that_gpu_only() {
 #[test]
 fn a_hang_becomes_a_timeout_and_blocks_that_gpu() {
     let n = node("mi300x-8");
-    let start = Instant::now();
     // The queue check gets 2 s instead of 30 (plus 1 s kill grace); every
     // other check keeps its own timeout.
     let (code, _, json, junit) = run_fake(
@@ -92,16 +90,12 @@ fn a_hang_becomes_a_timeout_and_blocks_that_gpu() {
         "hsa_queue_create@gpu5=hang",
         &["--timeout", "hsa::queue=2"],
     );
-    assert!(
-        start.elapsed() < Duration::from_secs(30),
-        "took {:?}",
-        start.elapsed()
-    );
     assert_eq!(code, 1);
     let r = result(&json, "gpu5.hsa.queue");
     assert_eq!(r["status"], "timeout");
+    // Far sooner than its own 30 s (slack for a busy machine).
     assert!(
-        r["duration_ms"].as_f64().unwrap() < 2000.0 + 1000.0 + 1000.0,
+        r["duration_ms"].as_f64().unwrap() < 2000.0 + 1000.0 + 10_000.0,
         "{r}"
     );
     for later in ["gpu5.hsa.dispatch", "gpu5.hsa.copy", "gpu5.hip.vector_add"] {

@@ -28,6 +28,11 @@ pub fn node(name: &str) -> Node {
     }
 }
 
+/// A bound only a hang exceeds: every command a test runs is killed after
+/// it, so a hang fails the test instead of stalling CI. A guard, not a speed
+/// test.
+pub const HANG_GUARD: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The rocgate binary.
 pub fn rocgate() -> Command {
     let mut c = Command::cargo_bin("rocgate").unwrap();
@@ -105,6 +110,7 @@ pub fn run_with(
         .arg(&json)
         .args(extra)
         .envs(env.iter().copied())
+        .timeout(HANG_GUARD)
         .output()
         .unwrap();
     let code = out.status.code().unwrap_or(-1);
