@@ -4,28 +4,21 @@
 
 mod common;
 
-use common::{node, rocgate};
+use common::{doctor, finding_codes, node, rocgate};
 
 #[test]
 fn every_scenario_gets_its_diagnosis() {
     for scenario in rocgate_fixtures::catalogue() {
         let n = node(scenario.name);
-        let mut cmd = rocgate();
-        cmd.args(["doctor", "--json", "--sysroot"]).arg(&n.root);
-        if let Some(e) = scenario.expect_gpus {
-            cmd.args(["--expect-gpus", &e.to_string()]);
-        }
-        let out = cmd.output().unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "{}: doctor printed no JSON ({e}): {}",
-                scenario.name,
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
+        let expect = scenario.expect_gpus.map(|e| e.to_string());
+        let extra: Vec<&str> = match &expect {
+            Some(e) => vec!["--expect-gpus", e],
+            None => Vec::new(),
+        };
+        let (code_of_exit, doc) = doctor(&n.root, &extra);
         match scenario.diagnosis {
             None => {
-                assert_eq!(out.status.code(), Some(0), "{}: {doc:#}", scenario.name);
+                assert_eq!(code_of_exit, Some(0), "{}: {doc:#}", scenario.name);
                 assert_eq!(doc["healthy"], true, "{}", scenario.name);
                 assert!(
                     doc["findings"].as_array().unwrap().is_empty(),
@@ -35,7 +28,7 @@ fn every_scenario_gets_its_diagnosis() {
                 assert_eq!(doc["first_failing_layer"], serde_json::Value::Null);
             }
             Some((code, layer)) => {
-                assert_eq!(out.status.code(), Some(1), "{}", scenario.name);
+                assert_eq!(code_of_exit, Some(1), "{}", scenario.name);
                 assert_eq!(
                     doc["first_failing_layer"], layer,
                     "{}: {doc:#}",
@@ -77,18 +70,7 @@ fn permission_finding_names_the_group_and_the_user() {
 #[test]
 fn firmware_checks_are_blocked_not_failed_without_the_driver() {
     let n = node("amdgpu-not-loaded");
-    let out = rocgate()
-        .args(["doctor", "--json", "--sysroot"])
-        .arg(&n.root)
-        .output()
-        .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, doc) = doctor(&n.root, &[]);
     assert_eq!(doc["layers"]["firmware"], "not reached", "{doc:#}");
-    let codes: Vec<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap())
-        .collect();
-    assert_eq!(codes, ["amdgpu-not-loaded"]);
+    assert_eq!(finding_codes(&doc), ["amdgpu-not-loaded"]);
 }

@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::{HANG_GUARD, TOPO, node, result, results, rocgate, run, run_with};
+use common::{
+    HANG_GUARD, TOPO, doctor, finding_codes, node, result, results, rocgate, run, run_with,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -103,24 +105,13 @@ fn strict_passes_a_node_where_every_check_looked() {
 fn doctor_names_what_stops_the_stack_before_an_advisory() {
     let n = node("pcie-link-degraded");
     std::fs::remove_file(n.root.join("dev/kfd")).unwrap();
-    let out = rocgate()
-        .args(["doctor", "--json", "--sysroot"])
-        .arg(&n.root)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, doc) = doctor(&n.root, &[]);
+    assert_eq!(code, Some(1));
     assert_eq!(doc["first_failing_layer"], "kfd", "{doc}");
     assert_eq!(doc["likely_cause"]["code"], "kfd-missing", "{doc}");
     assert_eq!(doc["layers"]["pci"], "degraded");
     assert_eq!(doc["layers"]["kfd"], "broken");
-    let codes: Vec<&str> = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap())
-        .collect();
-    assert_eq!(codes, ["kfd-missing", "pcie-link-degraded"]);
+    assert_eq!(finding_codes(&doc), ["kfd-missing", "pcie-link-degraded"]);
 
     // `run` agrees on the first failing layer.
     let (code, stdout, json, _) = run(&n.root, &[]);
@@ -133,12 +124,7 @@ fn doctor_names_what_stops_the_stack_before_an_advisory() {
 
     // With only the advisory, it is the likely cause.
     let n = node("pcie-link-degraded");
-    let out = rocgate()
-        .args(["doctor", "--json", "--sysroot"])
-        .arg(&n.root)
-        .output()
-        .unwrap();
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_, doc) = doctor(&n.root, &[]);
     assert_eq!(doc["likely_cause"]["code"], "pcie-link-degraded", "{doc}");
 }
 
@@ -270,14 +256,8 @@ fn doctor_answers_on_a_node_with_a_kfd_file_that_does_not_answer() {
     // KFD node 5 is gpu3 (nodes 0 and 1 are the CPUs).
     let props = n.root.join(format!("{TOPO}/5/properties"));
     wedge(&props);
-    let out = rocgate()
-        .args(["doctor", "--json", "--sysroot"])
-        .arg(&n.root)
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, doc) = doctor(&n.root, &[]);
+    assert_eq!(code, Some(1), "{doc}");
     let cause = &doc["likely_cause"];
     assert_eq!(cause["code"], "sysfs-read-timeout", "{doc}");
     assert!(

@@ -125,6 +125,36 @@ pub fn run_with(
     )
 }
 
+/// Runs `rocgate doctor --json` on `root` with `extra` arguments; returns
+/// its exit code and diagnosis.
+pub fn doctor(root: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = rocgate()
+        .args(["doctor", "--json", "--sysroot"])
+        .arg(root)
+        .args(extra)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{}: doctor printed no JSON ({e}): {}",
+            root.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), doc)
+}
+
+/// The finding codes of a diagnosis, in its order.
+pub fn finding_codes(doc: &serde_json::Value) -> Vec<&str> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect()
+}
+
 /// The result with test id `id` from a JSON results document.
 pub fn result<'a>(json: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     json["results"]
