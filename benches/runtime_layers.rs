@@ -96,10 +96,12 @@ fn main() {
     let mut spawn = Vec::new();
     let mut round_trips = Vec::new();
     for _ in 0..rounds {
-        let pool = session.worker_pool(
-            Path::new(env!("CARGO_BIN_EXE_rocgate")),
-            Arc::new(AtomicUsize::new(0)),
-        );
+        let pool = session
+            .worker_pool(
+                Path::new(env!("CARGO_BIN_EXE_rocgate")),
+                Arc::new(AtomicUsize::new(0)),
+            )
+            .expect("worker pool");
         let t = Instant::now();
         pool.run("pci::amd_gpu_present", Scope::Node, Duration::from_secs(30));
         spawn.push(t.elapsed());

@@ -102,6 +102,10 @@ pub struct WorkerArgs {
     /// As for `run`.
     #[arg(long)]
     pub gpus: Option<String>,
+    /// The thresholds and matrix as the parent parsed them (JSON written
+    /// by the parent), instead of re-reading the user's files.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 /// `rocgate run`.
@@ -127,8 +131,8 @@ pub struct RunArgs {
     /// Run every selected check even when a check below it failed.
     #[arg(long)]
     pub no_gate: bool,
-    /// Multiply every check's timeout (slow or loaded nodes).
-    #[arg(long, value_name = "FACTOR", default_value_t = 1.0)]
+    /// Multiply every check's timeout (slow or loaded nodes); 0.01 to 1000.
+    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, value_parser = timeout_scale)]
     pub timeout_scale: f64,
     /// Give one check its own timeout, in seconds, instead of its scaled
     /// default (`--timeout rccl::allreduce=600`); repeatable.
@@ -241,4 +245,23 @@ pub struct SnapshotArgs {
     /// Replace serial numbers and the host name, consistently.
     #[arg(long)]
     pub redact: bool,
+}
+
+/// Largest `--timeout-scale`: 1000x turns a 10 s check into almost 3 hours,
+/// beyond which a timeout no longer guards anything.
+const MAX_TIMEOUT_SCALE: f64 = 1000.0;
+
+/// Parses `--timeout-scale`: a finite factor from 0.01 to 1000.
+fn timeout_scale(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number"))?;
+    if v.is_finite() && (0.01..=MAX_TIMEOUT_SCALE).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!(
+            "'{s}' is out of range: use a factor from 0.01 to {MAX_TIMEOUT_SCALE}"
+        ))
+    }
 }

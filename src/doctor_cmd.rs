@@ -13,6 +13,8 @@ use std::process::ExitCode;
 struct DoctorJson<'a> {
     schema_version: u32,
     sysroot: String,
+    /// The signal that stopped the diagnosis: never healthy then.
+    interrupted: Option<&'a str>,
     healthy: bool,
     first_failing_layer: Option<Layer>,
     layers: BTreeMap<&'static str, &'static str>,
@@ -30,6 +32,11 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
         "broken"
     } else if rs.iter().any(|s| s.is_fault()) {
         "degraded"
+    } else if mine
+        .iter()
+        .any(|r| r.skip_reason == Some(rocgate_harness::SkipReason::Interrupted))
+    {
+        "interrupted"
     } else if mine
         .iter()
         .any(|r| r.skip_reason == Some(rocgate_harness::SkipReason::Unverifiable))
@@ -51,7 +58,8 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
     }
 }
 
-/// Diagnoses the node; exit 0 when healthy, 1 with findings.
+/// Diagnoses the node; exit 0 when healthy, 1 with findings, 130 when
+/// interrupted (whatever was found: an interrupted diagnosis is incomplete).
 pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
     let session = Session::open(
         args.node.sysroot()?,
@@ -74,11 +82,13 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
         .into_iter()
         .filter(|l| report.results.iter().any(|r| r.layer == *l))
         .collect();
+    let interrupted = report.interrupted.as_deref();
     if args.json {
         let doc = DoctorJson {
             schema_version: diagnosis.schema_version,
             sysroot: session.facts().sysroot.to_string(),
-            healthy: diagnosis.findings.is_empty(),
+            interrupted,
+            healthy: diagnosis.findings.is_empty() && interrupted.is_none(),
             first_failing_layer: diagnosis.first_failing_layer,
             layers: layers
                 .iter()
@@ -96,7 +106,9 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
             render(&session, &report, &diagnosis, &layers, Style::for_stdout())
         );
     }
-    Ok(if diagnosis.findings.is_empty() {
+    Ok(if interrupted.is_some() {
+        ExitCode::from(130)
+    } else if diagnosis.findings.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -144,7 +156,18 @@ fn render(
         out.push('\n');
     }
     out.push('\n');
+    if let Some(signal) = &report.interrupted {
+        out.push_str(&format!(
+            "{}\n",
+            style.yellow(&format!(
+                "Interrupted by {signal}: the diagnosis is incomplete; the layers marked interrupted or not reached were not checked."
+            ))
+        ));
+    }
     match &d.likely_cause {
+        None if report.interrupted.is_some() => {
+            out.push_str("No fault found in the checks that ran.\n");
+        }
         None => out.push_str(&format!(
             "{}\n",
             style.green("No fault found in any layer.")

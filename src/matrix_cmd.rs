@@ -6,7 +6,9 @@ use rocgate_suites::compat::{Evaluation, Fit, evaluate};
 use serde_json::json;
 use std::process::ExitCode;
 
-/// Evaluates and prints; exit 0 supported, 1 not (or unknown), 2 usage.
+/// Evaluates and prints; exit 0 when nothing is out of range (components
+/// that could not be checked are named, and make JSON `supported` null), 1
+/// on a mismatch or when the release cannot be evaluated, 2 usage.
 pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
     let MatrixAction::Check(args) = &args.action;
     let session = Session::open(args.node.sysroot()?, args.node.options(None, None))?;
@@ -67,6 +69,11 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
                     _ => None,
                 })
                 .collect();
+            let not_checked: Vec<&str> = components
+                .iter()
+                .filter(|c| matches!(c.verdict, Fit::Unknown(_)))
+                .map(|c| c.name.as_str())
+                .collect();
             text.push_str(&match (ok, unknown.is_empty()) {
                 (false, _) => "NOT SUPPORTED\n".to_string(),
                 (true, true) => "supported\n".to_string(),
@@ -75,9 +82,15 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
                     unknown.join("; ")
                 ),
             });
+            // `supported` is true only when every component was checked.
+            let supported = match (ok, not_checked.is_empty()) {
+                (false, _) => json!(false),
+                (true, true) => json!(true),
+                (true, false) => serde_json::Value::Null,
+            };
             (
                 ok,
-                json!({"supported": ok, "rocm": rocm, "source": source, "components": rows}),
+                json!({"supported": supported, "rocm": rocm, "source": source, "components": rows, "not_checked": not_checked}),
                 text,
             )
         }

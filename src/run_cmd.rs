@@ -168,24 +168,7 @@ fn header(
         .iter()
         .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
         .count();
-    // Upper bound: node checks one after another, GPUs in parallel.
-    let node_budget: Duration = plan
-        .instances
-        .iter()
-        .filter(|i| plan.check(i).scope == ScopeKind::Node)
-        .map(|i| opts.timeout_of(plan.check(i)))
-        .sum();
-    let gpu_budget: Duration = plan
-        .registry
-        .iter()
-        .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
-        .map(|c| opts.timeout_of(c))
-        .sum();
-    let budget = if plan.gpus.is_empty() {
-        node_budget
-    } else {
-        node_budget + gpu_budget
-    };
+    let budget = opts.time_budget(plan);
     format!(
         "{} {} · {} tier · node {}\n{}\nplan: {} checks ({node_checks} node + {per_gpu} per GPU x {} GPUs); time budget {:.0} s if every check ran into its timeout\n",
         style.bold("rocgate"),

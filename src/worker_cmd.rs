@@ -10,12 +10,19 @@ use std::sync::atomic::AtomicUsize;
 
 /// Serves requests until stdin closes.
 pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
+    isolate::die_with_parent();
     args.scope
         .parse::<rocgate_harness::Scope>()
         .map_err(|e| format!("__worker --scope: {e}"))?;
-    let session = Session::open(
+    let config = args
+        .config
+        .as_deref()
+        .map(rocgate_suites::session::WorkerConfig::load)
+        .transpose()?;
+    let session = Session::open_configured(
         args.node.sysroot()?,
         args.node.options(args.expect_gpus, args.gpus.as_deref()),
+        config,
     )?;
     isolate::serve(&session.registry, &*session.ctx)
         .map_err(|e| format!("worker for {}: {e}", args.scope))?;
@@ -40,7 +47,7 @@ pub fn pool(session: &Session, interrupt: &Arc<AtomicUsize>) -> Result<Arc<dyn I
     let program = std::env::current_exe()
         .map_err(|e| format!("failed to find rocgate's own executable to start workers: {e}"))?;
     Ok(Arc::new(
-        session.worker_pool(&program, Arc::clone(interrupt)),
+        session.worker_pool(&program, Arc::clone(interrupt))?,
     ))
 }
 

@@ -62,13 +62,76 @@ impl Default for ExecOptions {
     }
 }
 
+/// The longest any one check may be given, whatever the scale: far beyond any
+/// real check, and small enough that a deadline computed from it cannot
+/// overflow the clock.
+pub const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// What a worker process needs beyond a timed-out check's timeout before the
+/// executor has its result: the kill grace is added per check; this covers
+/// reaping the process.
+const REAP_ALLOWANCE: Duration = Duration::from_millis(500);
+
 impl ExecOptions {
-    /// The time `check` may take: its override, else its own timeout scaled.
+    /// The time `check` may take: its override, else its own timeout scaled;
+    /// never more than [`MAX_CHECK_TIMEOUT`].
     pub fn timeout_of<C>(&self, check: &crate::check::Check<C>) -> Duration {
-        self.timeouts
-            .get(check.id)
-            .copied()
-            .unwrap_or_else(|| check.timeout.mul_f64(self.timeout_scale.max(0.01)))
+        let t = self.timeouts.get(check.id).copied().unwrap_or_else(|| {
+            let scale = if self.timeout_scale.is_finite() {
+                self.timeout_scale.max(0.01)
+            } else {
+                1.0
+            };
+            Duration::try_from_secs_f64(check.timeout.as_secs_f64() * scale)
+                .unwrap_or(MAX_CHECK_TIMEOUT)
+        });
+        t.min(MAX_CHECK_TIMEOUT)
+    }
+
+    /// What a check costs at most when it runs into its timeout: an isolated
+    /// check's worker is then killed, which takes the kill grace and a reap.
+    fn worst_case_of<C>(&self, check: &crate::check::Check<C>) -> Duration {
+        let kill = match (&self.isolator, check.isolated) {
+            (Some(isolator), true) => isolator.kill_grace() + REAP_ALLOWANCE,
+            _ => Duration::ZERO,
+        };
+        self.timeout_of(check) + kill
+    }
+
+    /// An upper bound on a run of `plan` in which every check runs into its
+    /// timeout: node checks one after another, then each GPU's chain, GPUs in
+    /// parallel but starting their workers `max_warming` at a time (a GPU
+    /// waiting for a start slot waits for another GPU's first isolated check).
+    pub fn time_budget<C>(&self, plan: &Plan<'_, C>) -> Duration {
+        use crate::model::ScopeKind;
+        let node: Duration = plan
+            .instances
+            .iter()
+            .map(|i| plan.check(i))
+            .filter(|c| c.scope == ScopeKind::Node)
+            .map(|c| self.worst_case_of(c))
+            .sum();
+        if plan.gpus.is_empty() {
+            return node;
+        }
+        let per_gpu: Vec<&crate::check::Check<C>> = plan
+            .registry
+            .iter()
+            .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
+            .collect();
+        let chain: Duration = per_gpu.iter().map(|c| self.worst_case_of(c)).sum();
+        let first_start = per_gpu
+            .iter()
+            .find(|c| c.isolated && self.isolator.is_some())
+            .map(|c| self.worst_case_of(c));
+        let waves = plan.gpus.len().div_ceil(self.max_warming.max(1));
+        let queued = match first_start {
+            Some(start) if waves > 1 => {
+                start.saturating_mul(u32::try_from(waves - 1).unwrap_or(u32::MAX))
+            }
+            _ => Duration::ZERO,
+        };
+        node.saturating_add(chain).saturating_add(queued)
     }
 }
 

@@ -403,6 +403,41 @@ pub fn serve<C>(registry: &[Check<C>], ctx: &C) -> std::io::Result<()> {
     Ok(())
 }
 
+/// How often a worker checks that its parent is alive.
+const PARENT_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Kills this worker's process group when the parent rocgate dies (SIGKILL
+/// leaves it no chance to clean up). A hung vendor call holds the thread that
+/// reads requests, so stdin's EOF cannot be seen there: a thread of its own
+/// watches the parent instead. It kills rather than exits, since exit
+/// handlers of a wedged runtime can hang too.
+pub fn die_with_parent() {
+    let parent = nix::unistd::getppid();
+    let orphaned = move || nix::unistd::getppid() != parent;
+    let kill_group = || {
+        let _ = nix::sys::signal::killpg(nix::unistd::getpgrp(), nix::sys::signal::SIGKILL);
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::this(), nix::sys::signal::SIGKILL);
+    };
+    if parent.as_raw() == 1 {
+        kill_group();
+    }
+    let spawned = std::thread::Builder::new()
+        .name("parent-watch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(PARENT_POLL);
+                if orphaned() {
+                    kill_group();
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!(
+            "rocgate worker: cannot watch the parent process ({e}); a killed rocgate may leave this worker behind"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -125,9 +125,22 @@ impl Search {
             // libraries are designed to be dlopen'ed (HIP does so with ROCr).
             #[allow(unsafe_code)]
             let opened = unsafe { libloading::Library::new(*soname) };
-            if let Ok(library) = opened {
-                let path = mapped_path(soname).unwrap_or_else(|| PathBuf::from(soname));
-                return Ok(Loaded { library, path });
+            match opened {
+                Ok(library) => {
+                    let path = mapped_path(soname).unwrap_or_else(|| PathBuf::from(soname));
+                    return Ok(Loaded { library, path });
+                }
+                // The loader found the library but not something it needs,
+                // or refused it: that is not "not installed", and its words
+                // name what is wrong.
+                Err(e) if !names_itself_missing(&loader_text(&e), soname) => {
+                    return Err(LoadError::Failed {
+                        library: spec.name,
+                        path: (*soname).to_string(),
+                        error: loader_text(&e),
+                    });
+                }
+                Err(_) => {}
             }
         }
         Err(LoadError::NotFound {
@@ -149,8 +162,46 @@ fn open_path(spec: &LibrarySpec, path: &Path) -> Result<Loaded, LoadError> {
         Err(e) => Err(LoadError::Failed {
             library: spec.name,
             path: path.display().to_string(),
-            error: e.to_string(),
+            error: loader_text(&e),
         }),
+    }
+}
+
+/// The dynamic loader's own words (`dlerror()`): libloading's message is
+/// only "dlopen failed", with the loader's text as its source.
+fn loader_text(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(source) => source.to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// Whether a dlopen error says `soname` itself was not found (glibc:
+/// "libfoo.so.1: cannot open shared object file: No such file or
+/// directory"), rather than a library it needs or a bad file.
+fn names_itself_missing(error: &str, soname: &str) -> bool {
+    error.contains(&format!("{soname}: cannot open shared object file"))
+}
+
+impl LoadError {
+    /// The library the loader could not find while loading this one (glibc
+    /// names it: "libdrm_amdgpu.so.1: cannot open shared object file"), when
+    /// that is why it failed.
+    pub fn missing_dependency(&self) -> Option<&str> {
+        let LoadError::Failed { error, path, .. } = self else {
+            return None;
+        };
+        let before = error.split_once("cannot open shared object file")?.0;
+        // The dependency is the last "name:" before the message; dlerror
+        // may prefix the path of the library being loaded.
+        let dep = before
+            .trim_end()
+            .trim_end_matches(':')
+            .rsplit(": ")
+            .next()?
+            .trim();
+        let own = Path::new(path).file_name().and_then(|f| f.to_str());
+        (!dep.is_empty() && Some(dep) != own && !path.ends_with(dep)).then_some(dep)
     }
 }
 
@@ -225,5 +276,38 @@ mod tests {
         .open(&spec)
         .unwrap_err();
         assert!(matches!(err, LoadError::Failed { .. }), "{err}");
+        assert_eq!(err.missing_dependency(), None);
+    }
+
+    #[test]
+    fn the_dependency_the_loader_could_not_find_is_named() {
+        let failed = |path: &str, error: &str| LoadError::Failed {
+            library: "HIP runtime",
+            path: path.into(),
+            error: error.into(),
+        };
+        let dep = failed(
+            "/opt/rocm/lib/libamdhip64.so.6",
+            "libdrm_amdgpu.so.1: cannot open shared object file: No such file or directory",
+        );
+        assert_eq!(dep.missing_dependency(), Some("libdrm_amdgpu.so.1"));
+        let prefixed = failed(
+            "libamdhip64.so.6",
+            "/opt/rocm/lib/libamdhip64.so.6: libnuma.so.1: cannot open shared object file: No such file or directory",
+        );
+        assert_eq!(prefixed.missing_dependency(), Some("libnuma.so.1"));
+        let itself = failed(
+            "/opt/rocm/lib/libamdhip64.so.6",
+            "/opt/rocm/lib/libamdhip64.so.6: cannot open shared object file: No such file or directory",
+        );
+        assert_eq!(itself.missing_dependency(), None);
+        assert!(names_itself_missing(
+            "libamdhip64.so.6: cannot open shared object file: No such file or directory",
+            "libamdhip64.so.6"
+        ));
+        assert!(!names_itself_missing(
+            "libnuma.so.1: cannot open shared object file: No such file or directory",
+            "libamdhip64.so.6"
+        ));
     }
 }

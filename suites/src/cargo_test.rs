@@ -111,10 +111,14 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
                 let report = report.get_or_init(|| match session.plan(&gpus, tier) {
                     Ok(plan) => {
                         let mut opts = ExecOptions::default();
-                        if let Some(program) = &worker {
-                            opts.isolator = Some(Arc::new(
-                                session.worker_pool(program, Arc::clone(&opts.interrupt)),
-                            ));
+                        // A pool fails only to hand workers a user's
+                        // thresholds or matrix, which this front end never
+                        // takes; without one the checks run in-process.
+                        if let Some(Ok(pool)) = worker
+                            .as_ref()
+                            .map(|p| session.worker_pool(p, Arc::clone(&opts.interrupt)))
+                        {
+                            opts.isolator = Some(Arc::new(pool));
                         }
                         session.run(&plan, &opts, |_| {})
                     }

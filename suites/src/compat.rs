@@ -6,7 +6,7 @@ use crate::driver_release::DriverRelease;
 use crate::facts::NodeFacts;
 use crate::findings::codes;
 use crate::versions;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -14,7 +14,7 @@ use std::path::Path;
 pub const BUILTIN: &str = include_str!("../compat.toml");
 
 /// One ROCm release's supported combination.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct Release {
     /// `6.4.1`.
     pub rocm: String,
@@ -41,7 +41,7 @@ pub struct Release {
 }
 
 /// An amdgpu DKMS module version and the driver releases that shipped it.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct DriverRow {
     /// The module version (`/sys/module/amdgpu/version`): `6.8.5`.
     pub module: String,
@@ -53,7 +53,7 @@ pub struct DriverRow {
 }
 
 /// The matrix file.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 pub struct Matrix {
     /// Layout version (1).
     pub schema_version: u32,
@@ -69,6 +69,57 @@ pub struct Matrix {
     pub origin: String,
 }
 
+/// Where each row's key sits in the file, so that a duplicate or empty key
+/// can be named by its line.
+#[derive(Deserialize)]
+struct KeySpans {
+    #[serde(rename = "release", default)]
+    releases: Vec<ReleaseKey>,
+    #[serde(rename = "driver", default)]
+    drivers: Vec<DriverKey>,
+}
+
+#[derive(Deserialize)]
+struct ReleaseKey {
+    rocm: toml::Spanned<String>,
+}
+
+#[derive(Deserialize)]
+struct DriverKey {
+    module: toml::Spanned<String>,
+}
+
+/// Rejects an empty, malformed or repeated key: with two rows for one
+/// release the first would win silently.
+fn check_keys<'a>(
+    keys: impl Iterator<Item = &'a toml::Spanned<String>>,
+    what: &str,
+    text: &str,
+    origin: &str,
+) -> Result<(), String> {
+    let line_of = |offset: usize| text.get(..offset).map_or(0, |t| t.matches('\n').count()) + 1;
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for key in keys {
+        let value = key.get_ref().trim();
+        let line = line_of(key.span().start);
+        let well_formed = !value.is_empty()
+            && value
+                .split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        if !well_formed {
+            return Err(format!(
+                "failed to parse {origin}: line {line}: {what} {value:?} is not a version such as 6.4.1"
+            ));
+        }
+        if let Some(first) = seen.insert(value, line) {
+            return Err(format!(
+                "failed to parse {origin}: line {line}: {what} {value} is listed twice (first at line {first}); keep one row for it"
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Matrix {
     /// Parses a matrix; errors name `origin` and the line.
     pub fn parse(text: &str, origin: &str) -> Result<Matrix, String> {
@@ -80,6 +131,20 @@ impl Matrix {
                 m.schema_version
             ));
         }
+        let spans: KeySpans =
+            toml::from_str(text).map_err(|e| format!("failed to parse {origin}: {e}"))?;
+        check_keys(
+            spans.releases.iter().map(|r| &r.rocm),
+            "ROCm release",
+            text,
+            origin,
+        )?;
+        check_keys(
+            spans.drivers.iter().map(|d| &d.module),
+            "amdgpu module",
+            text,
+            origin,
+        )?;
         m.origin = origin.to_string();
         Ok(m)
     }
@@ -224,6 +289,17 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
         .collect();
     targets.sort();
     targets.dedup();
+    let unnamed = facts.gpus.iter().filter(|g| g.gfx_target.is_none()).count();
+    if unnamed > 0 && !row.gpus.is_empty() {
+        components.push(Component {
+            name: "gpu".into(),
+            have: format!("{unnamed} GPU(s) without a known gfx target"),
+            want: row.gpus.join(", "),
+            verdict: Fit::Unknown(
+                "KFD does not say which gfx target these GPUs are (see the kfd layer)".into(),
+            ),
+        });
+    }
     for t in targets {
         components.push(Component {
             verdict: if row.gpus.contains(&t) {
@@ -284,8 +360,33 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
             verdict,
         });
     }
-    // OS and kernel.
-    if let Some(os) = versions::os_release(&facts.sysroot) {
+    // OS and kernel. What cannot be read is said, never left out: a matrix
+    // check that skipped the OS must not read as "supported".
+    let os = versions::os_release(&facts.sysroot);
+    if os.is_none() && !row.os.is_empty() {
+        components.push(Component {
+            name: "os".into(),
+            have: "unknown".into(),
+            want: row.os.join(", "),
+            verdict: Fit::Unknown(
+                "/etc/os-release (or /usr/lib/os-release) could not be read or names no OS".into(),
+            ),
+        });
+    }
+    if os.is_none() && !row.kernels.is_empty() {
+        components.push(Component {
+            name: "kernel".into(),
+            have: facts
+                .kernel_release
+                .as_ref()
+                .map_or_else(|_| "unknown".to_string(), Clone::clone),
+            want: row.kernels.join("; "),
+            verdict: Fit::Unknown(
+                "the kernels a release supports are listed per OS, and the OS is unknown".into(),
+            ),
+        });
+    }
+    if let Some(os) = os {
         let short = os.short();
         let entry = row
             .os
@@ -303,11 +404,20 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                 },
             });
         }
-        if let (Some(entry), Ok(kernel)) = (entry, &facts.kernel_release) {
-            let listed = row
-                .kernels
+        let listed = entry.and_then(|entry| {
+            row.kernels
                 .iter()
-                .find_map(|k| k.strip_prefix(&format!("{entry}:")));
+                .find_map(|k| k.strip_prefix(&format!("{entry}:")))
+        });
+        if let (Some(listed), Err(e)) = (listed, &facts.kernel_release) {
+            components.push(Component {
+                name: "kernel".into(),
+                have: "unknown".into(),
+                want: listed.trim().to_string(),
+                verdict: Fit::Unknown(format!("the running kernel could not be read: {e}")),
+            });
+        }
+        if let Ok(kernel) = &facts.kernel_release {
             if let Some(listed) = listed {
                 let mm: String = kernel.split('.').take(2).collect::<Vec<_>>().join(".");
                 let ok = listed.split(',').any(|k| {
@@ -363,6 +473,28 @@ mod tests {
     fn errors_name_the_line() {
         let e = Matrix::parse("schema_version = 1\n[[release]]\nrocm = 6\n", "m.toml").unwrap_err();
         assert!(e.contains("m.toml") && e.contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn a_release_listed_twice_or_empty_is_refused_naming_its_line() {
+        let row = |rocm: &str| format!("[[release]]\nrocm = \"{rocm}\"\nsource = \"x\"\n");
+        let twice = format!("schema_version = 1\n{}{}", row("6.4.1"), row("6.4.1"));
+        let e = Matrix::parse(&twice, "m.toml").unwrap_err();
+        assert!(
+            e.contains("line 6") && e.contains("6.4.1 is listed twice (first at line 3)"),
+            "{e}"
+        );
+        for bad in ["", " ", "six", "6..1"] {
+            let text = format!("schema_version = 1\n{}", row(bad));
+            let e = Matrix::parse(&text, "m.toml").unwrap_err();
+            assert!(e.contains("line 3") && e.contains("not a version"), "{e}");
+        }
+        let module = "schema_version = 1\n[[release]]\nrocm = \"6.4.1\"\nsource = \"x\"\n[[driver]]\nmodule = \"6.12.12\"\nreleases = []\nsource = \"x\"\n[[driver]]\nmodule = \"6.12.12\"\nreleases = []\nsource = \"x\"\n";
+        let e = Matrix::parse(module, "m.toml").unwrap_err();
+        assert!(
+            e.contains("line 10") && e.contains("amdgpu module 6.12.12"),
+            "{e}"
+        );
     }
 
     proptest! {

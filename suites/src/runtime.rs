@@ -38,9 +38,22 @@ impl std::fmt::Debug for Runtime {
 
 const INSTALL_HINT: &str = "install the ROCm runtime (the rocm-hip-runtime package, or Debian's libhsa-runtime64-1 and libamdhip64-5) or point rocgate at it with --rocm-path DIR (libraries in DIR/lib) or ROCM_PATH";
 
-/// The verdict for a library that could not be opened.
+/// The verdict for a library that could not be opened: not installed, or
+/// installed but refused by the loader, whose words (the dependency it could
+/// not find, a bad ELF) are kept.
 pub fn missing_library(code: Code, e: &LoadError) -> Verdict {
-    Verdict::fail(code.finding_next(e.to_string(), INSTALL_HINT))
+    let next = match e {
+        LoadError::NotFound { .. } => INSTALL_HINT.to_string(),
+        LoadError::Failed { path, .. } => match e.missing_dependency() {
+            Some(dep) => format!(
+                "{path} is installed but needs {dep}, which the loader cannot find: install the package that provides {dep} (`ldd {path}` lists every missing library), or add its directory to LD_LIBRARY_PATH"
+            ),
+            None => format!(
+                "the dynamic loader refused {path} (see its message): check the file is an intact library for this machine's architecture (`file {path}`, `ldd {path}`) and reinstall the package that owns it"
+            ),
+        },
+    };
+    Verdict::fail(code.finding_next(e.to_string(), next))
 }
 
 /// The next step after an HSA start failure: ROCr reports every start failure

@@ -14,6 +14,39 @@ use std::time::{Duration, Instant};
 /// Time a timed-out worker gets between SIGTERM and SIGKILL.
 pub const WORKER_KILL_GRACE: Duration = Duration::from_secs(1);
 
+/// The configuration a worker process gets from its parent, parsed once by
+/// the parent: a `--thresholds <(...)` pipe can be read only once, and a
+/// file edited mid-run must not give workers other floors than the report.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct WorkerConfig {
+    /// Floors and tolerances.
+    pub thresholds: crate::thresholds::Thresholds,
+    /// Where they came from (for messages).
+    pub thresholds_origin: String,
+    /// The compatibility matrix.
+    pub matrix: crate::compat::Matrix,
+    /// Where it came from.
+    pub matrix_origin: String,
+}
+
+impl WorkerConfig {
+    /// Reads the file a parent wrote with [`Session::worker_pool`].
+    pub fn load(path: &std::path::Path) -> Result<WorkerConfig, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "failed to read the worker configuration {}: {e}",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "the worker configuration {} is damaged ({e}); run rocgate again",
+                path.display()
+            )
+        })
+    }
+}
+
 /// A node opened for checking.
 pub struct Session {
     /// What the checks read.
@@ -26,6 +59,16 @@ impl Session {
     /// Opens the node at `sysroot`. Errors are configuration errors (a
     /// sysroot that does not exist, a malformed capture record).
     pub fn open(sysroot: Sysroot, options: RunOptions) -> Result<Session, String> {
+        Session::open_configured(sysroot, options, None)
+    }
+
+    /// [`Session::open`] with the thresholds and matrix already parsed (a
+    /// worker's, from its parent) instead of read from `options`' paths.
+    pub fn open_configured(
+        sysroot: Sysroot,
+        options: RunOptions,
+        config: Option<WorkerConfig>,
+    ) -> Result<Session, String> {
         if !sysroot.root().is_dir() {
             let why = if sysroot.root().exists() {
                 "not a directory or a `rocgate snapshot` archive"
@@ -55,13 +98,24 @@ impl Session {
                 "the runtime layers (hsa, hip, rocblas, miopen, rccl) run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
             )
         };
-        let thresholds = match &options.thresholds {
-            Some(path) => crate::thresholds::Thresholds::load(path)?,
-            None => crate::thresholds::Thresholds::builtin()?,
-        };
-        let matrix = match &options.matrix {
-            Some(path) => crate::compat::Matrix::load(path)?,
-            None => crate::compat::Matrix::builtin()?,
+        let (thresholds, matrix) = match config {
+            Some(c) => {
+                let mut t = c.thresholds;
+                t.origin = c.thresholds_origin;
+                let mut m = c.matrix;
+                m.origin = c.matrix_origin;
+                (t, m)
+            }
+            None => (
+                match &options.thresholds {
+                    Some(path) => crate::thresholds::Thresholds::load(path)?,
+                    None => crate::thresholds::Thresholds::builtin()?,
+                },
+                match &options.matrix {
+                    Some(path) => crate::compat::Matrix::load(path)?,
+                    None => crate::compat::Matrix::builtin()?,
+                },
+            ),
         };
         Ok(Session {
             ctx: Arc::new(NodeContext {
@@ -137,18 +191,25 @@ impl Session {
     }
 
     /// Worker processes for isolated checks: `program __worker --scope S`
-    /// with this session's node and options.
+    /// with this session's node and options. A thresholds file or matrix
+    /// given by the user reaches the workers as this session parsed it (a
+    /// private file that lives as long as the pool), never by its path.
     pub fn worker_pool(
         &self,
         program: &std::path::Path,
         interrupt: Arc<std::sync::atomic::AtomicUsize>,
-    ) -> WorkerPool {
+    ) -> Result<WorkerPool, String> {
         let program = program.to_path_buf();
         let sysroot = self.facts().sysroot.clone();
         let options = self.ctx.options.clone();
         let user_rocr = std::env::var("ROCR_VISIBLE_DEVICES").ok();
         let ctx = Arc::clone(&self.ctx);
-        WorkerPool::new(
+        let config = if options.thresholds.is_some() || options.matrix.is_some() {
+            Some(self.write_worker_config()?)
+        } else {
+            None
+        };
+        Ok(WorkerPool::new(
             Box::new(move |scope| {
                 let mut cmd = std::process::Command::new(&program);
                 cmd.arg("__worker").arg("--scope").arg(scope.label());
@@ -161,14 +222,11 @@ impl Session {
                 if let Some(n) = options.expect_gpus {
                     cmd.arg("--expect-gpus").arg(n.to_string());
                 }
-                if let Some(t) = &options.thresholds {
-                    cmd.arg("--thresholds").arg(t);
+                if let Some(c) = &config {
+                    cmd.arg("--config").arg(c.path());
                 }
                 if let Some(g) = &options.gpus {
                     cmd.arg("--gpus").arg(g);
-                }
-                if let Some(m) = &options.matrix {
-                    cmd.arg("--matrix").arg(m);
                 }
                 crate::worker_env::apply(
                     &mut cmd,
@@ -178,7 +236,33 @@ impl Session {
             }),
             interrupt,
             WORKER_KILL_GRACE,
-        )
+        ))
+    }
+
+    /// Writes the parsed thresholds and matrix for the workers to a private
+    /// temporary file, removed when the returned handle drops.
+    fn write_worker_config(&self) -> Result<tempfile::NamedTempFile, String> {
+        let config = WorkerConfig {
+            thresholds: self.ctx.thresholds.clone(),
+            thresholds_origin: self.ctx.thresholds.origin.clone(),
+            matrix: self.ctx.matrix.clone(),
+            matrix_origin: self.ctx.matrix.origin.clone(),
+        };
+        let text = serde_json::to_string(&config)
+            .map_err(|e| format!("internal error: the worker configuration: {e}"))?;
+        let mut file = tempfile::Builder::new()
+            .prefix("rocgate-worker-config-")
+            .suffix(".json")
+            .tempfile()
+            .map_err(|e| {
+                format!(
+                    "failed to create a file for the workers' configuration in {}: {e} (set TMPDIR to a writable directory)",
+                    std::env::temp_dir().display()
+                )
+            })?;
+        std::io::Write::write_all(&mut file, text.as_bytes())
+            .map_err(|e| format!("failed to write {}: {e}", file.path().display()))?;
+        Ok(file)
     }
 
     /// Every scope's component versions: the node's (kernel, OS, driver,

@@ -2,28 +2,72 @@
 //! (`suites/thresholds.toml` is built in; `--thresholds FILE` replaces it).
 
 use crate::facts::gpus::Gpu;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// The built-in file.
 pub const BUILTIN: &str = include_str!("../thresholds.toml");
 
-/// Relative tolerances per data type.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+/// Relative tolerances per data type, each above 0 and below 1: `nan` would
+/// let a wrong result pass, a negative one fail a right one, and 1 or more
+/// accept almost anything.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Tolerances {
     /// fp64.
+    #[serde(deserialize_with = "tolerance")]
     pub fp64: f64,
     /// fp32.
+    #[serde(deserialize_with = "tolerance")]
     pub fp32: f64,
     /// fp16.
+    #[serde(deserialize_with = "tolerance")]
     pub fp16: f64,
     /// bf16.
+    #[serde(deserialize_with = "tolerance")]
     pub bf16: f64,
 }
 
+// Checked while deserialising, so the TOML error names the line and column.
+fn tolerance<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v.is_finite() && v > 0.0 && v < 1.0 {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "a tolerance must be a relative error above 0 and below 1 (e.g. 1e-5), not {v}"
+        )))
+    }
+}
+
+fn margin<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "a margin must be a fraction from 0 to below 1 (0.05 = 5%), not {v}"
+        )))
+    }
+}
+
+fn optional_margin<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    margin(d).map(Some)
+}
+
+fn floor_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "a floor must be a finite number of at least 0, not {v}"
+        )))
+    }
+}
+
 /// One floor: a value for one metric on one kind of GPU, with its source.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Floor {
     /// gfx target or product name.
@@ -31,8 +75,14 @@ pub struct Floor {
     /// Metric name (`gemm_tflops.bf16`).
     pub metric: String,
     /// The floor.
+    #[serde(deserialize_with = "floor_value")]
     pub value: f64,
     /// Allowed shortfall (fraction); the file's default when absent.
+    #[serde(
+        default,
+        deserialize_with = "optional_margin",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub margin: Option<f64>,
     /// The compute partition mode the value is for (`SPX` whole GPU, the
     /// default; `DPX`, `QPX`, `CPX`): a CPX partition of an MI300X is never
@@ -52,12 +102,13 @@ fn whole_gpu() -> String {
 }
 
 /// The whole file.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Thresholds {
     /// Layout version (1).
     pub schema_version: u32,
     /// Default margin.
+    #[serde(deserialize_with = "margin")]
     pub margin: f64,
     /// Tolerances.
     pub tolerance: Tolerances,
@@ -109,15 +160,6 @@ impl Thresholds {
                     i + 1,
                     f.metric,
                     f.partition
-                ));
-            }
-            if !(f.value.is_finite() && f.value >= 0.0)
-                || f.margin.is_some_and(|m| !(0.0..1.0).contains(&m))
-            {
-                return Err(format!(
-                    "failed to parse {origin}: floor {} ({}) has a negative value or a margin outside 0..1",
-                    i + 1,
-                    f.metric
                 ));
             }
         }
@@ -179,12 +221,39 @@ mod tests {
         let e =
             Thresholds::parse("schema_version = 1\nmargin = \"lots\"\n", "fleet.toml").unwrap_err();
         assert!(e.contains("fleet.toml") && e.contains("line 2"), "{e}");
-        let bad = "schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = 0\nfp32 = 0\nfp16 = 0\nbf16 = 0\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"tflops\"\nvalue = 1\nsource = \"x\"\n";
+        let bad = "schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 2e-2\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"tflops\"\nvalue = 1\nsource = \"x\"\n";
         assert!(
             Thresholds::parse(bad, "f")
                 .unwrap_err()
                 .contains("known metrics")
         );
+    }
+
+    #[test]
+    fn tolerances_margins_and_floors_out_of_range_name_their_line() {
+        let file = |fp32: &str, margin: &str, value: &str, floor_margin: &str| {
+            format!(
+                "schema_version = 1\nmargin = {margin}\n[tolerance]\nfp64 = 1e-12\nfp32 = {fp32}\nfp16 = 2e-3\nbf16 = 2e-2\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"h2d_gbps\"\nvalue = {value}\nmargin = {floor_margin}\nsource = \"x\"\n"
+            )
+        };
+        assert!(Thresholds::parse(&file("1e-5", "0.05", "45.0", "0.1"), "f").is_ok());
+        for (text, line, what) in [
+            (file("nan", "0.05", "45.0", "0.1"), 5, "tolerance"),
+            (file("-1", "0.05", "45.0", "0.1"), 5, "tolerance"),
+            (file("0", "0.05", "45.0", "0.1"), 5, "tolerance"),
+            (file("1.5", "0.05", "45.0", "0.1"), 5, "tolerance"),
+            (file("1e-5", "nan", "45.0", "0.1"), 2, "margin"),
+            (file("1e-5", "1.0", "45.0", "0.1"), 2, "margin"),
+            (file("1e-5", "0.05", "inf", "0.1"), 11, "floor"),
+            (file("1e-5", "0.05", "-3", "0.1"), 11, "floor"),
+            (file("1e-5", "0.05", "45.0", "-0.1"), 12, "margin"),
+        ] {
+            let e = Thresholds::parse(&text, "fleet.toml").unwrap_err();
+            assert!(
+                e.contains("fleet.toml") && e.contains(&format!("line {line}")) && e.contains(what),
+                "{e}"
+            );
+        }
     }
 
     proptest! {

@@ -181,6 +181,13 @@ pub fn select(gpus: &[Gpu], selector: Option<&str>) -> Result<Vec<u32>, String> 
         }
         chosen.extend(hits);
     }
+    // An empty selection would check nothing and pass: not what anyone
+    // asking for GPUs means.
+    if chosen.is_empty() {
+        return Err(format!(
+            "--gpus {selector:?} selects no GPU: give indices (0,3) or PCI addresses (0000:05:00.0)"
+        ));
+    }
     chosen.sort_unstable();
     chosen.dedup();
     Ok(chosen)
