@@ -75,6 +75,9 @@ fn render(inv: &Inventory, style: Style) -> String {
     let n = &inv.node;
     let driver = match (&n.amdgpu_initstate, &n.amdgpu_version, &n.amdgpu_srcversion) {
         (None, _, _) => "amdgpu not loaded".to_string(),
+        (Some(s), None, _) if n.amdgpu_version_error.is_some() => {
+            format!("amdgpu, version unreadable ({s})")
+        }
         (Some(s), Some(v), _) => format!("amdgpu {v} (DKMS, {s})"),
         (Some(s), None, Some(src)) => format!("inbox amdgpu srcversion {src} ({s})"),
         (Some(s), None, None) => format!("amdgpu ({s})"),

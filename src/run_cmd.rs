@@ -178,9 +178,14 @@ fn header(
         style.dim(&format!(
             "kernel {} · {} · {gpus}",
             f.kernel_release.as_deref().unwrap_or("unknown"),
-            match (&f.amdgpu.version, &f.amdgpu.srcversion, f.amdgpu.is_live()) {
+            match (
+                &f.amdgpu.version,
+                f.amdgpu.inbox_srcversion(),
+                f.amdgpu.is_live()
+            ) {
                 (Some(v), _, true) => format!("amdgpu {v} (DKMS)"),
                 (None, Some(_), true) => "inbox amdgpu".to_string(),
+                (None, None, true) => "amdgpu (version unreadable)".to_string(),
                 _ => "amdgpu not loaded".to_string(),
             }
         )),

@@ -50,7 +50,12 @@ impl DriverRelease {
 /// The driver release of the node's loaded amdgpu.
 pub fn read(facts: &NodeFacts, table: &[DriverRow]) -> DriverRelease {
     let Some(module) = facts.amdgpu.version.clone() else {
-        return DriverRelease::Unknown(match &facts.amdgpu.srcversion {
+        if let Some(e) = &facts.amdgpu.version_error {
+            return DriverRelease::Unknown(format!(
+                "the amdgpu module's version could not be read: {e}"
+            ));
+        }
+        return DriverRelease::Unknown(match facts.amdgpu.inbox_srcversion() {
             Some(s) => format!(
                 "the kernel's own amdgpu (srcversion {s}) is loaded: the matrix lists AMD's driver releases, and an inbox driver is none of them"
             ),

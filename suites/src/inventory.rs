@@ -43,6 +43,10 @@ pub struct NodeSummary {
     pub amdgpu_version: Option<String>,
     /// srcversion of the loaded module.
     pub amdgpu_srcversion: Option<String>,
+    /// Why the DKMS version file could not be read, when it exists but did
+    /// not read (the driver is then not known to be the inbox one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub amdgpu_version_error: Option<String>,
     /// Kernels with a DKMS amdgpu build.
     pub dkms_kernels: Vec<String>,
     /// Physical AMD GPUs on the PCI bus.
@@ -128,6 +132,7 @@ pub fn build(facts: &NodeFacts) -> Inventory {
             amdgpu_initstate: facts.amdgpu.initstate.clone(),
             amdgpu_version: facts.amdgpu.version.clone(),
             amdgpu_srcversion: facts.amdgpu.srcversion.clone(),
+            amdgpu_version_error: facts.amdgpu.version_error.as_ref().map(ToString::to_string),
             dkms_kernels: facts.dkms.builds.iter().map(|(k, _)| k.clone()).collect(),
             pci_gpus: facts.pci_gpu_count(),
         },

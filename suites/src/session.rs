@@ -69,16 +69,23 @@ impl Session {
         options: RunOptions,
         config: Option<WorkerConfig>,
     ) -> Result<Session, String> {
-        if !sysroot.root().is_dir() {
-            let why = if sysroot.root().exists() {
-                "not a directory or a `rocgate snapshot` archive"
-            } else {
-                "it does not exist"
-            };
-            return Err(format!(
-                "failed to open sysroot {}: {why}",
-                sysroot.root().display()
-            ));
+        // The OS's own reason (a symlink loop, no permission) is the
+        // message: "does not exist" would send the user looking elsewhere.
+        let root = sysroot.root();
+        let why = match std::fs::metadata(root) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Some("it does not exist".to_string())
+            }
+            Err(e) => Some(e.to_string()),
+            Ok(m) if !m.is_dir() => {
+                Some("not a directory or a `rocgate snapshot` archive".to_string())
+            }
+            Ok(_) => std::fs::read_dir(root)
+                .err()
+                .map(|e| format!("{e} (rocgate reads the node's files as the user running it)")),
+        };
+        if let Some(why) = why {
+            return Err(format!("failed to open sysroot {}: {why}", root.display()));
         }
         let facts = NodeFacts::discover(sysroot);
         if let Err(e) = &facts.capture {

@@ -174,7 +174,7 @@ pub fn node_versions(facts: &NodeFacts) -> BTreeMap<String, String> {
         v.insert("os".into(), os.short());
         v.insert("os_name".into(), os.pretty);
     }
-    match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
+    match (&facts.amdgpu.version, facts.amdgpu.inbox_srcversion()) {
         (Some(ver), _) => {
             v.insert("amdgpu".into(), ver.clone());
         }

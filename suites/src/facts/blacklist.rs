@@ -1,6 +1,6 @@
 //! Whether amdgpu is kept from loading: kernel command line and modprobe.d.
 
-use rocgate_harness::Sysroot;
+use rocgate_harness::{ReadError, Sysroot};
 
 const MODPROBE_DIRS: [&str; 4] = [
     "/etc/modprobe.d",
@@ -21,20 +21,39 @@ pub struct BlacklistEntry {
     pub hard: bool,
 }
 
+/// What keeps amdgpu from loading, and the places that could not be read
+/// (so a clean result is not claimed over a file nobody looked at).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Blacklist {
+    /// Settings found.
+    pub entries: Vec<BlacklistEntry>,
+    /// The command line or modprobe.d files that could not be read.
+    pub unread: Vec<ReadError>,
+}
+
 /// Finds every setting that keeps amdgpu from loading.
-pub fn scan(root: &Sysroot, cmdline: Option<&str>) -> Vec<BlacklistEntry> {
-    let mut found = Vec::new();
-    if let Some(cmdline) = cmdline {
-        found.extend(from_cmdline(cmdline));
+pub fn scan(root: &Sysroot, cmdline: &Result<Option<String>, ReadError>) -> Blacklist {
+    let mut found = Blacklist::default();
+    match cmdline {
+        Ok(Some(cmdline)) => found.entries.extend(from_cmdline(cmdline)),
+        Ok(None) => {}
+        Err(e) => found.unread.push(e.clone()),
     }
     for dir in MODPROBE_DIRS {
-        let Ok(files) = root.list_dir(dir) else {
-            continue;
+        let files = match root.list_dir(dir) {
+            Ok(files) => files,
+            Err(e) if e.is_not_found() => continue,
+            Err(e) => {
+                found.unread.push(e);
+                continue;
+            }
         };
         for file in files.into_iter().filter(|f| f.ends_with(".conf")) {
             let host = format!("{dir}/{file}");
-            if let Ok(text) = root.read_text(&host) {
-                found.extend(from_modprobe_conf(&text, &host));
+            match root.read_text(&host) {
+                Ok(text) => found.entries.extend(from_modprobe_conf(&text, &host)),
+                Err(e) if e.is_not_found() => {}
+                Err(e) => found.unread.push(e),
             }
         }
     }

@@ -65,7 +65,16 @@ pub fn read(root: &Sysroot) -> Result<Option<Capture>, String> {
         Ok(Some(text)) => {
             Capture::parse(&text, &root.path(CAPTURE_FILE).display().to_string()).map(Some)
         }
-        Err(e) => Err(e.to_string()),
+        // rocgate's own file, so named by where it is, not as a host path.
+        Err(e) => Err(format!(
+            "failed to read the capture record {}: {}",
+            root.path(CAPTURE_FILE).display(),
+            if e.is_timeout() {
+                "it did not answer (a FIFO or a wedged file system); recapture the node with `rocgate snapshot`".to_string()
+            } else {
+                e.to_string()
+            }
+        )),
     }
 }
 

@@ -155,6 +155,18 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
     let props_path = format!("{dir}/properties");
     let path = Path::new(&props_path);
     let props = Properties::parse(&root.read_text(&props_path)?, path)?;
+    // Every KFD node prints these (kfd_topology.c node_show, from the first
+    // KFD kernels on); without them the file is empty, truncated or NUL
+    // bytes, and must not pass for a node with no compute units.
+    if let Some(missing) = ["cpu_cores_count", "simd_count"]
+        .into_iter()
+        .find(|k| props.text(k).is_none())
+    {
+        return Err(ReadError::malformed(
+            path,
+            format!("no {missing} (the file is empty, truncated or NUL bytes)"),
+        ));
+    }
     let num = |key: &str| props.number(key, path);
     let mut node = KfdNode {
         id,

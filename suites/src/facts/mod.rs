@@ -33,10 +33,9 @@ pub struct NodeFacts {
     pub amdgpu: module::AmdgpuModule,
     /// The running kernel's release.
     pub kernel_release: Result<String, ReadError>,
-    /// `/proc/cmdline`, when readable.
-    pub cmdline: Option<String>,
-    /// Settings that keep amdgpu from loading.
-    pub blacklist: Vec<blacklist::BlacklistEntry>,
+    /// Settings that keep amdgpu from loading (kernel command line and
+    /// modprobe.d), and what of those could not be read.
+    pub blacklist: blacklist::Blacklist,
     /// DKMS amdgpu builds.
     pub dkms: dkms::DkmsAmdgpu,
     /// The sysroot's capture record (`Err` when it is malformed).
@@ -58,17 +57,16 @@ impl NodeFacts {
         let pci = pci::scan(&sysroot);
         let kfd = kfd::read(&sysroot);
         let gpus = gpus::enumerate(kfd.as_ref().ok(), pci.as_ref().ok());
-        let cmdline = sysroot.read_opt("/proc/cmdline").ok().flatten();
+        let cmdline = sysroot.read_opt("/proc/cmdline");
         let capture = capture::read(&sysroot);
         let user = access::current_user(&sysroot, capture.as_ref().ok().and_then(Option::as_ref));
         NodeFacts {
             drm: drm::read(&sysroot),
             amdgpu: module::read_amdgpu(&sysroot),
             kernel_release: module::kernel_release(&sysroot),
-            blacklist: blacklist::scan(&sysroot, cmdline.as_deref()),
+            blacklist: blacklist::scan(&sysroot, &cmdline),
             dkms: dkms::scan(&sysroot),
             groups: access::read_groups(&sysroot),
-            cmdline,
             capture,
             user,
             gpus,

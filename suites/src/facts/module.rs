@@ -16,6 +16,9 @@ pub struct AmdgpuModule {
     pub in_proc_modules: Option<bool>,
     /// A read error on the module's files, other than absence.
     pub error: Option<ReadError>,
+    /// Why `version` could not be read, when it exists but did not read:
+    /// then the driver is not known to be the inbox one.
+    pub version_error: Option<ReadError>,
 }
 
 impl AmdgpuModule {
@@ -23,11 +26,24 @@ impl AmdgpuModule {
     pub fn is_live(&self) -> bool {
         self.initstate.as_deref() == Some("live")
     }
+
+    /// The srcversion of an inbox driver: one with no DKMS version file. A
+    /// version file that exists but could not be read says nothing.
+    pub fn inbox_srcversion(&self) -> Option<&str> {
+        match (&self.version, &self.version_error) {
+            (None, None) => self.srcversion.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// Reads the amdgpu module's state.
 pub fn read_amdgpu(root: &Sysroot) -> AmdgpuModule {
-    let mut error = None;
+    let (version, version_error) = match root.read_opt("/sys/module/amdgpu/version") {
+        Ok(v) => (v.filter(|t| !t.is_empty()), None),
+        Err(e) => (None, Some(e)),
+    };
+    let mut error = version_error.clone();
     let mut opt = |host: &str| match root.read_opt(host) {
         Ok(v) => v.filter(|t| !t.is_empty()),
         Err(e) => {
@@ -36,7 +52,6 @@ pub fn read_amdgpu(root: &Sysroot) -> AmdgpuModule {
         }
     };
     let initstate = opt("/sys/module/amdgpu/initstate");
-    let version = opt("/sys/module/amdgpu/version");
     let srcversion = opt("/sys/module/amdgpu/srcversion");
     let in_proc_modules = root.read_text("/proc/modules").ok().map(|t| {
         t.lines()
@@ -48,6 +63,7 @@ pub fn read_amdgpu(root: &Sysroot) -> AmdgpuModule {
         srcversion,
         in_proc_modules,
         error,
+        version_error,
     }
 }
 

@@ -27,6 +27,9 @@ pub struct PciDevice {
     pub current_link_speed: Option<String>,
     /// Maximum link speed text.
     pub max_link_speed: Option<String>,
+    /// Link files that exist but could not be read (a link width that did
+    /// not answer is not one the device does not expose).
+    pub unread: Vec<ReadError>,
 }
 
 impl PciDevice {
@@ -128,18 +131,18 @@ pub fn scan(root: &Sysroot) -> Result<PciScan, ReadError> {
         if !is_gpu_class(class) {
             continue;
         }
-        let width = |file: &str| {
-            root.read_opt(&format!("{dir}/{file}"))
-                .ok()
-                .flatten()
-                .and_then(|t| t.parse().ok())
+        let mut unread = Vec::new();
+        let mut text = |file: &str| match root.read_opt(&format!("{dir}/{file}")) {
+            Ok(t) => t.filter(|t| !t.is_empty()),
+            Err(e) => {
+                unread.push(e);
+                None
+            }
         };
-        let text = |file: &str| {
-            root.read_opt(&format!("{dir}/{file}"))
-                .ok()
-                .flatten()
-                .filter(|t| !t.is_empty())
-        };
+        let current_link_width = text("current_link_width").and_then(|t| t.parse().ok());
+        let max_link_width = text("max_link_width").and_then(|t| t.parse().ok());
+        let current_link_speed = text("current_link_speed");
+        let max_link_speed = text("max_link_speed");
         let driver = match root.link_name(&format!("{dir}/driver")) {
             Ok(d) => d,
             Err(e) => {
@@ -149,10 +152,11 @@ pub fn scan(root: &Sysroot) -> Result<PciScan, ReadError> {
         };
         scan.gpus.push(PciDevice {
             driver,
-            current_link_width: width("current_link_width"),
-            max_link_width: width("max_link_width"),
-            current_link_speed: text("current_link_speed"),
-            max_link_speed: text("max_link_speed"),
+            current_link_width,
+            max_link_width,
+            current_link_speed,
+            max_link_speed,
+            unread,
             address,
             device_id,
             class,

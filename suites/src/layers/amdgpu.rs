@@ -83,11 +83,21 @@ fn running_kernel(facts: &NodeFacts) -> String {
 
 fn blacklist(ctx: &NodeContext, _: Scope) -> Verdict {
     let facts = &ctx.facts;
-    if facts.blacklist.is_empty() {
+    if facts.blacklist.entries.is_empty() {
+        if let Some(e) = facts.blacklist.unread.first() {
+            return Verdict::unverifiable(format!(
+                "no setting disables amdgpu in what could be read, but {e}{}",
+                match facts.blacklist.unread.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more unreadable)", n - 1),
+                }
+            ));
+        }
         return Verdict::pass("amdgpu is not disabled on the kernel command line or in modprobe.d");
     }
     let places: Vec<String> = facts
         .blacklist
+        .entries
         .iter()
         .map(|b| format!("{}: {}", b.source, b.text))
         .collect();
@@ -160,7 +170,7 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
         message.push_str("; /proc/modules lists it");
     }
     let kernel = running_kernel(facts);
-    let next = if !facts.blacklist.is_empty() {
+    let next = if !facts.blacklist.entries.is_empty() {
         "amdgpu is disabled (see node.amdgpu.blacklist): remove that setting and reboot, or `sudo modprobe amdgpu` to load it now".to_string()
     } else if facts.dkms.is_installed() && facts.dkms.build_for(&kernel).is_none() {
         format!(
@@ -182,6 +192,11 @@ fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
         );
     }
     let kernel = running_kernel(facts);
+    if let Some(e) = &facts.amdgpu.version_error {
+        return Verdict::unverifiable(format!(
+            "amdgpu is live, but its version cannot be told: {e}"
+        ));
+    }
     match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
         (Some(v), _) => Verdict::pass(format!("DKMS amdgpu {v} on kernel {kernel}")),
         (None, Some(src)) => Verdict::pass(format!(

@@ -148,6 +148,27 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
         Err(v) => return v,
     };
     let Some(pci) = &gpu.pci else {
+        // The device may be there with files that could not be read: name
+        // the file and the error rather than claim the GPU is gone.
+        let physical = gpu.physical_address();
+        let unread = ctx.facts.pci.as_ref().ok().and_then(|scan| {
+            scan.errors.iter().find(|e| {
+                let p = e.path.to_string_lossy();
+                p.contains(&gpu.pci_address) || p.contains(physical)
+            })
+        });
+        if let Some(e) = unread {
+            if e.is_timeout() {
+                return codes::SYSFS_READ_TIMEOUT.fail(format!(
+                    "{} cannot be identified on the PCI bus: {e}",
+                    gpu.pci_address
+                ));
+            }
+            return Verdict::fail(codes::PCI_SYSFS_UNREADABLE.finding_next(
+                format!("{} cannot be identified on the PCI bus: {e}", gpu.pci_address),
+                "run rocgate as a user who can read the device's files under /sys/bus/pci/devices (root, or a container with /sys mounted read-only), or recapture the node as root",
+            ));
+        }
         let node = gpu
             .kfd
             .as_ref()
@@ -208,6 +229,12 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Verdict {
         return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
     };
     let (Some(cur), Some(max)) = (pci.current_link_width, pci.max_link_width) else {
+        if let Some(e) = pci.unread.first() {
+            return Verdict::unverifiable(format!(
+                "the link width of {} cannot be read: {e}",
+                pci.address
+            ));
+        }
         return Verdict::unverifiable(format!("{} exposes no link width in sysfs", pci.address));
     };
     let speed = pci.current_link_speed.as_deref().unwrap_or("speed unknown");
