@@ -72,7 +72,8 @@ pub enum ReadErrorKind {
     /// Any other I/O error, with the OS's text.
     Io(String),
     /// The file did not answer within the read deadline (a wedged device),
-    /// or is a FIFO standing in for such a file in a captured node.
+    /// or is a FIFO standing in for such a file in a captured node; holds
+    /// how long it was waited for (zero in a capture).
     TimedOut(Duration),
 }
 
@@ -85,6 +86,10 @@ impl fmt::Display for ReadError {
             ReadErrorKind::NotUtf8 => write!(f, "failed to parse {p}: contents are not UTF-8 text"),
             ReadErrorKind::Malformed(why) => write!(f, "failed to parse {p}: {why}"),
             ReadErrorKind::Io(why) => write!(f, "failed to read {p}: {why}"),
+            ReadErrorKind::TimedOut(d) if d.is_zero() => write!(
+                f,
+                "{p} did not answer when the node was captured (a wedged device?; the capture holds a FIFO in its place); not read again in this run"
+            ),
             ReadErrorKind::TimedOut(d) => write!(
                 f,
                 "{p} did not answer within {:.0} s (a wedged device?); not read again in this run",
@@ -166,9 +171,16 @@ impl Sysroot {
     ) -> Result<T, ReadError> {
         let timed_out = || {
             crate::deadline::note_no_answer(host);
+            // In a capture nothing is waited for: a FIFO stands for a file
+            // that did not answer on the node, and zero says so.
+            let waited = if self.is_live() {
+                self.io.deadline()
+            } else {
+                Duration::ZERO
+            };
             ReadError {
                 path: PathBuf::from(host),
-                kind: ReadErrorKind::TimedOut(self.io.deadline()),
+                kind: ReadErrorKind::TimedOut(waited),
             }
         };
         if self.io.is_wedged(host) {
