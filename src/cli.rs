@@ -16,7 +16,8 @@ pub struct Cli {
 /// rocgate's commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the checks bottom-up and report (exit 0 all passed, 1 a failure, 2 usage error).
+    /// Run the checks bottom-up and report (exit 0 all passed, 1 a failure,
+    /// 2 usage error or a report not written, 130 interrupted).
     Run(RunArgs),
     /// Find the first broken layer, its likely cause and the next step.
     Doctor(DoctorArgs),
@@ -122,10 +123,13 @@ pub struct RunArgs {
     /// Fail the GPU count check when fewer than N GPUs are on the PCI bus.
     #[arg(long, value_name = "N")]
     pub expect_gpus: Option<usize>,
-    /// Write JUnit XML here.
+    /// Write JUnit XML here: a file is replaced atomically, a FIFO or
+    /// character device is written through, a symlink is followed, and
+    /// `/dev/stdout` joins rocgate's own output.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write JSON results here.
+    /// Write JSON results here (as for `--junit`; not the same file, unless
+    /// a character device such as `/dev/null`).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Run every selected check even when a check below it failed.

@@ -6,6 +6,7 @@ use crate::ui::{ladder, progress::Progress, style::Style};
 use rocgate_harness::{ExecOptions, Plan, RunReport, ScopeKind, atomic, json, junit};
 use rocgate_suites::{NodeContext, Session};
 use std::collections::BTreeMap;
+use std::os::unix::fs::FileTypeExt;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -40,7 +41,24 @@ fn timeout_overrides(
     Ok(out)
 }
 
-/// Runs the checks; exit 0 when everything selected passed, 1 otherwise.
+/// Exit code of a run whose report could not be written, as for a usage
+/// error: the caller must fix how rocgate was asked to report.
+const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
+
+/// Exit code of an interrupted run, as a shell reports SIGINT.
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// Runs the checks and writes the reports.
+///
+/// The exit code, first match wins:
+/// - 2 (as an `Err`): a usage error, found before any check runs;
+/// - 2: a report could not be written (each one is named on stderr with the
+///   error; every other report is still written). A CI gate that reads the
+///   reports must not take a run it cannot read for a verdict, so this
+///   outranks what the checks found, an interruption included;
+/// - 130: the run was interrupted;
+/// - 1: a check failed (with `--strict`, or could not verify);
+/// - 0: every selected check passed.
 pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     if !(args.timeout_scale > 0.0 && args.timeout_scale.is_finite()) {
         return Err(format!(
@@ -48,6 +66,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
             args.timeout_scale
         ));
     }
+    distinct_report_paths(args)?;
     let session = Session::open(
         args.node.sysroot()?,
         args.node.options(args.expect_gpus, args.gpus.as_deref()),
@@ -77,7 +96,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     report.strict = args.strict;
     progress.finish();
 
-    let written = write_reports(args, &session, &report);
+    let (written, not_written) = write_reports(args, &session, &report);
     if !args.quiet {
         outln!();
         out!("{}", ladder::ladder(&report, style));
@@ -94,15 +113,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     }
     outln!();
     outln!("{}", ladder::summary(&report, style));
-    match written {
-        Ok(lines) => lines.iter().for_each(|l| outln!("{l}")),
-        Err(e) => {
-            errln!("rocgate: {e}");
-            return Ok(ExitCode::from(2));
-        }
-    }
-    Ok(if report.interrupted.is_some() {
-        ExitCode::from(130)
+    written.iter().for_each(|l| outln!("{l}"));
+    not_written.iter().for_each(|e| errln!("rocgate: {e}"));
+    Ok(if !not_written.is_empty() {
+        ExitCode::from(EXIT_REPORT_NOT_WRITTEN)
+    } else if report.interrupted.is_some() {
+        ExitCode::from(EXIT_INTERRUPTED)
     } else if report.all_passed() {
         ExitCode::SUCCESS
     } else {
@@ -110,27 +126,60 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     })
 }
 
+/// Refuses one destination for two reports: the second write would replace
+/// the first (or, in a FIFO, run into it), and the run would claim both.
+/// Paths are compared where they lead (`./r` and `r`, a symlink and its
+/// target). A character device is exempt: each report is written through
+/// to it and neither replaces the other (`--junit /dev/null --json /dev/null`).
+fn distinct_report_paths(args: &RunArgs) -> Result<(), String> {
+    if let (Some(junit), Some(json)) = (&args.junit, &args.json) {
+        let dest = atomic::destination(junit);
+        let char_device = std::fs::metadata(&dest).is_ok_and(|m| m.file_type().is_char_device());
+        if dest == atomic::destination(json) && !char_device {
+            return Err(format!(
+                "--junit {} and --json {} name the same file; give each report its own path",
+                junit.display(),
+                json.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes every report asked for; one that cannot be written does not stop
+/// the other. Returns the lines naming the reports written and the errors of
+/// those that were not.
 fn write_reports(
     args: &RunArgs,
     session: &Session,
     report: &RunReport,
-) -> Result<Vec<String>, String> {
+) -> (Vec<String>, Vec<String>) {
     let props = session.node_properties(report.tier);
-    let mut lines = Vec::new();
+    let mut written = Vec::new();
+    let mut failed = Vec::new();
     if let Some(path) = &args.junit {
-        atomic::write(path, junit::render(report, &props)?.as_bytes())?;
-        lines.push(format!("JUnit: {}", path.display()));
+        match junit::render(report, &props).and_then(|xml| atomic::write(path, xml.as_bytes())) {
+            Ok(()) => written.push(format!("JUnit: {}", path.display())),
+            Err(e) => failed.push(format!(
+                "JUnit report not written to {}: {e}",
+                path.display()
+            )),
+        }
     }
     if let Some(path) = &args.json {
         let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
         let versions = session.versions(report);
-        atomic::write(
-            path,
-            json::render(report, &tool, &props, &versions)?.as_bytes(),
-        )?;
-        lines.push(format!("JSON:  {}", path.display()));
+        match json::render(report, &tool, &props, &versions)
+            .and_then(|doc| atomic::write(path, doc.as_bytes()))
+        {
+            Ok(()) => written.push(format!("JSON:  {}", path.display())),
+            Err(e) => failed.push(format!(
+                "JSON report not written to {}: {e}",
+                path.display()
+            )),
+        }
     }
-    Ok(lines)
+    (written, failed)
 }
 
 fn header(

@@ -2,6 +2,7 @@
 //! identity as suite properties, blocked and skipped as `<skipped>`.
 
 use crate::model::Scope;
+use crate::output::xml_safe;
 use crate::result::{CheckResult, RunReport};
 use crate::verdict::Status;
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
@@ -11,31 +12,35 @@ use quick_xml::{Reader, Writer};
 /// Renders a run as JUnit XML.
 ///
 /// `node_properties` are added to the `node` suite (versions, sysroot, tier).
+/// Every string that enters the document (names, messages, properties,
+/// output) goes through [`xml_safe`]: a VBIOS string or a sysroot path may
+/// hold characters XML 1.0 cannot carry, and one of them makes the whole
+/// report unreadable to CI. The JSON report keeps the exact text.
 pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Result<String, String> {
     // No timestamp on <testsuites>: Jenkins' JUnit schema does not allow it
     // there (each <testsuite> carries one).
     let mut junit = Report::new("rocgate");
     junit.set_time(report.duration);
     for scope in report.scope_list() {
-        let mut suite = TestSuite::new(scope.label());
+        let mut suite = TestSuite::new(xml_safe(&scope.label()));
         suite.set_timestamp(report.started_at.fixed_offset());
         let results: Vec<&CheckResult> =
             report.results.iter().filter(|r| r.scope == scope).collect();
         suite.set_time(results.iter().map(|r| r.duration).sum());
         if scope == Scope::Node {
             for (k, v) in node_properties {
-                suite.add_property(Property::new(k.as_str(), v.as_str()));
+                suite.add_property(Property::new(xml_safe(k), xml_safe(v)));
             }
         }
         for (k, v) in &report.scope_info(scope).properties {
-            suite.add_property(Property::new(k.as_str(), v.as_str()));
+            suite.add_property(Property::new(xml_safe(k), xml_safe(v)));
         }
         let first = report
             .first_failing_layer(Some(scope))
             .map_or("none", |l| l.as_str());
         suite.add_property(Property::new("first_failing_layer", first));
         if let Some(why) = &report.interrupted {
-            suite.add_property(Property::new("interrupted", why.as_str()));
+            suite.add_property(Property::new("interrupted", xml_safe(why)));
         }
         suite.add_test_cases(results.into_iter().map(test_case));
         junit.add_test_suite(suite);
@@ -56,18 +61,18 @@ fn test_case(r: &CheckResult) -> TestCase {
                 NonSuccessKind::Failure
             };
             let mut s = TestCaseStatus::non_success(kind);
-            s.set_message(r.message.as_str());
+            s.set_message(xml_safe(&r.message));
             let mut text = r.message.clone();
             match &r.finding {
                 Some(f) => {
-                    s.set_type(f.code.as_str());
+                    s.set_type(xml_safe(&f.code));
                     text.push_str(&format!("\ncode: {}\nnext step: {}", f.code, f.next_step));
                 }
                 None => {
                     s.set_type(r.status.as_str());
                 }
             }
-            s.set_description(text);
+            s.set_description(xml_safe(&text));
             s
         }
         Status::Blocked | Status::Skipped => {
@@ -75,8 +80,8 @@ fn test_case(r: &CheckResult) -> TestCase {
             // "unverifiable: kernel log unreadable": why it did not look
             // comes first, where reporters show it.
             match r.skip_reason {
-                Some(reason) => s.set_message(format!("{reason}: {}", r.message)),
-                None => s.set_message(r.message.as_str()),
+                Some(reason) => s.set_message(xml_safe(&format!("{reason}: {}", r.message))),
+                None => s.set_message(xml_safe(&r.message)),
             };
             s.set_type(
                 r.skip_reason
@@ -85,8 +90,8 @@ fn test_case(r: &CheckResult) -> TestCase {
             s
         }
     };
-    let mut case = TestCase::new(r.name(), status);
-    case.set_classname(format!("{}.{}", r.scope.label(), r.layer));
+    let mut case = TestCase::new(xml_safe(r.name()), status);
+    case.set_classname(xml_safe(&format!("{}.{}", r.scope.label(), r.layer)));
     case.set_time(r.duration);
     let mut out = String::new();
     if r.status == Status::Pass {
@@ -99,6 +104,8 @@ fn test_case(r: &CheckResult) -> TestCase {
     if !r.output.is_empty() {
         out.push_str(&r.output);
     }
+    // Output of nothing but escape sequences leaves no element behind.
+    let out = xml_safe(&out);
     if !out.is_empty() {
         case.set_system_out(out);
     }
@@ -140,6 +147,8 @@ mod tests {
     use crate::model::{Layer, Tier};
     use crate::result::ScopeInfo;
     use crate::verdict::Finding;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
     use std::time::Duration;
 
     fn result(id: &str, scope: Scope, layer: Layer, status: Status, message: &str) -> CheckResult {
@@ -205,5 +214,486 @@ mod tests {
         let root = xml.lines().find(|l| l.contains("<testsuites")).unwrap();
         assert!(!root.contains("skipped="), "{root}");
         assert_eq!(xml.matches("<testsuite ").count(), 2);
+    }
+
+    /// Whether XML 1.0 allows `c` anywhere in a document.
+    fn is_xml_char(c: char) -> bool {
+        matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
+    }
+
+    /// Reads `xml` to the end as a strict consumer would: only XML 1.0
+    /// characters (quick-xml does not check them), balanced elements,
+    /// attributes and references that resolve.
+    fn well_formed(xml: &str) -> Result<(), String> {
+        if let Some((at, c)) = xml.char_indices().find(|&(_, c)| !is_xml_char(c)) {
+            return Err(format!(
+                "U+{:04X} at byte {at} is not an XML 1.0 character",
+                c as u32
+            ));
+        }
+        let mut reader = Reader::from_str(xml);
+        let mut depth = 0usize;
+        loop {
+            let event = reader.read_event().map_err(|e| e.to_string())?;
+            let attributes = |e: &BytesStart<'_>| -> Result<(), String> {
+                for a in e.attributes() {
+                    a.map_err(|e| e.to_string())?
+                        .normalized_value(quick_xml::XmlVersion::Explicit1_0)
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            };
+            match event {
+                Event::Eof => break,
+                Event::Start(e) => {
+                    depth += 1;
+                    attributes(&e)?;
+                }
+                Event::Empty(e) => attributes(&e)?,
+                Event::End(_) => depth = depth.checked_sub(1).ok_or("unbalanced end tag")?,
+                Event::Text(t) => {
+                    t.decode().map_err(|e| e.to_string())?;
+                }
+                Event::GeneralRef(r) => {
+                    let known = r.is_char_ref()
+                        && r.resolve_char_ref().map_err(|e| e.to_string())?.is_some()
+                        || quick_xml::escape::resolve_predefined_entity(
+                            &r.decode().map_err(|e| e.to_string())?,
+                        )
+                        .is_some();
+                    if !known {
+                        return Err(format!("unknown reference {r:?}"));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if depth == 0 {
+            Ok(())
+        } else {
+            Err(format!("{depth} elements left open"))
+        }
+    }
+
+    #[test]
+    fn characters_xml_cannot_carry_are_dropped_everywhere() {
+        let nasty = "a\u{FFFE}b\u{FFFF}c\u{1}d\u{1b}[31me\u{1b}[0m]]>\"'<&";
+        let mut r = result(
+            "node.amdgpu.module_live",
+            Scope::Node,
+            Layer::Amdgpu,
+            Status::Fail,
+            nasty,
+        );
+        r.check = format!("amdgpu::{nasty}");
+        r.finding = Some(Finding::new(nasty, nasty, nasty));
+        r.output = nasty.into();
+        r.metrics = vec![crate::verdict::Metric {
+            name: nasty.into(),
+            value: 1.0,
+            unit: nasty.into(),
+        }];
+        r.facts.insert(nasty.into(), nasty.into());
+        let mut info = ScopeInfo::default();
+        info.push(nasty, nasty);
+        let report = RunReport {
+            tier: Tier::Quick,
+            started_at: chrono::Local::now(),
+            duration: Duration::from_millis(10),
+            results: vec![r],
+            scopes: vec![(Scope::Gpu(0), info)],
+            interrupted: Some(nasty.into()),
+            strict: false,
+        };
+        let xml = render(&report, &[(nasty.into(), nasty.into())]).unwrap();
+        well_formed(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
+        assert!(
+            !xml.contains('\u{FFFE}') && !xml.contains('\u{1b}'),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("value=\"abcde]]&gt;&quot;&apos;&lt;&amp;\""),
+            "{xml}"
+        );
+        quick_junit::Report::deserialize_from_str(&xml).unwrap();
+    }
+
+    /// Text a report may be handed: anything a Rust string holds, with the
+    /// characters and sequences that break XML or JSON made likely.
+    fn text() -> BoxedStrategy<String> {
+        proptest::collection::vec(
+            prop_oneof![
+                any::<char>().prop_map(String::from),
+                (0u32..0x20).prop_filter_map("control", |b| char::from_u32(b).map(String::from)),
+                (0x7fu32..0xa0).prop_filter_map("C1", |b| char::from_u32(b).map(String::from)),
+                Just("\u{FFFE}".to_string()),
+                Just("\u{FFFF}".to_string()),
+                Just("]]>".to_string()),
+                Just("\"'".to_string()),
+                Just("<&>;&amp;".to_string()),
+                Just("\u{1b}[1;31m".to_string()),
+                Just("\r\n\t ".to_string()),
+                Just("::".to_string()),
+            ],
+            0..12,
+        )
+        .prop_map(|parts| parts.concat())
+        .boxed()
+    }
+
+    /// Text with no character that cleaning drops or XML normalises: no
+    /// control character (so no tab, newline or escape sequence either) and
+    /// no U+FFFE/U+FFFF, but markup, quotes and any other plane.
+    fn ordinary_text() -> BoxedStrategy<String> {
+        proptest::collection::vec(
+            prop_oneof![
+                any::<char>()
+                    .prop_filter("ordinary", |c| !c.is_control()
+                        && !matches!(c, '\u{FFFE}' | '\u{FFFF}'))
+                    .prop_map(String::from),
+                Just("]]>".to_string()),
+                Just("\"'".to_string()),
+                Just("<&>;&amp;&#1;".to_string()),
+                Just("::".to_string()),
+                Just(" ".to_string()),
+            ],
+            0..12,
+        )
+        .prop_map(|parts| parts.concat())
+        .boxed()
+    }
+
+    fn any_result(text: BoxedStrategy<String>) -> impl Strategy<Value = CheckResult> {
+        (
+            (
+                text.clone(),
+                text.clone(),
+                text.clone(),
+                text.clone(),
+                text.clone(),
+                text.clone(),
+            ),
+            (
+                0usize..6,
+                any::<bool>(),
+                0u32..3,
+                (-1_000_000i32..1_000_000).prop_map(f64::from),
+            ),
+            proptest::collection::vec((text.clone(), text), 0..3),
+        )
+            .prop_map(
+                |(
+                    (id, check, message, code, next, output),
+                    (status, advisory, gpu, value),
+                    facts,
+                )| {
+                    let status = [
+                        Status::Pass,
+                        Status::Fail,
+                        Status::Blocked,
+                        Status::Skipped,
+                        Status::Timeout,
+                        Status::Crash,
+                    ][status];
+                    CheckResult {
+                        id,
+                        check,
+                        layer: Layer::ALL[gpu as usize % Layer::ALL.len()],
+                        scope: if gpu == 0 {
+                            Scope::Node
+                        } else {
+                            Scope::Gpu(gpu - 1)
+                        },
+                        status,
+                        message: message.clone(),
+                        finding: matches!(status, Status::Fail)
+                            .then(|| Finding::new(code.as_str(), message.as_str(), next.as_str())),
+                        skip_reason: (status == Status::Skipped)
+                            .then_some(crate::SkipReason::Unverifiable),
+                        advisory,
+                        blocked_by: (status == Status::Blocked).then(|| next.clone()),
+                        duration: Duration::ZERO,
+                        output: output.clone(),
+                        metrics: vec![crate::verdict::Metric {
+                            name: code,
+                            value,
+                            unit: next,
+                        }],
+                        facts: facts.into_iter().collect(),
+                    }
+                },
+            )
+    }
+
+    /// A run over `results` with `props` as GPU 0's identity.
+    fn any_report(text: BoxedStrategy<String>) -> impl Strategy<Value = RunReport> {
+        (
+            proptest::collection::vec(any_result(text.clone()), 1..4),
+            proptest::collection::vec((text.clone(), text.clone()), 0..4),
+            proptest::option::of(text),
+        )
+            .prop_map(|(results, props, interrupted)| RunReport {
+                tier: Tier::Standard,
+                started_at: chrono::Local::now(),
+                duration: Duration::from_millis(1),
+                results,
+                scopes: vec![(Scope::Gpu(0), ScopeInfo { properties: props })],
+                interrupted,
+                strict: false,
+            })
+    }
+
+    /// One element of a JUnit document as a reader sees it: the element's
+    /// name, the attributes a test compares and its text.
+    type Seen = (String, Vec<(String, String)>, String);
+
+    /// XML 1.0 end-of-line handling, which every reader applies to text.
+    fn eol(s: &str) -> String {
+        s.replace("\r\n", "\n").replace('\r', "\n")
+    }
+
+    /// XML 1.0 attribute-value normalisation: tabs and line ends become
+    /// spaces in whatever reads the document.
+    fn attr(s: &str) -> String {
+        eol(s).replace(['\t', '\n'], " ")
+    }
+
+    /// What a conforming reader takes from `xml`: each `testsuite`,
+    /// `property`, `testcase`, `failure`, `error`, `skipped` and `system-out`
+    /// in document order, with the attributes that carry report text
+    /// (normalised) and the text (line ends normalised, references resolved).
+    fn read_back(xml: &str) -> Result<Vec<Seen>, String> {
+        // Element, attributes compared, whether its text is (the others
+        // hold only elements and the indentation between them).
+        const KEEP: [(&str, &[&str], bool); 7] = [
+            ("testsuite", &["name"], false),
+            ("property", &["name", "value"], false),
+            ("testcase", &["name", "classname"], false),
+            ("failure", &["message", "type"], true),
+            ("error", &["message", "type"], true),
+            ("skipped", &["message", "type"], true),
+            ("system-out", &[], true),
+        ];
+        let mut reader = Reader::from_str(xml);
+        let mut seen: Vec<Seen> = Vec::new();
+        // Index in `seen` of each open element whose text is kept; None for
+        // the others.
+        let mut open: Vec<Option<usize>> = Vec::new();
+        let e = |e: &dyn std::fmt::Display| e.to_string();
+        loop {
+            let event = reader.read_event().map_err(|x| e(&x))?;
+            let text = match &event {
+                Event::Eof => break,
+                Event::Start(start) | Event::Empty(start) => {
+                    let name = String::from_utf8_lossy(start.name().as_ref()).into_owned();
+                    let mut kept = None;
+                    if let Some((_, wanted, has_text)) = KEEP.iter().find(|(n, ..)| *n == name) {
+                        let mut attrs = Vec::new();
+                        for a in start.attributes() {
+                            let a = a.map_err(|x| e(&x))?;
+                            let key = String::from_utf8_lossy(a.key.as_ref()).into_owned();
+                            if wanted.contains(&key.as_str()) {
+                                let value = a
+                                    .normalized_value(quick_xml::XmlVersion::Explicit1_0)
+                                    .map_err(|x| e(&x))?;
+                                attrs.push((key, value.into_owned()));
+                            }
+                        }
+                        attrs.sort();
+                        seen.push((name, attrs, String::new()));
+                        kept = has_text.then_some(seen.len() - 1);
+                    }
+                    if matches!(event, Event::Start(_)) {
+                        open.push(kept);
+                    }
+                    continue;
+                }
+                Event::End(_) => {
+                    open.pop();
+                    continue;
+                }
+                Event::Text(t) => t
+                    .xml_content(quick_xml::XmlVersion::Explicit1_0)
+                    .map_err(|x| e(&x))?
+                    .into_owned(),
+                Event::CData(t) => eol(&t.decode().map_err(|x| e(&x))?),
+                Event::GeneralRef(r) => match r.resolve_char_ref().map_err(|x| e(&x))? {
+                    Some(c) => c.to_string(),
+                    None => quick_xml::escape::resolve_predefined_entity(
+                        &r.decode().map_err(|x| e(&x))?,
+                    )
+                    .ok_or_else(|| format!("unknown reference {r:?}"))?
+                    .to_string(),
+                },
+                _ => continue,
+            };
+            if let Some(Some(i)) = open.last() {
+                seen[*i].2.push_str(&text);
+            }
+        }
+        Ok(seen)
+    }
+
+    /// What `read_back` must find in the rendering of `report`, each string
+    /// passed through `clean` (how render cleans it) and then normalised as
+    /// XML readers do.
+    fn expected(
+        report: &RunReport,
+        node: &[(String, String)],
+        clean: fn(&str) -> String,
+    ) -> Vec<Seen> {
+        let kv = |pairs: &[(&str, String)]| {
+            let mut v: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), attr(&clean(v))))
+                .collect();
+            v.sort();
+            v
+        };
+        let el = |name: &str, attrs: Vec<(String, String)>, text: &str| {
+            (name.to_string(), attrs, eol(&clean(text)))
+        };
+        let mut want = Vec::new();
+        for scope in report.scope_list() {
+            want.push(el("testsuite", kv(&[("name", scope.label())]), ""));
+            let mut props: Vec<(String, String)> = Vec::new();
+            if scope == Scope::Node {
+                props.extend(node.iter().cloned());
+            }
+            props.extend(report.scope_info(scope).properties);
+            props.push((
+                "first_failing_layer".into(),
+                report
+                    .first_failing_layer(Some(scope))
+                    .map_or("none", |l| l.as_str())
+                    .into(),
+            ));
+            if let Some(why) = &report.interrupted {
+                props.push(("interrupted".into(), why.clone()));
+            }
+            for (k, v) in props {
+                want.push(el("property", kv(&[("name", k), ("value", v)]), ""));
+            }
+            for r in report.results.iter().filter(|r| r.scope == scope) {
+                let classname = format!("{}.{}", r.scope.label(), r.layer);
+                want.push(el(
+                    "testcase",
+                    kv(&[("name", r.name().to_string()), ("classname", classname)]),
+                    "",
+                ));
+                match r.status {
+                    Status::Pass => {}
+                    Status::Fail | Status::Timeout | Status::Crash => {
+                        let (kind, text) = match &r.finding {
+                            Some(f) => (
+                                f.code.clone(),
+                                format!(
+                                    "{}\ncode: {}\nnext step: {}",
+                                    r.message, f.code, f.next_step
+                                ),
+                            ),
+                            None => (r.status.as_str().to_string(), r.message.clone()),
+                        };
+                        let name = if r.status == Status::Crash {
+                            "error"
+                        } else {
+                            "failure"
+                        };
+                        want.push(el(
+                            name,
+                            kv(&[("message", r.message.clone()), ("type", kind)]),
+                            &text,
+                        ));
+                    }
+                    Status::Blocked | Status::Skipped => {
+                        let (message, kind) = match r.skip_reason {
+                            Some(reason) => (format!("{reason}: {}", r.message), reason.as_str()),
+                            None => (r.message.clone(), r.status.as_str()),
+                        };
+                        want.push(el(
+                            "skipped",
+                            kv(&[("message", message), ("type", kind.to_string())]),
+                            "",
+                        ));
+                    }
+                }
+                let mut out = String::new();
+                if r.status == Status::Pass {
+                    out.push_str(&r.message);
+                    out.push('\n');
+                }
+                for m in &r.metrics {
+                    out.push_str(&format!("metric {} = {} {}\n", m.name, m.value, m.unit));
+                }
+                out.push_str(&r.output);
+                if !clean(&out).is_empty() {
+                    want.push(el("system-out", Vec::new(), &out));
+                }
+            }
+        }
+        want
+    }
+
+    /// How render cleans text: [`xml_safe`], then quick-junit's own
+    /// escape-sequence stripper, which also takes tabs and carriage returns
+    /// (XML would carry both; a reader turns the returns into line feeds).
+    fn junit_clean(s: &str) -> String {
+        xml_safe(s).replace(['\t', '\r'], "")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Any text in any field: the JUnit document is well-formed, reads
+        /// back as the cleaned text, and survives the report writer; the
+        /// JSON report keeps the exact text.
+        #[test]
+        fn reports_of_any_text_parse_and_json_keeps_it(
+            report in any_report(text()),
+            node in proptest::collection::vec((text(), text()), 0..4),
+        ) {
+            let xml = render(&report, &node).unwrap();
+            if let Err(e) = well_formed(&xml) {
+                return Err(TestCaseError::fail(format!("{e}:\n{xml}")));
+            }
+            let parsed = quick_junit::Report::deserialize_from_str(&xml);
+            prop_assert!(parsed.is_ok(), "{:?}:\n{}", parsed.err(), xml);
+            let seen = read_back(&xml).map_err(|e| TestCaseError::fail(format!("{e}:\n{xml}")))?;
+            prop_assert_eq!(seen, expected(&report, &node, junit_clean), "{}", xml);
+
+            // The writer hands the document over byte for byte.
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("junit.xml");
+            crate::atomic::write(&path, xml.as_bytes()).unwrap();
+            prop_assert_eq!(std::fs::read_to_string(&path).unwrap(), xml);
+
+            let versions = BTreeMap::from([("node".to_string(), node.iter().cloned().collect())]);
+            let json = crate::json::render(&report, "rocgate test", &node, &versions).unwrap();
+            let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+            let back: Vec<CheckResult> = serde_json::from_value(doc["results"].clone()).unwrap();
+            prop_assert_eq!(&back, &report.results);
+            let node_back: BTreeMap<String, String> = serde_json::from_value(doc["node"].clone()).unwrap();
+            prop_assert_eq!(node_back, node.iter().cloned().collect::<BTreeMap<_, _>>());
+            let versions_back: BTreeMap<String, BTreeMap<String, String>> = serde_json::from_value(doc["versions"].clone()).unwrap();
+            prop_assert_eq!(versions_back, versions);
+            prop_assert_eq!(doc["interrupted"].as_str(), report.interrupted.as_deref());
+            for (i, scope) in report.scope_list().into_iter().enumerate() {
+                let props_back: BTreeMap<String, String> = serde_json::from_value(doc["scopes"][i]["properties"].clone()).unwrap();
+                let want: BTreeMap<String, String> = report.scope_info(scope).properties.into_iter().collect();
+                prop_assert_eq!(props_back, want);
+            }
+        }
+
+        /// Ordinary text (markup and quotes included) comes back exactly:
+        /// cleaning takes nothing from it.
+        #[test]
+        fn ordinary_text_reads_back_exactly(
+            report in any_report(ordinary_text()),
+            node in proptest::collection::vec((ordinary_text(), ordinary_text()), 0..4),
+        ) {
+            let xml = render(&report, &node).unwrap();
+            let seen = read_back(&xml).map_err(|e| TestCaseError::fail(format!("{e}:\n{xml}")))?;
+            prop_assert_eq!(seen, expected(&report, &node, str::to_string), "{}", xml);
+        }
     }
 }

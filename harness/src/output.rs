@@ -7,6 +7,14 @@ pub const DEFAULT_LIMIT: usize = 16 * 1024;
 /// Strips ANSI escape sequences and XML-invalid control characters, then
 /// bounds the text to `limit` bytes, keeping its head and tail.
 pub fn clean(text: &str, limit: usize) -> String {
+    bound(&xml_safe(text), limit)
+}
+
+/// Strips ANSI escape sequences, control characters other than tab, newline
+/// and carriage return, and U+FFFE/U+FFFF: what is left is text an XML 1.0
+/// document can carry (Rust strings hold no surrogates). Unbounded, so names
+/// and properties stay whole.
+pub fn xml_safe(text: &str) -> String {
     let stripped = if text.contains('\u{1b}') {
         // The stripper also drops tabs; escape sequences never contain one.
         text.split('\t')
@@ -16,11 +24,10 @@ pub fn clean(text: &str, limit: usize) -> String {
     } else {
         text.to_string()
     };
-    let visible: String = stripped
+    stripped
         .chars()
         .filter(|&c| c == '\t' || c == '\n' || c == '\r' || !(c.is_control() || is_xml_invalid(c)))
-        .collect();
-    bound(&visible, limit)
+        .collect()
 }
 
 fn is_xml_invalid(c: char) -> bool {

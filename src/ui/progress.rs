@@ -1,9 +1,9 @@
-//! The live progress line on stderr (terminals only) and failures as they
-//! happen (always, so CI logs show them in order).
+//! The live progress line on stderr (terminals that take cursor control
+//! only) and failures as they happen (always, so CI logs show them in order).
 
-use super::style::Style;
+use super::style::{Capabilities, Style};
 use rocgate_harness::{Event, Status};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 /// Tracks and prints progress.
 pub struct Progress {
@@ -17,12 +17,14 @@ pub struct Progress {
 impl Progress {
     /// Progress over `total` check instances.
     pub fn new(total: usize, quiet: bool) -> Self {
+        // Decided by stderr, where all of this goes, not by stdout.
+        let stderr = Capabilities::stderr();
         Progress {
             total,
             done: 0,
-            live: std::io::stderr().is_terminal() && !quiet,
+            live: stderr.cursor && !quiet,
             quiet,
-            style: Style::for_stdout(),
+            style: Style::from(stderr),
         }
     }
 
