@@ -14,7 +14,7 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
         .parse::<rocgate_harness::Scope>()
         .map_err(|e| format!("__worker --scope: {e}"))?;
     let session = Session::open(
-        args.node.sysroot()?,
+        args.node.worker_sysroot()?,
         args.node.options(args.expect_gpus, args.gpus.as_deref()),
     )?;
     isolate::serve(&session.registry, &*session.ctx)
