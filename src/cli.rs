@@ -2,7 +2,27 @@
 
 use clap::{Args, Parser, Subcommand};
 use rocgate_harness::{Sysroot, Tier};
-use std::path::PathBuf;
+use rocgate_suites::snapshot::Opened;
+use std::path::{Path, PathBuf};
+
+/// Opens a `--sysroot` argument (every command's, `list` included, so all
+/// accept and refuse the same archives): `/` without one, a directory as
+/// it is, an archive unpacked for as long as the returned value lives.
+pub fn open_sysroot(arg: Option<&Path>) -> Result<Opened, String> {
+    let Some(path) = arg else {
+        return Ok(Opened::plain(Sysroot::live()));
+    };
+    if !rocgate_suites::snapshot::is_archive(path) {
+        return rocgate_suites::snapshot::open(path, &|| false);
+    }
+    // Caught from here on, so that a signal ends the command through its
+    // normal return, which removes the unpacked directory; an unpack in
+    // progress stops at the next entry.
+    let interrupt = crate::signals::interrupt_flag()?;
+    rocgate_suites::snapshot::open(path, &|| {
+        interrupt.load(std::sync::atomic::Ordering::SeqCst) != 0
+    })
+}
 
 /// Layer-by-layer validation of AMD ROCm GPU nodes for CI.
 #[derive(Debug, Parser)]
@@ -59,15 +79,23 @@ pub struct NodeArgs {
 }
 
 impl NodeArgs {
-    /// The sysroot to read through: `/`, a directory, or a snapshot archive
-    /// (unpacked for the life of the process).
-    pub fn sysroot(&self) -> Result<Sysroot, String> {
+    /// Opens the node: `/`, a directory, or a snapshot archive unpacked
+    /// into a temporary directory that the returned value removes when
+    /// dropped (keep it until the command is done).
+    pub fn open(&self) -> Result<Opened, String> {
+        open_sysroot(self.sysroot.as_deref())
+    }
+
+    /// The sysroot of a worker process: its parent passes the directory it
+    /// unpacked an archive into, never the archive, so the worker neither
+    /// unpacks it again nor removes the parent's directory.
+    pub fn worker_sysroot(&self) -> Result<Sysroot, String> {
         match &self.sysroot {
             None => Ok(Sysroot::live()),
-            Some(p) if rocgate_suites::snapshot::is_archive(p) => {
-                rocgate_suites::snapshot::sysroot_dir(p)
-                    .map(|dir| Sysroot::labelled(dir, p.display().to_string()))
-            }
+            Some(p) if rocgate_suites::snapshot::is_archive(p) => Err(format!(
+                "__worker --sysroot {}: a worker takes the directory its parent unpacked, not an archive",
+                p.display()
+            )),
             Some(p) => Ok(Sysroot::at(p)),
         }
     }
@@ -185,7 +213,8 @@ pub struct ListArgs {
     /// Tier to list.
     #[arg(long, default_value = "quick")]
     pub tier: Tier,
-    /// Expand per-GPU checks over this node's GPUs and print test ids.
+    /// Expand per-GPU checks over this node's GPUs and print test ids; a
+    /// directory or `rocgate snapshot` archive, as for the other commands.
     #[arg(long, value_name = "DIR")]
     pub sysroot: Option<PathBuf>,
 }

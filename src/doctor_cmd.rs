@@ -61,10 +61,10 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
 /// Diagnoses the node; exit 0 when healthy, 1 with findings, 130 when
 /// interrupted (whatever was found: an interrupted diagnosis is incomplete).
 pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
-    let session = Session::open(
-        args.node.sysroot()?,
-        args.node.options(args.expect_gpus, None),
-    )?;
+    // Owns an archive's unpacked directory: dropped (and removed) when this
+    // command returns, after everything that reads the node.
+    let node = args.node.open()?;
+    let session = Session::open(node.sysroot(), args.node.options(args.expect_gpus, None))?;
     let gpus = session.select_gpus(None)?;
     let plan = session
         .plan(&gpus, args.tier)

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 /// Prints the inventory.
 pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
-    let session = Session::open(args.node.sysroot()?, args.node.options(None, None))?;
+    // Owns an archive's unpacked directory: dropped (and removed) when this
+    // command returns, after everything that reads the node.
+    let node = args.node.open()?;
+    let session = Session::open(node.sysroot(), args.node.options(None, None))?;
     let mut inv = build(session.facts());
     runtime_versions(&session, &mut inv)?;
     let runtime: Vec<(String, String)> = inv

@@ -2,15 +2,18 @@
 
 use crate::cli::ListArgs;
 use crate::ui::style::Style;
-use rocgate_harness::{ScopeKind, Sysroot};
+use rocgate_harness::ScopeKind;
 use rocgate_suites::{RunOptions, Session, registry};
 use std::process::ExitCode;
 
 /// Lists checks (or, with a sysroot, the test ids they expand to).
 pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
     let style = Style::for_stdout();
-    if let Some(dir) = &args.sysroot {
-        let session = Session::open(Sysroot::at(dir), RunOptions::default())?;
+    if args.sysroot.is_some() {
+        // The same opening as every other command's `--sysroot`; owns an
+        // archive's unpacked directory until this returns.
+        let node = crate::cli::open_sysroot(args.sysroot.as_deref())?;
+        let session = Session::open(node.sysroot(), RunOptions::default())?;
         let gpus = session.select_gpus(None)?;
         let plan = session
             .plan(&gpus, args.tier)

@@ -45,6 +45,9 @@ use std::process::ExitCode;
 /// Exit code for usage and configuration errors.
 const EXIT_USAGE: u8 = 2;
 
+/// Exit code after SIGINT, SIGTERM or SIGHUP (128 + SIGINT, as shells report).
+const EXIT_INTERRUPTED: u8 = 130;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match cli.command {
@@ -58,11 +61,20 @@ fn main() -> ExitCode {
         cli::Command::Snapshot(args) => snapshot_cmd::run(&args),
         cli::Command::Worker(args) => worker_cmd::run(&args),
     };
+    // The command has returned, so whatever it owned (an archive's unpacked
+    // directory) is gone. A signal it caught to get here still ends it as
+    // interrupted, whatever it was doing.
+    let interrupted = signals::received() != 0;
     match result {
+        Ok(_) if interrupted => ExitCode::from(EXIT_INTERRUPTED),
         Ok(code) => code,
         Err(e) => {
             errln!("rocgate: {e}");
-            ExitCode::from(EXIT_USAGE)
+            ExitCode::from(if interrupted {
+                EXIT_INTERRUPTED
+            } else {
+                EXIT_USAGE
+            })
         }
     }
 }

@@ -11,7 +11,10 @@ use std::process::ExitCode;
 /// on a mismatch or when the release cannot be evaluated, 2 usage.
 pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
     let MatrixAction::Check(args) = &args.action;
-    let session = Session::open(args.node.sysroot()?, args.node.options(None, None))?;
+    // Owns an archive's unpacked directory: dropped (and removed) when this
+    // command returns, after everything that reads the node.
+    let node = args.node.open()?;
+    let session = Session::open(node.sysroot(), args.node.options(None, None))?;
     let matrix = &session.ctx.matrix;
     let eval = evaluate(session.facts(), matrix);
     let (supported, doc, text) = match &eval {

@@ -67,8 +67,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
         ));
     }
     distinct_report_paths(args)?;
+    // Owns an archive's unpacked directory: dropped (and removed) when this
+    // command returns, after everything that reads the node.
+    let node = args.node.open()?;
     let session = Session::open(
-        args.node.sysroot()?,
+        node.sysroot(),
         args.node.options(args.expect_gpus, args.gpus.as_deref()),
     )?;
     let gpus = session.select_gpus(None)?;

@@ -4,11 +4,18 @@ use crate::cli::SnapshotArgs;
 use rocgate_harness::{ExecOptions, Sysroot, Tier};
 use rocgate_suites::Session;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 /// Runs the node layers on a recording sysroot, then archives what they read.
 pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
-    let base = args.node.sysroot()?;
-    let recording = Sysroot::recording(base.root());
+    // Caught from the start: a signal stops the checks and abandons the
+    // archive (its temporary file removed, `--out` untouched) through the
+    // normal return, which also removes an unpacked `--sysroot` archive.
+    let interrupt = crate::signals::interrupt_flag()?;
+    let stop = || interrupt.load(Ordering::SeqCst) != 0;
+    let node = args.node.open()?;
+    let recording = Sysroot::recording(node.sysroot().root());
     let mut options = args.node.options(None, None);
     // A snapshot holds files, not libraries: the runtime layers stay off.
     options.rocm_path = None;
@@ -21,11 +28,23 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     let plan = session
         .plan(&gpus, Tier::Quick)
         .map_err(|e| format!("internal error: {e}"))?;
-    let report = session.run(&plan, &ExecOptions::default(), |_| {});
-    // The checks read each GPU's firmware files under their timeouts; the
-    // node's version files are read here so the snapshot records them.
+    let exec = ExecOptions {
+        interrupt: Arc::clone(&interrupt),
+        ..ExecOptions::default()
+    };
+    let report = session.run(&plan, &exec, |_| {});
+    if stop() {
+        return Err(format!("interrupted: {} not written", args.out.display()));
+    }
+    // The checks read each GPU's firmware files under their timeouts. What
+    // the other commands read beyond the checks is read here too, so that
+    // they replay the same: the node's version files (run, doctor), the
+    // inventory (VRAM of GPUs that KFD does not list, from DRM) and the
+    // compatibility evaluation (matrix check).
     let _ = rocgate_suites::versions::node_versions(session.facts());
-    let summary = rocgate_suites::snapshot::write(session.facts(), &args.out, args.redact)?;
+    let _ = rocgate_suites::inventory::build(session.facts());
+    let _ = rocgate_suites::compat::evaluate(session.facts(), &session.ctx.matrix);
+    let summary = rocgate_suites::snapshot::write(session.facts(), &args.out, args.redact, &stop)?;
     outln!(
         "wrote {}: {} files, {} directories, {} links from {} checks{}",
         args.out.display(),

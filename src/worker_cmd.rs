@@ -20,7 +20,7 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
         .map(rocgate_suites::session::WorkerConfig::load)
         .transpose()?;
     let session = Session::open_configured(
-        args.node.sysroot()?,
+        args.node.worker_sysroot()?,
         args.node.options(args.expect_gpus, args.gpus.as_deref()),
         config,
     )?;

@@ -1,11 +1,20 @@
 //! Snapshots: everything the node layers and the compat check read, in one
 //! `.tar.zst` that `--sysroot` accepts, so a failing node can be diagnosed
 //! elsewhere. Serials and the host name can be redacted consistently.
+//!
+//! An archive given to `--sysroot` may come from anywhere, so unpacking it
+//! trusts nothing: entries land inside a fresh temporary directory or not at
+//! all (no absolute names, no `..`, nothing written through a symbolic link
+//! the archive made), device nodes are refused, and the unpacked size and
+//! entry count are capped. The directory is removed when the command that
+//! opened it ends.
 
 use crate::facts::NodeFacts;
 use crate::facts::access::{self, Access};
 use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser};
+use nix::errno::Errno;
 use rocgate_harness::Access as Use;
+use rocgate_harness::Sysroot;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -275,19 +284,158 @@ fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
     Capture { user, devices }
 }
 
+/// Where `rel` (a path relative to the root) goes in the archive. Unpacking
+/// never writes through a symbolic link, so a path beneath a link the
+/// archive stores (`links`: placed path to target) is stored beneath the
+/// link's target instead; replaying follows the link to the same place.
+/// `None` when the links loop.
+fn place(rel: &str, links: &BTreeMap<String, PathBuf>) -> Option<String> {
+    let mut parts: Vec<String> = rel
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .map(str::to_string)
+        .collect();
+    // As the kernel's limit on links followed in one lookup.
+    let mut hops = 0;
+    'resolve: loop {
+        for i in 1..parts.len() {
+            let Some(target) = links.get(&parts[..i].join("/")) else {
+                continue;
+            };
+            hops += 1;
+            if hops > 40 {
+                return None;
+            }
+            // Within the sysroot an absolute target starts at its root and
+            // `..` stops there, as in a chroot.
+            let mut base: Vec<String> = if target.has_root() {
+                Vec::new()
+            } else {
+                parts[..i - 1].to_vec()
+            };
+            for c in target.components() {
+                match c {
+                    std::path::Component::Normal(s) => base.push(s.to_string_lossy().into_owned()),
+                    std::path::Component::ParentDir => {
+                        base.pop();
+                    }
+                    _ => {}
+                }
+            }
+            base.extend_from_slice(&parts[i..]);
+            parts = base;
+            continue 'resolve;
+        }
+        return (!parts.is_empty()).then(|| parts.join("/"));
+    }
+}
+
+/// The target a link stored at `at` gets in the archive. An absolute
+/// target means the node's root, so it is made relative to the link's
+/// directory: replayed, the link then leads inside the unpacked snapshot
+/// (as [`place`] stored what lies beneath it), not into the replaying
+/// host's own `/opt/rocm` or `/etc`.
+fn within_root(at: &str, target: &Path) -> PathBuf {
+    let Ok(below) = target.strip_prefix("/") else {
+        return target.to_path_buf();
+    };
+    let depth = at
+        .split('/')
+        .filter(|p| !p.is_empty())
+        .count()
+        .saturating_sub(1);
+    let mut rel = PathBuf::new();
+    for _ in 0..depth {
+        rel.push("..");
+    }
+    rel.push(below);
+    if rel.as_os_str().is_empty() {
+        rel.push(".");
+    }
+    rel
+}
+
 /// Writes a snapshot of what `facts.sysroot` (a recording sysroot) has
 /// accessed, plus the kernel log and the capture record, to `out`.
-pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, String> {
+///
+/// The archive is written to a temporary file beside `out` and renamed
+/// into place at the end, so `out` is either untouched or complete, never
+/// half-written (an existing `out` that is not a regular file, such as
+/// `/dev/stdout`, is written directly: there is nothing to rename onto).
+/// `stop` is polled between entries; when it says so the snapshot is
+/// abandoned and its temporary file removed.
+pub fn write(
+    facts: &NodeFacts,
+    out: &Path,
+    redact: bool,
+    stop: &dyn Fn() -> bool,
+) -> Result<Summary, String> {
+    let direct = std::fs::metadata(out).ok().filter(|m| !m.is_file());
+    if direct.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+        return Err(format!(
+            "failed to write {}: it is a directory; give the archive's file name (`--out {}/node.tar.zst`)",
+            out.display(),
+            out.display()
+        ));
+    }
+    if direct.is_some() {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(out)
+            .map_err(|e| format!("failed to open {}: {e}", out.display()))?;
+        let (_, summary) = write_to(facts, file, out, redact, stop)?;
+        return Ok(summary);
+    }
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".rocgate-snapshot-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| {
+            format!(
+                "failed to create a temporary file in {} for {}: {e}",
+                dir.display(),
+                out.display()
+            )
+        })?;
+    // On any error `tmp` is dropped here, which removes it.
+    let (tmp, summary) = write_to(facts, tmp, out, redact, stop)?;
+    let fail = |e: std::io::Error| format!("failed to write {}: {e}", tmp.path().display());
+    // A snapshot is for sharing; a temporary file starts out private.
+    tmp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))
+        .map_err(fail)?;
+    tmp.as_file().sync_all().map_err(fail)?;
+    tmp.persist(out).map_err(|e| {
+        format!(
+            "failed to move the snapshot into {}: {}",
+            out.display(),
+            e.error
+        )
+    })?;
+    Ok(summary)
+}
+
+/// Writes the archive into `sink` (named `out` in messages) and returns it.
+fn write_to<W: Write>(
+    facts: &NodeFacts,
+    sink: W,
+    out: &Path,
+    redact: bool,
+    stop: &dyn Fn() -> bool,
+) -> Result<(W, Summary), String> {
     let root = &facts.sysroot;
     let mut reader = BoundedReader::new();
     let mut redactor = Redactor::new(facts, redact, &mut reader);
-    let file = std::fs::File::create(out)
-        .map_err(|e| format!("failed to create {}: {e}", out.display()))?;
-    let enc = zstd::Encoder::new(file, 3)
+    let enc = zstd::Encoder::new(sink, 3)
         .map_err(|e| format!("failed to start compressing {}: {e}", out.display()))?;
     let mut tar = tar::Builder::new(enc);
     let mut summary = Summary::default();
     let err = |e: std::io::Error| format!("failed to write {}: {e}", out.display());
+    let interrupted = || format!("interrupted: {} not written", out.display());
     let mut accesses: BTreeMap<String, Use> = root.accesses().into_iter().collect();
     for extra in [
         "/etc/os-release",
@@ -297,7 +445,60 @@ pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, Str
     ] {
         accesses.entry(extra.to_string()).or_insert(Use::Read);
     }
+    // A listing replays from the directory's entries, and some readers use
+    // only the names (the DKMS versions registered): every entry of a
+    // listed directory is stored, as a directory, a link, or an empty file
+    // (its content was not read, so only its presence is known).
+    let listed: Vec<String> = accesses
+        .iter()
+        .filter(|(_, how)| **how == Use::Listed)
+        .map(|(host, _)| host.trim_end_matches('/').to_string())
+        .collect();
+    for dir in listed {
+        let Ok(entries) = std::fs::read_dir(root.path(&dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let (Ok(name), Ok(kind)) = (entry.file_name().into_string(), entry.file_type()) else {
+                continue;
+            };
+            let how = if kind.is_symlink() {
+                Use::Linked
+            } else if kind.is_dir() {
+                Use::Listed
+            } else {
+                Use::Probed
+            };
+            accesses.entry(format!("{dir}/{name}")).or_insert(how);
+        }
+    }
+    // The links the archive stores, by where they are stored.
+    let read: Vec<(&str, PathBuf)> = accesses
+        .iter()
+        .filter(|(_, how)| **how == Use::Linked)
+        .filter_map(|(host, _)| {
+            let target = std::fs::read_link(root.path(host)).ok()?;
+            Some((host.trim_start_matches('/'), target))
+        })
+        .collect();
+    let mut links: BTreeMap<String, PathBuf> = BTreeMap::new();
+    // Placing a link can depend on a link placed later (a target that
+    // leads beneath another link): a few rounds settle it.
+    for _ in 0..8 {
+        let next: BTreeMap<String, PathBuf> = read
+            .iter()
+            .filter_map(|(rel, target)| Some((place(rel, &links)?, target.clone())))
+            .collect();
+        if next == links {
+            break;
+        }
+        links = next;
+    }
+    let mut stored = std::collections::BTreeSet::new();
     for (host, how) in &accesses {
+        if stop() {
+            return Err(interrupted());
+        }
         let rel = host.trim_start_matches('/');
         if rel.is_empty()
             || host == "/var/log/kern.log"
@@ -306,19 +507,24 @@ pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, Str
         {
             continue;
         }
+        // Two host paths that reach one file through links are stored once.
+        let Some(at) = place(rel, &links).filter(|at| stored.insert(at.clone())) else {
+            continue;
+        };
         let path = root.path(host);
         match how {
             Use::Linked => {
-                if let Ok(target) = std::fs::read_link(&path) {
+                if let Some(target) = links.get(&at) {
                     let mut h = header(tar::EntryType::Symlink, 0, 0o777);
-                    tar.append_link(&mut h, rel, &target).map_err(err)?;
+                    tar.append_link(&mut h, &at, within_root(&at, target))
+                        .map_err(err)?;
                     summary.links += 1;
                 }
             }
             Use::Listed => {
                 if path.is_dir() {
                     let mut h = header(tar::EntryType::Directory, 0, 0o755);
-                    tar.append_data(&mut h, rel, std::io::empty())
+                    tar.append_data(&mut h, &at, std::io::empty())
                         .map_err(err)?;
                     summary.dirs += 1;
                 }
@@ -329,7 +535,7 @@ pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, Str
                 };
                 if meta.is_dir() {
                     let mut h = header(tar::EntryType::Directory, 0, 0o755);
-                    tar.append_data(&mut h, rel, std::io::empty())
+                    tar.append_data(&mut h, &at, std::io::empty())
                         .map_err(err)?;
                     summary.dirs += 1;
                     continue;
@@ -353,7 +559,7 @@ pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, Str
                 };
                 if hung {
                     let mut h = header(tar::EntryType::Fifo, 0, 0o644);
-                    tar.append_data(&mut h, rel, std::io::empty())
+                    tar.append_data(&mut h, &at, std::io::empty())
                         .map_err(err)?;
                     summary.hung.push(host.clone());
                     continue;
@@ -367,11 +573,14 @@ pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, Str
                         .into_bytes();
                 }
                 let mut h = header(tar::EntryType::Regular, bytes.len() as u64, 0o644);
-                tar.append_data(&mut h, rel, bytes.as_slice())
+                tar.append_data(&mut h, &at, bytes.as_slice())
                     .map_err(err)?;
                 summary.files += 1;
             }
         }
+    }
+    if stop() {
+        return Err(interrupted());
     }
     if let Ok(log) = facts.kernel_log() {
         let text = redactor.apply(log.lines.join("\n") + "\n");
@@ -402,96 +611,638 @@ pub fn write(facts: &NodeFacts, out: &Path, redact: bool) -> Result<Summary, Str
     summary.files += 1;
     summary.redacted = redactor.count;
     let enc = tar.into_inner().map_err(err)?;
-    let mut file = enc.finish().map_err(err)?;
-    file.flush().map_err(err)?;
-    Ok(summary)
+    let mut sink = enc.finish().map_err(err)?;
+    sink.flush().map_err(err)?;
+    Ok((sink, summary))
 }
 
-/// Whether `path` is a snapshot archive rather than a sysroot directory.
+/// Whether `path` is a snapshot archive rather than a sysroot directory:
+/// any regular file (through links) is taken for one, and must then be a
+/// valid archive.
 pub fn is_archive(path: &Path) -> bool {
     path.is_file()
 }
 
+/// How much an archive may unpack to. A snapshot holds sysfs, /proc and
+/// /etc files that the writer caps at [`MAX_FILE`] each, a few thousand of
+/// them on the largest nodes; an archive far beyond that is damaged or
+/// hostile (a few KB of zstd can hold GiBs of zeros), and is refused
+/// before it fills the disk.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// Bytes in one entry.
+    file: u64,
+    /// Bytes in all entries together.
+    total: u64,
+    /// Entries, extension headers included.
+    entries: u64,
+}
+
+/// The limits `--sysroot` applies.
+const LIMITS: Limits = Limits {
+    file: MAX_FILE,
+    total: 1 << 30,
+    entries: 200_000,
+};
+
+/// Largest GNU long name or pax extension header: Linux paths stop at 4 KiB.
+const MAX_META: u64 = 64 << 10;
+
+/// A byte count for messages (`65536 bytes` stays exact below 1 MiB;
+/// `16 MiB`, `2.0 GiB` above).
+fn human(bytes: u64) -> String {
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    if bytes >= GIB && bytes % GIB == 0 {
+        format!("{} GiB", bytes / GIB)
+    } else if bytes >= GIB {
+        format!("{:.1} GiB", bytes as f64 / GIB as f64)
+    } else if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// A `--sysroot` argument opened for reading. For an archive it owns the
+/// temporary directory the archive was unpacked into, which is removed when
+/// this is dropped: the command keeps it until it is done (its worker
+/// processes get the directory, never the archive).
+#[derive(Debug)]
+pub struct Opened {
+    sysroot: Sysroot,
+    unpacked: Option<tempfile::TempDir>,
+}
+
+impl Opened {
+    /// A sysroot that needs no unpacking (`/` or a directory).
+    pub fn plain(sysroot: Sysroot) -> Opened {
+        Opened {
+            sysroot,
+            unpacked: None,
+        }
+    }
+
+    /// The sysroot to read the node through.
+    pub fn sysroot(&self) -> Sysroot {
+        self.sysroot.clone()
+    }
+
+    /// The directory an archive was unpacked into, if it was one.
+    pub fn unpacked_dir(&self) -> Option<&Path> {
+        self.unpacked.as_ref().map(tempfile::TempDir::path)
+    }
+}
+
+/// Opens a `--sysroot` argument: a directory as it is, a snapshot archive
+/// unpacked into a temporary directory that lives as long as the returned
+/// value. Every command goes through here, so all accept the same archives
+/// and refuse the same ones. `stop` is polled while unpacking (a signal).
+pub fn open(arg: &Path, stop: &dyn Fn() -> bool) -> Result<Opened, String> {
+    if !is_archive(arg) {
+        return Ok(Opened::plain(Sysroot::at(arg)));
+    }
+    let dir = extract(arg, stop)?;
+    Ok(Opened {
+        sysroot: Sysroot::labelled(dir.path(), arg.display().to_string()),
+        unpacked: Some(dir),
+    })
+}
+
 /// Unpacks a snapshot (`.tar.zst`, or a plain `.tar`) into a temporary
-/// directory that lives as long as the returned guard.
-pub fn extract(path: &Path) -> Result<tempfile::TempDir, String> {
+/// directory that lives as long as the returned guard. Errors name the
+/// archive and what is wrong with it.
+pub fn extract(path: &Path, stop: &dyn Fn() -> bool) -> Result<tempfile::TempDir, String> {
+    let shown = path.display();
+    let next = "give a directory or an archive written by `rocgate snapshot --out FILE` (take a new one on the node if this one is damaged)";
+    let mut f = std::fs::File::open(path).map_err(|e| format!("failed to open {shown}: {e}"))?;
+    let len = f
+        .metadata()
+        .map_err(|e| format!("failed to read {shown}: {e}"))?
+        .len();
+    if len == 0 {
+        return Err(format!(
+            "{shown} is empty (0 bytes), not a snapshot archive: {next}"
+        ));
+    }
     let mut head = [0u8; 4];
-    let mut f =
-        std::fs::File::open(path).map_err(|e| format!("failed to open {}: {e}", path.display()))?;
     let n = f
         .read(&mut head)
-        .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
-    let f =
-        std::fs::File::open(path).map_err(|e| format!("failed to open {}: {e}", path.display()))?;
+        .map_err(|e| format!("failed to read {shown}: {e}"))?;
+    let f = std::fs::File::open(path).map_err(|e| format!("failed to open {shown}: {e}"))?;
     let dir = tempfile::Builder::new()
         .prefix("rocgate-snapshot-")
         .tempdir()
-        .map_err(|e| {
-            format!(
-                "failed to create a directory to unpack {}: {e}",
-                path.display()
-            )
-        })?;
-    let bad = |e: std::io::Error| {
-        format!(
-            "failed to unpack {} (is it a rocgate snapshot?): {e}",
-            path.display()
-        )
-    };
-    if n == 4 && head == [0x28, 0xb5, 0x2f, 0xfd] {
-        let dec = zstd::Decoder::new(f).map_err(bad)?;
-        unpack(tar::Archive::new(dec), dir.path()).map_err(bad)?;
+        .map_err(|e| format!("failed to create a directory to unpack {shown}: {e}"))?;
+    let zstd_magic = n == 4 && head == [0x28, 0xb5, 0x2f, 0xfd];
+    let unpacked = if zstd_magic {
+        let dec = zstd::Decoder::new(f)
+            .map_err(|e| format!("failed to start decompressing {shown}: {e}"))?;
+        unpack(dec, dir.path(), LIMITS, stop)
     } else {
-        unpack(tar::Archive::new(f), dir.path()).map_err(bad)?;
+        unpack(f, dir.path(), LIMITS, stop)
+    };
+    match unpacked {
+        Ok(_) => Ok(dir),
+        Err(Refusal::Interrupted) => Err(format!("interrupted while unpacking {shown}")),
+        Err(Refusal::Invalid(why)) => Err(format!(
+            "{shown} is not a usable snapshot archive ({}): {why}; {next}",
+            if zstd_magic {
+                "zstd-compressed tar"
+            } else {
+                "not zstd-compressed, so read as a plain tar"
+            }
+        )),
     }
-    Ok(dir)
 }
 
-/// Unpacks an archive, recreating the FIFOs that stand for hung files (the
-/// tar crate would make them empty regular files).
-fn unpack<R: Read>(mut archive: tar::Archive<R>, dir: &Path) -> std::io::Result<()> {
-    for entry in archive.entries()? {
-        let mut entry = entry?;
-        if entry.header().entry_type() != tar::EntryType::Fifo {
-            entry.unpack_in(dir)?;
+/// Why unpacking stopped.
+#[derive(Debug)]
+enum Refusal {
+    /// The archive is damaged, hostile or too large; says what is wrong.
+    Invalid(String),
+    /// `stop` said so.
+    Interrupted,
+}
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Refusal {
+        Refusal::Invalid(why)
+    }
+}
+
+/// An entry's name for messages: lossy, and cut short (a long name is up to
+/// [`MAX_META`] bytes).
+fn shown_name(name: &[u8]) -> String {
+    let text = String::from_utf8_lossy(name);
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", &text[..i]),
+        None => text.into_owned(),
+    }
+}
+
+/// The components of an entry's name, which must stay inside the root: no
+/// absolute names, no `..`, no NUL. Empty for the root itself (`./`).
+fn components(name: &[u8]) -> Result<Vec<std::ffi::OsString>, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let shown = shown_name(name);
+    if name.is_empty() {
+        return Err("an entry has no name".into());
+    }
+    if name.contains(&0) {
+        return Err(format!("entry `{shown}` has a NUL byte in its name"));
+    }
+    let mut parts = Vec::new();
+    for c in Path::new(std::ffi::OsStr::from_bytes(name)).components() {
+        match c {
+            std::path::Component::Normal(s) => parts.push(s.to_os_string()),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                return Err(format!(
+                    "entry `{shown}` climbs out with `..`; nothing may land outside the unpacked directory"
+                ));
+            }
+            std::path::Component::RootDir | std::path::Component::Prefix(_) => {
+                return Err(format!(
+                    "entry `{shown}` has an absolute name; nothing may land outside the unpacked directory"
+                ));
+            }
+        }
+    }
+    Ok(parts)
+}
+
+/// Creates entries under one root directory without ever following a
+/// symbolic link: every parent is opened component by component with
+/// `O_NOFOLLOW` relative to its own parent, and every entry is created
+/// relative to its parent's descriptor, so a link the archive created
+/// earlier (`up -> ..`, `evil -> /etc`) can be created and later read, but
+/// nothing is ever written through it.
+struct Writer {
+    root: std::os::fd::OwnedFd,
+}
+
+/// What sits at a name, not following links.
+#[derive(Debug, PartialEq, Eq)]
+enum Existing {
+    Nothing,
+    Dir,
+    Other,
+}
+
+impl Writer {
+    fn new(dir: &Path) -> Result<Writer, String> {
+        let root = std::fs::File::open(dir)
+            .map_err(|e| format!("failed to open {}: {e}", dir.display()))?;
+        Ok(Writer { root: root.into() })
+    }
+
+    /// The directory that will hold the last of `parts`, with the name it
+    /// gets there. Missing parents are created when `create` says so.
+    fn parent<'p>(
+        &self,
+        parts: &'p [std::ffi::OsString],
+        shown: &str,
+        create: bool,
+    ) -> Result<(std::os::fd::OwnedFd, &'p std::ffi::OsStr), String> {
+        use nix::fcntl::{OFlag, openat};
+        use nix::sys::stat::Mode;
+        let Some((leaf, parents)) = parts.split_last() else {
+            return Err(format!("entry `{shown}` names the archive's root"));
+        };
+        let mut dir = self
+            .root
+            .try_clone()
+            .map_err(|e| format!("failed to unpack `{shown}`: {e}"))?;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        for (i, part) in parents.iter().enumerate() {
+            let mut opened = openat(&dir, part.as_os_str(), flags, Mode::empty());
+            if matches!(opened, Err(Errno::ENOENT)) && create {
+                match nix::sys::stat::mkdirat(
+                    &dir,
+                    part.as_os_str(),
+                    Mode::from_bits_truncate(0o755),
+                ) {
+                    Ok(()) | Err(Errno::EEXIST) => {}
+                    Err(e) => return Err(format!("failed to unpack `{shown}`: {e}")),
+                }
+                opened = openat(&dir, part.as_os_str(), flags, Mode::empty());
+            }
+            dir = match opened {
+                Ok(fd) => fd,
+                Err(Errno::ENOENT) => {
+                    return Err(format!(
+                        "entry `{shown}` refers to `{}`, which the archive does not hold",
+                        Path::new(&parts[..=i].iter().collect::<PathBuf>()).display()
+                    ));
+                }
+                Err(Errno::ELOOP | Errno::ENOTDIR) => {
+                    let what = match nix::sys::stat::fstatat(
+                        &dir,
+                        part.as_os_str(),
+                        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                    ) {
+                        Ok(st)
+                            if nix::sys::stat::SFlag::from_bits_truncate(st.st_mode)
+                                & nix::sys::stat::SFlag::S_IFMT
+                                == nix::sys::stat::SFlag::S_IFLNK =>
+                        {
+                            "a symbolic link"
+                        }
+                        _ => "not a directory",
+                    };
+                    return Err(format!(
+                        "entry `{shown}` lies beneath `{}`, which is {what}; unpacking never writes through a link",
+                        parts[..=i].iter().collect::<PathBuf>().display()
+                    ));
+                }
+                Err(e) => return Err(format!("failed to unpack `{shown}`: {e}")),
+            };
+        }
+        Ok((dir, leaf.as_os_str()))
+    }
+
+    fn existing(dir: &std::os::fd::OwnedFd, name: &std::ffi::OsStr) -> Result<Existing, Errno> {
+        use nix::sys::stat::SFlag;
+        match nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(st) if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR => {
+                Ok(Existing::Dir)
+            }
+            Ok(_) => Ok(Existing::Other),
+            Err(Errno::ENOENT) => Ok(Existing::Nothing),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Makes room for a non-directory entry: a later entry replaces an
+    /// earlier one of the same name (unlinking never follows a link), but
+    /// never a directory.
+    fn clear(
+        dir: &std::os::fd::OwnedFd,
+        name: &std::ffi::OsStr,
+        shown: &str,
+    ) -> Result<(), String> {
+        match Self::existing(dir, name) {
+            Ok(Existing::Nothing) => Ok(()),
+            Ok(Existing::Dir) => Err(format!(
+                "entry `{shown}` would replace a directory the archive already made"
+            )),
+            Ok(Existing::Other) => {
+                nix::unistd::unlinkat(dir, name, nix::unistd::UnlinkatFlags::NoRemoveDir)
+                    .map_err(|e| format!("failed to unpack `{shown}`: {e}"))
+            }
+            Err(e) => Err(format!("failed to unpack `{shown}`: {e}")),
+        }
+    }
+
+    fn dir(&self, parts: &[std::ffi::OsString], shown: &str) -> Result<(), String> {
+        if parts.is_empty() {
+            return Ok(()); // `./`: the root exists.
+        }
+        let (dir, name) = self.parent(parts, shown, true)?;
+        match Self::existing(&dir, name) {
+            Ok(Existing::Dir) => return Ok(()),
+            Ok(Existing::Other) => Self::clear(&dir, name, shown)?,
+            Ok(Existing::Nothing) => {}
+            Err(e) => return Err(format!("failed to unpack `{shown}`: {e}")),
+        }
+        nix::sys::stat::mkdirat(&dir, name, nix::sys::stat::Mode::from_bits_truncate(0o755))
+            .map_err(|e| format!("failed to unpack `{shown}`: {e}"))
+    }
+
+    fn file(&self, parts: &[std::ffi::OsString], shown: &str) -> Result<std::fs::File, String> {
+        use nix::fcntl::{OFlag, openat};
+        let (dir, name) = self.parent(parts, shown, true)?;
+        Self::clear(&dir, name, shown)?;
+        // O_EXCL: the name was just cleared; nothing may be reused.
+        let fd = openat(
+            &dir,
+            name,
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::from_bits_truncate(0o644),
+        )
+        .map_err(|e| format!("failed to unpack `{shown}`: {e}"))?;
+        Ok(std::fs::File::from(fd))
+    }
+
+    fn symlink(
+        &self,
+        parts: &[std::ffi::OsString],
+        target: &[u8],
+        shown: &str,
+    ) -> Result<(), String> {
+        use std::os::unix::ffi::OsStrExt;
+        if target.is_empty() || target.contains(&0) {
+            return Err(format!(
+                "symbolic link `{shown}` has an empty or malformed target"
+            ));
+        }
+        let (dir, name) = self.parent(parts, shown, true)?;
+        Self::clear(&dir, name, shown)?;
+        nix::unistd::symlinkat(std::ffi::OsStr::from_bytes(target), &dir, name)
+            .map_err(|e| format!("failed to unpack `{shown}`: {e}"))
+    }
+
+    fn fifo(&self, parts: &[std::ffi::OsString], shown: &str) -> Result<(), String> {
+        let (dir, name) = self.parent(parts, shown, true)?;
+        Self::clear(&dir, name, shown)?;
+        nix::unistd::mkfifoat(&dir, name, nix::sys::stat::Mode::from_bits_truncate(0o644))
+            .map_err(|e| format!("failed to unpack `{shown}`: {e}"))
+    }
+
+    /// A hard link to an entry already unpacked: its target is looked up
+    /// inside the root, not following links, and may not be a directory.
+    fn hard_link(
+        &self,
+        parts: &[std::ffi::OsString],
+        target: &[std::ffi::OsString],
+        shown: &str,
+    ) -> Result<(), String> {
+        if parts == target {
+            return Err(format!("hard link `{shown}` links to itself"));
+        }
+        let target_shown = target.iter().collect::<PathBuf>().display().to_string();
+        let (from_dir, from_name) = self.parent(target, &target_shown, false)?;
+        match Self::existing(&from_dir, from_name) {
+            Ok(Existing::Other) => {}
+            Ok(Existing::Dir) => {
+                return Err(format!(
+                    "hard link `{shown}` points at the directory `{target_shown}`"
+                ));
+            }
+            Ok(Existing::Nothing) => {
+                return Err(format!(
+                    "hard link `{shown}` points at `{target_shown}`, which the archive does not hold"
+                ));
+            }
+            Err(e) => return Err(format!("failed to unpack `{shown}`: {e}")),
+        }
+        let (dir, name) = self.parent(parts, shown, true)?;
+        Self::clear(&dir, name, shown)?;
+        // No AT_SYMLINK_FOLLOW: a link to a symbolic link links the link
+        // itself, never what it points at.
+        nix::unistd::linkat(
+            &from_dir,
+            from_name,
+            &dir,
+            name,
+            nix::fcntl::AtFlags::empty(),
+        )
+        .map_err(|e| format!("failed to unpack `{shown}`: {e}"))
+    }
+}
+
+/// Unpacks the tar stream `input` into `dir`: refuses anything that would
+/// land outside `dir` or write through a link, device nodes and other
+/// entries a snapshot never holds, and archives beyond `limits` (checked on
+/// each header before its data is read, and on the bytes as they stream).
+/// FIFOs, which stand for files that did not answer, are recreated as
+/// FIFOs. Returns the number of entries unpacked (at least one).
+fn unpack<R: Read>(
+    input: R,
+    dir: &Path,
+    limits: Limits,
+    stop: &dyn Fn() -> bool,
+) -> Result<u64, Refusal> {
+    use tar::EntryType;
+    let writer = Writer::new(dir)?;
+    let mut archive = tar::Archive::new(input);
+    // Raw: the tar crate would read a GNU long name or pax header of any
+    // size into memory; here they are bounded like everything else.
+    let entries = archive
+        .entries()
+        .map_err(|e| format!("failed to read the archive: {e}"))?
+        .raw(true);
+    let mut long_name: Option<Vec<u8>> = None;
+    let mut long_link: Option<Vec<u8>> = None;
+    let mut pax: Option<Vec<u8>> = None;
+    let (mut seen, mut made, mut total) = (0u64, 0u64, 0u64);
+    for entry in entries {
+        if stop() {
+            return Err(Refusal::Interrupted);
+        }
+        let mut entry = entry.map_err(|e| {
+            if seen == 0 {
+                format!("it does not start with a tar header ({e})")
+            } else {
+                format!("it is damaged after {seen} entries: {e}")
+            }
+        })?;
+        seen += 1;
+        if seen > limits.entries {
+            return Err(format!(
+                "it holds more than {} entries, the limit for a snapshot",
+                limits.entries
+            )
+            .into());
+        }
+        let kind = entry.header().entry_type();
+        let size = entry.size();
+        if matches!(
+            kind,
+            EntryType::GNULongName
+                | EntryType::GNULongLink
+                | EntryType::XHeader
+                | EntryType::XGlobalHeader
+        ) {
+            if size > MAX_META {
+                return Err(format!(
+                    "extension header {} holds {}, over the {} limit for names and attributes",
+                    seen,
+                    human(size),
+                    human(MAX_META)
+                )
+                .into());
+            }
+            let mut bytes = Vec::new();
+            entry
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("it is damaged at entry {seen}: {e}"))?;
+            total += size;
+            match kind {
+                EntryType::GNULongName => long_name = Some(trim_nul(bytes)),
+                EntryType::GNULongLink => long_link = Some(trim_nul(bytes)),
+                EntryType::XHeader => pax = Some(bytes),
+                // Global pax attributes describe no entry a snapshot needs.
+                _ => {}
+            }
             continue;
         }
-        let rel = entry.path()?.into_owned();
-        // unpack_in's own guard: nothing may land outside `dir`.
-        if rel.is_absolute()
-            || rel
-                .components()
-                .any(|c| c == std::path::Component::ParentDir)
-        {
-            return Err(std::io::Error::other(format!(
-                "entry {} escapes the archive",
-                rel.display()
-            )));
+        let mut name = match long_name.take() {
+            Some(n) => n,
+            None => entry.path_bytes().into_owned(),
+        };
+        let mut link = match long_link.take() {
+            Some(l) => Some(l),
+            None => entry.link_name_bytes().map(std::borrow::Cow::into_owned),
+        };
+        if let Some(attrs) = pax.take() {
+            for ext in tar::PaxExtensions::new(&attrs) {
+                let ext = ext.map_err(|e| {
+                    format!(
+                        "the pax attributes of `{}` are malformed: {e}",
+                        shown_name(&name)
+                    )
+                })?;
+                match ext.key_bytes() {
+                    b"path" => name = ext.value_bytes().to_vec(),
+                    b"linkpath" => link = Some(ext.value_bytes().to_vec()),
+                    // The raw reader reads the header's size; a pax size
+                    // that disagrees would make the two readings differ.
+                    b"size" if ext.value_bytes() != size.to_string().as_bytes() => {
+                        return Err(format!(
+                            "the pax attributes of `{}` give it another size than its header",
+                            shown_name(&name)
+                        )
+                        .into());
+                    }
+                    _ => {}
+                }
+            }
         }
-        let path = dir.join(&rel);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+        let shown = shown_name(&name);
+        // Every entry's data counts, read or skipped: a directory header
+        // claiming 2 GiB would otherwise be streamed past in full.
+        if size > limits.file {
+            return Err(format!(
+                "entry `{shown}` holds {}, over the {} limit for one file (rocgate snapshot stores none larger)",
+                human(size),
+                human(limits.file)
+            )
+            .into());
         }
-        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o644))
-            .map_err(std::io::Error::from)?;
+        if total.saturating_add(size) > limits.total {
+            return Err(format!(
+                "its entries add up to more than {}, the limit for a whole snapshot (at entry `{shown}`)",
+                human(limits.total)
+            )
+            .into());
+        }
+        let parts = components(&name)?;
+        match kind {
+            EntryType::Regular | EntryType::Continuous => {
+                let mut file = writer.file(&parts, &shown)?;
+                let mut buf = vec![0u8; 64 << 10];
+                let mut copied = 0u64;
+                loop {
+                    if stop() {
+                        return Err(Refusal::Interrupted);
+                    }
+                    let n = entry
+                        .read(&mut buf)
+                        .map_err(|e| format!("it is damaged in entry `{shown}`: {e}"))?;
+                    if n == 0 {
+                        break;
+                    }
+                    copied += n as u64;
+                    // The header was checked; the bytes are counted too, so
+                    // no reader can be talked past the limits.
+                    if copied > limits.file || total + copied > limits.total {
+                        return Err(format!(
+                            "entry `{shown}` streams more than its header said, past the limits"
+                        )
+                        .into());
+                    }
+                    file.write_all(&buf[..n])
+                        .map_err(|e| format!("failed to unpack `{shown}`: {e}"))?;
+                }
+                total += copied;
+            }
+            EntryType::Directory => {
+                writer.dir(&parts, &shown)?;
+                total += size;
+            }
+            EntryType::Symlink => {
+                let target = link.unwrap_or_default();
+                writer.symlink(&parts, &target, &shown)?;
+                total += size;
+            }
+            EntryType::Link => {
+                let target = components(&link.unwrap_or_default())
+                    .map_err(|e| format!("hard link `{shown}`: {e}"))?;
+                writer.hard_link(&parts, &target, &shown)?;
+                total += size;
+            }
+            EntryType::Fifo => {
+                writer.fifo(&parts, &shown)?;
+                total += size;
+            }
+            EntryType::Char | EntryType::Block => {
+                return Err(format!(
+                    "entry `{shown}` is a device node; a snapshot stores device files as plain files and never needs one"
+                )
+                .into());
+            }
+            other => {
+                return Err(format!(
+                    "entry `{shown}` is of a kind a snapshot never holds ({other:?})"
+                )
+                .into());
+            }
+        }
+        made += 1;
     }
-    Ok(())
+    if long_name.is_some() || long_link.is_some() || pax.is_some() {
+        return Err(
+            "it ends with a long name or pax header that describes no entry"
+                .to_string()
+                .into(),
+        );
+    }
+    if made == 0 {
+        return Err("it holds no entries".to_string().into());
+    }
+    Ok(made)
 }
 
-/// The directory a `--sysroot` argument names: itself, or a snapshot
-/// unpacked for the life of the process.
-pub fn sysroot_dir(arg: &Path) -> Result<PathBuf, String> {
-    if !is_archive(arg) {
-        return Ok(arg.to_path_buf());
+/// A GNU long name or link without its terminating NULs.
+fn trim_nul(mut bytes: Vec<u8>) -> Vec<u8> {
+    while bytes.last() == Some(&0) {
+        bytes.pop();
     }
-    static UNPACKED: std::sync::Mutex<Vec<tempfile::TempDir>> = std::sync::Mutex::new(Vec::new());
-    let dir = extract(arg)?;
-    let path = dir.path().to_path_buf();
-    UNPACKED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(dir);
-    Ok(path)
+    bytes
 }
 
 /// The current user, for the capture record of a live snapshot.
@@ -502,6 +1253,7 @@ pub fn current_user(facts: &NodeFacts) -> Option<access::User> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn a_hung_file_wedges_its_device_only() {
@@ -551,5 +1303,566 @@ mod tests {
             reader.read("/proc/missing", &dir.path().join("missing")),
             Outcome::Failed
         ));
+    }
+
+    /// One crafted tar entry: any name, even those a well-behaved writer
+    /// refuses to produce (`..`, absolute).
+    #[derive(Clone, Debug)]
+    enum Crafted {
+        Dir(String),
+        File(String, Vec<u8>),
+        Symlink(String, String),
+        HardLink(String, String),
+        Fifo(String),
+        Char(String),
+    }
+
+    fn raw_header(kind: tar::EntryType, name: &str, link: &str, size: u64) -> tar::Header {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(kind);
+        h.set_size(size);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        let gnu = h.as_gnu_mut().unwrap();
+        gnu.name[..name.len()].copy_from_slice(name.as_bytes());
+        gnu.linkname[..link.len()].copy_from_slice(link.as_bytes());
+        h.set_cksum();
+        h
+    }
+
+    fn tar_of(entries: &[Crafted]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for e in entries {
+            let (h, data): (tar::Header, &[u8]) = match e {
+                Crafted::Dir(n) => (raw_header(tar::EntryType::Directory, n, "", 0), &[]),
+                Crafted::File(n, d) => (
+                    raw_header(tar::EntryType::Regular, n, "", d.len() as u64),
+                    d.as_slice(),
+                ),
+                Crafted::Symlink(n, t) => (raw_header(tar::EntryType::Symlink, n, t, 0), &[]),
+                Crafted::HardLink(n, t) => (raw_header(tar::EntryType::Link, n, t, 0), &[]),
+                Crafted::Fifo(n) => (raw_header(tar::EntryType::Fifo, n, "", 0), &[]),
+                Crafted::Char(n) => (raw_header(tar::EntryType::Char, n, "", 0), &[]),
+            };
+            b.append(&h, data).unwrap();
+        }
+        b.into_inner().unwrap()
+    }
+
+    /// Unpacks `entries` into `outer/unpack`; returns the outcome and
+    /// everything in `outer` besides `unpack`.
+    fn unpack_in(
+        outer: &Path,
+        entries: &[Crafted],
+        limits: Limits,
+    ) -> (Result<u64, Refusal>, Vec<String>) {
+        let dir = outer.join("unpack");
+        std::fs::create_dir(&dir).unwrap();
+        let r = unpack(tar_of(entries).as_slice(), &dir, limits, &|| false);
+        let mut others: Vec<String> = std::fs::read_dir(outer)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "unpack")
+            .collect();
+        others.sort();
+        (r, others)
+    }
+
+    fn refusal(r: Result<u64, Refusal>) -> String {
+        match r {
+            Err(Refusal::Invalid(why)) => why,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nothing_is_created_through_a_link_the_archive_made() {
+        let outer = tempfile::tempdir().unwrap();
+        let (r, others) = unpack_in(
+            outer.path(),
+            &[
+                Crafted::Symlink("up".into(), "..".into()),
+                Crafted::Fifo("up/x".into()),
+            ],
+            LIMITS,
+        );
+        let why = refusal(r);
+        assert!(
+            why.contains("`up/x` lies beneath `up`, which is a symbolic link"),
+            "{why}"
+        );
+        assert!(others.is_empty(), "{others:?}");
+
+        let victim = tempfile::tempdir().unwrap();
+        let outer = tempfile::tempdir().unwrap();
+        for last in [
+            Crafted::Fifo("evil/sub/x".into()),
+            Crafted::Dir("evil/sub".into()),
+            Crafted::File("evil/f".into(), b"x".to_vec()),
+            Crafted::Symlink("evil/l".into(), "/".into()),
+            Crafted::HardLink("evil/h".into(), "a".into()),
+        ] {
+            let _ = std::fs::remove_dir_all(outer.path().join("unpack"));
+            let (r, _) = unpack_in(
+                outer.path(),
+                &[
+                    Crafted::File("a".into(), b"1".to_vec()),
+                    Crafted::Symlink("evil".into(), victim.path().display().to_string()),
+                    last.clone(),
+                ],
+                LIMITS,
+            );
+            refusal(r);
+            assert_eq!(
+                std::fs::read_dir(victim.path()).unwrap().count(),
+                0,
+                "{last:?} wrote through the link"
+            );
+        }
+    }
+
+    #[test]
+    fn links_are_created_and_read_through_afterwards() {
+        let outer = tempfile::tempdir().unwrap();
+        let (r, others) = unpack_in(
+            outer.path(),
+            &[
+                Crafted::Dir("sys/devices/0000:05:00.0/".into()),
+                Crafted::File(
+                    "sys/devices/0000:05:00.0/vendor".into(),
+                    b"0x1002\n".to_vec(),
+                ),
+                Crafted::Symlink(
+                    "sys/class/drm/card0/device".into(),
+                    "../../../devices/0000:05:00.0".into(),
+                ),
+                // Pointing outside is fine to create: nothing goes through it.
+                Crafted::Symlink("sys/escape".into(), "../../../..".into()),
+                Crafted::HardLink(
+                    "sys/vendor-again".into(),
+                    "sys/devices/0000:05:00.0/vendor".into(),
+                ),
+                Crafted::Fifo("sys/hung".into()),
+            ],
+            LIMITS,
+        );
+        assert_eq!(r.unwrap(), 6);
+        assert!(others.is_empty());
+        let root = outer.path().join("unpack");
+        assert_eq!(
+            std::fs::read_to_string(root.join("sys/class/drm/card0/device/vendor")).unwrap(),
+            "0x1002\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("sys/vendor-again")).unwrap(),
+            "0x1002\n"
+        );
+        assert!(
+            std::fs::symlink_metadata(root.join("sys/escape"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(
+            std::fs::metadata(root.join("sys/hung"))
+                .unwrap()
+                .file_type()
+                .is_fifo()
+        );
+    }
+
+    #[test]
+    fn a_later_entry_replaces_a_link_without_writing_through_it() {
+        let victim = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(victim.path(), "precious").unwrap();
+        let outer = tempfile::tempdir().unwrap();
+        let (r, _) = unpack_in(
+            outer.path(),
+            &[
+                Crafted::Symlink("f".into(), victim.path().display().to_string()),
+                Crafted::File("f".into(), b"replaced".to_vec()),
+            ],
+            LIMITS,
+        );
+        r.unwrap();
+        assert_eq!(std::fs::read_to_string(victim.path()).unwrap(), "precious");
+        let f = outer.path().join("unpack/f");
+        assert!(std::fs::symlink_metadata(&f).unwrap().is_file());
+        assert_eq!(std::fs::read_to_string(f).unwrap(), "replaced");
+    }
+
+    #[test]
+    fn escaping_names_device_nodes_and_empty_archives_are_refused() {
+        for (entries, says) in [
+            (vec![Crafted::File("../x".into(), vec![])], "climbs out"),
+            (
+                vec![Crafted::File("/tmp/x".into(), vec![])],
+                "absolute name",
+            ),
+            (vec![Crafted::Fifo("a/../../x".into())], "climbs out"),
+            (
+                vec![
+                    Crafted::File("a".into(), vec![]),
+                    Crafted::HardLink("b".into(), "../a".into()),
+                ],
+                "climbs out",
+            ),
+            (
+                vec![
+                    Crafted::Symlink("up".into(), "..".into()),
+                    Crafted::HardLink("b".into(), "up/x".into()),
+                ],
+                "symbolic link",
+            ),
+            (
+                vec![
+                    Crafted::Dir("d".into()),
+                    Crafted::HardLink("b".into(), "d".into()),
+                ],
+                "directory",
+            ),
+            (
+                vec![Crafted::HardLink("b".into(), "missing".into())],
+                "does not hold",
+            ),
+            (vec![Crafted::Char("dev/kfd".into())], "device node"),
+            (
+                vec![Crafted::Dir("d".into()), Crafted::File("d".into(), vec![])],
+                "replace a directory",
+            ),
+            (vec![], "no entries"),
+        ] {
+            let outer = tempfile::tempdir().unwrap();
+            let (r, others) = unpack_in(outer.path(), &entries, LIMITS);
+            let why = refusal(r);
+            assert!(why.contains(says), "{entries:?}: {why}");
+            assert!(others.is_empty(), "{entries:?}: {others:?}");
+        }
+    }
+
+    #[test]
+    fn limits_are_checked_on_headers_and_named() {
+        let small = Limits {
+            file: 10,
+            total: 25,
+            entries: 3,
+        };
+        let outer = tempfile::tempdir().unwrap();
+        let (r, _) = unpack_in(
+            outer.path(),
+            &[Crafted::File("big".into(), vec![0; 11])],
+            small,
+        );
+        let why = refusal(r);
+        assert!(
+            why.contains("`big` holds 11 bytes, over the 10 bytes limit for one file"),
+            "{why}"
+        );
+
+        let outer = tempfile::tempdir().unwrap();
+        let files: Vec<_> = (0..3)
+            .map(|i| Crafted::File(format!("f{i}"), vec![0; 10]))
+            .collect();
+        let (r, _) = unpack_in(outer.path(), &files, small);
+        let why = refusal(r);
+        assert!(
+            why.contains("more than 25 bytes, the limit for a whole snapshot (at entry `f2`)"),
+            "{why}"
+        );
+
+        let outer = tempfile::tempdir().unwrap();
+        let dirs: Vec<_> = (0..4).map(|_| Crafted::Dir("d".into())).collect();
+        let (r, _) = unpack_in(outer.path(), &dirs, small);
+        let why = refusal(r);
+        assert!(why.contains("more than 3 entries"), "{why}");
+
+        // A header claiming 2 GiB is refused before any of its data is
+        // read: the stream behind it is not there at all.
+        let h = raw_header(tar::EntryType::Regular, "zeros", "", 2 << 30);
+        let dir = tempfile::tempdir().unwrap();
+        let why = refusal(unpack(h.as_bytes().as_slice(), dir.path(), LIMITS, &|| {
+            false
+        }));
+        assert!(
+            why.contains("holds 2 GiB, over the 16 MiB limit for one file"),
+            "{why}"
+        );
+        // Even for an entry whose data would only be skipped.
+        let h = raw_header(tar::EntryType::Directory, "d", "", 2 << 30);
+        let why = refusal(unpack(h.as_bytes().as_slice(), dir.path(), LIMITS, &|| {
+            false
+        }));
+        assert!(why.contains("over the 16 MiB limit"), "{why}");
+    }
+
+    #[test]
+    fn a_long_name_header_is_bounded() {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::GNULongName);
+        h.set_size(1 << 30);
+        h.set_cksum();
+        let dir = tempfile::tempdir().unwrap();
+        let why = refusal(unpack(h.as_bytes().as_slice(), dir.path(), LIMITS, &|| {
+            false
+        }));
+        assert!(
+            why.contains("holds 1 GiB, over the 65536 bytes limit for names"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn long_names_from_the_tar_crate_unpack() {
+        let long = format!("sys/{}/file", "d".repeat(150));
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = header(tar::EntryType::Regular, 2, 0o644);
+        b.append_data(&mut h, &long, &b"ok"[..]).unwrap();
+        let mut h = header(tar::EntryType::Symlink, 0, 0o777);
+        b.append_link(&mut h, "sys/link", format!("{}/file", "d".repeat(150)))
+            .unwrap();
+        let bytes = b.into_inner().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            unpack(bytes.as_slice(), dir.path(), LIMITS, &|| false).unwrap(),
+            2
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(&long)).unwrap(),
+            "ok"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("sys/link")).unwrap(),
+            "ok"
+        );
+    }
+
+    #[test]
+    fn unpacking_stops_when_told() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = tar_of(&[Crafted::Dir("d".into())]);
+        assert!(matches!(
+            unpack(bytes.as_slice(), dir.path(), LIMITS, &|| true),
+            Err(Refusal::Interrupted)
+        ));
+    }
+
+    #[test]
+    fn paths_beneath_stored_links_are_placed_at_their_targets() {
+        let links: BTreeMap<String, PathBuf> = [
+            (
+                "sys/class/drm/card0/device",
+                "../../../devices/pci0000:00/0000:05:00.0",
+            ),
+            ("opt/rocm", "/opt/rocm-6.2.0"),
+            ("loop/a", "b"),
+            ("loop/b", "a"),
+            ("deep", "../../../../x"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), PathBuf::from(v)))
+        .collect();
+        assert_eq!(
+            place("sys/class/drm/card0/device/vendor", &links).as_deref(),
+            Some("sys/devices/pci0000:00/0000:05:00.0/vendor")
+        );
+        // The link itself stays where it is.
+        assert_eq!(
+            place("sys/class/drm/card0/device", &links).as_deref(),
+            Some("sys/class/drm/card0/device")
+        );
+        assert_eq!(
+            place("opt/rocm/.info/version", &links).as_deref(),
+            Some("opt/rocm-6.2.0/.info/version")
+        );
+        assert_eq!(place("loop/a/x", &links), None);
+        assert_eq!(place("deep/y", &links).as_deref(), Some("x/y"));
+        assert_eq!(
+            place("proc/modules", &links).as_deref(),
+            Some("proc/modules")
+        );
+    }
+
+    #[test]
+    fn a_snapshot_stores_nothing_beneath_a_link_and_replays_through_it() {
+        let node = tempfile::tempdir().unwrap();
+        let dev = node.path().join("sys/devices/pci0000:00/0000:05:00.0");
+        std::fs::create_dir_all(&dev).unwrap();
+        std::fs::write(dev.join("vendor"), "0x1002\n").unwrap();
+        std::fs::create_dir_all(node.path().join("sys/class/drm/card0")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../../devices/pci0000:00/0000:05:00.0",
+            node.path().join("sys/class/drm/card0/device"),
+        )
+        .unwrap();
+        let facts = NodeFacts::discover(Sysroot::recording(node.path()));
+        // A reader that both names the link and reads beneath it.
+        facts
+            .sysroot
+            .link_name("/sys/class/drm/card0/device")
+            .unwrap();
+        facts
+            .sysroot
+            .read_text("/sys/class/drm/card0/device/vendor")
+            .unwrap();
+        let out = node.path().join("snap.tar.zst");
+        write(&facts, &out, false, &|| false).unwrap();
+        let dir = extract(&out, &|| false).unwrap();
+        let replay = Sysroot::at(dir.path());
+        assert_eq!(
+            replay
+                .link_name("/sys/class/drm/card0/device")
+                .unwrap()
+                .as_deref(),
+            Some("0000:05:00.0")
+        );
+        assert_eq!(
+            replay
+                .read_text("/sys/class/drm/card0/device/vendor")
+                .unwrap(),
+            "0x1002"
+        );
+        // Only the archive is left beside the node: no temporary file.
+        let names: Vec<_> = std::fs::read_dir(node.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("rocgate"))
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
+    }
+
+    #[test]
+    fn a_listed_directory_replays_its_names_and_absolute_links_stay_inside() {
+        let node = tempfile::tempdir().unwrap();
+        let dkms = node.path().join("var/lib/dkms/amdgpu");
+        std::fs::create_dir_all(dkms.join("6.16.6-2255209.24.04")).unwrap();
+        std::fs::write(dkms.join("notes"), "not read").unwrap();
+        let install = node.path().join("opt/rocm-6.2.0/.info");
+        std::fs::create_dir_all(&install).unwrap();
+        std::fs::write(install.join("version"), "6.2.0-66\n").unwrap();
+        // As the alternatives system lays it out: absolute, from the root.
+        std::os::unix::fs::symlink("/opt/rocm-6.2.0", node.path().join("opt/rocm")).unwrap();
+        let facts = NodeFacts::discover(Sysroot::recording(node.path()));
+        // Readers that use only the names.
+        facts.sysroot.list_dir("/var/lib/dkms/amdgpu").unwrap();
+        facts.sysroot.list_dir("/opt").unwrap();
+        // In a directory (not `/`) an absolute link leads out of it, so the
+        // capture reads the install by its own name, as `rocm_installs` does.
+        facts
+            .sysroot
+            .read_text("/opt/rocm-6.2.0/.info/version")
+            .unwrap();
+        let out = node.path().join("snap.tar.zst");
+        write(&facts, &out, false, &|| false).unwrap();
+        let dir = extract(&out, &|| false).unwrap();
+        let replay = Sysroot::at(dir.path());
+        assert_eq!(
+            replay.list_dir("/var/lib/dkms/amdgpu").unwrap(),
+            ["6.16.6-2255209.24.04", "notes"]
+        );
+        // What was only listed is present, not its content.
+        assert_eq!(replay.read_text("/var/lib/dkms/amdgpu/notes").unwrap(), "");
+        assert_eq!(
+            replay.link_name("/opt/rocm").unwrap().as_deref(),
+            Some("rocm-6.2.0")
+        );
+        // Read through the link, inside the snapshot: the replaying host
+        // has no /opt/rocm-6.2.0.
+        assert_eq!(
+            std::fs::read_link(dir.path().join("opt/rocm")).unwrap(),
+            Path::new("../opt/rocm-6.2.0")
+        );
+        assert_eq!(
+            replay.read_text("/opt/rocm/.info/version").unwrap(),
+            "6.2.0-66"
+        );
+    }
+
+    #[test]
+    fn absolute_link_targets_are_stored_relative_to_the_link() {
+        assert_eq!(
+            within_root("opt/rocm", Path::new("/opt/rocm-6.2.0")),
+            Path::new("../opt/rocm-6.2.0")
+        );
+        assert_eq!(within_root("a/b/c", Path::new("/x")), Path::new("../../x"));
+        assert_eq!(within_root("top", Path::new("/")), Path::new("."));
+        assert_eq!(within_root("a/b", Path::new("/")), Path::new(".."));
+        assert_eq!(within_root("a/b", Path::new("../c")), Path::new("../c"));
+    }
+
+    #[test]
+    fn an_interrupted_snapshot_leaves_the_target_untouched() {
+        let node = tempfile::tempdir().unwrap();
+        let facts = NodeFacts::discover(Sysroot::recording(node.path()));
+        let out = node.path().join("snap.tar.zst");
+        std::fs::write(&out, "previous").unwrap();
+        let e = write(&facts, &out, false, &|| true).unwrap_err();
+        assert!(e.contains("interrupted"), "{e}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous");
+        assert_eq!(std::fs::read_dir(node.path()).unwrap().count(), 1);
+    }
+
+    /// Names for the property test: few components, so that entries meet
+    /// (one beneath another's link); escaping ones now and then, since the
+    /// first refused entry ends an unpack.
+    fn name() -> impl Strategy<Value = String> {
+        let part = prop_oneof![
+            12 => prop::sample::select(vec!["a", "b", "up", "evil"]).prop_map(str::to_string),
+            1 => Just("..".to_string()),
+            1 => Just(".".to_string()),
+        ];
+        (
+            prop::bool::weighted(0.05),
+            prop::collection::vec(part, 1..4),
+        )
+            .prop_map(|(abs, parts)| format!("{}{}", if abs { "/" } else { "" }, parts.join("/")))
+    }
+
+    /// Stands for the test's outer directory among link targets.
+    const OUTER: &str = "@OUTER";
+
+    fn crafted() -> impl Strategy<Value = Crafted> {
+        let target = prop_oneof![
+            Just("..".to_string()),
+            Just("../..".to_string()),
+            Just("/".to_string()),
+            Just(OUTER.to_string()),
+            Just(format!("{OUTER}/unpack")),
+            name(),
+        ];
+        prop_oneof![
+            3 => name().prop_map(Crafted::Dir),
+            3 => (name(), prop::collection::vec(any::<u8>(), 0..16))
+                .prop_map(|(n, d)| Crafted::File(n, d)),
+            4 => (name(), target).prop_map(|(n, t)| Crafted::Symlink(n, t)),
+            1 => (name(), name()).prop_map(|(n, t)| Crafted::HardLink(n, t)),
+            3 => name().prop_map(Crafted::Fifo),
+            1 => name().prop_map(Crafted::Char),
+        ]
+    }
+
+    proptest! {
+        // Each case unpacks a small archive on disk; with names drawn from
+        // four words, 128 cases meet links with entries beneath them often
+        // enough, in about a second.
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+        #[test]
+        fn nothing_lands_outside_the_unpack_dir(
+            entries in prop::collection::vec(crafted(), 1..20),
+        ) {
+            let outer = tempfile::tempdir().unwrap();
+            let here = outer.path().display().to_string();
+            // Links may point at this case's own directories, where
+            // anything written through them would show.
+            let entries: Vec<Crafted> = entries
+                .into_iter()
+                .map(|e| match e {
+                    Crafted::Symlink(n, t) => Crafted::Symlink(n, t.replace(OUTER, &here)),
+                    other => other,
+                })
+                .collect();
+            let (_, others) = unpack_in(outer.path(), &entries, LIMITS);
+            prop_assert!(others.is_empty(), "{:?} created {:?}", entries, others);
+        }
     }
 }
