@@ -60,8 +60,11 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     );
     if !summary.hung.is_empty() {
         outln!(
-            "{} files did not answer within 2 s (a wedged GPU?) and are stored as hung, so a replay times out where this node did: {}",
-            summary.hung.len(),
+            "{} not answer (a wedged GPU?); stored as hung, so a replay times out where this node did: {}",
+            match summary.hung.len() {
+                1 => "1 file did".to_string(),
+                n => format!("{n} files did"),
+            },
             summary.hung.join(", ")
         );
     }
