@@ -31,13 +31,23 @@ fn raw_header(kind: tar::EntryType, name: &str, link: &str, size: u64) -> tar::H
 
 /// A zstd-compressed tar of `(kind, name, link, data)` entries.
 fn archive(dir: &Path, file: &str, entries: &[(tar::EntryType, &str, &str, &[u8])]) -> PathBuf {
+    archive_with(dir, file, |b| {
+        for (kind, name, link, data) in entries {
+            b.append(&raw_header(*kind, name, link, data.len() as u64), *data)
+                .unwrap();
+        }
+    })
+}
+
+/// Where a test archive is written as it is built.
+type ArchiveBuilder = tar::Builder<zstd::Encoder<'static, std::fs::File>>;
+
+/// A zstd-compressed tar at `dir/file` holding what `fill` appends.
+fn archive_with(dir: &Path, file: &str, fill: impl FnOnce(&mut ArchiveBuilder)) -> PathBuf {
     let path = dir.join(file);
     let enc = zstd::Encoder::new(std::fs::File::create(&path).unwrap(), 1).unwrap();
     let mut b = tar::Builder::new(enc);
-    for (kind, name, link, data) in entries {
-        b.append(&raw_header(*kind, name, link, data.len() as u64), *data)
-            .unwrap();
-    }
+    fill(&mut b);
     b.into_inner().unwrap().finish().unwrap();
     path
 }
@@ -213,20 +223,15 @@ fn a_huge_entry_is_refused_from_its_header() {
 #[test]
 fn an_archive_over_the_total_size_is_refused() {
     let work = tempfile::tempdir().unwrap();
-    let path = work.path().join("big.tar.zst");
     // 65 files of 16 MiB (each within the per-file limit) under one name,
     // so the unpacked directory never holds more than one of them.
-    let enc = zstd::Encoder::new(std::fs::File::create(&path).unwrap(), 1).unwrap();
-    let mut b = tar::Builder::new(enc);
     let zeros = vec![0u8; 16 << 20];
-    for _ in 0..65 {
-        b.append(
-            &raw_header(Regular, "sys/f", "", zeros.len() as u64),
-            zeros.as_slice(),
-        )
-        .unwrap();
-    }
-    b.into_inner().unwrap().finish().unwrap();
+    let path = archive_with(work.path(), "big.tar.zst", |b| {
+        for _ in 0..65 {
+            let h = raw_header(Regular, "sys/f", "", zeros.len() as u64);
+            b.append(&h, zeros.as_slice()).unwrap();
+        }
+    });
     let tmp = Tmp::new();
     let (code, _, err) = rocgate_in(&tmp, &["matrix", "check"], &path);
     assert_eq!(code, Some(2), "{err}");
@@ -240,15 +245,13 @@ fn an_archive_over_the_total_size_is_refused() {
 #[test]
 fn an_archive_over_the_entry_count_is_refused() {
     let work = tempfile::tempdir().unwrap();
-    let path = work.path().join("many.tar.zst");
-    let enc = zstd::Encoder::new(std::fs::File::create(&path).unwrap(), 1).unwrap();
-    let mut b = tar::Builder::new(enc);
     // One directory, named again and again: cheap to unpack, many entries.
     let h = raw_header(Directory, "d", "", 0);
-    for _ in 0..200_001 {
-        b.append(&h, std::io::empty()).unwrap();
-    }
-    b.into_inner().unwrap().finish().unwrap();
+    let path = archive_with(work.path(), "many.tar.zst", |b| {
+        for _ in 0..200_001 {
+            b.append(&h, std::io::empty()).unwrap();
+        }
+    });
     let tmp = Tmp::new();
     let (code, _, err) = rocgate_in(&tmp, &["inventory"], &path);
     assert_eq!(code, Some(2), "{err}");
