@@ -2,7 +2,7 @@
 
 use crate::cli::DoctorArgs;
 use crate::ui::style::Style;
-use rocgate_harness::doctor::{Diagnosis, Located, diagnose};
+use rocgate_harness::doctor::{DiagnosedFault, Diagnosis, diagnose};
 use rocgate_harness::{ExecOptions, Layer, RunReport, Status};
 use rocgate_suites::Session;
 use serde::Serialize;
@@ -18,8 +18,8 @@ struct DoctorJson<'a> {
     healthy: bool,
     first_failing_layer: Option<Layer>,
     layers: BTreeMap<&'static str, &'static str>,
-    likely_cause: Option<&'a Located>,
-    findings: &'a [Located],
+    likely_cause: Option<&'a DiagnosedFault>,
+    findings: &'a [DiagnosedFault],
 }
 
 /// What a layer looks like from the doctor's chair.
@@ -181,7 +181,7 @@ fn render(
                 c.message,
                 c.next_step
             ));
-            let others: Vec<&Located> = d.findings.iter().skip(1).collect();
+            let others: Vec<&DiagnosedFault> = d.findings.iter().skip(1).collect();
             if !others.is_empty() {
                 out.push_str(&format!("\nOther findings ({}):\n", others.len()));
                 for f in others.iter().take(12) {

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 /// One diagnosed fault, located.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Located {
+pub struct DiagnosedFault {
     /// Stable code (`kfd-permission`).
     pub code: String,
     /// The layer of the check that found it.
@@ -31,21 +31,21 @@ pub struct Diagnosis {
     /// The lowest layer with a fault anywhere on the node.
     pub first_failing_layer: Option<Layer>,
     /// The first finding of the first failing layer.
-    pub likely_cause: Option<Located>,
+    pub likely_cause: Option<DiagnosedFault>,
     /// All findings, bottom-up (layer, then node before GPUs, then check order).
-    pub findings: Vec<Located>,
+    pub findings: Vec<DiagnosedFault>,
 }
 
 /// Summarises a run into findings.
 pub fn diagnose(report: &RunReport) -> Diagnosis {
-    let mut findings: Vec<(usize, Located)> = report
+    let mut findings: Vec<(usize, DiagnosedFault)> = report
         .results
         .iter()
         .enumerate()
         .filter(|(_, r)| r.status.is_fault())
         .map(|(order, r)| {
             let located = match &r.finding {
-                Some(f) => Located {
+                Some(f) => DiagnosedFault {
                     code: f.code.clone(),
                     layer: r.layer,
                     scope: r.scope,
@@ -53,7 +53,7 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
                     message: f.message.clone(),
                     next_step: f.next_step.clone(),
                 },
-                None => Located {
+                None => DiagnosedFault {
                     code: if r.status == Status::Timeout { "check-timeout" } else { "check-crash" }.to_string(),
                     layer: r.layer,
                     scope: r.scope,
@@ -71,7 +71,7 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
     // Faults that stop the stack first, advisories after them: a degraded
     // PCIe link is not the likely cause when /dev/kfd is missing.
     findings.sort_by_key(|(order, f)| (report.results[*order].advisory, f.layer, f.scope, *order));
-    let findings: Vec<Located> = findings.into_iter().map(|(_, f)| f).collect();
+    let findings: Vec<DiagnosedFault> = findings.into_iter().map(|(_, f)| f).collect();
     Diagnosis {
         schema_version: 1,
         first_failing_layer: report.first_failing_layer(None),

@@ -6,6 +6,7 @@ use crate::model::Scope;
 use crate::output;
 use crate::plan::Plan;
 use crate::result::CheckResult;
+use crate::signal::signal_name;
 use crate::verdict::{Finding, SkipReason, Status, Verdict};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -455,16 +456,6 @@ fn hang_spares<C>(
                 .is_some_and(node_hang)
         }),
         _ => false,
-    }
-}
-
-/// The conventional name of a signal number, for messages.
-pub fn signal_name(signal: usize) -> String {
-    match signal {
-        1 => "SIGHUP".into(),
-        2 => "SIGINT".into(),
-        15 => "SIGTERM".into(),
-        n => format!("signal {n}"),
     }
 }
 

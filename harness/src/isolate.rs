@@ -10,8 +10,8 @@
 //! which the parent keeps as the worker's log.
 
 use crate::check::Check;
-use crate::exec::signal_name;
 use crate::model::Scope;
+use crate::signal::signal_name;
 use crate::verdict::Verdict;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
@@ -79,7 +79,8 @@ impl LogTail {
 
 struct Worker {
     child: Child,
-    stdin: ChildStdin,
+    /// Requests go here; `None` once closed, which ends a healthy worker.
+    stdin: Option<ChildStdin>,
     replies: Receiver<String>,
     log: Arc<Mutex<LogTail>>,
 }
@@ -154,7 +155,7 @@ impl WorkerPool {
         });
         Ok(Worker {
             child,
-            stdin,
+            stdin: Some(stdin),
             replies,
             log,
         })
@@ -242,7 +243,10 @@ impl Isolator for WorkerPool {
             timeout_ms: u64::try_from(timeout.as_millis()).ok(),
         };
         let line = serde_json::to_string(&request).unwrap_or_default();
-        let sent = writeln!(worker.stdin, "{line}").and_then(|()| worker.stdin.flush());
+        let sent = match worker.stdin.as_mut() {
+            Some(stdin) => writeln!(stdin, "{line}").and_then(|()| stdin.flush()),
+            None => Err(std::io::ErrorKind::BrokenPipe.into()),
+        };
         let start = Instant::now();
         let outcome = if sent.is_err() {
             Err(RecvTimeoutError::Disconnected)
@@ -338,35 +342,13 @@ impl Drop for WorkerPool {
         for slot in slots {
             if let Some(mut w) = lock(&slot).take() {
                 // Closing stdin ends a healthy worker's loop.
-                drop(std::mem::replace(&mut w.stdin, dummy_stdin()));
+                drop(w.stdin.take());
                 if reap(&mut w.child, Duration::from_millis(500)).is_none() {
                     self.kill(&mut w);
                 }
             }
         }
     }
-}
-
-/// A closed pipe to swap in for a worker's stdin before waiting for it.
-fn dummy_stdin() -> ChildStdin {
-    // `ChildStdin` cannot be built directly; a finished `true` gives one.
-    let mut c = Command::new("true")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    match c.as_mut().ok().and_then(|c| c.stdin.take()) {
-        Some(s) => s,
-        None => unreachable_stdin(),
-    }
-}
-
-#[allow(
-    clippy::panic,
-    reason = "only if the OS cannot start `true`, during shutdown"
-)]
-fn unreachable_stdin() -> ChildStdin {
-    panic!("cannot create a pipe to close a worker's stdin")
 }
 
 /// The worker's side: answers requests on stdin until it closes.

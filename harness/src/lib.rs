@@ -18,6 +18,7 @@ pub mod model;
 pub mod output;
 pub mod plan;
 pub mod result;
+pub mod signal;
 pub mod sysroot;
 pub mod verdict;
 
@@ -26,5 +27,5 @@ pub use exec::{Event, ExecOptions, execute};
 pub use model::{Layer, Scope, ScopeKind, Tier};
 pub use plan::{Plan, PlanError, plan};
 pub use result::{CheckResult, RunReport, ScopeInfo};
-pub use sysroot::{Access, ReadError, Sysroot};
+pub use sysroot::{PathUse, ReadError, Sysroot};
 pub use verdict::{Finding, Metric, SkipReason, Status, Verdict};

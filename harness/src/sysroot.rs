@@ -22,7 +22,7 @@ pub struct Sysroot {
     label: Option<String>,
     /// Host paths accessed so far and how, when recording (for snapshots
     /// and for measuring what a run reads).
-    recorder: Option<Arc<Mutex<BTreeMap<String, Access>>>>,
+    recorder: Option<Arc<Mutex<BTreeMap<String, PathUse>>>>,
     /// Deadline-bounded reads, shared by every clone, so a file that did
     /// not answer is remembered for the whole run.
     io: Arc<BoundedIo>,
@@ -30,7 +30,7 @@ pub struct Sysroot {
 
 /// How a recorded host path was used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Access {
+pub enum PathUse {
     /// Tested for existence.
     Probed,
     /// Read as a file.
@@ -226,7 +226,7 @@ impl Sysroot {
 
     /// The host paths accessed so far and how (the strongest use wins:
     /// listed or linked over read over probed).
-    pub fn accesses(&self) -> Vec<(String, Access)> {
+    pub fn accesses(&self) -> Vec<(String, PathUse)> {
         self.recorder
             .as_ref()
             .and_then(|r| {
@@ -238,7 +238,7 @@ impl Sysroot {
     }
 
     /// Records an access made outside these methods (a device opened).
-    pub fn note(&self, host: &str, how: Access) {
+    pub fn note(&self, host: &str, how: PathUse) {
         if let Some(r) = &self.recorder {
             if let Ok(mut m) = r.lock() {
                 let e = m.entry(host.to_string()).or_insert(how);
@@ -264,7 +264,7 @@ impl Sysroot {
 
     /// Whether `host` exists (following links).
     pub fn exists(&self, host: &str) -> bool {
-        self.note(host, Access::Probed);
+        self.note(host, PathUse::Probed);
         self.path(host).exists()
     }
 
@@ -281,7 +281,7 @@ impl Sysroot {
     /// Reads a small text file: stops at the first NUL (captures are often
     /// NUL-padded), trims surrounding whitespace, and rejects non-UTF-8.
     pub fn read_text(&self, host: &str) -> Result<String, ReadError> {
-        self.note(host, Access::Read);
+        self.note(host, PathUse::Read);
         let bytes = self
             .guarded(host, |path| read_bounded(&path, MAX_ATTRIBUTE_BYTES))
             .map_err(|e| Self::hostify(e, host))?;
@@ -304,7 +304,7 @@ impl Sysroot {
 
     /// Reads up to `limit` bytes of a file as raw bytes.
     pub fn read_bytes(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
-        self.note(host, Access::Read);
+        self.note(host, PathUse::Read);
         self.guarded(host, move |path| read_bounded(&path, limit))
             .map_err(|e| Self::hostify(e, host))
     }
@@ -312,7 +312,7 @@ impl Sysroot {
     /// Reads at most the last `limit` bytes of a file (a log that may be huge).
     pub fn read_tail(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
         use std::io::{Seek, SeekFrom};
-        self.note(host, Access::Read);
+        self.note(host, PathUse::Read);
         self.guarded(host, move |path| {
             let io = |e: std::io::Error| ReadError::from_io(path.clone(), &e);
             let mut file = std::fs::File::open(&path).map_err(io)?;
@@ -329,7 +329,7 @@ impl Sysroot {
     /// The names of the entries of a directory, sorted (numerically where
     /// both names are numbers, so node `10` follows node `9`).
     pub fn list_dir(&self, host: &str) -> Result<Vec<String>, ReadError> {
-        self.note(host, Access::Listed);
+        self.note(host, PathUse::Listed);
         let path = self.path(host);
         let entries =
             std::fs::read_dir(&path).map_err(|e| ReadError::from_io(PathBuf::from(host), &e))?;
@@ -356,7 +356,7 @@ impl Sysroot {
     /// The last component of a symbolic link's target (`amdgpu` for a
     /// `driver` link), or `None` when there is no link.
     pub fn link_name(&self, host: &str) -> Result<Option<String>, ReadError> {
-        self.note(host, Access::Linked);
+        self.note(host, PathUse::Linked);
         let path = self.path(host);
         match std::fs::read_link(&path) {
             Ok(target) => Ok(target.file_name().map(|n| n.to_string_lossy().into_owned())),

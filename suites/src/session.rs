@@ -192,7 +192,7 @@ impl Session {
                 .into_iter()
                 .filter(|(s, _)| s.gpu().is_some_and(|g| plan.gpus.contains(&g)))
                 .collect(),
-            interrupted: (signal != 0).then(|| rocgate_harness::exec::signal_name(signal)),
+            interrupted: (signal != 0).then(|| rocgate_harness::signal::signal_name(signal)),
             strict: false,
         }
     }

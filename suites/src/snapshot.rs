@@ -13,7 +13,7 @@ use crate::facts::NodeFacts;
 use crate::facts::access::{self, Access};
 use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser};
 use nix::errno::Errno;
-use rocgate_harness::Access as Use;
+use rocgate_harness::PathUse as Use;
 use rocgate_harness::Sysroot;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
