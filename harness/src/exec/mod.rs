@@ -1,0 +1,426 @@
+//! The executor: runs a plan's instances on a pool of check threads, in
+//! dependency order, with gating, per-check timeouts and interruption.
+//!
+//! `executor.rs` holds the run's state and its transitions (dispatch,
+//! complete, time out, block), `threads.rs` the check threads, `results.rs`
+//! the results the executor writes itself.
+
+mod executor;
+mod results;
+mod threads;
+
+use crate::isolate::Isolator;
+use crate::output;
+use crate::plan::Plan;
+use crate::result::CheckResult;
+use executor::Executor;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::thread;
+use std::time::Duration;
+
+/// How the executor runs a plan.
+#[derive(Clone)]
+pub struct ExecOptions {
+    /// Block checks whose dependencies did not pass (`--no-gate` clears it).
+    pub gate: bool,
+    /// Worker threads.
+    pub workers: usize,
+    /// Multiplies every check's timeout.
+    pub timeout_scale: f64,
+    /// Per-check timeouts (by check id, `hsa::init`) that replace the
+    /// check's own, unscaled.
+    pub timeouts: HashMap<String, Duration>,
+    /// When non-zero, the number of the signal that interrupted the run; the
+    /// executor starts nothing new once it is set.
+    pub interrupt: Arc<AtomicUsize>,
+    /// How long running checks may finish after an interruption.
+    pub interrupt_grace: Duration,
+    /// Bound for each result's captured output, in bytes.
+    pub output_limit: usize,
+    /// Runs isolated checks in worker processes; without one they run in
+    /// this process like the others.
+    pub isolator: Option<Arc<dyn Isolator>>,
+    /// At most this many scopes bring up their worker at once (a scope's
+    /// first isolated check, which starts the worker and initialises the
+    /// vendor runtime), so a node of 64 GPU partitions does not start 64
+    /// runtimes together. The wait does not count against any timeout.
+    pub max_warming: usize,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            gate: true,
+            workers: thread::available_parallelism()
+                .map_or(4, |n| n.get())
+                .clamp(2, 16),
+            timeout_scale: 1.0,
+            timeouts: HashMap::new(),
+            interrupt: Arc::new(AtomicUsize::new(0)),
+            interrupt_grace: Duration::from_secs(2),
+            output_limit: output::DEFAULT_LIMIT,
+            isolator: None,
+            max_warming: 8,
+        }
+    }
+}
+
+/// The longest any one check may be given, whatever the scale: far beyond any
+/// real check, and small enough that a deadline computed from it cannot
+/// overflow the clock.
+pub const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// What a worker process needs beyond a timed-out check's timeout before the
+/// executor has its result: the kill grace is added per check; this covers
+/// reaping the process.
+const REAP_ALLOWANCE: Duration = Duration::from_millis(500);
+
+impl ExecOptions {
+    /// The time `check` may take: its override, else its own timeout scaled;
+    /// never more than [`MAX_CHECK_TIMEOUT`].
+    pub fn timeout_of<C>(&self, check: &crate::check::Check<C>) -> Duration {
+        let t = self.timeouts.get(check.id).copied().unwrap_or_else(|| {
+            let scale = if self.timeout_scale.is_finite() {
+                self.timeout_scale.max(0.01)
+            } else {
+                1.0
+            };
+            Duration::try_from_secs_f64(check.timeout.as_secs_f64() * scale)
+                .unwrap_or(MAX_CHECK_TIMEOUT)
+        });
+        t.min(MAX_CHECK_TIMEOUT)
+    }
+
+    /// What a check costs at most when it runs into its timeout: an isolated
+    /// check's worker is then killed, which takes the kill grace and a reap.
+    fn worst_case_of<C>(&self, check: &crate::check::Check<C>) -> Duration {
+        let kill = match (&self.isolator, check.isolated) {
+            (Some(isolator), true) => isolator.kill_grace() + REAP_ALLOWANCE,
+            _ => Duration::ZERO,
+        };
+        self.timeout_of(check) + kill
+    }
+
+    /// An upper bound on a run of `plan` in which every check runs into its
+    /// timeout: node checks one after another, then each GPU's chain, GPUs in
+    /// parallel but starting their workers `max_warming` at a time (a GPU
+    /// waiting for a start slot waits for another GPU's first isolated check).
+    pub fn time_budget<C>(&self, plan: &Plan<'_, C>) -> Duration {
+        use crate::model::ScopeKind;
+        let node: Duration = plan
+            .instances
+            .iter()
+            .map(|i| plan.check(i))
+            .filter(|c| c.scope == ScopeKind::Node)
+            .map(|c| self.worst_case_of(c))
+            .sum();
+        if plan.gpus.is_empty() {
+            return node;
+        }
+        let per_gpu: Vec<&crate::check::Check<C>> = plan
+            .registry
+            .iter()
+            .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
+            .collect();
+        let chain: Duration = per_gpu.iter().map(|c| self.worst_case_of(c)).sum();
+        let first_start = per_gpu
+            .iter()
+            .find(|c| c.isolated && self.isolator.is_some())
+            .map(|c| self.worst_case_of(c));
+        let waves = plan.gpus.len().div_ceil(self.max_warming.max(1));
+        let queued = match first_start {
+            Some(start) if waves > 1 => {
+                start.saturating_mul(u32::try_from(waves - 1).unwrap_or(u32::MAX))
+            }
+            _ => Duration::ZERO,
+        };
+        node.saturating_add(chain).saturating_add(queued)
+    }
+}
+
+/// Progress the executor reports as it goes, on the calling thread.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// A check started on a worker.
+    Started {
+        /// Its test id.
+        id: &'a str,
+    },
+    /// A check has its final result (including blocked and skipped ones).
+    Finished(&'a CheckResult),
+}
+
+/// Runs `plan` against `ctx` and returns one result per instance, in plan order.
+pub fn execute<C: Send + Sync + 'static>(
+    plan: &Plan<'_, C>,
+    ctx: Arc<C>,
+    opts: &ExecOptions,
+    mut on_event: impl FnMut(Event<'_>),
+) -> Vec<CheckResult> {
+    Executor::new(plan, ctx, opts).run(&mut on_event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Check;
+    use crate::model::{Layer, Scope, ScopeKind, Tier};
+    use crate::plan::plan;
+    use crate::verdict::{Finding, Status, Verdict};
+    use std::sync::Mutex;
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+
+    fn check(
+        id: &'static str,
+        layer: Layer,
+        scope: ScopeKind,
+        run: fn(&(), Scope) -> Verdict,
+    ) -> Check<()> {
+        Check {
+            id,
+            layer,
+            scope,
+            tier: Tier::Quick,
+            deps: &[],
+            gates: true,
+            timeout: Duration::from_millis(300),
+            isolated: false,
+            summary: "",
+            run,
+        }
+    }
+
+    fn fail_on_gpu1(_: &(), s: Scope) -> Verdict {
+        if s == Scope::Gpu(1) {
+            Verdict::fail(Finding::new("x-broken", "gpu1 is broken", "fix it"))
+        } else {
+            Verdict::pass("ok")
+        }
+    }
+
+    fn run(reg: &[Check<()>], gpus: &[u32], opts: &ExecOptions) -> Vec<CheckResult> {
+        let p = plan(reg, gpus, Tier::Quick).unwrap();
+        execute(&p, Arc::new(()), opts, |_| {})
+    }
+
+    fn status(rs: &[CheckResult], id: &str) -> Status {
+        rs.iter().find(|r| r.id == id).unwrap().status
+    }
+
+    #[test]
+    fn a_failure_blocks_the_same_gpu_above_and_not_the_others() {
+        let reg = vec![
+            check("pci::a", Layer::Pci, ScopeKind::PerGpu, fail_on_gpu1),
+            check("amdgpu::b", Layer::Amdgpu, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
+            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
+        ];
+        let rs = run(&reg, &[0, 1, 2], &ExecOptions::default());
+        assert_eq!(status(&rs, "gpu1.pci.a"), Status::Fail);
+        assert_eq!(status(&rs, "gpu1.amdgpu.b"), Status::Blocked);
+        let c = rs.iter().find(|r| r.id == "gpu1.kfd.c").unwrap();
+        assert_eq!(c.status, Status::Blocked);
+        assert_eq!(c.blocked_by.as_deref(), Some("gpu1.pci.a"));
+        assert_eq!(c.message, "blocked by gpu1.pci.a: gpu1 is broken");
+        assert_eq!(status(&rs, "gpu0.kfd.c"), Status::Pass);
+        assert_eq!(status(&rs, "gpu2.kfd.c"), Status::Pass);
+    }
+
+    #[test]
+    fn no_gate_runs_everything() {
+        let reg = vec![
+            check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
+                Verdict::fail(Finding::new("x", "broken", "fix"))
+            }),
+            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
+        ];
+        let opts = ExecOptions {
+            gate: false,
+            ..ExecOptions::default()
+        };
+        let rs = run(&reg, &[0, 1], &opts);
+        assert_eq!(status(&rs, "gpu0.kfd.c"), Status::Pass);
+        let gated = run(&reg, &[0, 1], &ExecOptions::default());
+        assert_eq!(status(&gated, "gpu0.kfd.c"), Status::Blocked);
+    }
+
+    #[test]
+    fn hung_check_times_out_and_others_finish() {
+        let reg = vec![
+            check("pci::hang", Layer::Pci, ScopeKind::PerGpu, |_, s| {
+                if s == Scope::Gpu(0) {
+                    thread::sleep(Duration::from_secs(30));
+                }
+                Verdict::pass("ok")
+            }),
+            check("kfd::after", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
+        ];
+        let opts = ExecOptions {
+            workers: 1,
+            ..ExecOptions::default()
+        };
+        let start = Instant::now();
+        let rs = run(&reg, &[0, 1, 2], &opts);
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(status(&rs, "gpu0.pci.hang"), Status::Timeout);
+        let after = rs.iter().find(|r| r.id == "gpu0.kfd.after").unwrap();
+        assert_eq!(after.status, Status::Blocked);
+        assert!(
+            after
+                .message
+                .contains("GPU unresponsive after gpu0.pci.hang"),
+            "{}",
+            after.message
+        );
+        // The replacement worker ran the other GPUs' checks.
+        assert_eq!(status(&rs, "gpu2.kfd.after"), Status::Pass);
+    }
+
+    #[test]
+    fn panicking_check_is_a_crash() {
+        #[allow(clippy::panic)]
+        fn boom(_: &(), _: Scope) -> Verdict {
+            panic!("parser bug")
+        }
+        let mut boom = check("pci::boom", Layer::Pci, ScopeKind::Node, boom);
+        // The panic is the point, not the time: with RUST_BACKTRACE set, the
+        // hook symbolises a backtrace first, which on a loaded machine takes
+        // longer than the other checks' short timeout.
+        boom.timeout = Duration::from_secs(120);
+        let rs = run(&[boom], &[], &ExecOptions::default());
+        assert_eq!(rs[0].status, Status::Crash);
+        assert!(rs[0].message.contains("parser bug"));
+    }
+
+    #[test]
+    fn interruption_skips_what_did_not_run() {
+        let reg = vec![
+            check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
+                Verdict::pass("ok")
+            }),
+            check("kfd::b", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
+        ];
+        let opts = ExecOptions::default();
+        opts.interrupt.store(2, Ordering::SeqCst);
+        let rs = run(&reg, &[0], &opts);
+        assert!(rs.iter().all(|r| r.status == Status::Skipped));
+        assert!(rs[0].message.contains("SIGINT"));
+    }
+
+    /// An isolator that records how many scopes start at once, and hangs
+    /// one check.
+    struct Recorder {
+        started: Mutex<std::collections::HashSet<Scope>>,
+        starting: AtomicUsize,
+        most_starting: AtomicUsize,
+        hangs: &'static str,
+    }
+
+    impl Isolator for Recorder {
+        fn run(&self, check: &'static str, scope: Scope, _timeout: Duration) -> Verdict {
+            if check == self.hangs {
+                return Verdict::timeout("did not finish (test)");
+            }
+            let first = self.started.lock().unwrap().insert(scope);
+            if first {
+                let now = self.starting.fetch_add(1, Ordering::SeqCst) + 1;
+                self.most_starting.fetch_max(now, Ordering::SeqCst);
+                thread::sleep(Duration::from_millis(40));
+                self.starting.fetch_sub(1, Ordering::SeqCst);
+            }
+            Verdict::pass("ok")
+        }
+
+        fn kill_grace(&self) -> Duration {
+            Duration::from_millis(10)
+        }
+    }
+
+    fn recorder(hangs: &'static str) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            started: Mutex::new(std::collections::HashSet::new()),
+            starting: AtomicUsize::new(0),
+            most_starting: AtomicUsize::new(0),
+            hangs,
+        })
+    }
+
+    fn isolated(id: &'static str, layer: Layer, scope: ScopeKind) -> Check<()> {
+        Check {
+            isolated: true,
+            ..check(id, layer, scope, |_, _| Verdict::pass("in process"))
+        }
+    }
+
+    #[test]
+    fn a_bounded_number_of_scopes_start_their_worker_at_once() {
+        let reg = vec![
+            isolated("hsa::a", Layer::Hsa, ScopeKind::PerGpu),
+            isolated("hsa::b", Layer::Hsa, ScopeKind::PerGpu),
+        ];
+        let rec = recorder("none");
+        let opts = ExecOptions {
+            workers: 16,
+            max_warming: 3,
+            isolator: Some(rec.clone()),
+            ..ExecOptions::default()
+        };
+        let rs = run(&reg, &[0, 1, 2, 3, 4, 5, 6, 7], &opts);
+        assert!(rs.iter().all(|r| r.status == Status::Pass), "{rs:?}");
+        let most = rec.most_starting.load(Ordering::SeqCst);
+        assert!((1..=3).contains(&most), "{most} scopes started at once");
+    }
+
+    #[test]
+    fn a_node_wide_hang_in_a_worker_spares_the_gpus_own_workers() {
+        let reg = vec![
+            isolated("hsa::init", Layer::Hsa, ScopeKind::Node),
+            Check {
+                deps: &["hsa::init"],
+                ..isolated("hsa::agents", Layer::Hsa, ScopeKind::Node)
+            },
+            Check {
+                deps: &["hsa::init"],
+                ..isolated("hsa::agent", Layer::Hsa, ScopeKind::PerGpu)
+            },
+            isolated("hip::device", Layer::Hip, ScopeKind::PerGpu),
+        ];
+        let opts = ExecOptions {
+            isolator: Some(recorder("hsa::init")),
+            ..ExecOptions::default()
+        };
+        let rs = run(&reg, &[0, 1], &opts);
+        assert_eq!(status(&rs, "node.hsa.init"), Status::Timeout);
+        // Node checks share the hung worker's scope: blocked.
+        assert_eq!(status(&rs, "node.hsa.agents"), Status::Blocked);
+        // Each GPU's checks run in their own workers, through the node's hang
+        // and through node checks blocked only by it.
+        for id in ["gpu0.hsa.agent", "gpu1.hip.device"] {
+            assert_eq!(status(&rs, id), Status::Pass, "{id}");
+        }
+        // Without worker processes a hang is shared: everything above blocks.
+        let reg = vec![
+            check("hsa::init", Layer::Hsa, ScopeKind::Node, |_, _| {
+                thread::sleep(Duration::from_secs(5));
+                Verdict::pass("late")
+            }),
+            check("hip::device", Layer::Hip, ScopeKind::PerGpu, |_, _| {
+                Verdict::pass("ok")
+            }),
+        ];
+        let rs = run(&reg, &[0], &ExecOptions::default());
+        assert_eq!(status(&rs, "gpu0.hip.device"), Status::Blocked);
+    }
+}
