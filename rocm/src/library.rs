@@ -79,10 +79,7 @@ pub struct Library<T> {
     loaded: Loaded,
 }
 
-impl<T> std::fmt::Debug for Library<T>
-where
-    T: Binding,
-{
+impl<T: Binding> std::fmt::Debug for Library<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Library")
             .field("name", &T::LIBRARY.name)
@@ -141,6 +138,15 @@ pub(crate) fn buffer_text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&bytes[..end]).into_owned()
 }
 
+/// A library's text for a status without the name the message already
+/// gives: ROCr's texts start with it ("HSA_STATUS_ERROR_X: what it means")
+/// and HIP 5's are the name alone.
+pub(crate) fn without_name(text: &str, name: &str) -> String {
+    text.strip_prefix(name)
+        .map_or(text, |rest| rest.trim_start_matches(':').trim())
+        .to_string()
+}
+
 /// What a library's `const char *describe(status)` function says about
 /// `status` (`rocblas_status_to_string`, `miopenGetErrorString`,
 /// `ncclGetErrorString`, `hipGetErrorString`); `None` when the symbol is
@@ -158,12 +164,18 @@ pub fn status_text<S>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rocblas::{self, BlasError, BlasHandle};
     use crate::table::symbol_table;
     use std::ffi::c_double;
     use std::path::PathBuf;
 
-    // A real library every Linux machine has stands in for a ROCm one: libm
-    // has `cos`, and nothing named like rocgate's missing symbol.
+    // libm, which every Linux machine has, stands in for a ROCm library: it
+    // has `cos` and none of rocgate's symbols.
+    const LIBM: LibrarySpec = LibrarySpec {
+        name: "the C maths library",
+        sonames: &["libm.so.6"],
+    };
+
     symbol_table! {
         struct Libm {
             cos: fn(c_double) -> c_double;
@@ -171,89 +183,66 @@ mod tests {
         }
     }
 
-    #[derive(Debug, PartialEq)]
-    enum TestError {
-        Missing(MissingSymbol),
-        Status {
-            call: &'static str,
-            status: i32,
-            name: String,
-        },
-    }
-
-    impl From<MissingSymbol> for TestError {
-        fn from(e: MissingSymbol) -> Self {
-            TestError::Missing(e)
-        }
-    }
-
-    impl Binding for Libm {
-        const LIBRARY: LibrarySpec = LibrarySpec {
-            name: "the C maths library",
-            sonames: &["libm.so.6"],
-        };
-        type Status = i32;
-        type Error = TestError;
-        const SUCCESS: i32 = 0;
-        const STATUS_NAMES: &'static [(i32, &'static str)] = &[(0, "ok"), (3, "three")];
-        const UNKNOWN_STATUS: &'static str = "unknown test status";
-
-        fn describe(&self, status: i32) -> Option<String> {
-            // A string function the library does not export.
-            status_text(&self.rocgate_no_such_function, status)
-        }
-
-        fn error(&self, call: &'static str, status: i32) -> TestError {
-            TestError::Status {
-                call,
-                status,
-                name: self.describe_or_name(status),
-            }
-        }
-    }
-
-    fn libm() -> Arc<Library<Libm>> {
+    fn libm() -> Loaded {
         let search = Search {
             rocm_path: Some(PathBuf::from("/nonexistent/rocm")),
         };
-        Library::<Libm>::open(&search).expect("libm.so.6 loads through the system loader")
+        search
+            .open(&LIBM)
+            .expect("libm.so.6 loads through the system loader")
+    }
+
+    /// rocBLAS's bindings over a library that has none of its symbols.
+    fn rocblas_over_libm() -> Arc<Library<rocblas::Table>> {
+        Arc::new(Library::from_loaded(libm()))
     }
 
     #[test]
-    fn a_real_library_opens_through_the_system_loader_and_its_symbols_work() {
+    fn a_table_finds_what_the_library_exports_and_lists_its_c_names() {
         let lib = libm();
-        assert!(lib.path().to_string_lossy().contains("libm"), "{lib:?}");
-        let cos = lib.table.cos.clone().expect("libm exports cos");
+        let table = Libm::load(&lib);
+        let cos = table.cos.expect("libm exports cos");
         // SAFETY: cos(double) -> double.
         assert_eq!(unsafe { cos(0.0) }, 1.0);
-    }
-
-    #[test]
-    fn a_table_lists_the_c_names_it_looks_up() {
         assert_eq!(Libm::SYMBOLS, ["cos", "rocgate_no_such_function"]);
+        let missing = table.rocgate_no_such_function.unwrap_err();
+        assert_eq!(missing.symbol, "rocgate_no_such_function");
+        assert_eq!(missing.library, lib.path.display().to_string());
     }
 
     #[test]
-    fn a_missing_symbol_is_an_error_naming_symbol_and_library() {
-        let lib = libm();
-        let err = lib
-            .table
-            .rocgate_no_such_function
-            .clone()
-            .map(|_| ())
-            .map_err(TestError::from)
-            .unwrap_err();
-        let TestError::Missing(missing) = &err else {
-            panic!("{err:?}");
+    fn a_missing_symbol_is_the_calls_error_naming_symbol_and_library() {
+        let blas = rocblas_over_libm();
+        assert!(blas.path().to_string_lossy().contains("libm"), "{blas:?}");
+        let Err(err) = BlasHandle::new(&blas) else {
+            panic!("a rocBLAS handle from libm");
         };
-        assert_eq!(missing.symbol, "rocgate_no_such_function");
-        assert_eq!(missing.library, lib.path().display().to_string());
         assert_eq!(
-            missing.to_string(),
+            err.to_string(),
             format!(
-                "symbol rocgate_no_such_function not found in {}",
-                lib.path().display()
+                "symbol rocblas_create_handle not found in {}",
+                blas.path().display()
             )
+        );
+        assert_eq!(err.status(), None);
+    }
+
+    #[test]
+    fn without_a_string_function_a_status_is_named_from_the_headers() {
+        let blas = rocblas_over_libm();
+        assert_eq!(blas.check("rocblas_sgemm", 0), Ok(()));
+        assert_eq!(
+            blas.check("rocblas_sgemm", 3),
+            Err(BlasError::Status {
+                call: "rocblas_sgemm",
+                status: 3,
+                name: "rocblas_status_invalid_pointer".into()
+            })
+        );
+        let unknown = blas.check("rocblas_sgemm", -7).unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "rocblas_sgemm failed: unknown rocblas_status (-7)"
         );
     }
 
@@ -270,19 +259,16 @@ mod tests {
                 name: "absent library",
                 sonames: &["librocgate-absent.so.3", "librocgate-absent.so"],
             };
-            type Status = i32;
+            type Status = u8;
             type Error = MissingSymbol;
-            const SUCCESS: i32 = 0;
-            const STATUS_NAMES: &'static [(i32, &'static str)] = &[];
+            const SUCCESS: u8 = 0;
+            const STATUS_NAMES: &'static [(u8, &'static str)] = &[];
             const UNKNOWN_STATUS: &'static str = "?";
-            fn describe(&self, _: i32) -> Option<String> {
+            fn describe(&self, _: u8) -> Option<String> {
                 None
             }
-            fn error(&self, call: &'static str, _: i32) -> MissingSymbol {
-                MissingSymbol {
-                    symbol: call,
-                    library: String::new(),
-                }
+            fn error(&self, _: &'static str, _: u8) -> MissingSymbol {
+                unreachable!("the library never opens")
             }
         }
         let search = Search {
@@ -305,33 +291,20 @@ mod tests {
     }
 
     #[test]
-    fn statuses_without_a_string_function_fall_back_to_header_names() {
-        let lib = libm();
-        assert_eq!(lib.check("cos", 0), Ok(()));
-        assert_eq!(
-            lib.check("cos", 3),
-            Err(TestError::Status {
-                call: "cos",
-                status: 3,
-                name: "three".into()
-            })
-        );
-        assert_eq!(
-            lib.check("cos", -7),
-            Err(TestError::Status {
-                call: "cos",
-                status: -7,
-                name: "unknown test status".into()
-            })
-        );
-    }
-
-    #[test]
-    fn library_text_is_read_up_to_its_nul() {
+    fn library_text_is_read_up_to_its_nul_and_without_the_name() {
         assert_eq!(buffer_text(b"gfx942\0junk"), "gfx942");
         assert_eq!(buffer_text(b"no nul"), "no nul");
         assert_eq!(buffer_text(b""), "");
         // SAFETY: NULL is allowed.
         assert_eq!(unsafe { c_text(std::ptr::null()) }, None);
+        assert_eq!(
+            without_name("HSA_STATUS_ERROR: A generic error", "HSA_STATUS_ERROR"),
+            "A generic error"
+        );
+        assert_eq!(without_name("hipErrorNoDevice", "hipErrorNoDevice"), "");
+        assert_eq!(
+            without_name("no ROCm-capable device", "hipErrorNoDevice"),
+            "no ROCm-capable device"
+        );
     }
 }

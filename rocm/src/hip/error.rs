@@ -2,7 +2,7 @@
 //! `hipGetErrorString` and `hiprtcGetErrorString`.
 
 use super::sys::{self, RtcTable, Table};
-use crate::library::{Binding, status_text};
+use crate::library::{Binding, status_text, without_name};
 use crate::loader::{LibrarySpec, MissingSymbol};
 use thiserror::Error;
 
@@ -101,13 +101,7 @@ impl Binding for Table {
         let name = status_text(&self.hipGetErrorName, code)
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| fallback_name(code).to_string());
-        let detail = self.describe(code).unwrap_or_default();
-        // HIP 5 returns the name again as the description; keep one.
-        let text = if detail == name {
-            String::new()
-        } else {
-            detail
-        };
+        let text = without_name(&self.describe(code).unwrap_or_default(), &name);
         HipError::Code {
             call,
             code,

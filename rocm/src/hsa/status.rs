@@ -2,7 +2,7 @@
 //! how the runtime is opened and its calls checked.
 
 use super::sys::{self, Table};
-use crate::library::{Binding, c_text};
+use crate::library::{Binding, c_text, without_name};
 use crate::loader::{LibrarySpec, MissingSymbol};
 use std::ffi::c_char;
 use thiserror::Error;
@@ -100,12 +100,7 @@ impl Binding for Table {
 
     fn error(&self, call: &'static str, status: sys::Status) -> HsaError {
         let name = status_name(status);
-        let text = self.describe(status).unwrap_or_default();
-        // ROCr's text repeats the name ("HSA_STATUS_ERROR_X: what it means").
-        let text = text
-            .strip_prefix(name)
-            .map_or(text.as_str(), |t| t.trim_start_matches(':').trim())
-            .to_string();
+        let text = without_name(&self.describe(status).unwrap_or_default(), name);
         HsaError::Status {
             call,
             status,
