@@ -1,37 +1,8 @@
 //! Finding and opening vendor libraries: `--rocm-path`/`ROCM_PATH`, then
 //! /opt/rocm, then the system loader, trying every soname a library has had.
 
-use std::ffi::{CStr, c_char};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
-
-/// A C string a library returned (its status texts are static), or `None`
-/// for NULL.
-///
-/// # Safety
-/// `p` is NULL or points to a NUL-terminated string valid for the call.
-#[allow(unsafe_code)]
-pub(crate) unsafe fn c_text(p: *const c_char) -> Option<String> {
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: non-NULL, and NUL-terminated per the contract.
-    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-}
-
-/// What a library's `const char *describe(status)` function says about
-/// `status` (`rocblas_status_to_string`, `miopenGetErrorString`,
-/// `ncclGetErrorString`); `None` when the symbol is missing or gives NULL.
-#[allow(unsafe_code)]
-pub fn status_text<S>(
-    describe: &Result<unsafe extern "C" fn(S) -> *const c_char, MissingSymbol>,
-    status: S,
-) -> Option<String> {
-    let f = describe.as_ref().ok()?;
-    // SAFETY: the describe functions take any status value and return a
-    // static string or NULL.
-    unsafe { c_text(f(status)) }
-}
 
 /// Where to look for ROCm libraries.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -150,7 +121,8 @@ impl Search {
     }
 }
 
-fn open_path(spec: &LibrarySpec, path: &Path) -> Result<Loaded, LoadError> {
+/// Opens the file at `path` as `spec`, with the loader's words if it fails.
+pub(crate) fn open_path(spec: &LibrarySpec, path: &Path) -> Result<Loaded, LoadError> {
     // SAFETY: as in `Search::open`.
     #[allow(unsafe_code)]
     let opened = unsafe { libloading::Library::new(path) };

@@ -7,10 +7,10 @@
 )]
 
 use crate::hip::DeviceBuffer;
-use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search, status_text};
+use crate::library::{Binding, Library, status_text};
+use crate::loader::{LibrarySpec, MissingSymbol};
 use crate::table::symbol_table;
 use std::ffi::{c_char, c_void};
-use std::path::Path;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -75,19 +75,40 @@ symbol_table! {
 
 /// Names of `miopenStatus_t` values.
 pub fn status_name(s: i32) -> &'static str {
-    match s {
-        0 => "miopenStatusSuccess",
-        1 => "miopenStatusNotInitialized",
-        2 => "miopenStatusInvalidValue",
-        3 => "miopenStatusBadParm",
-        4 => "miopenStatusAllocFailed",
-        5 => "miopenStatusInternalError",
-        6 => "miopenStatusNotImplemented",
-        7 => "miopenStatusUnknownError",
-        8 => "miopenStatusUnsupportedOp",
-        9 => "miopenStatusGpuOperationsSkipped",
-        10 => "miopenStatusVersionMismatch",
-        _ => "unknown miopenStatus",
+    Table::status_name(s)
+}
+
+impl Binding for Table {
+    const LIBRARY: LibrarySpec = LIBRARY;
+    type Status = Status;
+    type Error = MiopenError;
+    const SUCCESS: Status = 0;
+    const STATUS_NAMES: &'static [(Status, &'static str)] = &[
+        (0, "miopenStatusSuccess"),
+        (1, "miopenStatusNotInitialized"),
+        (2, "miopenStatusInvalidValue"),
+        (3, "miopenStatusBadParm"),
+        (4, "miopenStatusAllocFailed"),
+        (5, "miopenStatusInternalError"),
+        (6, "miopenStatusNotImplemented"),
+        (7, "miopenStatusUnknownError"),
+        (8, "miopenStatusUnsupportedOp"),
+        (9, "miopenStatusGpuOperationsSkipped"),
+        (10, "miopenStatusVersionMismatch"),
+    ];
+    const UNKNOWN_STATUS: &'static str = "unknown miopenStatus";
+
+    /// `miopenGetErrorString`.
+    fn describe(&self, status: Status) -> Option<String> {
+        status_text(&self.miopenGetErrorString, status)
+    }
+
+    fn error(&self, call: &'static str, status: Status) -> MiopenError {
+        MiopenError::Status {
+            call,
+            status,
+            name: self.describe_or_name(status),
+        }
     }
 }
 
@@ -118,42 +139,12 @@ pub enum MiopenError {
 }
 
 /// An opened MIOpen.
-pub struct Miopen {
-    table: Table,
-    loaded: Loaded,
-}
+pub type Miopen = Library<Table>;
 
 impl Miopen {
-    /// Opens MIOpen through `search`.
-    pub fn open(search: &Search) -> Result<Arc<Miopen>, LoadError> {
-        let loaded = search.open(&LIBRARY)?;
-        Ok(Arc::new(Miopen {
-            table: Table::load(&loaded),
-            loaded,
-        }))
-    }
-
-    /// The file loaded.
-    pub fn path(&self) -> &Path {
-        &self.loaded.path
-    }
-
-    fn f<F: Copy>(r: &Result<F, MissingSymbol>) -> Result<F, MiopenError> {
-        r.clone().map_err(MiopenError::from)
-    }
-
-    fn check(&self, call: &'static str, status: Status) -> Result<(), MiopenError> {
-        if status == 0 {
-            return Ok(());
-        }
-        let name = status_text(&self.table.miopenGetErrorString, status)
-            .unwrap_or_else(|| status_name(status).to_string());
-        Err(MiopenError::Status { call, status, name })
-    }
-
     /// `miopenGetVersion` as `major.minor.patch`.
     pub fn version(&self) -> Result<String, MiopenError> {
-        let f = Self::f(&self.table.miopenGetVersion)?;
+        let f = self.table.miopenGetVersion.clone()?;
         let (mut a, mut b, mut c) = (0usize, 0usize, 0usize);
         // SAFETY: writes three size_t.
         self.check("miopenGetVersion", unsafe { f(&mut a, &mut b, &mut c) })?;
@@ -194,7 +185,7 @@ pub struct ConvRun {
 impl MiopenHandle {
     /// `miopenCreate`.
     pub fn new(lib: &Arc<Miopen>) -> Result<MiopenHandle, MiopenError> {
-        let f = Miopen::f(&lib.table.miopenCreate)?;
+        let f = lib.table.miopenCreate.clone()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes the handle.
         lib.check("miopenCreate", unsafe { f(&mut raw) })?;
@@ -208,8 +199,8 @@ impl MiopenHandle {
     }
 
     fn tensor(&self, ty: DataType, dims: [usize; 4]) -> Result<Owned, MiopenError> {
-        let create = Miopen::f(&self.lib.table.miopenCreateTensorDescriptor)?;
-        let set = Miopen::f(&self.lib.table.miopenSet4dTensorDescriptor)?;
+        let create = self.lib.table.miopenCreateTensorDescriptor.clone()?;
+        let set = self.lib.table.miopenSet4dTensorDescriptor.clone()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes a descriptor, then sets it.
         self.lib
@@ -248,8 +239,8 @@ impl MiopenHandle {
         let elem = if ty == DataType::Half { 2 } else { 4 };
         let xd = self.tensor(ty, x_dims)?;
         let wd = self.tensor(ty, w_dims)?;
-        let create = Miopen::f(&t.miopenCreateConvolutionDescriptor)?;
-        let init = Miopen::f(&t.miopenInitConvolutionDescriptor)?;
+        let create = t.miopenCreateConvolutionDescriptor.clone()?;
+        let init = t.miopenInitConvolutionDescriptor.clone()?;
         let mut conv_raw = std::ptr::null_mut();
         // SAFETY: writes a descriptor.
         self.lib
@@ -268,7 +259,7 @@ impl MiopenHandle {
         self.lib.check("miopenInitConvolutionDescriptor", unsafe {
             init(conv.raw, 0, p, p, s, s, 1, 1)
         })?;
-        let out = Miopen::f(&t.miopenGetConvolutionForwardOutputDim)?;
+        let out = t.miopenGetConvolutionForwardOutputDim.clone()?;
         let mut o = [0i32; 4];
         // SAFETY: writes four ints.
         self.lib
@@ -286,7 +277,7 @@ impl MiopenHandle {
             });
         }
         let yd = self.tensor(ty, y_dims)?;
-        let ws_size = Miopen::f(&t.miopenConvolutionForwardGetWorkSpaceSize)?;
+        let ws_size = t.miopenConvolutionForwardGetWorkSpaceSize.clone()?;
         let mut ws_len = 0usize;
         // SAFETY: note MIOpen's order: w before x.
         self.lib
@@ -304,7 +295,7 @@ impl MiopenHandle {
         let (ws_ptr, ws_len) = ws
             .as_ref()
             .map_or((std::ptr::null_mut(), 0), |b| (b.ptr(), b.len()));
-        let find = Miopen::f(&t.miopenFindConvolutionForwardAlgorithm)?;
+        let find = t.miopenFindConvolutionForwardAlgorithm.clone()?;
         let mut perf = [AlgoPerf::default(); 4];
         let mut found = 0i32;
         // SAFETY: device buffers sized above; perf holds 4 entries.
@@ -337,7 +328,7 @@ impl MiopenHandle {
                 reason: "found no algorithm".into(),
             });
         };
-        let fwd = Miopen::f(&t.miopenConvolutionForward)?;
+        let fwd = t.miopenConvolutionForward.clone()?;
         let (alpha, beta) = (1.0f32, 0.0f32);
         // SAFETY: as for the find; alpha and beta are host floats.
         self.lib.check("miopenConvolutionForward", unsafe {

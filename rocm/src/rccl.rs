@@ -7,10 +7,10 @@
 )]
 
 use crate::hip::{DeviceBuffer, Stream};
-use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search, status_text};
+use crate::library::{Binding, Library, status_text};
+use crate::loader::{LibrarySpec, MissingSymbol};
 use crate::table::symbol_table;
 use std::ffi::{c_char, c_void};
-use std::path::Path;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -51,16 +51,38 @@ symbol_table! {
 
 /// Names of `ncclResult_t` values (nccl.h.in: 0 to 7 through ROCm 7).
 pub fn result_name(r: i32) -> &'static str {
-    match r {
-        0 => "ncclSuccess",
-        1 => "ncclUnhandledCudaError",
-        2 => "ncclSystemError",
-        3 => "ncclInternalError",
-        4 => "ncclInvalidArgument",
-        5 => "ncclInvalidUsage",
-        6 => "ncclRemoteError",
-        7 => "ncclInProgress",
-        _ => "unknown ncclResult",
+    Table::status_name(r)
+}
+
+impl Binding for Table {
+    const LIBRARY: LibrarySpec = LIBRARY;
+    type Status = Result_;
+    type Error = RcclError;
+    const SUCCESS: Result_ = 0;
+    const STATUS_NAMES: &'static [(Result_, &'static str)] = &[
+        (0, "ncclSuccess"),
+        (1, "ncclUnhandledCudaError"),
+        (2, "ncclSystemError"),
+        (3, "ncclInternalError"),
+        (4, "ncclInvalidArgument"),
+        (5, "ncclInvalidUsage"),
+        (6, "ncclRemoteError"),
+        (IN_PROGRESS, "ncclInProgress"),
+    ];
+    const UNKNOWN_STATUS: &'static str = "unknown ncclResult";
+
+    /// `ncclGetErrorString`.
+    fn describe(&self, code: Result_) -> Option<String> {
+        status_text(&self.ncclGetErrorString, code)
+    }
+
+    fn error(&self, call: &'static str, code: Result_) -> RcclError {
+        RcclError::Code {
+            call,
+            code,
+            name: result_name(code),
+            text: self.describe(code).unwrap_or_default(),
+        }
     }
 }
 
@@ -99,46 +121,12 @@ pub fn format_version(code: i32) -> String {
 }
 
 /// An opened RCCL.
-pub struct Rccl {
-    table: Table,
-    loaded: Loaded,
-}
+pub type Rccl = Library<Table>;
 
 impl Rccl {
-    /// Opens RCCL through `search`.
-    pub fn open(search: &Search) -> Result<Arc<Rccl>, LoadError> {
-        let loaded = search.open(&LIBRARY)?;
-        Ok(Arc::new(Rccl {
-            table: Table::load(&loaded),
-            loaded,
-        }))
-    }
-
-    /// The file loaded.
-    pub fn path(&self) -> &Path {
-        &self.loaded.path
-    }
-
-    fn f<F: Copy>(r: &std::result::Result<F, MissingSymbol>) -> Result<F, RcclError> {
-        r.clone().map_err(RcclError::from)
-    }
-
-    fn check(&self, call: &'static str, code: Result_) -> Result<(), RcclError> {
-        if code == 0 {
-            return Ok(());
-        }
-        let text = status_text(&self.table.ncclGetErrorString, code).unwrap_or_default();
-        Err(RcclError::Code {
-            call,
-            code,
-            name: result_name(code),
-            text,
-        })
-    }
-
     /// `ncclGetVersion`, formatted.
     pub fn version(&self) -> Result<String, RcclError> {
-        let f = Self::f(&self.table.ncclGetVersion)?;
+        let f = self.table.ncclGetVersion.clone()?;
         let mut v = 0;
         // SAFETY: writes one int.
         self.check("ncclGetVersion", unsafe { f(&mut v) })?;
@@ -156,7 +144,7 @@ pub struct Comms {
 impl Comms {
     /// `ncclCommInitAll` over HIP device indices `devices`.
     pub fn init_all(rccl: &Arc<Rccl>, devices: &[i32]) -> Result<Comms, RcclError> {
-        let f = Rccl::f(&rccl.table.ncclCommInitAll)?;
+        let f = rccl.table.ncclCommInitAll.clone()?;
         let mut raw = vec![std::ptr::null_mut(); devices.len()];
         let n = i32::try_from(devices.len()).unwrap_or(0);
         // SAFETY: `raw` holds one slot per device.
@@ -193,9 +181,9 @@ impl Comms {
                 ),
             });
         }
-        let start = Rccl::f(&self.rccl.table.ncclGroupStart)?;
-        let end = Rccl::f(&self.rccl.table.ncclGroupEnd)?;
-        let reduce = Rccl::f(&self.rccl.table.ncclAllReduce)?;
+        let start = self.rccl.table.ncclGroupStart.clone()?;
+        let end = self.rccl.table.ncclGroupEnd.clone()?;
+        let reduce = self.rccl.table.ncclAllReduce.clone()?;
         // SAFETY: buffers and streams are live and sized (checked above).
         unsafe {
             self.rccl.check("ncclGroupStart", start())?;
@@ -224,7 +212,7 @@ impl Comms {
 
     /// The first asynchronous error any communicator reports.
     pub fn async_error(&self) -> Result<(), RcclError> {
-        let f = Rccl::f(&self.rccl.table.ncclCommGetAsyncError)?;
+        let f = self.rccl.table.ncclCommGetAsyncError.clone()?;
         for &c in &self.raw {
             let mut state = 0;
             // SAFETY: a live communicator.

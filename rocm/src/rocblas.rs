@@ -4,10 +4,10 @@
 #![allow(non_snake_case, reason = "C names")]
 
 use crate::hip::DeviceBuffer;
-use crate::loader::{LibrarySpec, LoadError, Loaded, MissingSymbol, Search, status_text};
+use crate::library::{Binding, Library, buffer_text, status_text};
+use crate::loader::{LibrarySpec, MissingSymbol};
 use crate::table::symbol_table;
 use std::ffi::{c_char, c_void};
-use std::path::Path;
 use std::sync::Arc;
 use thiserror::Error;
 
@@ -64,28 +64,49 @@ symbol_table! {
     }
 }
 
-/// Names of `rocblas_status` values, for when the library cannot say
-/// (rocblas-types.h; 14 excluded_from_build and 15 arch_mismatch exist from
-/// ROCm 5.7/6.0, nothing beyond 15 through 7.x).
+/// Names of `rocblas_status` values, for when the library cannot say.
 pub fn status_name(s: i32) -> &'static str {
-    match s {
-        0 => "rocblas_status_success",
-        1 => "rocblas_status_invalid_handle",
-        2 => "rocblas_status_not_implemented",
-        3 => "rocblas_status_invalid_pointer",
-        4 => "rocblas_status_invalid_size",
-        5 => "rocblas_status_memory_error",
-        6 => "rocblas_status_internal_error",
-        7 => "rocblas_status_perf_degraded",
-        8 => "rocblas_status_size_query_mismatch",
-        9 => "rocblas_status_size_increased",
-        10 => "rocblas_status_size_unchanged",
-        11 => "rocblas_status_invalid_value",
-        12 => "rocblas_status_continue",
-        13 => "rocblas_status_check_numerics_fail",
-        14 => "rocblas_status_excluded_from_build",
-        15 => "rocblas_status_arch_mismatch",
-        _ => "unknown rocblas_status",
+    Table::status_name(s)
+}
+
+impl Binding for Table {
+    const LIBRARY: LibrarySpec = LIBRARY;
+    type Status = Status;
+    type Error = BlasError;
+    const SUCCESS: Status = 0;
+    /// rocblas-types.h; 14 excluded_from_build and 15 arch_mismatch exist
+    /// from ROCm 5.7/6.0, nothing beyond 15 through 7.x.
+    const STATUS_NAMES: &'static [(Status, &'static str)] = &[
+        (0, "rocblas_status_success"),
+        (1, "rocblas_status_invalid_handle"),
+        (2, "rocblas_status_not_implemented"),
+        (3, "rocblas_status_invalid_pointer"),
+        (4, "rocblas_status_invalid_size"),
+        (5, "rocblas_status_memory_error"),
+        (6, "rocblas_status_internal_error"),
+        (7, "rocblas_status_perf_degraded"),
+        (8, "rocblas_status_size_query_mismatch"),
+        (9, "rocblas_status_size_increased"),
+        (10, "rocblas_status_size_unchanged"),
+        (11, "rocblas_status_invalid_value"),
+        (12, "rocblas_status_continue"),
+        (13, "rocblas_status_check_numerics_fail"),
+        (14, "rocblas_status_excluded_from_build"),
+        (15, "rocblas_status_arch_mismatch"),
+    ];
+    const UNKNOWN_STATUS: &'static str = "unknown rocblas_status";
+
+    /// `rocblas_status_to_string`.
+    fn describe(&self, status: Status) -> Option<String> {
+        status_text(&self.rocblas_status_to_string, status)
+    }
+
+    fn error(&self, call: &'static str, status: Status) -> BlasError {
+        BlasError::Status {
+            call,
+            status,
+            name: self.describe_or_name(status),
+        }
     }
 }
 
@@ -126,51 +147,13 @@ impl BlasError {
 }
 
 /// An opened rocBLAS.
-pub struct Rocblas {
-    table: Table,
-    loaded: Loaded,
-}
-
-impl std::fmt::Debug for Rocblas {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Rocblas")
-            .field("path", &self.loaded.path)
-            .finish()
-    }
-}
+pub type Rocblas = Library<Table>;
 
 impl Rocblas {
-    /// Opens rocBLAS through `search`.
-    pub fn open(search: &Search) -> Result<Arc<Rocblas>, LoadError> {
-        let loaded = search.open(&LIBRARY)?;
-        Ok(Arc::new(Rocblas {
-            table: Table::load(&loaded),
-            loaded,
-        }))
-    }
-
-    /// The file loaded.
-    pub fn path(&self) -> &Path {
-        &self.loaded.path
-    }
-
-    fn f<F: Copy>(r: &Result<F, MissingSymbol>) -> Result<F, BlasError> {
-        r.clone().map_err(BlasError::from)
-    }
-
-    fn check(&self, call: &'static str, status: Status) -> Result<(), BlasError> {
-        if status == 0 {
-            return Ok(());
-        }
-        let name = status_text(&self.table.rocblas_status_to_string, status)
-            .unwrap_or_else(|| status_name(status).to_string());
-        Err(BlasError::Status { call, status, name })
-    }
-
     /// `rocblas_get_version_string`.
     pub fn version(&self) -> Result<String, BlasError> {
-        let size = Self::f(&self.table.rocblas_get_version_string_size)?;
-        let get = Self::f(&self.table.rocblas_get_version_string)?;
+        let size = self.table.rocblas_get_version_string_size.clone()?;
+        let get = self.table.rocblas_get_version_string.clone()?;
         let mut len = 0usize;
         // SAFETY: writes a size, then at most `len` bytes.
         self.check("rocblas_get_version_string_size", unsafe { size(&mut len) })?;
@@ -178,8 +161,7 @@ impl Rocblas {
         self.check("rocblas_get_version_string", unsafe {
             get(buf.as_mut_ptr().cast(), buf.len())
         })?;
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        Ok(String::from_utf8_lossy(&buf[..end]).trim().to_string())
+        Ok(buffer_text(&buf).trim().to_string())
     }
 }
 
@@ -193,7 +175,7 @@ pub struct BlasHandle {
 impl BlasHandle {
     /// `rocblas_create_handle`.
     pub fn new(blas: &Arc<Rocblas>) -> Result<BlasHandle, BlasError> {
-        let f = Rocblas::f(&blas.table.rocblas_create_handle)?;
+        let f = blas.table.rocblas_create_handle.clone()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes the handle.
         blas.check("rocblas_create_handle", unsafe { f(&mut raw) })?;
@@ -247,7 +229,7 @@ impl BlasHandle {
         unsafe {
             match ty {
                 DataType::F32 => {
-                    let f = Rocblas::f(&self.blas.table.rocblas_sgemm)?;
+                    let f = self.blas.table.rocblas_sgemm.clone()?;
                     let (alpha, beta) = (1.0f32, 0.0f32);
                     self.blas.check(
                         "rocblas_sgemm",
@@ -270,7 +252,7 @@ impl BlasHandle {
                     )
                 }
                 DataType::F64 => {
-                    let f = Rocblas::f(&self.blas.table.rocblas_dgemm)?;
+                    let f = self.blas.table.rocblas_dgemm.clone()?;
                     let (alpha, beta) = (1.0f64, 0.0f64);
                     self.blas.check(
                         "rocblas_dgemm",
@@ -293,7 +275,7 @@ impl BlasHandle {
                     )
                 }
                 DataType::F16 | DataType::Bf16 => {
-                    let f = Rocblas::f(&self.blas.table.rocblas_gemm_ex)?;
+                    let f = self.blas.table.rocblas_gemm_ex.clone()?;
                     let (alpha, beta) = (1.0f32, 0.0f32);
                     let t = ty as i32;
                     let compute = DataType::F32 as i32;

@@ -1,5 +1,7 @@
 //! A library's symbol table: one field per C function, each a `Result` so a
-//! missing symbol is an error value at the call, not a failure to load.
+//! missing symbol is an error value at the call, not a failure to load. A
+//! call site takes the function with `table.name.clone()?`, which converts a
+//! missing symbol into the library's own error.
 
 /// Declares a symbol table struct and its loader.
 macro_rules! symbol_table {
@@ -19,10 +21,12 @@ macro_rules! symbol_table {
             /// real library exports them.
             pub const SYMBOLS: &'static [&'static str] = &[$(stringify!($field)),*];
 
-            /// Looks every symbol up in `lib`.
-            pub(crate) fn load(lib: &crate::loader::Loaded) -> Self {
+        }
+
+        impl crate::library::SymbolTable for $name {
+            fn load(lib: &crate::loader::Loaded) -> Self {
                 // SAFETY: each field's type is the C declaration of the
-                // symbol of the same name in the ROCm headers.
+                // symbol of the same name in the library's headers.
                 #[allow(unsafe_code)]
                 unsafe {
                     $name { $( $field: lib.function(stringify!($field)), )* }

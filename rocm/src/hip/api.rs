@@ -3,95 +3,29 @@
 
 #![allow(unsafe_code, reason = "this module is the safe face of the HIP C API")]
 
-use super::error::{HipError, fallback_name};
+use super::error::HipError;
 use super::sys::{self, RtcTable, Table};
-use crate::loader::{LoadError, Loaded, MissingSymbol, Search};
+use crate::library::{Binding, Library, buffer_text};
+use crate::loader::{LibrarySpec, LoadError, MissingSymbol, Search, open_path};
 use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
 
 /// An opened HIP runtime.
-pub struct Hip {
-    table: Table,
-    loaded: Loaded,
-}
-
-impl std::fmt::Debug for Hip {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hip")
-            .field("path", &self.loaded.path)
-            .finish()
-    }
-}
+pub type Hip = Library<Table>;
 
 /// `hipRuntimeGetVersion`'s number (`50221153`) as `5.2.21153`.
 pub fn format_version(v: i32) -> String {
     format!("{}.{}.{}", v / 10_000_000, (v / 100_000) % 100, v % 100_000)
 }
 
-fn text(p: *const c_char) -> String {
-    // SAFETY: the runtime returns static NUL-terminated strings or NULL.
-    unsafe { crate::loader::c_text(p) }.unwrap_or_default()
-}
-
 impl Hip {
-    /// Opens the runtime through `search`.
-    pub fn open(search: &Search) -> Result<Arc<Hip>, LoadError> {
-        let loaded = search.open(&super::LIBRARY)?;
-        Ok(Arc::new(Hip {
-            table: Table::load(&loaded),
-            loaded,
-        }))
-    }
-
-    /// The file that was loaded.
-    pub fn path(&self) -> &Path {
-        &self.loaded.path
-    }
-
-    fn f<F: Copy>(r: &Result<F, MissingSymbol>) -> Result<F, HipError> {
-        r.clone().map_err(HipError::from)
-    }
-
-    fn check(&self, call: &'static str, code: sys::Error) -> Result<(), HipError> {
-        if code == sys::SUCCESS {
-            return Ok(());
-        }
-        let name = match &self.table.hipGetErrorName {
-            // SAFETY: returns a static string for any code.
-            Ok(f) => text(unsafe { f(code) }),
-            Err(_) => fallback_name(code).to_string(),
-        };
-        let detail = match &self.table.hipGetErrorString {
-            // SAFETY: as above.
-            Ok(f) => text(unsafe { f(code) }),
-            Err(_) => String::new(),
-        };
-        let name = if name.is_empty() {
-            fallback_name(code).to_string()
-        } else {
-            name
-        };
-        // HIP 5 returns the name again as the description; keep one.
-        let text = if detail == name {
-            String::new()
-        } else {
-            detail
-        };
-        Err(HipError::Code {
-            call,
-            code,
-            name,
-            text,
-        })
-    }
-
     fn int(
         &self,
         call: &'static str,
         f: &Result<unsafe extern "C" fn(*mut i32) -> sys::Error, MissingSymbol>,
     ) -> Result<i32, HipError> {
-        let f = Self::f(f)?;
+        let f = f.clone()?;
         let mut v = 0;
         // SAFETY: writes one int.
         self.check(call, unsafe { f(&mut v) })?;
@@ -110,7 +44,7 @@ impl Hip {
 
     /// `hipInit(0)`.
     pub fn init(&self) -> Result<(), HipError> {
-        let f = Self::f(&self.table.hipInit)?;
+        let f = self.table.hipInit.clone()?;
         // SAFETY: flags must be 0.
         self.check("hipInit", unsafe { f(0) })
     }
@@ -122,14 +56,14 @@ impl Hip {
 
     /// `hipSetDevice`.
     pub fn set_device(&self, device: i32) -> Result<(), HipError> {
-        let f = Self::f(&self.table.hipSetDevice)?;
+        let f = self.table.hipSetDevice.clone()?;
         // SAFETY: by value.
         self.check("hipSetDevice", unsafe { f(device) })
     }
 
     /// `hipDeviceGetAttribute`.
     pub fn attribute(&self, attr: i32, device: i32) -> Result<i32, HipError> {
-        let f = Self::f(&self.table.hipDeviceGetAttribute)?;
+        let f = self.table.hipDeviceGetAttribute.clone()?;
         let mut v = 0;
         // SAFETY: writes one int.
         self.check("hipDeviceGetAttribute", unsafe { f(&mut v, attr, device) })?;
@@ -142,12 +76,11 @@ impl Hip {
         f: &Result<unsafe extern "C" fn(*mut c_char, i32, i32) -> sys::Error, MissingSymbol>,
         device: i32,
     ) -> Result<String, HipError> {
-        let f = Self::f(f)?;
+        let f = f.clone()?;
         let mut buf = [0u8; 256];
         // SAFETY: the runtime writes at most `len` bytes, NUL-terminated.
         self.check(call, unsafe { f(buf.as_mut_ptr().cast(), 255, device) })?;
-        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        Ok(String::from_utf8_lossy(&buf[..end]).trim().to_string())
+        Ok(buffer_text(&buf).trim().to_string())
     }
 
     /// `hipDeviceGetName`.
@@ -168,7 +101,7 @@ impl Hip {
 
     /// `hipDeviceTotalMem`.
     pub fn total_mem(&self, device: i32) -> Result<usize, HipError> {
-        let f = Self::f(&self.table.hipDeviceTotalMem)?;
+        let f = self.table.hipDeviceTotalMem.clone()?;
         let mut v = 0usize;
         // SAFETY: writes one size_t.
         self.check("hipDeviceTotalMem", unsafe { f(&mut v, device) })?;
@@ -177,7 +110,7 @@ impl Hip {
 
     /// `hipDeviceSynchronize`.
     pub fn synchronize(&self) -> Result<(), HipError> {
-        let f = Self::f(&self.table.hipDeviceSynchronize)?;
+        let f = self.table.hipDeviceSynchronize.clone()?;
         // SAFETY: no arguments.
         self.check("hipDeviceSynchronize", unsafe { f() })
     }
@@ -196,7 +129,7 @@ impl Hip {
         block: u32,
         args: &mut [*mut c_void],
     ) -> Result<(), HipError> {
-        let f = Self::f(&self.table.hipModuleLaunchKernel)?;
+        let f = self.table.hipModuleLaunchKernel.clone()?;
         // SAFETY: `args` points at live values of the kernel's argument types.
         self.check("hipModuleLaunchKernel", unsafe {
             f(
@@ -281,7 +214,7 @@ pub struct Stream {
 impl Stream {
     /// `hipStreamCreate` on the current device.
     pub fn new(hip: &Arc<Hip>) -> Result<Stream, HipError> {
-        let f = Hip::f(&hip.table.hipStreamCreate)?;
+        let f = hip.table.hipStreamCreate.clone()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes the stream handle.
         hip.check("hipStreamCreate", unsafe { f(&mut raw) })?;
@@ -298,7 +231,7 @@ impl Stream {
 
     /// `hipStreamQuery`: `Ok(true)` when all work is done.
     pub fn is_done(&self) -> Result<bool, HipError> {
-        let f = Hip::f(&self.hip.table.hipStreamQuery)?;
+        let f = self.hip.table.hipStreamQuery.clone()?;
         // SAFETY: a live stream.
         match unsafe { f(self.raw) } {
             sys::ERROR_NOT_READY => Ok(false),
@@ -308,7 +241,7 @@ impl Stream {
 
     /// `hipStreamSynchronize`.
     pub fn synchronize(&self) -> Result<(), HipError> {
-        let f = Hip::f(&self.hip.table.hipStreamSynchronize)?;
+        let f = self.hip.table.hipStreamSynchronize.clone()?;
         // SAFETY: a live stream.
         self.hip
             .check("hipStreamSynchronize", unsafe { f(self.raw) })
@@ -334,7 +267,7 @@ pub struct DeviceBuffer {
 impl DeviceBuffer {
     /// `hipMalloc(len)`.
     pub fn new(hip: &Arc<Hip>, len: usize) -> Result<DeviceBuffer, HipError> {
-        let f = Hip::f(&hip.table.hipMalloc)?;
+        let f = hip.table.hipMalloc.clone()?;
         let mut ptr = std::ptr::null_mut();
         // SAFETY: writes the allocation's address.
         hip.check("hipMalloc", unsafe { f(&mut ptr, len) })?;
@@ -362,7 +295,7 @@ impl DeviceBuffer {
 
     /// Copies `src` (at most the buffer's length) to the device.
     pub fn upload(&self, src: &[u8]) -> Result<(), HipError> {
-        let f = Hip::f(&self.hip.table.hipMemcpy)?;
+        let f = self.hip.table.hipMemcpy.clone()?;
         let n = src.len().min(self.len);
         // SAFETY: both ranges are valid for `n` bytes.
         self.hip.check("hipMemcpy", unsafe {
@@ -372,7 +305,7 @@ impl DeviceBuffer {
 
     /// Sets every byte of the buffer to `value` (`hipMemset`).
     pub fn fill(&self, value: u8) -> Result<(), HipError> {
-        let f = Hip::f(&self.hip.table.hipMemset)?;
+        let f = self.hip.table.hipMemset.clone()?;
         // SAFETY: the whole allocation.
         self.hip.check("hipMemset", unsafe {
             f(self.ptr, i32::from(value), self.len)
@@ -381,7 +314,7 @@ impl DeviceBuffer {
 
     /// Copies the device memory into `dst` (at most the buffer's length).
     pub fn download(&self, dst: &mut [u8]) -> Result<(), HipError> {
-        let f = Hip::f(&self.hip.table.hipMemcpy)?;
+        let f = self.hip.table.hipMemcpy.clone()?;
         let n = dst.len().min(self.len);
         // SAFETY: both ranges are valid for `n` bytes.
         self.hip.check("hipMemcpy", unsafe {
@@ -414,7 +347,7 @@ pub struct HostBuffer {
 impl HostBuffer {
     /// `hipHostMalloc(len)`.
     pub fn new(hip: &Arc<Hip>, len: usize) -> Result<HostBuffer, HipError> {
-        let f = Hip::f(&hip.table.hipHostMalloc)?;
+        let f = hip.table.hipHostMalloc.clone()?;
         let mut ptr = std::ptr::null_mut();
         // SAFETY: writes the allocation's address.
         hip.check("hipHostMalloc", unsafe {
@@ -473,7 +406,7 @@ pub struct Module {
 impl Module {
     /// `hipModuleLoadData` of a code object.
     pub fn load(hip: &Arc<Hip>, image: &[u8]) -> Result<Module, HipError> {
-        let f = Hip::f(&hip.table.hipModuleLoadData)?;
+        let f = hip.table.hipModuleLoadData.clone()?;
         let image = image.to_vec();
         let mut raw = std::ptr::null_mut();
         // SAFETY: the image lives as long as the module.
@@ -489,7 +422,7 @@ impl Module {
 
     /// `hipModuleGetFunction`.
     pub fn function(&self, name: &str) -> Result<Function<'_>, HipError> {
-        let f = Hip::f(&self.hip.table.hipModuleGetFunction)?;
+        let f = self.hip.table.hipModuleGetFunction.clone()?;
         let cname = CString::new(name).map_err(|_| HipError::Invalid {
             call: "hipModuleGetFunction",
             reason: format!("{name:?} contains NUL"),
@@ -518,75 +451,56 @@ impl Drop for Module {
 /// hiprtc: from libhiprtc when present, else from the HIP runtime itself
 /// (ROCm 5 and 6 export it there).
 pub struct Rtc {
-    table: RtcTable,
-    loaded: Loaded,
+    lib: Library<RtcTable>,
 }
+
+/// hiprtc found inside the HIP runtime rather than in a library of its own.
+const RTC_IN_RUNTIME: LibrarySpec = LibrarySpec {
+    name: "hiprtc in the HIP runtime",
+    sonames: &[],
+};
 
 impl Rtc {
     /// Opens hiprtc; `hip_path` is the loaded HIP runtime, the fallback when
     /// no libhiprtc exists. A libhiprtc that exists but does not load is an
     /// error: programs linked with it would fail the same way.
     pub fn open(search: &Search, hip_path: &Path) -> Result<Rtc, LoadError> {
-        let loaded = match search.open(&super::RTC_LIBRARY) {
-            Ok(l) => l,
+        let lib = match search.open(&super::RTC_LIBRARY) {
+            Ok(loaded) => Library::from_loaded(loaded),
             Err(e @ LoadError::Failed { .. }) => return Err(e),
             Err(not_found) => {
-                let fallback = crate::loader::LibrarySpec {
-                    name: "hiprtc in the HIP runtime",
-                    sonames: &[],
-                };
-                // SAFETY: the HIP runtime is already loaded in this process.
-                #[allow(unsafe_code)]
-                let lib = unsafe { libloading::Library::new(hip_path) }.map_err(|e| {
-                    LoadError::Failed {
-                        library: fallback.name,
-                        path: hip_path.display().to_string(),
-                        error: e.to_string(),
-                    }
-                })?;
-                let loaded = Loaded {
-                    library: lib,
-                    path: hip_path.to_path_buf(),
-                };
-                let table = RtcTable::load(&loaded);
-                if table.hiprtcCreateProgram.is_err() {
+                let lib = Library::<RtcTable>::from_loaded(open_path(&RTC_IN_RUNTIME, hip_path)?);
+                // A runtime without hiprtc means hiprtc is not installed.
+                if lib.table.hiprtcCreateProgram.is_err() {
                     return Err(not_found);
                 }
-                return Ok(Rtc { table, loaded });
+                lib
             }
         };
-        Ok(Rtc {
-            table: RtcTable::load(&loaded),
-            loaded,
-        })
+        Ok(Rtc { lib })
     }
 
     /// The file hiprtc came from.
     pub fn path(&self) -> &Path {
-        &self.loaded.path
+        self.lib.path()
     }
 
-    fn err(&self, call: &'static str, code: i32, log: String) -> HipError {
-        let text = match &self.table.hiprtcGetErrorString {
-            // SAFETY: returns a static string.
-            Ok(f) => text(unsafe { f(code) }),
-            Err(_) => String::new(),
-        };
-        HipError::Rtc {
-            call,
-            code,
-            text,
-            log,
+    /// hiprtcCompileProgram's error, with the compiler's log.
+    fn compile_error(&self, code: i32, prog: sys::RtcProgram) -> HipError {
+        let mut e = self.lib.table.error("hiprtcCompileProgram", code);
+        if let HipError::Rtc { log, .. } = &mut e {
+            *log = self.log(prog);
         }
+        e
     }
 
     /// Compiles HIP `source` with `options`; returns the code object.
     pub fn compile(&self, source: &str, name: &str, options: &[&str]) -> Result<Vec<u8>, HipError> {
-        let create = Hip::f(&self.table.hiprtcCreateProgram)?;
-        let compile = Hip::f(&self.table.hiprtcCompileProgram)?;
-        let size = Hip::f(&self.table.hiprtcGetCodeSize)?;
-        let code = Hip::f(&self.table.hiprtcGetCode)?;
-        let destroy = Hip::f(&self.table.hiprtcDestroyProgram)?;
+        let create = self.lib.table.hiprtcCreateProgram.clone()?;
+        let compile = self.lib.table.hiprtcCompileProgram.clone()?;
+        let size = self.lib.table.hiprtcGetCodeSize.clone()?;
+        let code = self.lib.table.hiprtcGetCode.clone()?;
+        let destroy = self.lib.table.hiprtcDestroyProgram.clone()?;
         let invalid = |what: &str| HipError::Invalid {
             call: "hiprtcCreateProgram",
             reason: format!("{what} contains NUL"),
@@ -603,35 +517,31 @@ impl Rtc {
         // SAFETY: every pointer is a live NUL-terminated string; the program
         // is destroyed before returning.
         unsafe {
-            let rc = create(
-                &mut prog,
-                csource.as_ptr(),
-                cname.as_ptr(),
-                0,
-                std::ptr::null(),
-                std::ptr::null(),
-            );
-            if rc != 0 {
-                return Err(self.err("hiprtcCreateProgram", rc, String::new()));
-            }
+            self.lib.check(
+                "hiprtcCreateProgram",
+                create(
+                    &mut prog,
+                    csource.as_ptr(),
+                    cname.as_ptr(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null(),
+                ),
+            )?;
             let n = i32::try_from(opt_ptrs.len()).unwrap_or(0);
             let rc = compile(prog, n, opt_ptrs.as_ptr());
             let result = if rc != 0 {
-                Err(self.err("hiprtcCompileProgram", rc, self.log(prog)))
+                Err(self.compile_error(rc, prog))
             } else {
                 let mut len = 0usize;
-                let rc = size(prog, &mut len);
-                if rc != 0 {
-                    Err(self.err("hiprtcGetCodeSize", rc, String::new()))
-                } else {
-                    let mut buf = vec![0u8; len];
-                    let rc = code(prog, buf.as_mut_ptr().cast());
-                    if rc != 0 {
-                        Err(self.err("hiprtcGetCode", rc, String::new()))
-                    } else {
-                        Ok(buf)
-                    }
-                }
+                self.lib
+                    .check("hiprtcGetCodeSize", size(prog, &mut len))
+                    .and_then(|()| {
+                        let mut buf = vec![0u8; len];
+                        self.lib
+                            .check("hiprtcGetCode", code(prog, buf.as_mut_ptr().cast()))
+                            .map(|()| buf)
+                    })
             };
             destroy(&mut prog);
             result
@@ -640,8 +550,8 @@ impl Rtc {
 
     fn log(&self, prog: sys::RtcProgram) -> String {
         let (Ok(size), Ok(get)) = (
-            &self.table.hiprtcGetProgramLogSize,
-            &self.table.hiprtcGetProgramLog,
+            &self.lib.table.hiprtcGetProgramLogSize,
+            &self.lib.table.hiprtcGetProgramLog,
         ) else {
             return String::new();
         };
@@ -655,8 +565,7 @@ impl Rtc {
             if get(prog, buf.as_mut_ptr().cast()) != 0 {
                 return String::new();
             }
-            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-            String::from_utf8_lossy(&buf[..end]).into_owned()
+            buffer_text(&buf)
         }
     }
 }

@@ -1,6 +1,9 @@
-//! HIP errors, named by `hipGetErrorName`.
+//! HIP and hiprtc errors, named by `hipGetErrorName` and worded by
+//! `hipGetErrorString` and `hiprtcGetErrorString`.
 
-use crate::loader::MissingSymbol;
+use super::sys::{self, RtcTable, Table};
+use crate::library::{Binding, status_text, without_name};
+use crate::loader::{LibrarySpec, MissingSymbol};
 use thiserror::Error;
 
 /// A failed HIP call.
@@ -78,8 +81,57 @@ pub const ERROR_NAMES: &[(i32, &str)] = &[
 
 /// The name of a `hipError_t` when the library cannot say (it is missing).
 pub fn fallback_name(code: i32) -> &'static str {
-    ERROR_NAMES
-        .iter()
-        .find(|(c, _)| *c == code)
-        .map_or("hipError (unknown code)", |(_, n)| n)
+    Table::status_name(code)
+}
+
+impl Binding for Table {
+    const LIBRARY: LibrarySpec = super::LIBRARY;
+    type Status = sys::Error;
+    type Error = HipError;
+    const SUCCESS: sys::Error = sys::SUCCESS;
+    const STATUS_NAMES: &'static [(sys::Error, &'static str)] = ERROR_NAMES;
+    const UNKNOWN_STATUS: &'static str = "hipError (unknown code)";
+
+    /// `hipGetErrorString`.
+    fn describe(&self, code: sys::Error) -> Option<String> {
+        status_text(&self.hipGetErrorString, code)
+    }
+
+    fn error(&self, call: &'static str, code: sys::Error) -> HipError {
+        let name = status_text(&self.hipGetErrorName, code)
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| fallback_name(code).to_string());
+        let text = without_name(&self.describe(code).unwrap_or_default(), &name);
+        HipError::Code {
+            call,
+            code,
+            name,
+            text,
+        }
+    }
+}
+
+/// hiprtc is checked like the runtime, but its `hiprtcResult` is worded by
+/// `hiprtcGetErrorString` alone: its messages never carried a name.
+impl Binding for RtcTable {
+    const LIBRARY: LibrarySpec = super::RTC_LIBRARY;
+    type Status = i32;
+    type Error = HipError;
+    const SUCCESS: i32 = 0;
+    const STATUS_NAMES: &'static [(i32, &'static str)] = &[];
+    const UNKNOWN_STATUS: &'static str = "hiprtcResult";
+
+    /// `hiprtcGetErrorString`.
+    fn describe(&self, code: i32) -> Option<String> {
+        status_text(&self.hiprtcGetErrorString, code)
+    }
+
+    fn error(&self, call: &'static str, code: i32) -> HipError {
+        HipError::Rtc {
+            call,
+            code,
+            text: self.describe(code).unwrap_or_default(),
+            log: String::new(),
+        }
+    }
 }

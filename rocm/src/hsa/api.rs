@@ -3,28 +3,16 @@
 
 #![allow(unsafe_code, reason = "this module is the safe face of the HSA C API")]
 
-use super::status::{HsaError, status_name};
+use super::status::HsaError;
 use super::sys::{self, Agent, MemoryPool, Status, Table};
-use crate::loader::{LoadError, Loaded, MissingSymbol, Search};
-use std::ffi::{CStr, CString, c_char, c_void};
-use std::path::Path;
+use crate::library::{Binding, Library, buffer_text};
+use std::ffi::{CString, c_void};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// An opened HSA runtime.
-pub struct Hsa {
-    table: Table,
-    loaded: Loaded,
-}
-
-impl std::fmt::Debug for Hsa {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hsa")
-            .field("path", &self.loaded.path)
-            .finish()
-    }
-}
+pub type Hsa = Library<Table>;
 
 /// An agent's `hsa_device_type_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,11 +108,6 @@ impl PoolInfo {
     }
 }
 
-fn fixed_string(bytes: &[u8]) -> String {
-    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-    String::from_utf8_lossy(&bytes[..end]).trim().to_string()
-}
-
 unsafe extern "C" fn collect_agent(agent: Agent, data: *mut c_void) -> Status {
     // SAFETY: `data` is the `Vec<Agent>` passed by `Hsa::agents`.
     unsafe { (*(data as *mut Vec<Agent>)).push(agent) };
@@ -138,76 +121,21 @@ unsafe extern "C" fn collect_pool(pool: MemoryPool, data: *mut c_void) -> Status
 }
 
 impl Hsa {
-    /// Opens the runtime through `search`.
-    pub fn open(search: &Search) -> Result<Arc<Hsa>, LoadError> {
-        let loaded = search.open(&super::LIBRARY)?;
-        Ok(Arc::new(Hsa {
-            table: Table::load(&loaded),
-            loaded,
-        }))
-    }
-
-    /// The file that was loaded.
-    pub fn path(&self) -> &Path {
-        &self.loaded.path
-    }
-
-    fn f<F: Copy>(r: &Result<F, MissingSymbol>) -> Result<F, HsaError> {
-        r.clone().map_err(HsaError::from)
-    }
-
-    /// Turns a status into a `Result`, with `hsa_status_string`'s text.
-    fn check(&self, call: &'static str, status: Status) -> Result<(), HsaError> {
-        if status == sys::STATUS_SUCCESS || status == sys::STATUS_INFO_BREAK {
-            return Ok(());
-        }
-        Err(self.status_error(call, status))
-    }
-
-    /// The error for `status` returned by (or reported to) `call`.
-    fn status_error(&self, call: &'static str, status: Status) -> HsaError {
-        let name = status_name(status);
-        let text = self.status_text(status);
-        // ROCr's text repeats the name ("HSA_STATUS_ERROR_X: what it means").
-        let text = text
-            .strip_prefix(name)
-            .map_or(text.as_str(), |t| t.trim_start_matches(':').trim())
-            .to_string();
-        HsaError::Status {
-            call,
-            status,
-            name,
-            text,
-        }
-    }
-
     /// `hsa_status_string` for `status` (empty if unavailable).
     pub fn status_text(&self, status: Status) -> String {
-        let Ok(f) = &self.table.hsa_status_string else {
-            return String::new();
-        };
-        let mut text: *const c_char = std::ptr::null();
-        // SAFETY: hsa_status_string writes a pointer to a static string.
-        let rc = unsafe { f(status, &mut text) };
-        if rc != sys::STATUS_SUCCESS || text.is_null() {
-            return String::new();
-        }
-        // SAFETY: non-null, NUL-terminated, owned by the runtime.
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned()
+        self.table.describe(status).unwrap_or_default()
     }
 
     /// `hsa_init`.
     pub fn init(&self) -> Result<(), HsaError> {
-        let f = Self::f(&self.table.hsa_init)?;
+        let f = self.table.hsa_init.clone()?;
         // SAFETY: no arguments.
         self.check("hsa_init", unsafe { f() })
     }
 
     /// The runtime's HSA version (`hsa_system_get_info`), after `init`.
     pub fn version(&self) -> Result<(u16, u16), HsaError> {
-        let f = Self::f(&self.table.hsa_system_get_info)?;
+        let f = self.table.hsa_system_get_info.clone()?;
         let (mut major, mut minor) = (0u16, 0u16);
         // SAFETY: both attributes are uint16_t.
         self.check("hsa_system_get_info", unsafe {
@@ -220,7 +148,7 @@ impl Hsa {
     }
 
     fn info<T: Copy + Default>(&self, agent: Agent, attr: u32) -> Result<T, HsaError> {
-        let f = Self::f(&self.table.hsa_agent_get_info)?;
+        let f = self.table.hsa_agent_get_info.clone()?;
         let mut v = T::default();
         // SAFETY: the caller picks `T` to match the attribute's C type.
         self.check("hsa_agent_get_info", unsafe {
@@ -230,18 +158,18 @@ impl Hsa {
     }
 
     fn info_name(&self, agent: Agent, attr: u32) -> Result<String, HsaError> {
-        let f = Self::f(&self.table.hsa_agent_get_info)?;
+        let f = self.table.hsa_agent_get_info.clone()?;
         let mut v = [0u8; 64];
         // SAFETY: name attributes are char[64].
         self.check("hsa_agent_get_info", unsafe {
             f(agent, attr, v.as_mut_ptr().cast())
         })?;
-        Ok(fixed_string(&v))
+        Ok(buffer_text(&v).trim().to_string())
     }
 
     /// Every agent, with what rocgate reads about it.
     pub fn agents(&self) -> Result<Vec<AgentInfo>, HsaError> {
-        let f = Self::f(&self.table.hsa_iterate_agents)?;
+        let f = self.table.hsa_iterate_agents.clone()?;
         let mut agents: Vec<Agent> = Vec::new();
         // SAFETY: the callback only pushes into `agents`, which outlives the call.
         self.check("hsa_iterate_agents", unsafe {
@@ -291,8 +219,8 @@ impl Hsa {
 
     /// The agent's memory pools.
     pub fn pools(&self, agent: Agent) -> Result<Vec<PoolInfo>, HsaError> {
-        let iterate = Self::f(&self.table.hsa_amd_agent_iterate_memory_pools)?;
-        let info = Self::f(&self.table.hsa_amd_memory_pool_get_info)?;
+        let iterate = self.table.hsa_amd_agent_iterate_memory_pools.clone()?;
+        let info = self.table.hsa_amd_memory_pool_get_info.clone()?;
         let mut pools: Vec<MemoryPool> = Vec::new();
         // SAFETY: the callback only pushes into `pools`.
         self.check("hsa_amd_agent_iterate_memory_pools", unsafe {
@@ -348,7 +276,7 @@ impl Hsa {
         src_agent: Agent,
         timeout: Duration,
     ) -> Result<(), HsaError> {
-        let f = Self::f(&self.table.hsa_amd_memory_async_copy)?;
+        let f = self.table.hsa_amd_memory_async_copy.clone()?;
         let done = Signal::new(self, 1)?;
         let size = dst.len.min(src.len);
         // SAFETY: both allocations are live and hold `size` bytes.
@@ -377,7 +305,7 @@ pub struct Signal {
 impl Signal {
     /// `hsa_signal_create` with `initial`.
     pub fn new(hsa: &Arc<Hsa>, initial: i64) -> Result<Signal, HsaError> {
-        let f = Hsa::f(&hsa.table.hsa_signal_create)?;
+        let f = hsa.table.hsa_signal_create.clone()?;
         let mut raw = sys::Signal::default();
         // SAFETY: no consumers list; writes the handle.
         hsa.check("hsa_signal_create", unsafe {
@@ -396,7 +324,7 @@ impl Signal {
 
     /// Stores a value (relaxed).
     pub fn store(&self, value: i64) -> Result<(), HsaError> {
-        let f = Hsa::f(&self.hsa.table.hsa_signal_store_relaxed)?;
+        let f = self.hsa.table.hsa_signal_store_relaxed.clone()?;
         // SAFETY: a live signal.
         unsafe { f(self.raw, value) };
         Ok(())
@@ -404,7 +332,7 @@ impl Signal {
 
     /// Loads the value (relaxed).
     pub fn load(&self) -> Result<i64, HsaError> {
-        let f = Hsa::f(&self.hsa.table.hsa_signal_load_relaxed)?;
+        let f = self.hsa.table.hsa_signal_load_relaxed.clone()?;
         // SAFETY: a live signal.
         Ok(unsafe { f(self.raw) })
     }
@@ -449,7 +377,7 @@ impl Signal {
         what: &'static str,
         abort: &dyn Fn() -> Option<HsaError>,
     ) -> Result<i64, HsaError> {
-        let f = Hsa::f(&self.hsa.table.hsa_signal_wait_scacquire)?;
+        let f = self.hsa.table.hsa_signal_wait_scacquire.clone()?;
         let deadline = Instant::now() + timeout;
         loop {
             // SAFETY: a live signal; the timeout hint is in signal ticks and
@@ -521,7 +449,7 @@ impl PoolMemory {
         len: usize,
         host_visible: bool,
     ) -> Result<PoolMemory, HsaError> {
-        let f = Hsa::f(&hsa.table.hsa_amd_memory_pool_allocate)?;
+        let f = hsa.table.hsa_amd_memory_pool_allocate.clone()?;
         let mut ptr = std::ptr::null_mut();
         // SAFETY: writes the allocation's address.
         hsa.check("hsa_amd_memory_pool_allocate", unsafe {
@@ -543,7 +471,7 @@ impl PoolMemory {
 
     /// Lets `agents` access this memory.
     pub fn allow(&self, agents: &[Agent]) -> Result<(), HsaError> {
-        let f = Hsa::f(&self.hsa.table.hsa_amd_agents_allow_access)?;
+        let f = self.hsa.table.hsa_amd_agents_allow_access.clone()?;
         let n = u32::try_from(agents.len()).unwrap_or(u32::MAX);
         // SAFETY: `agents` is a live slice; the memory is ours.
         self.hsa.check("hsa_amd_agents_allow_access", unsafe {
@@ -640,7 +568,7 @@ unsafe extern "C" fn on_queue_error(status: Status, _queue: *mut sys::Queue, dat
 impl Queue {
     /// `hsa_queue_create` of `size` packets on `agent`.
     pub fn new(hsa: &Arc<Hsa>, agent: Agent, size: u32) -> Result<Queue, HsaError> {
-        let f = Hsa::f(&hsa.table.hsa_queue_create)?;
+        let f = hsa.table.hsa_queue_create.clone()?;
         let mut raw = std::ptr::null_mut();
         let error = Box::new(AtomicU32::new(0));
         // SAFETY: the callback's data is the boxed cell, which lives as long
@@ -674,7 +602,7 @@ impl Queue {
     pub fn error(&self) -> Option<HsaError> {
         match self.error.load(Ordering::Acquire) {
             0 => None,
-            status => Some(match self.hsa.status_error("queue", status) {
+            status => Some(match self.hsa.table.error("queue", status) {
                 HsaError::Status {
                     status, name, text, ..
                 } => HsaError::QueueError {
@@ -702,8 +630,8 @@ impl Queue {
 
     /// Writes a kernel dispatch packet and rings the doorbell.
     pub fn dispatch(&self, mut packet: sys::KernelDispatchPacket) -> Result<(), HsaError> {
-        let add = Hsa::f(&self.hsa.table.hsa_queue_add_write_index_relaxed)?;
-        let ring = Hsa::f(&self.hsa.table.hsa_signal_store_screlease)?;
+        let add = self.hsa.table.hsa_queue_add_write_index_relaxed.clone()?;
+        let ring = self.hsa.table.hsa_signal_store_screlease.clone()?;
         // SAFETY: the queue lives until drop; the slot index is masked to
         // the ring; the header is published last with release ordering, as
         // the AQL protocol requires.
@@ -759,10 +687,13 @@ pub struct Executable {
 impl Executable {
     /// Loads `code` (an AMDGPU ELF) for `agent` and freezes it.
     pub fn load(hsa: &Arc<Hsa>, agent: Agent, code: &[u8]) -> Result<Executable, HsaError> {
-        let create_reader = Hsa::f(&hsa.table.hsa_code_object_reader_create_from_memory)?;
-        let create = Hsa::f(&hsa.table.hsa_executable_create_alt)?;
-        let load = Hsa::f(&hsa.table.hsa_executable_load_agent_code_object)?;
-        let freeze = Hsa::f(&hsa.table.hsa_executable_freeze)?;
+        let create_reader = hsa
+            .table
+            .hsa_code_object_reader_create_from_memory
+            .clone()?;
+        let create = hsa.table.hsa_executable_create_alt.clone()?;
+        let load = hsa.table.hsa_executable_load_agent_code_object.clone()?;
+        let freeze = hsa.table.hsa_executable_freeze.clone()?;
         let code = code.to_vec();
         let mut exe = Executable {
             hsa: Arc::clone(hsa),
@@ -804,8 +735,8 @@ impl Executable {
 
     /// Looks a kernel up by name (without the `.kd` suffix).
     pub fn kernel(&self, name: &str) -> Result<KernelSymbol, HsaError> {
-        let get = Hsa::f(&self.hsa.table.hsa_executable_get_symbol_by_name)?;
-        let info = Hsa::f(&self.hsa.table.hsa_executable_symbol_get_info)?;
+        let get = self.hsa.table.hsa_executable_get_symbol_by_name.clone()?;
+        let info = self.hsa.table.hsa_executable_symbol_get_info.clone()?;
         let cname = CString::new(format!("{name}.kd")).map_err(|_| HsaError::Invalid {
             call: "hsa_executable_get_symbol_by_name",
             reason: format!("kernel name {name:?} contains NUL"),

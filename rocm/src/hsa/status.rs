@@ -1,6 +1,10 @@
-//! HSA status codes: names, and errors that carry `hsa_status_string`.
+//! HSA status codes: names, errors that carry `hsa_status_string`, and
+//! how the runtime is opened and its calls checked.
 
-use crate::loader::MissingSymbol;
+use super::sys::{self, Table};
+use crate::library::{Binding, c_text, without_name};
+use crate::loader::{LibrarySpec, MissingSymbol};
+use std::ffi::c_char;
 use thiserror::Error;
 
 /// HSA status codes and their names: hsa.h `hsa_status_t` and hsa_ext_amd.h
@@ -64,10 +68,46 @@ pub const NEWER_THAN_5_2: &[&str] = &[
 
 /// The name of an HSA status code.
 pub fn status_name(status: u32) -> &'static str {
-    STATUS_NAMES
-        .iter()
-        .find(|(v, _)| *v == status)
-        .map_or("unknown HSA status", |(_, n)| n)
+    Table::status_name(status)
+}
+
+impl Binding for Table {
+    const LIBRARY: LibrarySpec = super::LIBRARY;
+    type Status = sys::Status;
+    type Error = HsaError;
+    const SUCCESS: sys::Status = sys::STATUS_SUCCESS;
+    const STATUS_NAMES: &'static [(sys::Status, &'static str)] = STATUS_NAMES;
+    const UNKNOWN_STATUS: &'static str = "unknown HSA status";
+
+    /// INFO_BREAK is how an iteration callback stops early, not a failure.
+    fn succeeded(status: sys::Status) -> bool {
+        status == sys::STATUS_SUCCESS || status == sys::STATUS_INFO_BREAK
+    }
+
+    /// `hsa_status_string`, which writes its text through a pointer.
+    #[allow(unsafe_code, reason = "calls hsa_status_string")]
+    fn describe(&self, status: sys::Status) -> Option<String> {
+        let f = self.hsa_status_string.as_ref().ok()?;
+        let mut text: *const c_char = std::ptr::null();
+        // SAFETY: hsa_status_string writes a pointer to a static string.
+        let rc = unsafe { f(status, &mut text) };
+        if rc != sys::STATUS_SUCCESS {
+            return None;
+        }
+        // SAFETY: NULL or NUL-terminated and owned by the runtime.
+        unsafe { c_text(text) }
+    }
+
+    fn error(&self, call: &'static str, status: sys::Status) -> HsaError {
+        let name = status_name(status);
+        let text = without_name(&self.describe(status).unwrap_or_default(), name);
+        HsaError::Status {
+            call,
+            status,
+            name,
+            text,
+        }
+    }
 }
 
 /// A failed HSA call.
