@@ -6,6 +6,7 @@ pub mod compat;
 mod device_access;
 pub mod firmware;
 pub mod hip;
+mod hip_device;
 pub mod hsa;
 pub mod kfd;
 pub mod miopen;
@@ -14,9 +15,15 @@ pub mod rccl;
 pub mod rocblas;
 
 use crate::context::NodeContext;
+use crate::facts::gpus::Gpu;
+use crate::facts::pci::PciDevice;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
 use std::time::Duration;
+
+/// What a check runs: the node's context and the scope in, the verdict out,
+/// ended early with `?` by whichever step finds the answer first.
+type Run = fn(&NodeContext, Scope) -> Outcome;
 
 /// Every check rocgate knows, bottom-up; within a layer, checks that find
 /// causes come before checks that find their symptoms.
@@ -45,7 +52,7 @@ const fn check(
     layer: Layer,
     scope: ScopeKind,
     summary: &'static str,
-    run: fn(&NodeContext, Scope) -> Verdict,
+    run: Run,
 ) -> Check<NodeContext> {
     Check {
         id,
@@ -62,7 +69,8 @@ const fn check(
 }
 
 /// A gating check that calls vendor libraries, so it runs in the scope's
-/// worker process under its own timeout.
+/// worker process under its own timeout. Every runtime layer declares its
+/// checks with this, naming its layer.
 const fn isolated(
     id: &'static str,
     layer: Layer,
@@ -70,7 +78,7 @@ const fn isolated(
     deps: &'static [&'static str],
     timeout_s: u64,
     summary: &'static str,
-    run: fn(&NodeContext, Scope) -> Verdict,
+    run: Run,
 ) -> Check<NodeContext> {
     Check {
         deps,
@@ -80,15 +88,17 @@ const fn isolated(
     }
 }
 
+/// The GPU's PCI function. Without one the GPU's absence from the bus is
+/// pci.identity's finding; checks that read the function do not apply.
+fn pci_function(gpu: &Gpu) -> Result<&PciDevice, Verdict> {
+    gpu.pci
+        .as_ref()
+        .ok_or_else(|| Verdict::not_applicable("not on the PCI bus (see pci.identity)"))
+}
+
 /// A measurement against its floor in the thresholds: pass above it, fail
 /// below it (naming the floor's source), skip when there is no floor.
-fn judge_floor(
-    ctx: &NodeContext,
-    gpu: &crate::facts::gpus::Gpu,
-    metric: &str,
-    measured: f64,
-    unit: &str,
-) -> Verdict {
+fn judge_floor(ctx: &NodeContext, gpu: &Gpu, metric: &str, measured: f64, unit: &str) -> Verdict {
     let t = &ctx.thresholds;
     let product = gpu
         .product
