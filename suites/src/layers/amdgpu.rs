@@ -270,3 +270,66 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
             "on the host, udev did not create it: `sudo udevadm trigger` and check /lib/udev/rules.d; in a container, pass it: `--device {path}` (or all of /dev/dri)"
         ))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{code, node};
+    use rocgate_harness::{SkipReason, Status};
+
+    #[test]
+    fn a_healthy_node_runs_a_live_dkms_amdgpu_that_drives_every_gpu() {
+        let n = node("mi300x-8");
+        for check in [blacklist, dkms, module_live, driver_version] {
+            let v = n.verdict(check, Scope::Node);
+            assert_eq!(v.status, Status::Pass, "{}", v.message);
+        }
+        for scope in n.gpus() {
+            for check in [bound, render_node] {
+                let v = n.verdict(check, scope);
+                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn an_unloaded_driver_fails_and_has_no_version_to_report() {
+        let n = node("amdgpu-not-loaded");
+        let v = n.verdict(module_live, Scope::Node);
+        assert_eq!(
+            code(&v),
+            Some(codes::AMDGPU_NOT_LOADED.code),
+            "{}",
+            v.message
+        );
+        let v = n.verdict(driver_version, Scope::Node);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+    }
+
+    #[test]
+    fn a_blacklist_fails_and_is_the_next_step_for_the_unloaded_driver() {
+        let n = node("amdgpu-blacklisted");
+        let v = n.verdict(blacklist, Scope::Node);
+        assert_eq!(code(&v), Some(codes::AMDGPU_BLACKLISTED.code));
+        let v = n.verdict(module_live, Scope::Node);
+        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
+        assert!(next.contains("see node.amdgpu.blacklist"), "{next}");
+    }
+
+    #[test]
+    fn a_dkms_build_for_another_kernel_is_stale() {
+        let v = node("dkms-stale").verdict(dkms, Scope::Node);
+        assert_eq!(code(&v), Some(codes::DKMS_STALE.code));
+        assert!(v.message.contains("6.8.0-85-generic"), "{}", v.message);
+    }
+
+    #[test]
+    fn an_inbox_driver_has_no_dkms_to_check_and_reports_its_srcversion() {
+        let n = node("mi210-8-two-hives");
+        let v = n.verdict(dkms, Scope::Node);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+        let v = n.verdict(driver_version, Scope::Node);
+        assert_eq!(v.status, Status::Pass);
+        assert!(v.message.starts_with("inbox amdgpu"), "{}", v.message);
+    }
+}

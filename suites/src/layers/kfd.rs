@@ -549,3 +549,73 @@ fn render_access(ctx: &NodeContext, scope: Scope) -> Outcome {
         codes::RENDER_NODE_MISSING,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{code, node};
+    use rocgate_harness::{SkipReason, Status};
+
+    #[test]
+    fn a_healthy_node_has_kfd_and_a_topology_node_per_gpu() {
+        let n = node("mi300x-8");
+        for check in [dev_kfd, dev_kfd_access, topology] {
+            let v = n.verdict(check, Scope::Node);
+            assert_eq!(v.status, Status::Pass, "{}", v.message);
+        }
+        let v = n.verdict(partitions, Scope::Node);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+        for scope in n.gpus() {
+            for check in [
+                topology_node,
+                render_access,
+                gfx_target,
+                compute_units,
+                render_minor,
+            ] {
+                let v = n.verdict(check, scope);
+                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_dev_kfd_fails() {
+        let v = node("kfd-missing").verdict(dev_kfd, Scope::Node);
+        assert_eq!(code(&v), Some(codes::KFD_MISSING.code), "{}", v.message);
+    }
+
+    #[test]
+    fn a_user_outside_the_render_group_cannot_open_dev_kfd() {
+        let v = node("kfd-permission").verdict(dev_kfd_access, Scope::Node);
+        assert_eq!(code(&v), Some(codes::KFD_PERMISSION.code), "{}", v.message);
+    }
+
+    #[test]
+    fn a_topology_without_gpus_fails_quoting_the_kernel() {
+        let v = node("kfd-topology-empty").verdict(topology, Scope::Node);
+        assert_eq!(code(&v), Some(codes::KFD_TOPOLOGY_EMPTY.code));
+        assert!(v.message.contains("DID 74a1"), "{}", v.message);
+    }
+
+    #[test]
+    fn a_gpu_missing_from_kfd_fails_and_its_node_checks_do_not_apply() {
+        let n = node("gpu-missing-from-kfd");
+        let gpu = n.gpu("0000:c6:00.0");
+        let v = n.verdict(topology_node, gpu);
+        assert_eq!(code(&v), Some(codes::GPU_MISSING_FROM_KFD.code));
+        for check in [compute_units, render_minor] {
+            let v = n.verdict(check, gpu);
+            assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+            assert_eq!(v.message, "no KFD node (see kfd.topology_node)");
+        }
+    }
+
+    #[test]
+    fn partitions_pass_in_cpx_and_fail_when_one_is_missing() {
+        let v = node("mi300x-8-cpx").verdict(partitions, Scope::Node);
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        let v = node("cpx-partition-missing").verdict(partitions, Scope::Node);
+        assert_eq!(code(&v), Some(codes::PARTITION_COUNT_MISMATCH.code));
+    }
+}

@@ -223,3 +223,74 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
     let pass = Verdict::pass(format!("x{cur} of x{max}, {speed}"));
     Ok(pass.with_metric("link_width", f64::from(cur), "lanes"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::RunOptions;
+    use crate::layers::fixture::{code, node, node_with};
+    use rocgate_harness::{SkipReason, Status};
+
+    #[test]
+    fn a_healthy_node_shows_every_gpu_identified_and_bound_at_full_width() {
+        let n = node("mi300x-8");
+        let v = n.verdict(amd_gpu_present, Scope::Node);
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert_eq!(v.metrics[0].value, 8.0);
+        for scope in n.gpus() {
+            for check in [identity, driver_binding, link_width] {
+                let v = n.verdict(check, scope);
+                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_without_an_amd_gpu_fails_presence() {
+        let v = node("no-amd-gpu").verdict(amd_gpu_present, Scope::Node);
+        assert_eq!(code(&v), Some(codes::NO_AMD_GPU.code), "{}", v.message);
+    }
+
+    #[test]
+    fn the_gpu_count_needs_an_expectation_and_fails_below_it() {
+        let v = node("mi300x-8").verdict(gpu_count, Scope::Node);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotConfigured));
+        let options = RunOptions {
+            expect_gpus: Some(8),
+            ..RunOptions::default()
+        };
+        let v = node_with("gpu-count-mismatch", options).verdict(gpu_count, Scope::Node);
+        assert_eq!(code(&v), Some(codes::GPU_COUNT_MISMATCH.code));
+        assert!(v.message.starts_with("found 7 AMD GPUs"), "{}", v.message);
+        assert_eq!(v.metrics[0].value, 7.0);
+    }
+
+    #[test]
+    fn a_gpu_reserved_for_passthrough_fails_driver_binding() {
+        let n = node("gpu-bound-to-vfio");
+        let v = n.verdict(driver_binding, n.gpu("0000:46:00.0"));
+        assert_eq!(code(&v), Some(codes::GPU_BOUND_TO_OTHER_DRIVER.code));
+        assert!(v.message.contains("bound to vfio-pci"), "{}", v.message);
+        let v = n.verdict(driver_binding, n.gpu("0000:05:00.0"));
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+    }
+
+    #[test]
+    fn a_narrow_link_fails_link_width_with_its_lanes() {
+        let n = node("pcie-link-degraded");
+        let v = n.verdict(link_width, n.gpu("0000:26:00.0"));
+        assert_eq!(code(&v), Some(codes::PCIE_LINK_DEGRADED.code));
+        assert_eq!(v.metrics[0].value, 8.0);
+    }
+
+    #[test]
+    fn a_scope_that_names_no_gpu_is_an_internal_error_not_a_panic() {
+        let n = node("mi300x-8");
+        for scope in [Scope::Node, Scope::Gpu(99)] {
+            for check in [identity, driver_binding, link_width] {
+                let v = n.verdict(check, scope);
+                assert_eq!(code(&v), Some(codes::INTERNAL_ERROR.code), "{scope}");
+            }
+        }
+    }
+}
