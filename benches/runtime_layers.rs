@@ -88,7 +88,7 @@ fn main() {
         (0..200)
             .map(|_| {
                 let t = Instant::now();
-                (check.run)(&session.ctx, Scope::Node);
+                let _ = (check.run)(&session.ctx, Scope::Node);
                 t.elapsed()
             })
             .collect(),

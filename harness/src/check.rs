@@ -4,6 +4,12 @@ use crate::model::{Layer, Scope, ScopeKind, Tier};
 use crate::verdict::Verdict;
 use std::time::Duration;
 
+/// What running a check gives: `Ok` is the verdict reached at its last step;
+/// `Err` is a verdict that ended the check early (a failure or skip found
+/// before its last step), so a check can stop at any step with `?`. Both are
+/// reported alike.
+pub type Outcome = Result<Verdict, Verdict>;
+
 /// One named test of a layer. `C` is the context the suites hand the engine
 /// (for rocgate: the node's facts and the run's options).
 pub struct Check<C> {
@@ -29,7 +35,7 @@ pub struct Check<C> {
     /// One line: what the check verifies.
     pub summary: &'static str,
     /// Runs the check for one scope.
-    pub run: fn(&C, Scope) -> Verdict,
+    pub run: fn(&C, Scope) -> Outcome,
 }
 
 impl<C> Check<C> {

@@ -366,7 +366,9 @@ pub fn serve<C>(registry: &[Check<C>], ctx: &C) -> std::io::Result<()> {
                 None => Verdict::crash(format!("worker knows no check {}", req.check)),
                 Some(c) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let timeout = req.timeout_ms.map(std::time::Duration::from_millis);
-                    crate::deadline::run_check(timeout, || (c.run)(ctx, req.scope))
+                    crate::deadline::run_check(timeout, || {
+                        (c.run)(ctx, req.scope).unwrap_or_else(|v| v)
+                    })
                 }))
                 .unwrap_or_else(|p| {
                     let msg = p

@@ -22,7 +22,7 @@ pub mod signal;
 pub mod sysroot;
 pub mod verdict;
 
-pub use check::Check;
+pub use check::{Check, Outcome};
 pub use exec::{Event, ExecOptions, execute};
 pub use model::{Layer, Scope, ScopeKind, Tier};
 pub use plan::{Plan, PlanError, plan};

@@ -217,7 +217,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             isolated: false,
             summary: "",
-            run: |_, _| Verdict::pass("ok"),
+            run: |_, _| Ok(Verdict::pass("ok")),
         }
     }
 

@@ -177,7 +177,7 @@ mod tests {
         id: &'static str,
         layer: Layer,
         scope: ScopeKind,
-        run: fn(&(), Scope) -> Verdict,
+        run: fn(&(), Scope) -> crate::check::Outcome,
     ) -> Check<()> {
         Check {
             id,
@@ -193,12 +193,15 @@ mod tests {
         }
     }
 
-    fn fail_on_gpu1(_: &(), s: Scope) -> Verdict {
+    fn fail_on_gpu1(_: &(), s: Scope) -> crate::check::Outcome {
         if s == Scope::Gpu(1) {
-            Verdict::fail(Finding::new("x-broken", "gpu1 is broken", "fix it"))
-        } else {
-            Verdict::pass("ok")
+            return Err(Verdict::fail(Finding::new(
+                "x-broken",
+                "gpu1 is broken",
+                "fix it",
+            )));
         }
+        Ok(Verdict::pass("ok"))
     }
 
     fn run(reg: &[Check<()>], gpus: &[u32], opts: &ExecOptions) -> Vec<CheckResult> {
@@ -215,10 +218,10 @@ mod tests {
         let reg = vec![
             check("pci::a", Layer::Pci, ScopeKind::PerGpu, fail_on_gpu1),
             check("amdgpu::b", Layer::Amdgpu, ScopeKind::PerGpu, |_, _| {
-                Verdict::pass("ok")
+                Ok(Verdict::pass("ok"))
             }),
             check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
-                Verdict::pass("ok")
+                Ok(Verdict::pass("ok"))
             }),
         ];
         let rs = run(&reg, &[0, 1, 2], &ExecOptions::default());
@@ -236,10 +239,10 @@ mod tests {
     fn no_gate_runs_everything() {
         let reg = vec![
             check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
-                Verdict::fail(Finding::new("x", "broken", "fix"))
+                Ok(Verdict::fail(Finding::new("x", "broken", "fix")))
             }),
             check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
-                Verdict::pass("ok")
+                Ok(Verdict::pass("ok"))
             }),
         ];
         let opts = ExecOptions {
@@ -259,10 +262,10 @@ mod tests {
                 if s == Scope::Gpu(0) {
                     thread::sleep(Duration::from_secs(30));
                 }
-                Verdict::pass("ok")
+                Ok(Verdict::pass("ok"))
             }),
             check("kfd::after", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
-                Verdict::pass("ok")
+                Ok(Verdict::pass("ok"))
             }),
         ];
         let opts = ExecOptions {
@@ -289,7 +292,7 @@ mod tests {
     #[test]
     fn panicking_check_is_a_crash() {
         #[allow(clippy::panic)]
-        fn boom(_: &(), _: Scope) -> Verdict {
+        fn boom(_: &(), _: Scope) -> crate::check::Outcome {
             panic!("parser bug")
         }
         let mut boom = check("pci::boom", Layer::Pci, ScopeKind::Node, boom);
@@ -306,10 +309,10 @@ mod tests {
     fn interruption_skips_what_did_not_run() {
         let reg = vec![
             check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
-                Verdict::pass("ok")
+                Ok(Verdict::pass("ok"))
             }),
             check("kfd::b", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
-                Verdict::pass("ok")
+                Ok(Verdict::pass("ok"))
             }),
         ];
         let opts = ExecOptions::default();
@@ -360,7 +363,7 @@ mod tests {
     fn isolated(id: &'static str, layer: Layer, scope: ScopeKind) -> Check<()> {
         Check {
             isolated: true,
-            ..check(id, layer, scope, |_, _| Verdict::pass("in process"))
+            ..check(id, layer, scope, |_, _| Ok(Verdict::pass("in process")))
         }
     }
 
@@ -414,10 +417,10 @@ mod tests {
         let reg = vec![
             check("hsa::init", Layer::Hsa, ScopeKind::Node, |_, _| {
                 thread::sleep(Duration::from_secs(5));
-                Verdict::pass("late")
+                Ok(Verdict::pass("late"))
             }),
             check("hip::device", Layer::Hip, ScopeKind::PerGpu, |_, _| {
-                Verdict::pass("ok")
+                Ok(Verdict::pass("ok"))
             }),
         ];
         let rs = run(&reg, &[0], &ExecOptions::default());

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// How a job runs: the check's function here, or through the isolator.
 pub(super) enum Runner<C> {
     /// The check's function, under the check's timeout.
-    Direct(fn(&C, Scope) -> Verdict, Duration),
+    Direct(fn(&C, Scope) -> crate::check::Outcome, Duration),
     /// A request to the scope's worker process.
     Isolated {
         /// Runs the request and enforces the timeout.
@@ -109,7 +109,9 @@ impl<C: Send + Sync + 'static> CheckThreads<C> {
 fn run_job<C>(ctx: &C, job: &Job<C>) -> Result<Verdict, String> {
     catch_unwind(AssertUnwindSafe(|| match &job.runner {
         Runner::Direct(run, timeout) => {
-            crate::deadline::run_check(Some(*timeout), || run(ctx, job.scope))
+            // A check that ended early (`Err`) is reported like one that
+            // ran to its end.
+            crate::deadline::run_check(Some(*timeout), || run(ctx, job.scope).unwrap_or_else(|v| v))
         }
         Runner::Isolated {
             isolator,

@@ -1,11 +1,11 @@
 //! amdgpu: the DRM kernel driver, its build for the running kernel, and the
 //! render node of each GPU.
 
-use super::{check, list};
+use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::facts::NodeFacts;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
 
 const NEEDS_MODULE: &[&str] = &["amdgpu::module_live"];
 
@@ -81,19 +81,21 @@ fn running_kernel(facts: &NodeFacts) -> String {
         .map_or_else(|_| "unknown".to_string(), Clone::clone)
 }
 
-fn blacklist(ctx: &NodeContext, _: Scope) -> Verdict {
+fn blacklist(ctx: &NodeContext, _: Scope) -> Outcome {
     let facts = &ctx.facts;
     if facts.blacklist.entries.is_empty() {
         if let Some(e) = facts.blacklist.unread.first() {
-            return Verdict::unverifiable(format!(
+            return Err(Verdict::unverifiable(format!(
                 "no setting disables amdgpu in what could be read, but {e}{}",
                 match facts.blacklist.unread.len() {
                     1 => String::new(),
                     n => format!(" (and {} more unreadable)", n - 1),
                 }
-            ));
+            )));
         }
-        return Verdict::pass("amdgpu is not disabled on the kernel command line or in modprobe.d");
+        return Ok(Verdict::pass(
+            "amdgpu is not disabled on the kernel command line or in modprobe.d",
+        ));
     }
     let places: Vec<String> = facts
         .blacklist
@@ -106,28 +108,28 @@ fn blacklist(ctx: &NodeContext, _: Scope) -> Verdict {
     } else {
         ""
     };
-    Verdict::fail(codes::AMDGPU_BLACKLISTED.finding(format!(
+    Ok(Verdict::fail(codes::AMDGPU_BLACKLISTED.finding(format!(
         "amdgpu is disabled by {}{loaded}",
         list(&places, 4)
     )))
-    .with_output(places.join("\n"))
+    .with_output(places.join("\n")))
 }
 
-fn dkms(ctx: &NodeContext, _: Scope) -> Verdict {
+fn dkms(ctx: &NodeContext, _: Scope) -> Outcome {
     let facts = &ctx.facts;
-    let kernel = match &facts.kernel_release {
-        Ok(k) => k,
-        Err(e) => return Verdict::unverifiable(format!("running kernel unknown: {e}")),
-    };
+    let kernel = facts
+        .kernel_release
+        .as_ref()
+        .map_err(|e| Verdict::unverifiable(format!("running kernel unknown: {e}")))?;
     if !facts.dkms.is_installed() {
-        return Verdict::not_applicable(
+        return Err(Verdict::not_applicable(
             "no DKMS amdgpu is installed (the kernel's inbox driver is used)",
-        );
+        ));
     }
     if let Some(path) = facts.dkms.build_for(kernel) {
-        return Verdict::pass(format!(
+        return Ok(Verdict::pass(format!(
             "DKMS amdgpu is built for the running kernel {kernel} ({path})"
-        ));
+        )));
     }
     let kernels: Vec<&str> = facts.dkms.builds.iter().map(|(k, _)| k.as_str()).collect();
     let built = if kernels.is_empty() {
@@ -148,16 +150,16 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Verdict {
         .registered
         .first()
         .map_or("<version>", String::as_str);
-    Verdict::fail(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
+    Ok(Verdict::fail(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
             "rebuild it for this kernel: `sudo apt install linux-headers-{kernel} && sudo dkms autoinstall -k {kernel}`, then reboot; if the build fails read /var/lib/dkms/amdgpu/{version}/build/make.log; or boot a kernel it was built for"
-        )))
+        ))))
 }
 
-fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
+fn module_live(ctx: &NodeContext, _: Scope) -> Outcome {
     let facts = &ctx.facts;
     let m = &facts.amdgpu;
     if m.is_live() {
-        return Verdict::pass("amdgpu is loaded (initstate live)");
+        return Ok(Verdict::pass("amdgpu is loaded (initstate live)"));
     }
     let mut message = match (&m.initstate, &m.error) {
         (Some(state), _) => format!("amdgpu is loaded but its initstate is '{state}', not live"),
@@ -181,23 +183,25 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Verdict {
             "`sudo modprobe amdgpu`, then read `dmesg | grep -i amdgpu` for why it did not load; if modprobe cannot find it, install the driver (amdgpu-dkms, or linux-modules-extra-{kernel} for the inbox driver)"
         )
     };
-    Verdict::fail(codes::AMDGPU_NOT_LOADED.finding_next(message, next))
+    Ok(Verdict::fail(
+        codes::AMDGPU_NOT_LOADED.finding_next(message, next),
+    ))
 }
 
-fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
+fn driver_version(ctx: &NodeContext, _: Scope) -> Outcome {
     let facts = &ctx.facts;
     if !facts.amdgpu.is_live() {
-        return Verdict::not_applicable(
+        return Err(Verdict::not_applicable(
             "amdgpu is not loaded, so it has no version to report (see amdgpu.module_live)",
-        );
+        ));
     }
     let kernel = running_kernel(facts);
     if let Some(e) = &facts.amdgpu.version_error {
-        return Verdict::unverifiable(format!(
+        return Err(Verdict::unverifiable(format!(
             "amdgpu is live, but its version cannot be told: {e}"
-        ));
+        )));
     }
-    match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
+    Ok(match (&facts.amdgpu.version, &facts.amdgpu.srcversion) {
         (Some(v), _) => Verdict::pass(format!("DKMS amdgpu {v} on kernel {kernel}")),
         (None, Some(src)) => Verdict::pass(format!(
             "inbox amdgpu (srcversion {src}) on kernel {kernel}"
@@ -205,18 +209,12 @@ fn driver_version(ctx: &NodeContext, _: Scope) -> Verdict {
         (None, None) => Verdict::fail(codes::AMDGPU_VERSION_UNKNOWN.finding(
             "amdgpu is live but exposes neither /sys/module/amdgpu/version nor srcversion",
         )),
-    }
+    })
 }
 
-fn bound(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let Some(pci) = &gpu.pci else {
-        return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
-    };
-    match pci.driver.as_deref() {
+fn bound(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let pci = pci_function(ctx.gpu(scope)?)?;
+    Ok(match pci.driver.as_deref() {
         Some("amdgpu") => {
             let card = ctx
                 .facts
@@ -250,28 +248,88 @@ fn bound(ctx: &NodeContext, scope: Scope) -> Verdict {
                 )))
             .with_output(log)
         }
-    }
+    })
 }
 
-fn render_node(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
+fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
     let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
-        return Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
+        return Err(Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
                 "no render node is known for {}: KFD gives no drm_render_minor and /sys/class/drm has no renderD* for it",
                 gpu.pci_address
-            ), "the driver did not register a DRM device for this GPU: read `dmesg | grep -i drm`"));
+            ), "the driver did not register a DRM device for this GPU: read `dmesg | grep -i drm`")));
     };
     let path = format!("/dev/dri/renderD{minor}");
     if ctx.facts.sysroot.exists(&path) {
-        return Verdict::pass(format!("{path} exists"));
+        return Ok(Verdict::pass(format!("{path} exists")));
     }
-    Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
+    Ok(Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
             "{path} (the render node of {}) does not exist",
             gpu.pci_address
         ), format!(
             "on the host, udev did not create it: `sudo udevadm trigger` and check /lib/udev/rules.d; in a container, pass it: `--device {path}` (or all of /dev/dri)"
-        )))
+        ))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{code, node};
+    use rocgate_harness::{SkipReason, Status};
+
+    #[test]
+    fn a_healthy_node_runs_a_live_dkms_amdgpu_that_drives_every_gpu() {
+        let n = node("mi300x-8");
+        for check in [blacklist, dkms, module_live, driver_version] {
+            let v = n.verdict(check, Scope::Node);
+            assert_eq!(v.status, Status::Pass, "{}", v.message);
+        }
+        for scope in n.gpus() {
+            for check in [bound, render_node] {
+                let v = n.verdict(check, scope);
+                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn an_unloaded_driver_fails_and_has_no_version_to_report() {
+        let n = node("amdgpu-not-loaded");
+        let v = n.verdict(module_live, Scope::Node);
+        assert_eq!(
+            code(&v),
+            Some(codes::AMDGPU_NOT_LOADED.code),
+            "{}",
+            v.message
+        );
+        let v = n.verdict(driver_version, Scope::Node);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+    }
+
+    #[test]
+    fn a_blacklist_fails_and_is_the_next_step_for_the_unloaded_driver() {
+        let n = node("amdgpu-blacklisted");
+        let v = n.verdict(blacklist, Scope::Node);
+        assert_eq!(code(&v), Some(codes::AMDGPU_BLACKLISTED.code));
+        let v = n.verdict(module_live, Scope::Node);
+        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
+        assert!(next.contains("see node.amdgpu.blacklist"), "{next}");
+    }
+
+    #[test]
+    fn a_dkms_build_for_another_kernel_is_stale() {
+        let v = node("dkms-stale").verdict(dkms, Scope::Node);
+        assert_eq!(code(&v), Some(codes::DKMS_STALE.code));
+        assert!(v.message.contains("6.8.0-85-generic"), "{}", v.message);
+    }
+
+    #[test]
+    fn an_inbox_driver_has_no_dkms_to_check_and_reports_its_srcversion() {
+        let n = node("mi210-8-two-hives");
+        let v = n.verdict(dkms, Scope::Node);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+        let v = n.verdict(driver_version, Scope::Node);
+        assert_eq!(v.status, Status::Pass);
+        assert!(v.message.starts_with("inbox amdgpu"), "{}", v.message);
+    }
 }

@@ -5,7 +5,7 @@
 use crate::compat::{Evaluation, Fit, evaluate};
 use crate::context::NodeContext;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
 
 /// The compat layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
@@ -21,9 +21,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     }]
 }
 
-fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
+fn combination(ctx: &NodeContext, _: Scope) -> Outcome {
     let m = &ctx.matrix;
-    match evaluate(&ctx.facts, m) {
+    Ok(match evaluate(&ctx.facts, m) {
         Evaluation::NoRocm => {
             Verdict::unverifiable("no ROCm release found on the node (/opt/rocm/.info/version)")
         }
@@ -110,5 +110,5 @@ fn combination(ctx: &NodeContext, _: Scope) -> Verdict {
                 }
             }
         }
-    }
+    })
 }

@@ -1,13 +1,13 @@
 //! firmware: the microcode amdgpu loaded at probe, and load failures in the
 //! kernel log.
 
-use super::{check, list};
+use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::facts::NodeFacts;
-use crate::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent};
+use crate::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent, KernelLog};
 use crate::facts::pci::parse_hex;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
 
 /// Firmware is read from what the loaded driver exposes, so without amdgpu
 /// the cause is the driver, not the firmware.
@@ -61,20 +61,24 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-/// This GPU's firmware events, or the verdict to return when the log is unreadable.
+/// The kernel log; without it no firmware failure can be ruled out.
+fn readable_log(facts: &NodeFacts) -> Result<&KernelLog, Verdict> {
+    facts
+        .kernel_log()
+        .as_ref()
+        .map_err(|why| Verdict::unverifiable(why.clone()))
+}
+
+/// This GPU's firmware events and where they were read.
 fn events_for(facts: &NodeFacts, address: &str) -> Result<(Vec<FirmwareEvent>, String), Verdict> {
-    match facts.kernel_log() {
-        Ok(log) => Ok((
-            facts
-                .firmware_events()
-                .iter()
-                .filter(|e| e.address.as_deref() == Some(address))
-                .cloned()
-                .collect(),
-            log.source.clone(),
-        )),
-        Err(why) => Err(Verdict::unverifiable(why.clone())),
-    }
+    let log = readable_log(facts)?;
+    let events = facts
+        .firmware_events()
+        .iter()
+        .filter(|e| e.address.as_deref() == Some(address))
+        .cloned()
+        .collect();
+    Ok((events, log.source.clone()))
 }
 
 fn lines(events: &[FirmwareEvent]) -> String {
@@ -124,11 +128,8 @@ fn missing_files_advice(facts: &NodeFacts, events: &[FirmwareEvent]) -> String {
     format!("{}; then reboot", advice.join("; "))
 }
 
-fn kernel_log(ctx: &NodeContext, _: Scope) -> Verdict {
-    let log = match ctx.facts.kernel_log() {
-        Ok(l) => l,
-        Err(why) => return Verdict::unverifiable(why.clone()),
-    };
+fn kernel_log(ctx: &NodeContext, _: Scope) -> Outcome {
+    let log = readable_log(&ctx.facts)?;
     let stray: Vec<FirmwareEvent> = ctx
         .facts
         .firmware_events()
@@ -137,12 +138,12 @@ fn kernel_log(ctx: &NodeContext, _: Scope) -> Verdict {
         .cloned()
         .collect();
     if stray.is_empty() {
-        return Verdict::pass(format!(
+        return Ok(Verdict::pass(format!(
             "no firmware errors without a GPU address in {}",
             log.source
-        ));
+        )));
     }
-    Verdict::fail(codes::FIRMWARE_LOAD_DEGRADED.finding_next(
+    Ok(Verdict::fail(codes::FIRMWARE_LOAD_DEGRADED.finding_next(
         format!(
             "{} firmware/PSP error lines in {} name no GPU: {}",
             stray.len(),
@@ -151,18 +152,12 @@ fn kernel_log(ctx: &NodeContext, _: Scope) -> Verdict {
         ),
         missing_files_advice(&ctx.facts, &stray),
     ))
-    .with_output(lines(&stray))
+    .with_output(lines(&stray)))
 }
 
-fn init_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let (events, source) = match events_for(&ctx.facts, gpu.physical_address()) {
-        Ok(e) => e,
-        Err(v) => return v,
-    };
+fn init_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let (events, source) = events_for(&ctx.facts, gpu.physical_address())?;
     let fatal: Vec<&FirmwareEvent> = events
         .iter()
         .filter(|e| {
@@ -173,10 +168,10 @@ fn init_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
         })
         .collect();
     if fatal.is_empty() {
-        return Verdict::pass(format!(
+        return Ok(Verdict::pass(format!(
             "no GPU-init or PSP errors for {} in {source}",
             gpu.physical_address()
-        ));
+        )));
     }
     let loads: Vec<&FirmwareEvent> = events
         .iter()
@@ -193,7 +188,7 @@ fn init_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
         ),
         None => (codes::GPU_INIT_FAILED, "with PSP/init errors".to_string()),
     };
-    Verdict::fail(code.finding_next(
+    Ok(Verdict::fail(code.finding_next(
         format!(
             "{}: amdgpu failed this GPU's init {cause}: {}",
             gpu.label(),
@@ -201,27 +196,21 @@ fn init_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
         ),
         missing_files_advice(&ctx.facts, &events),
     ))
-    .with_output(lines(&events))
+    .with_output(lines(&events)))
 }
 
-fn load_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let (events, source) = match events_for(&ctx.facts, gpu.physical_address()) {
-        Ok(e) => e,
-        Err(v) => return v,
-    };
+fn load_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let (events, source) = events_for(&ctx.facts, gpu.physical_address())?;
     let loads: Vec<FirmwareEvent> = events
         .into_iter()
         .filter(|e| e.kind == FirmwareErrorKind::Load)
         .collect();
     if loads.is_empty() {
-        return Verdict::pass(format!(
+        return Ok(Verdict::pass(format!(
             "no firmware load failures for {} in {source}",
             gpu.physical_address()
-        ));
+        )));
     }
     let files: Vec<&str> = loads.iter().filter_map(|e| e.file.as_deref()).collect();
     let what = if files.is_empty() {
@@ -229,32 +218,25 @@ fn load_errors(ctx: &NodeContext, scope: Scope) -> Verdict {
     } else {
         list(&files, 4)
     };
-    Verdict::fail(codes::FIRMWARE_LOAD_DEGRADED.finding_next(format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()), missing_files_advice(&ctx.facts, &loads)))
-    .with_output(lines(&loads))
+    Ok(Verdict::fail(codes::FIRMWARE_LOAD_DEGRADED.finding_next(format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()), missing_files_advice(&ctx.facts, &loads)))
+    .with_output(lines(&loads)))
 }
 
-fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let Some(pci) = &gpu.pci else {
-        return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
-    };
+fn versions(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let pci = pci_function(gpu)?;
     let root = &ctx.facts.sysroot;
     let dir = format!("{}/fw_version", pci.sysfs_dir());
-    let names = match root.list_dir(&dir) {
-        Ok(n) => n,
-        Err(e) if e.is_not_found() => {
-            return Verdict::fail(codes::FIRMWARE_NOT_REPORTED.finding_next(format!(
+    let names = root.list_dir(&dir).map_err(|e| {
+        if e.is_not_found() {
+            Verdict::fail(codes::FIRMWARE_NOT_REPORTED.finding_next(format!(
                     "amdgpu exposes no firmware versions for {} ({} does not exist): the driver did not finish initialising this GPU",
                     pci.address, dir
-                ), format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address)));
+                ), format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address)))
+        } else {
+            Verdict::fail(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(e.to_string(), "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup"))
         }
-        Err(e) => {
-            return Verdict::fail(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(e.to_string(), "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup"));
-        }
-    };
+    })?;
     let mut found = Vec::new();
     let mut bad = Vec::new();
     let mut mec_zero = false;
@@ -290,21 +272,21 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
             .fold(verdict, |acc, (k, v)| acc.with_fact(k, v.clone()))
     };
     if !bad.is_empty() {
-        return with_learned(Verdict::fail(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(format!("{} firmware version files of {} are unreadable: {}", bad.len(), pci.address, bad[0]), "the driver exposes damaged firmware information; read `dmesg | grep -i firmware` and reload amdgpu"))
-        .with_output(bad.join("\n")));
+        return Err(with_learned(Verdict::fail(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(format!("{} firmware version files of {} are unreadable: {}", bad.len(), pci.address, bad[0]), "the driver exposes damaged firmware information; read `dmesg | grep -i firmware` and reload amdgpu"))
+        .with_output(bad.join("\n"))));
     }
     if found.is_empty() {
-        return Verdict::fail(codes::FIRMWARE_NOT_REPORTED.finding_next(
+        return Err(Verdict::fail(codes::FIRMWARE_NOT_REPORTED.finding_next(
             format!("{dir} lists no *_fw_version files"),
             format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
-        ));
+        )));
     }
     if mec_zero {
-        return with_learned(Verdict::fail(codes::FIRMWARE_LOAD_FAILED.finding_next(format!(
+        return Err(with_learned(Verdict::fail(codes::FIRMWARE_LOAD_FAILED.finding_next(format!(
                 "{}: the MEC (compute) firmware version is 0: its microcode is not loaded",
                 gpu.label()
             ), "reinstall the GPU firmware matching the driver and reboot; read `dmesg | grep -i mec`"))
-        .with_output(found.join("\n")));
+        .with_output(found.join("\n"))));
     }
     let summary: Vec<&String> = found
         .iter()
@@ -330,5 +312,5 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Verdict {
     if let Some(v) = vbios {
         output.push_str(&format!("\nVBIOS {v}"));
     }
-    with_learned(Verdict::pass(message).with_output(output))
+    Ok(with_learned(Verdict::pass(message).with_output(output)))
 }

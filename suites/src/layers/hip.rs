@@ -1,9 +1,11 @@
 //! hip: the HIP runtime on each GPU. Every check runs in the scope's worker.
 
+use super::hip_device::{HipDevice, Matched, find_device, hip_fail};
+use super::isolated;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
-use crate::findings::{Code, codes};
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
+use crate::findings::codes;
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{
     DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys,
 };
@@ -12,71 +14,66 @@ use std::time::{Duration, Instant};
 
 const NEEDS_DEVICE: &[&str] = &["hip::device"];
 
-/// A gating, isolated hip check.
-const fn hip_check(
-    id: &'static str,
-    scope: ScopeKind,
-    deps: &'static [&'static str],
-    timeout_s: u64,
-    summary: &'static str,
-    run: fn(&NodeContext, Scope) -> Verdict,
-) -> Check<NodeContext> {
-    super::isolated(id, Layer::Hip, scope, deps, timeout_s, summary, run)
-}
-
 /// The hip layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
-        hip_check(
+        isolated(
             "hip::runtime",
+            Layer::Hip,
             ScopeKind::Node,
             &[],
             30,
             "the HIP runtime library loads and reports its version",
             runtime,
         ),
-        hip_check(
+        isolated(
             "hip::device_count",
+            Layer::Hip,
             ScopeKind::Node,
             &["hip::runtime"],
             60,
             "HIP sees as many devices as KFD has GPU nodes",
             device_count,
         ),
-        hip_check(
+        isolated(
             "hip::device",
+            Layer::Hip,
             ScopeKind::PerGpu,
             &["hip::device_count"],
             30,
             "the GPU is a HIP device with the expected attributes (multiprocessors, warp size)",
             device,
         ),
-        hip_check(
+        isolated(
             "hip::memcpy",
+            Layer::Hip,
             ScopeKind::PerGpu,
             NEEDS_DEVICE,
             60,
             "hipMalloc/hipMemcpy round trip is intact (bandwidth as metrics)",
             memcpy,
         ),
-        hip_check(
+        isolated(
             "hip::module_load",
+            Layer::Hip,
             ScopeKind::PerGpu,
             NEEDS_DEVICE,
             60,
             "rocgate's code object loads with hipModuleLoadData",
             module_load,
         ),
-        hip_check(
+        isolated(
             "hip::vector_add",
+            Layer::Hip,
             ScopeKind::PerGpu,
             &["hip::module_load", "hip::memcpy"],
             60,
             "a vector add launched with hipModuleLaunchKernel computes the right sums",
             vector_add,
         ),
-        hip_check(
+        isolated(
             "hip::hiprtc",
+            Layer::Hip,
             ScopeKind::PerGpu,
             NEEDS_DEVICE,
             180,
@@ -86,8 +83,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         Check {
             tier: Tier::Extended,
             gates: false,
-            ..hip_check(
+            ..isolated(
                 "hip::bandwidth",
+                Layer::Hip,
                 ScopeKind::PerGpu,
                 &["hip::memcpy"],
                 120,
@@ -98,15 +96,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-fn hip_fail(code: Code, e: &HipError, next: &str) -> Verdict {
-    Verdict::fail(code.finding_next(e.to_string(), next))
-}
-
-fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
-    let hip = match ctx.runtime.hip() {
-        Ok(h) => h,
-        Err(v) => return v,
-    };
+fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
+    let hip = ctx.runtime.hip()?;
     let path = hip.path().display().to_string();
     let mut v = Verdict::pass(String::new()).with_fact("hip_library", path.clone());
     let runtime = match hip.runtime_version() {
@@ -125,156 +116,17 @@ fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
         Err(e) => format!("driver version unknown: {e}"),
     };
     v.message = format!("loaded {path}: {runtime}, {driver}");
-    v
+    Ok(v)
 }
 
-fn device_count(ctx: &NodeContext, _: Scope) -> Verdict {
-    let (_, n) = match ctx.runtime.hip_ready() {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
+fn device_count(ctx: &NodeContext, _: Scope) -> Outcome {
+    let (_, n) = ctx.runtime.hip_ready()?;
     let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
     if usize::try_from(n).unwrap_or(0) != kfd {
-        return Verdict::fail(codes::HIP_DEVICE_MISMATCH.finding_next(format!("HIP sees {n} devices but KFD has {kfd} GPU nodes"), "unset HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES if set; otherwise compare with the hsa layer's agent count and check render node permissions"))
-        .with_metric("hip_devices", f64::from(n), "count");
+        return Err(Verdict::fail(codes::HIP_DEVICE_MISMATCH.finding_next(format!("HIP sees {n} devices but KFD has {kfd} GPU nodes"), "unset HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES if set; otherwise compare with the hsa layer's agent count and check render node permissions"))
+        .with_metric("hip_devices", f64::from(n), "count"));
     }
-    Verdict::pass(format!("{n} HIP devices")).with_metric("hip_devices", f64::from(n), "count")
-}
-
-/// A PCI address as `hipDeviceGetPCIBusId` prints it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct BusId {
-    domain: u32,
-    bus: u32,
-    device: u32,
-    function: u32,
-}
-
-impl BusId {
-    /// Parses `0000:05:00.3` (case-insensitive).
-    fn parse(s: &str) -> Option<BusId> {
-        let (rest, function) = s.trim().rsplit_once('.')?;
-        let mut parts = rest.split(':');
-        let hex = |p: Option<&str>| p.and_then(|x| u32::from_str_radix(x, 16).ok());
-        let (domain, bus, device) = (hex(parts.next())?, hex(parts.next())?, hex(parts.next())?);
-        if parts.next().is_some() {
-            return None;
-        }
-        Some(BusId {
-            domain,
-            bus,
-            device,
-            function: u32::from_str_radix(function, 16).ok()?,
-        })
-    }
-
-    fn same_device(&self, other: &BusId) -> bool {
-        (self.domain, self.bus, self.device) == (other.domain, other.bus, other.device)
-    }
-}
-
-/// How a GPU was found among HIP's devices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Matched {
-    /// Its PCI bus id, function included.
-    Exactly,
-    /// Its device's bus id and its place among the device's partitions: HIP
-    /// before ROCm 6.2 prints every partition of a device as function 0
-    /// (clr `hip_device_runtime.cpp`: `%04x:%02x:%02x.0`), while KFD's
-    /// location_id carries the partition in the function bits.
-    ByPartition,
-}
-
-/// The HIP device index of `gpu`, matched by PCI bus id; among partitions
-/// that HIP prints alike, by their order (HIP lists devices in ROCr's agent
-/// order, which is KFD's).
-pub(crate) fn hip_index(
-    hip: &Hip,
-    n: i32,
-    gpu: &Gpu,
-    gpus: &[Gpu],
-) -> Result<(i32, Matched), Verdict> {
-    let mut seen = Vec::new();
-    for d in 0..n {
-        let bus = hip.pci_bus_id(d).map_err(|e| {
-            hip_fail(
-                codes::HIP_DEVICE_FAILED,
-                &e,
-                "HIP cannot describe its devices: check `rocminfo` and `dmesg`",
-            )
-        })?;
-        seen.push((d, bus));
-    }
-    let missing = |why: String| {
-        Verdict::fail(codes::HIP_DEVICE_MISSING.finding(format!(
-            "HIP has no device for {}{why} (HIP devices: {})",
-            gpu.label(),
-            super::list(&seen.iter().map(|(_, b)| b.as_str()).collect::<Vec<_>>(), 8)
-        )))
-    };
-    let Some(want) = BusId::parse(&gpu.pci_address) else {
-        return Err(missing(" (its address does not parse)".into()));
-    };
-    let parsed: Vec<(i32, BusId)> = seen
-        .iter()
-        .filter_map(|(d, b)| BusId::parse(b).map(|p| (*d, p)))
-        .collect();
-    let exact: Vec<i32> = parsed
-        .iter()
-        .filter(|(_, b)| *b == want)
-        .map(|(d, _)| *d)
-        .collect();
-    if let [only] = exact.as_slice() {
-        return Ok((*only, Matched::Exactly));
-    }
-    // Same device: one candidate is this GPU; several are its device's
-    // partitions, in KFD order, when HIP lists as many as KFD has.
-    let candidates: Vec<i32> = parsed
-        .iter()
-        .filter(|(_, b)| b.same_device(&want) && (b.function == want.function || b.function == 0))
-        .map(|(d, _)| *d)
-        .collect();
-    let siblings: Vec<&Gpu> = gpus
-        .iter()
-        .filter(|g| g.kfd.is_some())
-        .filter(|g| BusId::parse(&g.pci_address).is_some_and(|b| b.same_device(&want)))
-        .collect();
-    match candidates.as_slice() {
-        [] => Err(missing(String::new())),
-        [only] => Ok((*only, Matched::ByPartition)),
-        many if many.len() == siblings.len() => {
-            let rank = siblings
-                .iter()
-                .position(|g| g.index == gpu.index)
-                .unwrap_or(usize::MAX);
-            many.get(rank)
-                .map(|d| (*d, Matched::ByPartition))
-                .ok_or_else(|| missing(" (not among its device's partitions)".into()))
-        }
-        many => Err(missing(format!(
-            ": HIP lists {} devices at its PCI device but KFD has {} partitions there, so they cannot be told apart",
-            many.len(),
-            siblings.len()
-        ))),
-    }
-}
-
-/// This GPU's HIP device, made current.
-pub(crate) fn find_device(
-    ctx: &NodeContext,
-    scope: Scope,
-) -> Result<(&Gpu, &Arc<Hip>, i32), Verdict> {
-    let gpu = ctx.gpu(scope)?;
-    let (hip, n) = ctx.runtime.hip_ready()?;
-    let (d, _) = hip_index(hip, n, gpu, &ctx.facts.gpus)?;
-    hip.set_device(d).map_err(|e| {
-        hip_fail(
-            codes::HIP_DEVICE_FAILED,
-            &e,
-            "HIP cannot select this device: read `dmesg | grep -i amdgpu`",
-        )
-    })?;
-    Ok((gpu, hip, d))
+    Ok(Verdict::pass(format!("{n} HIP devices")).with_metric("hip_devices", f64::from(n), "count"))
 }
 
 /// What `hipDeviceAttributeMultiprocessorCount` should say for a GPU whose
@@ -319,41 +171,28 @@ pub(crate) fn expected_multiprocessors(
     }
 }
 
-fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let (hip, n) = match ctx.runtime.hip_ready() {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let (d, matched) = match hip_index(hip, n, gpu, &ctx.facts.gpus) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    if let Err(e) = hip.set_device(d) {
-        return hip_fail(
-            codes::HIP_DEVICE_FAILED,
-            &e,
-            "HIP cannot select this device: read `dmesg | grep -i amdgpu`",
-        );
-    }
-    let attr = |a| hip.attribute(a, d);
-    let (cus, warp, threads) = match (
-        attr(sys::ATTR_MULTIPROCESSOR_COUNT),
-        attr(sys::ATTR_WARP_SIZE),
-        attr(sys::ATTR_MAX_THREADS_PER_BLOCK),
-    ) {
-        (Ok(c), Ok(w), Ok(t)) => (c, w, t),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
-            return hip_fail(
+fn device(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let HipDevice {
+        gpu,
+        hip,
+        index: d,
+        matched,
+    } = find_device(ctx, scope)?;
+    let attr = |a| {
+        hip.attribute(a, d).map_err(|e| {
+            hip_fail(
                 codes::HIP_DEVICE_FAILED,
                 &e,
                 "HIP cannot read this device's attributes: check `rocminfo`",
-            );
-        }
+            )
+        })
     };
+    let (cus, warp, threads) = (
+        attr(sys::ATTR_MULTIPROCESSOR_COUNT),
+        attr(sys::ATTR_WARP_SIZE),
+        attr(sys::ATTR_MAX_THREADS_PER_BLOCK),
+    );
+    let (cus, warp, threads) = (cus?, warp?, threads?);
     let name = hip
         .device_name(d)
         .unwrap_or_else(|e| format!("(name unknown: {e})"));
@@ -362,11 +201,11 @@ fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
         let env = |v: &str| std::env::var(v).ok();
         let (range, expected) = expected_multiprocessors(kfd_cus, gpu.gfx_major(), &env);
         if !u64::try_from(cus).is_ok_and(|c| range.contains(&c)) {
-            return Verdict::fail(codes::HIP_DEVICE_MISMATCH.finding_next(format!(
+            return Err(Verdict::fail(codes::HIP_DEVICE_MISMATCH.finding_next(format!(
                     "HIP device {d} ({}) reports {cus} multiprocessors; for KFD's {kfd_cus} CUs HIP should report {expected}",
                     gpu.pci_address
                 ), "HIP and the kernel driver disagree about the GPU: check the ROCm and amdgpu versions are a supported pair, and whether HSA_CU_MASK, HSA_COOP_CU_COUNT or GPU_ENABLE_WGP_MODE are set"))
-            .with_metric("multiprocessors", f64::from(cus), "count");
+            .with_metric("multiprocessors", f64::from(cus), "count"));
         }
         expectation = format!(" (expected {expected})");
     }
@@ -376,63 +215,55 @@ fn device(ctx: &NodeContext, scope: Scope) -> Verdict {
             " (found by its place among its device's partitions: this HIP prints them all as function 0)".to_string()
         }
     };
-    Verdict::pass(format!(
+    Ok(Verdict::pass(format!(
         "HIP device {d}{how}: {name}, {cus} multiprocessors{expectation}, warp {warp}, {threads} threads/block"
     ))
-    .with_metric("multiprocessors", f64::from(cus), "count")
+    .with_metric("multiprocessors", f64::from(cus), "count"))
 }
 
 /// Enough to see a broken DMA path and a rough bandwidth; floors need the
 /// longer transfers of the extended tier.
 const COPY_BYTES: usize = 16 << 20;
 
-fn memcpy(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (_, hip, _) = match find_device(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
+fn memcpy(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let HipDevice { hip, .. } = find_device(ctx, scope)?;
     let next = "read `dmesg | grep -i -e amdgpu -e aer`; a failing copy usually means a GPU or PCIe fault: reset the GPU and rerun";
     let fail = |e: HipError| hip_fail(codes::HIP_MEMCPY_FAILED, &e, next);
-    let result = (|| -> Result<Verdict, Verdict> {
-        let mut host = HostBuffer::new(hip, COPY_BYTES).map_err(fail)?;
-        for (i, w) in host.words().iter_mut().enumerate() {
-            *w = (i as u32).wrapping_mul(2_654_435_761);
-        }
-        let expected = host.words().to_vec();
-        let dev = DeviceBuffer::new(hip, COPY_BYTES).map_err(fail)?;
-        let t = Instant::now();
-        dev.upload(host.bytes()).map_err(fail)?;
-        let h2d = t.elapsed();
-        host.bytes().fill(0);
-        let t = Instant::now();
-        dev.download(host.bytes()).map_err(fail)?;
-        let d2h = t.elapsed();
-        if host.words() != expected.as_slice() {
-            let i = host
-                .words()
-                .iter()
-                .zip(&expected)
-                .position(|(a, b)| a != b)
-                .unwrap_or(0)
-                * 4;
-            return Err(Verdict::fail(codes::HIP_MEMCPY_CORRUPT.finding(format!(
-                "a {} MiB hipMemcpy round trip came back different at byte {i}",
-                COPY_BYTES >> 20
-            ))));
-        }
-        let gbs = |d: Duration| COPY_BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
-        Ok(Verdict::pass(format!(
-            "{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s",
-            COPY_BYTES >> 20,
-            gbs(h2d),
-            gbs(d2h)
-        ))
-        .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
-        .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
-    })();
-    match result {
-        Ok(v) | Err(v) => v,
+    let mut host = HostBuffer::new(hip, COPY_BYTES).map_err(fail)?;
+    for (i, w) in host.words().iter_mut().enumerate() {
+        *w = (i as u32).wrapping_mul(2_654_435_761);
     }
+    let expected = host.words().to_vec();
+    let dev = DeviceBuffer::new(hip, COPY_BYTES).map_err(fail)?;
+    let t = Instant::now();
+    dev.upload(host.bytes()).map_err(fail)?;
+    let h2d = t.elapsed();
+    host.bytes().fill(0);
+    let t = Instant::now();
+    dev.download(host.bytes()).map_err(fail)?;
+    let d2h = t.elapsed();
+    if host.words() != expected.as_slice() {
+        let i = host
+            .words()
+            .iter()
+            .zip(&expected)
+            .position(|(a, b)| a != b)
+            .unwrap_or(0)
+            * 4;
+        return Err(Verdict::fail(codes::HIP_MEMCPY_CORRUPT.finding(format!(
+            "a {} MiB hipMemcpy round trip came back different at byte {i}",
+            COPY_BYTES >> 20
+        ))));
+    }
+    let gbs = |d: Duration| COPY_BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
+    Ok(Verdict::pass(format!(
+        "{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s",
+        COPY_BYTES >> 20,
+        gbs(h2d),
+        gbs(d2h)
+    ))
+    .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
+    .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
 }
 
 /// The embedded code object loaded as a module, or the skip verdict.
@@ -452,87 +283,70 @@ fn load_module(gpu: &Gpu, hip: &Arc<Hip>) -> Result<Module, Verdict> {
     })
 }
 
-fn module_load(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, hip, _) = match find_device(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let module = match load_module(gpu, hip) {
-        Ok(m) => m,
-        Err(v) => return v,
-    };
+fn module_load(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let HipDevice { gpu, hip, .. } = find_device(ctx, scope)?;
+    let module = load_module(gpu, hip)?;
     for k in rocgate_kernels::KERNELS {
-        if let Err(e) = module.function(k) {
-            return hip_fail(
+        module.function(k).map_err(|e| {
+            hip_fail(
                 codes::HIP_MODULE_LOAD_FAILED,
                 &e,
                 "the module loaded but lacks a kernel: report this with `rocgate inventory --json`",
-            );
-        }
+            )
+        })?;
     }
-    Verdict::pass(format!(
+    Ok(Verdict::pass(format!(
         "loaded {} for {}",
         rocgate_kernels::KERNELS.join(", "),
         gpu.gfx_target.as_deref().unwrap_or("?")
-    ))
+    )))
 }
 
 /// Launches `kernel` over `n` floats computing `c = a + b` (vector_add) or
 /// `x *= s` (rtc_scale) and returns the host result.
-fn vector_add(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, hip, _) = match find_device(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let module = match load_module(gpu, hip) {
-        Ok(m) => m,
-        Err(v) => return v,
-    };
+fn vector_add(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let HipDevice { gpu, hip, .. } = find_device(ctx, scope)?;
+    let module = load_module(gpu, hip)?;
     const N: usize = 1 << 20;
     let launch_next = "the kernel did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (`amd-smi reset -g N`)";
     let fail = |e: HipError| hip_fail(codes::HIP_LAUNCH_FAILED, &e, launch_next);
-    let result = (|| -> Result<Verdict, Verdict> {
-        let f = module.function("vector_add").map_err(fail)?;
-        let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
-        let b: Vec<f32> = (0..N).map(|i| 2.0 * i as f32).collect();
-        let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-        let (da, db, dc) = (
-            DeviceBuffer::new(hip, N * 4).map_err(fail)?,
-            DeviceBuffer::new(hip, N * 4).map_err(fail)?,
-            DeviceBuffer::new(hip, N * 4).map_err(fail)?,
-        );
-        da.upload(&bytes(&a)).map_err(fail)?;
-        db.upload(&bytes(&b)).map_err(fail)?;
-        dc.upload(&vec![0xFF; N * 4]).map_err(fail)?;
-        let t = Instant::now();
-        hip.launch_vector_add(f, &da, &db, &dc, N as u32)
-            .map_err(fail)?;
-        hip.synchronize().map_err(fail)?;
-        let elapsed = t.elapsed();
-        let mut out = vec![0u8; N * 4];
-        dc.download(&mut out).map_err(fail)?;
-        let c: Vec<f32> = out
-            .chunks_exact(4)
-            .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect();
-        let wrong: Vec<usize> = (0..N).filter(|&i| c[i] != 3.0 * i as f32).collect();
-        if let Some(&i) = wrong.first() {
-            return Err(Verdict::fail(codes::HIP_KERNEL_WRONG.finding(format!(
-                    "vector_add ran but {} of {N} sums are wrong; first at index {i}: got {}, expected {}",
-                    wrong.len(),
-                    c[i],
-                    3.0 * i as f32
-                ))));
-        }
-        Ok(Verdict::pass(format!(
-            "vector_add over {N} floats verified in {:.2} ms",
-            elapsed.as_secs_f64() * 1e3
-        ))
-        .with_metric("vector_add_ms", elapsed.as_secs_f64() * 1e3, "ms"))
-    })();
-    match result {
-        Ok(v) | Err(v) => v,
+    let f = module.function("vector_add").map_err(fail)?;
+    let a: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..N).map(|i| 2.0 * i as f32).collect();
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let (da, db, dc) = (
+        DeviceBuffer::new(hip, N * 4).map_err(fail)?,
+        DeviceBuffer::new(hip, N * 4).map_err(fail)?,
+        DeviceBuffer::new(hip, N * 4).map_err(fail)?,
+    );
+    da.upload(&bytes(&a)).map_err(fail)?;
+    db.upload(&bytes(&b)).map_err(fail)?;
+    dc.upload(&vec![0xFF; N * 4]).map_err(fail)?;
+    let t = Instant::now();
+    hip.launch_vector_add(f, &da, &db, &dc, N as u32)
+        .map_err(fail)?;
+    hip.synchronize().map_err(fail)?;
+    let elapsed = t.elapsed();
+    let mut out = vec![0u8; N * 4];
+    dc.download(&mut out).map_err(fail)?;
+    let c: Vec<f32> = out
+        .chunks_exact(4)
+        .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    let wrong: Vec<usize> = (0..N).filter(|&i| c[i] != 3.0 * i as f32).collect();
+    if let Some(&i) = wrong.first() {
+        return Err(Verdict::fail(codes::HIP_KERNEL_WRONG.finding(format!(
+            "vector_add ran but {} of {N} sums are wrong; first at index {i}: got {}, expected {}",
+            wrong.len(),
+            c[i],
+            3.0 * i as f32
+        ))));
     }
+    Ok(Verdict::pass(format!(
+        "vector_add over {N} floats verified in {:.2} ms",
+        elapsed.as_secs_f64() * 1e3
+    ))
+    .with_metric("vector_add_ms", elapsed.as_secs_f64() * 1e3, "ms"))
 }
 
 /// The kernel hiprtc compiles: scales a vector in place.
@@ -542,118 +356,91 @@ const RTC_SOURCE: &str = r#"extern "C" __global__ void rtc_scale(float* x, float
 }
 "#;
 
-fn hiprtc(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, hip, _) = match find_device(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
+fn hiprtc(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let HipDevice { gpu, hip, .. } = find_device(ctx, scope)?;
     let Some(target) = gpu.gfx_target.clone() else {
-        return Verdict::unverifiable("gfx target unknown (see kfd.gfx_target)");
+        return Err(Verdict::unverifiable(
+            "gfx target unknown (see kfd.gfx_target)",
+        ));
     };
-    let rtc = match Rtc::open(&ctx.runtime.search, hip.path()) {
-        Ok(r) => r,
-        Err(e) => return crate::runtime::missing_library(codes::HIPRTC_LIBRARY_MISSING, &e),
-    };
+    let rtc = Rtc::open(&ctx.runtime.search, hip.path())
+        .map_err(|e| crate::runtime::missing_library(codes::HIPRTC_LIBRARY_MISSING, &e))?;
     const N: usize = 4096;
-    let result = (|| -> Result<Verdict, Verdict> {
-        let t = Instant::now();
-        let code = rtc.compile(RTC_SOURCE, "rocgate_rtc.hip", &[&format!("--gpu-architecture={target}")]).map_err(|e| {
-            hip_fail(
-                codes::HIPRTC_FAILED,
-                &e,
-                "the runtime compiler failed: check that its device libraries (amdgcn bitcode) and comgr are installed for this ROCm release",
-            )
-        })?;
-        let compile = t.elapsed();
-        let fail = |e: HipError| {
-            hip_fail(
-                codes::HIPRTC_FAILED,
-                &e,
-                "hiprtc's code object did not run: compare with hip.vector_add on this GPU",
-            )
-        };
-        let module = Module::load(hip, &code).map_err(fail)?;
-        let f = module.function("rtc_scale").map_err(fail)?;
-        let x: Vec<u8> = (0..N).flat_map(|i| (i as f32).to_le_bytes()).collect();
-        let dx = DeviceBuffer::new(hip, N * 4).map_err(fail)?;
-        dx.upload(&x).map_err(fail)?;
-        hip.launch_scale(f, &dx, 3.0, N as u32).map_err(fail)?;
-        hip.synchronize().map_err(fail)?;
-        let mut out = vec![0u8; N * 4];
-        dx.download(&mut out).map_err(fail)?;
-        let bad = out
-            .chunks_exact(4)
-            .enumerate()
-            .find(|(i, w)| f32::from_le_bytes([w[0], w[1], w[2], w[3]]) != 3.0 * *i as f32);
-        if let Some((i, _)) = bad {
-            return Err(Verdict::fail(codes::HIPRTC_WRONG.finding(format!(
-                "the hiprtc-compiled kernel ran but element {i} is wrong"
-            ))));
-        }
-        Ok(Verdict::pass(format!(
-            "compiled for {target} in {:.0} ms with {}, ran and verified",
-            compile.as_secs_f64() * 1e3,
-            rtc.path().display()
-        ))
-        .with_metric("hiprtc_compile_ms", compile.as_secs_f64() * 1e3, "ms"))
-    })();
-    match result {
-        Ok(v) | Err(v) => v,
+    let t = Instant::now();
+    let code = rtc.compile(RTC_SOURCE, "rocgate_rtc.hip", &[&format!("--gpu-architecture={target}")]).map_err(|e| {
+        hip_fail(
+            codes::HIPRTC_FAILED,
+            &e,
+            "the runtime compiler failed: check that its device libraries (amdgcn bitcode) and comgr are installed for this ROCm release",
+        )
+    })?;
+    let compile = t.elapsed();
+    let fail = |e: HipError| {
+        hip_fail(
+            codes::HIPRTC_FAILED,
+            &e,
+            "hiprtc's code object did not run: compare with hip.vector_add on this GPU",
+        )
+    };
+    let module = Module::load(hip, &code).map_err(fail)?;
+    let f = module.function("rtc_scale").map_err(fail)?;
+    let x: Vec<u8> = (0..N).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let dx = DeviceBuffer::new(hip, N * 4).map_err(fail)?;
+    dx.upload(&x).map_err(fail)?;
+    hip.launch_scale(f, &dx, 3.0, N as u32).map_err(fail)?;
+    hip.synchronize().map_err(fail)?;
+    let mut out = vec![0u8; N * 4];
+    dx.download(&mut out).map_err(fail)?;
+    let bad = out
+        .chunks_exact(4)
+        .enumerate()
+        .find(|(i, w)| f32::from_le_bytes([w[0], w[1], w[2], w[3]]) != 3.0 * *i as f32);
+    if let Some((i, _)) = bad {
+        return Err(Verdict::fail(codes::HIPRTC_WRONG.finding(format!(
+            "the hiprtc-compiled kernel ran but element {i} is wrong"
+        ))));
     }
+    Ok(Verdict::pass(format!(
+        "compiled for {target} in {:.0} ms with {}, ran and verified",
+        compile.as_secs_f64() * 1e3,
+        rtc.path().display()
+    ))
+    .with_metric("hiprtc_compile_ms", compile.as_secs_f64() * 1e3, "ms"))
 }
 
-fn bandwidth(ctx: &NodeContext, scope: Scope) -> Verdict {
+fn bandwidth(ctx: &NodeContext, scope: Scope) -> Outcome {
     const BYTES: usize = 256 << 20;
-    let (gpu, hip, _) = match find_device(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
+    let HipDevice { gpu, hip, .. } = find_device(ctx, scope)?;
     let fail = |e: HipError| hip_fail(codes::HIP_MEMCPY_FAILED, &e, "see hip.memcpy on this GPU");
-    let result = (|| -> Result<Verdict, Verdict> {
-        let mut host = HostBuffer::new(hip, BYTES).map_err(fail)?;
-        let dev = DeviceBuffer::new(hip, BYTES).map_err(fail)?;
-        let (mut h2d, mut d2h) = (f64::INFINITY, f64::INFINITY);
-        // A warm-up, then the best of three each way.
-        for i in 0..4 {
-            let t = Instant::now();
-            dev.upload(host.bytes()).map_err(fail)?;
-            let up = t.elapsed().as_secs_f64();
-            let t = Instant::now();
-            dev.download(host.bytes()).map_err(fail)?;
-            let down = t.elapsed().as_secs_f64();
-            if i > 0 {
-                h2d = h2d.min(up);
-                d2h = d2h.min(down);
-            }
+    let mut host = HostBuffer::new(hip, BYTES).map_err(fail)?;
+    let dev = DeviceBuffer::new(hip, BYTES).map_err(fail)?;
+    let (mut h2d, mut d2h) = (f64::INFINITY, f64::INFINITY);
+    // A warm-up, then the best of three each way.
+    for i in 0..4 {
+        let t = Instant::now();
+        dev.upload(host.bytes()).map_err(fail)?;
+        let up = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        dev.download(host.bytes()).map_err(fail)?;
+        let down = t.elapsed().as_secs_f64();
+        if i > 0 {
+            h2d = h2d.min(up);
+            d2h = d2h.min(down);
         }
-        let gbs = |s: f64| BYTES as f64 / s.max(1e-9) / 1e9;
-        Ok(super::combine(
-            vec![
-                super::judge_floor(ctx, gpu, "h2d_gbps", gbs(h2d), "GB/s"),
-                super::judge_floor(ctx, gpu, "d2h_gbps", gbs(d2h), "GB/s"),
-            ],
-            "no floors",
-        ))
-    })();
-    match result {
-        Ok(v) | Err(v) => v,
     }
+    let gbs = |s: f64| BYTES as f64 / s.max(1e-9) / 1e9;
+    Ok(super::combine(
+        vec![
+            super::judge_floor(ctx, gpu, "h2d_gbps", gbs(h2d), "GB/s"),
+            super::judge_floor(ctx, gpu, "d2h_gbps", gbs(d2h), "GB/s"),
+        ],
+        "no floors",
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bus_ids_parse_as_hip_prints_them() {
-        let b = BusId::parse("0000:C6:00.3").unwrap();
-        assert_eq!((b.domain, b.bus, b.device, b.function), (0, 0xc6, 0, 3));
-        assert!(b.same_device(&BusId::parse("0000:c6:00.0").unwrap()));
-        assert!(!b.same_device(&BusId::parse("0001:c6:00.0").unwrap()));
-        for bad in ["", "0000:c6:00", "c6:00.0", "0000:zz:00.0", "0:0:0:0.0"] {
-            assert!(BusId::parse(bad).is_none(), "{bad}");
-        }
-    }
 
     #[test]
     fn rdna_reports_work_group_processors_unless_wgp_mode_is_off() {

@@ -1,10 +1,11 @@
 //! hsa: the ROCr runtime. Every check here runs in the scope's worker
 //! process, since ROCr can hang or fault.
 
+use super::isolated;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use crate::findings::{Code, codes};
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_rocm::hsa::sys::{self, Agent, KernelDispatchPacket};
 use rocgate_rocm::hsa::{
     AgentInfo, Executable, Hsa, HsaError, PoolInfo, PoolMemory, Queue, Signal,
@@ -15,87 +16,84 @@ use std::time::{Duration, Instant};
 const NEEDS_INIT: &[&str] = &["hsa::init"];
 const NEEDS_AGENT: &[&str] = &["hsa::agent"];
 
-/// A gating, isolated hsa check.
-const fn hsa_check(
-    id: &'static str,
-    scope: ScopeKind,
-    deps: &'static [&'static str],
-    timeout_s: u64,
-    summary: &'static str,
-    run: fn(&NodeContext, Scope) -> Verdict,
-) -> Check<NodeContext> {
-    super::isolated(id, Layer::Hsa, scope, deps, timeout_s, summary, run)
-}
-
 /// The hsa layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
-        hsa_check(
+        isolated(
             "hsa::runtime",
+            Layer::Hsa,
             ScopeKind::Node,
             &[],
             30,
             "the ROCr runtime library loads",
             runtime,
         ),
-        hsa_check(
+        isolated(
             "hsa::init",
+            Layer::Hsa,
             ScopeKind::Node,
             &["hsa::runtime"],
             60,
             "hsa_init succeeds",
             init,
         ),
-        hsa_check(
+        isolated(
             "hsa::agents",
+            Layer::Hsa,
             ScopeKind::Node,
             NEEDS_INIT,
             30,
             "ROCr lists one GPU agent per KFD GPU node",
             agents,
         ),
-        hsa_check(
+        isolated(
             "hsa::agent",
+            Layer::Hsa,
             ScopeKind::PerGpu,
             NEEDS_INIT,
             30,
             "the GPU is an HSA agent matching its KFD node (ISA, CUs)",
             agent,
         ),
-        hsa_check(
+        isolated(
             "hsa::memory_pools",
+            Layer::Hsa,
             ScopeKind::PerGpu,
             NEEDS_AGENT,
             30,
             "the agent has an allocatable device memory pool",
             memory_pools,
         ),
-        hsa_check(
+        isolated(
             "hsa::queue",
+            Layer::Hsa,
             ScopeKind::PerGpu,
             NEEDS_AGENT,
             30,
             "an AQL queue can be created on the agent",
             queue,
         ),
-        hsa_check(
+        isolated(
             "hsa::signal",
+            Layer::Hsa,
             ScopeKind::PerGpu,
             NEEDS_AGENT,
             30,
             "a signal can be created, stored and waited on",
             signal,
         ),
-        hsa_check(
+        isolated(
             "hsa::code_object",
+            Layer::Hsa,
             ScopeKind::PerGpu,
             NEEDS_AGENT,
             60,
             "rocgate's code object for the agent's ISA loads and exposes its kernels",
             code_object,
         ),
-        hsa_check(
+        isolated(
             "hsa::dispatch",
+            Layer::Hsa,
             ScopeKind::PerGpu,
             &[
                 "hsa::queue",
@@ -107,8 +105,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             "a kernel dispatched through an AQL packet writes the expected result",
             dispatch,
         ),
-        hsa_check(
+        isolated(
             "hsa::copy",
+            Layer::Hsa,
             ScopeKind::PerGpu,
             &["hsa::memory_pools"],
             60,
@@ -118,49 +117,38 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
-    match ctx.runtime.hsa() {
-        Err(v) => v,
-        Ok(hsa) => {
-            let path = hsa.path().display().to_string();
-            // ROCr's version is its file's (libhsa-runtime64.so.1.14.0).
-            let version = path
-                .split_once(".so.")
-                .map(|(_, v)| v.to_string())
-                .filter(|v| v.contains('.'));
-            let mut v = Verdict::pass(format!(
-                "loaded {path}{}",
-                version
-                    .as_deref()
-                    .map_or_else(String::new, |v| format!(" (ROCr {v})"))
-            ))
-            .with_fact("hsa_library", path);
-            if let Some(version) = version {
-                v = v.with_fact("hsa_runtime_version", version);
-            }
-            v
-        }
+fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
+    let hsa = ctx.runtime.hsa()?;
+    let path = hsa.path().display().to_string();
+    // ROCr's version is its file's (libhsa-runtime64.so.1.14.0).
+    let version = path
+        .split_once(".so.")
+        .map(|(_, v)| v.to_string())
+        .filter(|v| v.contains('.'));
+    let mut v = Verdict::pass(format!(
+        "loaded {path}{}",
+        version
+            .as_deref()
+            .map_or_else(String::new, |v| format!(" (ROCr {v})"))
+    ))
+    .with_fact("hsa_library", path);
+    if let Some(version) = version {
+        v = v.with_fact("hsa_runtime_version", version);
     }
+    Ok(v)
 }
 
-fn init(ctx: &NodeContext, _: Scope) -> Verdict {
-    match ctx.runtime.hsa_ready() {
-        Err(v) => v,
-        Ok(hsa) => {
-            let version = hsa
-                .version()
-                .map_or_else(|e| format!("unknown ({e})"), |(a, b)| format!("{a}.{b}"));
-            Verdict::pass(format!("hsa_init succeeded (HSA {version})"))
-                .with_fact("hsa_version", version)
-        }
-    }
+fn init(ctx: &NodeContext, _: Scope) -> Outcome {
+    let hsa = ctx.runtime.hsa_ready()?;
+    let version = hsa
+        .version()
+        .map_or_else(|e| format!("unknown ({e})"), |(a, b)| format!("{a}.{b}"));
+    Ok(Verdict::pass(format!("hsa_init succeeded (HSA {version})"))
+        .with_fact("hsa_version", version))
 }
 
-fn agents(ctx: &NodeContext, _: Scope) -> Verdict {
-    let agents = match ctx.runtime.agents() {
-        Ok(a) => a,
-        Err(v) => return v,
-    };
+fn agents(ctx: &NodeContext, _: Scope) -> Outcome {
+    let agents = ctx.runtime.agents()?;
     let gpus = agents.iter().filter(|a| a.is_gpu()).count();
     let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
     let names: Vec<String> = agents
@@ -182,7 +170,7 @@ fn agents(ctx: &NodeContext, _: Scope) -> Verdict {
         } else {
             format!(" ({} is set)", visible.join(", "))
         };
-        return Verdict::fail(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"), "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`"));
+        return Err(Verdict::fail(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"), "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`")));
     }
     // Not every agent that is not a GPU is a CPU: Ryzen AI hosts add an
     // AIE agent (ROCm 7), some platforms a DSP.
@@ -195,13 +183,13 @@ fn agents(ctx: &NodeContext, _: Scope) -> Verdict {
         }
     }
     let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    Verdict::pass(format!(
+    Ok(Verdict::pass(format!(
         "{} agents: {} ({})",
         agents.len(),
         counts.join(", "),
         super::list(&names, 4)
     ))
-    .with_metric("hsa_gpu_agents", gpus as f64, "count")
+    .with_metric("hsa_gpu_agents", gpus as f64, "count"))
 }
 
 /// This GPU's agent, matched by PCI domain and location.
@@ -227,11 +215,8 @@ fn find_agent(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, AgentInfo, &Arc<
     }
 }
 
-fn agent(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, a, _) = match find_agent(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
+fn agent(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let (gpu, a, _) = find_agent(ctx, scope)?;
     let mut problems = Vec::new();
     if let Some(t) = &gpu.gfx_target {
         let isa = a.name.split(':').next().unwrap_or(&a.name);
@@ -245,21 +230,21 @@ fn agent(ctx: &NodeContext, scope: Scope) -> Verdict {
         }
     }
     if !problems.is_empty() {
-        return Verdict::fail(codes::HSA_AGENT_MISMATCH.finding(format!(
+        return Err(Verdict::fail(codes::HSA_AGENT_MISMATCH.finding(format!(
             "the agent at {} disagrees with KFD: {}",
             gpu.pci_address,
             problems.join("; ")
-        )));
+        ))));
     }
     // The worker's view: one GPU (ROCR_VISIBLE_DEVICES) unless the user
     // chose otherwise.
     let seen = std::env::var("ROCR_VISIBLE_DEVICES")
         .map_or_else(|_| String::new(), |v| format!("; ROCR_VISIBLE_DEVICES={v}"));
-    Verdict::pass(format!(
+    Ok(Verdict::pass(format!(
         "{} ({}), {} CUs, wave{}{seen}",
         a.name, a.product, a.compute_units, a.wavefront_size
     ))
-    .with_metric("compute_units", f64::from(a.compute_units), "count")
+    .with_metric("compute_units", f64::from(a.compute_units), "count"))
 }
 
 /// The agent's device pool (global, coarse-grained).
@@ -299,49 +284,41 @@ fn hsa_fail(code: Code, e: &rocgate_rocm::hsa::HsaError) -> Verdict {
     Verdict::fail(code.finding_next(e.to_string(), "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot"))
 }
 
-fn memory_pools(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (_, a, hsa) = match find_agent(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    match device_pool(hsa, a.agent) {
-        Err(v) => v,
-        Ok(p) => Verdict::pass(format!(
-            "device pool of {:.1} GiB",
-            p.size as f64 / f64::from(1u32 << 30)
-        ))
-        .with_metric("device_pool_bytes", p.size as f64, "bytes"),
-    }
+fn memory_pools(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let (_, a, hsa) = find_agent(ctx, scope)?;
+    let p = device_pool(hsa, a.agent)?;
+    Ok(Verdict::pass(format!(
+        "device pool of {:.1} GiB",
+        p.size as f64 / f64::from(1u32 << 30)
+    ))
+    .with_metric("device_pool_bytes", p.size as f64, "bytes"))
 }
 
-fn queue(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (_, a, hsa) = match find_agent(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    match Queue::new(hsa, a.agent, 128) {
-        Ok(q) => Verdict::pass(format!("created an AQL queue of {} packets", q.size())),
-        Err(e) => Verdict::fail(codes::HSA_QUEUE_FAILED.finding(e.to_string())),
-    }
+fn queue(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let (_, a, hsa) = find_agent(ctx, scope)?;
+    let q = Queue::new(hsa, a.agent, 128)
+        .map_err(|e| Verdict::fail(codes::HSA_QUEUE_FAILED.finding(e.to_string())))?;
+    Ok(Verdict::pass(format!(
+        "created an AQL queue of {} packets",
+        q.size()
+    )))
 }
 
-fn signal(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (_, _, hsa) = match find_agent(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let result = Signal::new(hsa, 1).and_then(|s| {
-        s.store(0)?;
-        s.wait_below(1, Duration::from_secs(5), "hsa_signal_wait_scacquire")?;
-        s.load()
-    });
-    match result {
-        Ok(0) => Verdict::pass("signal created, stored and waited on"),
-        Ok(v) => Verdict::fail(
-            codes::HSA_SIGNAL_FAILED.finding(format!("a signal stored 0 reads back {v}")),
-        ),
-        Err(e) => hsa_fail(codes::HSA_SIGNAL_FAILED, &e),
+fn signal(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let (_, _, hsa) = find_agent(ctx, scope)?;
+    let value = Signal::new(hsa, 1)
+        .and_then(|s| {
+            s.store(0)?;
+            s.wait_below(1, Duration::from_secs(5), "hsa_signal_wait_scacquire")?;
+            s.load()
+        })
+        .map_err(|e| hsa_fail(codes::HSA_SIGNAL_FAILED, &e))?;
+    if value != 0 {
+        return Err(Verdict::fail(
+            codes::HSA_SIGNAL_FAILED.finding(format!("a signal stored 0 reads back {value}")),
+        ));
     }
+    Ok(Verdict::pass("signal created, stored and waited on"))
 }
 
 /// The code object for this agent, or the skip verdict.
@@ -360,25 +337,17 @@ fn load_kernels(gpu: &Gpu, a: &AgentInfo, hsa: &Arc<Hsa>) -> Result<Executable, 
     })
 }
 
-fn code_object(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, a, hsa) = match find_agent(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let exe = match load_kernels(gpu, &a, hsa) {
-        Ok(e) => e,
-        Err(v) => return v,
-    };
+fn code_object(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let (gpu, a, hsa) = find_agent(ctx, scope)?;
+    let exe = load_kernels(gpu, &a, hsa)?;
     let mut found = Vec::new();
     for k in rocgate_kernels::KERNELS {
-        match exe.kernel(k) {
-            Ok(sym) => found.push(format!("{k} ({} B kernargs)", sym.kernarg_size)),
-            Err(e) => {
-                return Verdict::fail(codes::HSA_CODE_OBJECT_FAILED.finding_next(format!("kernel {k} is missing from the loaded executable: {e}"), "the code object loaded but its kernel symbols are not visible: report this with `rocgate inventory --json`"));
-            }
-        }
+        let sym = exe.kernel(k).map_err(|e| {
+            Verdict::fail(codes::HSA_CODE_OBJECT_FAILED.finding_next(format!("kernel {k} is missing from the loaded executable: {e}"), "the code object loaded but its kernel symbols are not visible: report this with `rocgate inventory --json`"))
+        })?;
+        found.push(format!("{k} ({} B kernargs)", sym.kernarg_size));
     }
-    Verdict::pass(format!("loaded {}", found.join(", ")))
+    Ok(Verdict::pass(format!("loaded {}", found.join(", "))))
 }
 
 /// How long to wait for a dispatch or copy to complete: what the check has
@@ -390,27 +359,10 @@ fn wait_budget() -> Duration {
 /// A value no stale or zeroed buffer matches by accident.
 const FILL_BASE: u32 = 0x5EED_0000;
 
-fn dispatch(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, a, hsa) = match find_agent(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let exe = match load_kernels(gpu, &a, hsa) {
-        Ok(e) => e,
-        Err(v) => return v,
-    };
-    match run_fill(ctx, hsa, &a, &exe) {
-        Ok(v) | Err(v) => v,
-    }
-}
-
-fn run_fill(
-    ctx: &NodeContext,
-    hsa: &Arc<Hsa>,
-    a: &AgentInfo,
-    exe: &Executable,
-) -> Result<Verdict, Verdict> {
+fn dispatch(ctx: &NodeContext, scope: Scope) -> Outcome {
     const N: u32 = 1 << 16;
+    let (gpu, a, hsa) = find_agent(ctx, scope)?;
+    let exe = load_kernels(gpu, &a, hsa)?;
     let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail(codes::HSA_DISPATCH_FAILED, &e);
     let kernel = exe.kernel("fill").map_err(fail)?;
     let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
@@ -480,18 +432,9 @@ fn run_fill(
     .with_metric("dispatch_ms", elapsed.as_secs_f64() * 1e3, "ms"))
 }
 
-fn copy(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (_, a, hsa) = match find_agent(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    match run_copy(ctx, hsa, &a) {
-        Ok(v) | Err(v) => v,
-    }
-}
-
-fn run_copy(ctx: &NodeContext, hsa: &Arc<Hsa>, a: &AgentInfo) -> Result<Verdict, Verdict> {
+fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {
     const BYTES: usize = 16 << 20;
+    let (_, a, hsa) = find_agent(ctx, scope)?;
     let fail = |e: rocgate_rocm::hsa::HsaError| hsa_fail(codes::HSA_COPY_FAILED, &e);
     let device = device_pool(hsa, a.agent)?;
     let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;

@@ -5,10 +5,10 @@ use super::{check, device_access, list};
 use crate::context::NodeContext;
 use crate::facts::NodeFacts;
 use crate::facts::gpus::{Gpu, function_zero};
-use crate::facts::kfd::TOPOLOGY;
+use crate::facts::kfd::{KfdNode, TOPOLOGY};
 use crate::findings::codes;
 use rocgate_harness::sysroot::ReadErrorKind;
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The kfd layer's checks.
@@ -128,42 +128,44 @@ fn kfd_refusal(facts: &NodeFacts) -> String {
 
 const KFD_NEXT_STEP: &str = "amdgpu is loaded but KFD is not serving compute: read `dmesg | grep -i kfd` (\"DID ... is missing in supported_devices\" means this driver does not support the GPU for compute: update amdgpu/ROCm; IOMMU errors call for iommu=pt on the kernel command line); in a container pass `--device /dev/kfd`";
 
-fn dev_kfd(ctx: &NodeContext, _: Scope) -> Verdict {
+fn dev_kfd(ctx: &NodeContext, _: Scope) -> Outcome {
     let facts = &ctx.facts;
     if facts.sysroot.exists("/dev/kfd") {
-        return Verdict::pass("/dev/kfd exists");
+        return Ok(Verdict::pass("/dev/kfd exists"));
     }
     let topo = if facts.sysroot.exists("/sys/class/kfd") {
         ""
     } else {
         "; /sys/class/kfd is missing too: amdkfd did not initialise"
     };
-    Verdict::fail(codes::KFD_MISSING.finding_next(
+    Ok(Verdict::fail(codes::KFD_MISSING.finding_next(
         format!("/dev/kfd does not exist{topo}{}", kfd_refusal(facts)),
         KFD_NEXT_STEP,
     ))
-    .with_output(kfd_log_lines(facts).join("\n"))
+    .with_output(kfd_log_lines(facts).join("\n")))
 }
 
-fn dev_kfd_access(ctx: &NodeContext, _: Scope) -> Verdict {
-    device_access::verdict(&ctx.facts, "/dev/kfd", codes::KFD_MISSING)
+fn dev_kfd_access(ctx: &NodeContext, _: Scope) -> Outcome {
+    Ok(device_access::verdict(
+        &ctx.facts,
+        "/dev/kfd",
+        codes::KFD_MISSING,
+    ))
 }
 
-fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
+fn topology(ctx: &NodeContext, _: Scope) -> Outcome {
     let facts = &ctx.facts;
-    let topo = match &facts.kfd {
-        Ok(t) => t,
-        Err(e) if e.is_not_found() => {
-            return Verdict::fail(codes::KFD_MISSING.finding_next(
+    let topo = facts.kfd.as_ref().map_err(|e| {
+        if e.is_not_found() {
+            Verdict::fail(codes::KFD_MISSING.finding_next(
                 format!("the KFD topology is missing ({e}): amdkfd has not initialised"),
                 KFD_NEXT_STEP,
             ))
-            .with_output(kfd_log_lines(facts).join("\n"));
+            .with_output(kfd_log_lines(facts).join("\n"))
+        } else {
+            Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("cannot read the KFD topology: {e}"), "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup"))
         }
-        Err(e) => {
-            return Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("cannot read the KFD topology: {e}"), "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup"));
-        }
-    };
+    })?;
     // Nodes hidden by the device cgroup and nodes that did not answer are
     // their GPUs' problem (kfd.topology_node), not a damaged topology.
     let (skipped, damaged): (Vec<_>, Vec<_>) = topo
@@ -174,18 +176,18 @@ fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
     let silent: Vec<_> = skipped.iter().filter(|e| e.is_timeout()).collect();
     if !damaged.is_empty() {
         let all: Vec<String> = damaged.iter().map(ToString::to_string).collect();
-        return Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]), "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it"))
-        .with_output(all.join("\n"));
+        return Err(Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]), "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it"))
+        .with_output(all.join("\n")));
     }
     let gpus = topo.gpu_nodes().count();
     let cpus = topo.nodes.len() - gpus;
     if gpus == 0 {
-        return Verdict::fail(codes::KFD_TOPOLOGY_EMPTY.finding_next(format!(
+        return Err(Verdict::fail(codes::KFD_TOPOLOGY_EMPTY.finding_next(format!(
                 "the KFD topology at {TOPOLOGY} has {} nodes ({cpus} CPU) and no GPU: amdgpu registered no GPU with KFD{}",
                 topo.nodes.len(),
                 kfd_refusal(facts)
             ), KFD_NEXT_STEP))
-        .with_output(kfd_log_lines(facts).join("\n"));
+        .with_output(kfd_log_lines(facts).join("\n")));
     }
     let mut message = format!("{} nodes: {cpus} CPU, {gpus} GPU", topo.nodes.len());
     if let Some(g) = topo.generation_id {
@@ -203,7 +205,7 @@ fn topology(ctx: &NodeContext, _: Scope) -> Verdict {
             silent.len()
         ));
     }
-    Verdict::pass(message).with_metric("kfd_gpu_nodes", gpus as f64, "count")
+    Ok(Verdict::pass(message).with_metric("kfd_gpu_nodes", gpus as f64, "count"))
 }
 
 /// GPUs grouped by a key, skipping GPUs without one.
@@ -217,7 +219,7 @@ fn group_by<K: Ord>(gpus: &[Gpu], key: impl Fn(&Gpu) -> Option<K>) -> BTreeMap<K
     groups
 }
 
-fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
+fn partitions(ctx: &NodeContext, _: Scope) -> Outcome {
     let by_serial = group_by(&ctx.facts.gpus, |g| {
         g.kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0)
     });
@@ -246,20 +248,20 @@ fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
         }
     }
     if !problems.is_empty() {
-        return codes::PARTITION_MISMATCH
+        return Err(codes::PARTITION_MISMATCH
             .fail(problems[0].clone())
-            .with_output(problems.join("\n"));
+            .with_output(problems.join("\n")));
     }
     let counts = partition_counts(ctx);
     if let Some(first) = counts.problems.first() {
-        return codes::PARTITION_COUNT_MISMATCH
+        return Err(codes::PARTITION_COUNT_MISMATCH
             .fail(first.clone())
-            .with_output(counts.problems.join("\n"));
+            .with_output(counts.problems.join("\n")));
     }
     if counts.partitioned == 0 {
-        return Verdict::not_applicable(
+        return Err(Verdict::not_applicable(
             "no partitioned GPU (no device shows several KFD nodes or a mode other than SPX)",
-        );
+        ));
     }
     let cus: BTreeSet<u64> = ctx
         .facts
@@ -273,7 +275,7 @@ fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
         })
         .filter_map(Gpu::compute_units)
         .collect();
-    Verdict::pass(format!(
+    Ok(Verdict::pass(format!(
         "{} GPUs partitioned ({}; {} CUs per partition)",
         counts.partitioned,
         counts.summary.join(", "),
@@ -281,7 +283,7 @@ fn partitions(ctx: &NodeContext, _: Scope) -> Verdict {
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("/")
-    ))
+    )))
 }
 
 /// What the partition counts of the node's devices show.
@@ -383,16 +385,24 @@ fn partition_counts(ctx: &NodeContext) -> PartitionCounts {
     out
 }
 
-fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
+/// The GPU's KFD node. Without one the GPU's absence from the topology is
+/// kfd.topology_node's finding; checks that read the node do not apply.
+fn kfd_node(gpu: &Gpu) -> Result<&KfdNode, Verdict> {
+    gpu.kfd
+        .as_ref()
+        .ok_or_else(|| Verdict::not_applicable("no KFD node (see kfd.topology_node)"))
+}
+
+fn topology_node(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
     if let Some(k) = &gpu.kfd {
         let id = k
             .gpu_id
             .map_or_else(String::new, |g| format!(", gpu_id {g}"));
-        return Verdict::pass(format!("KFD node {}{id} at {}", k.id, gpu.pci_address));
+        return Ok(Verdict::pass(format!(
+            "KFD node {}{id} at {}",
+            k.id, gpu.pci_address
+        )));
     }
     // A KFD node that did not answer may be this GPU's.
     let silent: Vec<String> = ctx.facts.kfd.as_ref().map_or_else(
@@ -406,11 +416,11 @@ fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
         },
     );
     if !silent.is_empty() {
-        return codes::SYSFS_READ_TIMEOUT.fail(format!(
+        return Err(codes::SYSFS_READ_TIMEOUT.fail(format!(
             "{} has no readable KFD node: {} did not answer within the read deadline, so this GPU's node cannot be read",
             gpu.label(),
             list(&silent, 3)
-        ));
+        )));
     }
     let hidden = ctx.facts.kfd.as_ref().is_ok_and(|t| {
         t.errors
@@ -418,25 +428,22 @@ fn topology_node(ctx: &NodeContext, scope: Scope) -> Verdict {
             .any(|e| e.kind == ReadErrorKind::PermissionDenied)
     });
     if hidden {
-        return Verdict::unverifiable(format!(
+        return Err(Verdict::unverifiable(format!(
             "{} has no readable KFD node; some KFD nodes are hidden from this process by the device cgroup",
             gpu.pci_address
-        ));
+        )));
     }
-    Verdict::fail(codes::GPU_MISSING_FROM_KFD.finding_next(format!("{} is on the PCI bus and driven by amdgpu, but has no KFD topology node", gpu.label()), format!(
+    Ok(Verdict::fail(codes::GPU_MISSING_FROM_KFD.finding_next(format!("{} is on the PCI bus and driven by amdgpu, but has no KFD topology node", gpu.label()), format!(
             "ROCm cannot see this GPU: read `dmesg | grep -i -e kfd -e {}` (\"DID ... is missing in supported_devices\" means this amdgpu does not support it for compute: update amdgpu/ROCm); otherwise reload amdgpu or reboot",
             gpu.physical_address()
         )))
-    .with_output(kfd_log_lines(&ctx.facts).join("\n"))
+    .with_output(kfd_log_lines(&ctx.facts).join("\n")))
 }
 
-fn gfx_target(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
+fn gfx_target(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
     let version = gpu.kfd.as_ref().and_then(|k| k.gfx_target_version);
-    match (&gpu.gfx_target, version) {
+    Ok(match (&gpu.gfx_target, version) {
         (Some(t), Some(v)) if !gpu.gfx_from_device_table => {
             Verdict::pass(format!("{t} (gfx_target_version {v})"))
         }
@@ -453,18 +460,13 @@ fn gfx_target(ctx: &NodeContext, scope: Scope) -> Verdict {
                 ),
                 gpu.device_id.unwrap_or(0)
             ))),
-    }
+    })
 }
 
-fn compute_units(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let Some(k) = &gpu.kfd else {
-        return Verdict::not_applicable("no KFD node (see kfd.topology_node)");
-    };
-    match k.compute_units() {
+fn compute_units(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let k = kfd_node(gpu)?;
+    Ok(match k.compute_units() {
         Some(cu) if cu > 0 => {
             let xcc = k.num_xcc.map_or_else(String::new, |x| format!(", {x} XCC"));
             Verdict::pass(format!(
@@ -481,46 +483,45 @@ fn compute_units(ctx: &NodeContext, scope: Scope) -> Verdict {
                 k.simd_per_cu
                     .map_or_else(|| "absent".to_string(), |v| v.to_string())
             ))),
-    }
+    })
 }
 
-fn render_minor(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let Some(k) = &gpu.kfd else {
-        return Verdict::not_applicable("no KFD node (see kfd.topology_node)");
-    };
+fn render_minor(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let k = kfd_node(gpu)?;
     let Some(minor) = k.drm_render_minor else {
-        return Verdict::unverifiable("this kernel's KFD does not report drm_render_minor");
-    };
-    if minor == 0 {
-        return Verdict::fail(codes::RENDER_MINOR_MISSING.finding(format!(
-                "KFD reports drm_render_minor 0 for {}: the GPU has no render node, so ROCr cannot use it",
-                gpu.label()
-            )));
-    }
-    let drm = &ctx.facts.drm;
-    let Ok(minor32) = u32::try_from(minor) else {
-        return Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding_next(
-            format!("KFD reports drm_render_minor {minor}, which is not a valid minor"),
-            "the topology is damaged: reload amdgpu or recapture the node",
+        return Err(Verdict::unverifiable(
+            "this kernel's KFD does not report drm_render_minor",
         ));
     };
+    if minor == 0 {
+        return Err(Verdict::fail(codes::RENDER_MINOR_MISSING.finding(format!(
+                "KFD reports drm_render_minor 0 for {}: the GPU has no render node, so ROCr cannot use it",
+                gpu.label()
+            ))));
+    }
+    let drm = &ctx.facts.drm;
+    let minor32 = u32::try_from(minor).map_err(|_| {
+        Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding_next(
+            format!("KFD reports drm_render_minor {minor}, which is not a valid minor"),
+            "the topology is damaged: reload amdgpu or recapture the node",
+        ))
+    })?;
     if drm.render_minors.is_empty() {
-        return Verdict::pass(format!("renderD{minor} (no /sys/class/drm to cross-check)"));
+        return Ok(Verdict::pass(format!(
+            "renderD{minor} (no /sys/class/drm to cross-check)"
+        )));
     }
     if !drm.render_minors.contains(&minor32) {
-        return Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding_next(
+        return Err(Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding_next(
             format!(
                 "KFD names renderD{minor} for {}, but /sys/class/drm has no renderD{minor}",
                 gpu.label()
             ),
             "KFD and DRM disagree: reload amdgpu or reboot",
-        ));
+        )));
     }
-    match drm.device_of_render(minor32) {
+    Ok(match drm.device_of_render(minor32) {
         Some(dev)
             if crate::facts::pci::is_pci_address(dev)
                 && dev != gpu.pci_address
@@ -532,20 +533,89 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Verdict {
             )))
         }
         _ => Verdict::pass(format!("renderD{minor}, present in /sys/class/drm")),
-    }
+    })
 }
 
-fn render_access(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
+fn render_access(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
     let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
-        return Verdict::not_applicable("no render node known (see amdgpu.render_node)");
+        return Err(Verdict::not_applicable(
+            "no render node known (see amdgpu.render_node)",
+        ));
     };
-    device_access::verdict(
+    Ok(device_access::verdict(
         &ctx.facts,
         &format!("/dev/dri/renderD{minor}"),
         codes::RENDER_NODE_MISSING,
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{code, node};
+    use rocgate_harness::{SkipReason, Status};
+
+    #[test]
+    fn a_healthy_node_has_kfd_and_a_topology_node_per_gpu() {
+        let n = node("mi300x-8");
+        for check in [dev_kfd, dev_kfd_access, topology] {
+            let v = n.verdict(check, Scope::Node);
+            assert_eq!(v.status, Status::Pass, "{}", v.message);
+        }
+        let v = n.verdict(partitions, Scope::Node);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+        for scope in n.gpus() {
+            for check in [
+                topology_node,
+                render_access,
+                gfx_target,
+                compute_units,
+                render_minor,
+            ] {
+                let v = n.verdict(check, scope);
+                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_dev_kfd_fails() {
+        let v = node("kfd-missing").verdict(dev_kfd, Scope::Node);
+        assert_eq!(code(&v), Some(codes::KFD_MISSING.code), "{}", v.message);
+    }
+
+    #[test]
+    fn a_user_outside_the_render_group_cannot_open_dev_kfd() {
+        let v = node("kfd-permission").verdict(dev_kfd_access, Scope::Node);
+        assert_eq!(code(&v), Some(codes::KFD_PERMISSION.code), "{}", v.message);
+    }
+
+    #[test]
+    fn a_topology_without_gpus_fails_quoting_the_kernel() {
+        let v = node("kfd-topology-empty").verdict(topology, Scope::Node);
+        assert_eq!(code(&v), Some(codes::KFD_TOPOLOGY_EMPTY.code));
+        assert!(v.message.contains("DID 74a1"), "{}", v.message);
+    }
+
+    #[test]
+    fn a_gpu_missing_from_kfd_fails_and_its_node_checks_do_not_apply() {
+        let n = node("gpu-missing-from-kfd");
+        let gpu = n.gpu("0000:c6:00.0");
+        let v = n.verdict(topology_node, gpu);
+        assert_eq!(code(&v), Some(codes::GPU_MISSING_FROM_KFD.code));
+        for check in [compute_units, render_minor] {
+            let v = n.verdict(check, gpu);
+            assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+            assert_eq!(v.message, "no KFD node (see kfd.topology_node)");
+        }
+    }
+
+    #[test]
+    fn partitions_pass_in_cpx_and_fail_when_one_is_missing() {
+        let v = node("mi300x-8-cpx").verdict(partitions, Scope::Node);
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        let v = node("cpx-partition-missing").verdict(partitions, Scope::Node);
+        assert_eq!(code(&v), Some(codes::PARTITION_COUNT_MISMATCH.code));
+    }
 }

@@ -6,6 +6,7 @@ pub mod compat;
 mod device_access;
 pub mod firmware;
 pub mod hip;
+mod hip_device;
 pub mod hsa;
 pub mod kfd;
 pub mod miopen;
@@ -14,9 +15,15 @@ pub mod rccl;
 pub mod rocblas;
 
 use crate::context::NodeContext;
+use crate::facts::gpus::Gpu;
+use crate::facts::pci::PciDevice;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
 use std::time::Duration;
+
+/// What a check runs: the node's context and the scope in, the verdict out,
+/// ended early with `?` by whichever step finds the answer first.
+type Run = fn(&NodeContext, Scope) -> Outcome;
 
 /// Every check rocgate knows, bottom-up; within a layer, checks that find
 /// causes come before checks that find their symptoms.
@@ -45,7 +52,7 @@ const fn check(
     layer: Layer,
     scope: ScopeKind,
     summary: &'static str,
-    run: fn(&NodeContext, Scope) -> Verdict,
+    run: Run,
 ) -> Check<NodeContext> {
     Check {
         id,
@@ -62,7 +69,8 @@ const fn check(
 }
 
 /// A gating check that calls vendor libraries, so it runs in the scope's
-/// worker process under its own timeout.
+/// worker process under its own timeout. Every runtime layer declares its
+/// checks with this, naming its layer.
 const fn isolated(
     id: &'static str,
     layer: Layer,
@@ -70,7 +78,7 @@ const fn isolated(
     deps: &'static [&'static str],
     timeout_s: u64,
     summary: &'static str,
-    run: fn(&NodeContext, Scope) -> Verdict,
+    run: Run,
 ) -> Check<NodeContext> {
     Check {
         deps,
@@ -80,15 +88,17 @@ const fn isolated(
     }
 }
 
+/// The GPU's PCI function. Without one the GPU's absence from the bus is
+/// pci.identity's finding; checks that read the function do not apply.
+fn pci_function(gpu: &Gpu) -> Result<&PciDevice, Verdict> {
+    gpu.pci
+        .as_ref()
+        .ok_or_else(|| Verdict::not_applicable("not on the PCI bus (see pci.identity)"))
+}
+
 /// A measurement against its floor in the thresholds: pass above it, fail
 /// below it (naming the floor's source), skip when there is no floor.
-fn judge_floor(
-    ctx: &NodeContext,
-    gpu: &crate::facts::gpus::Gpu,
-    metric: &str,
-    measured: f64,
-    unit: &str,
-) -> Verdict {
+fn judge_floor(ctx: &NodeContext, gpu: &Gpu, metric: &str, measured: f64, unit: &str) -> Verdict {
     let t = &ctx.thresholds;
     let product = gpu
         .product
@@ -171,9 +181,291 @@ fn list<T: AsRef<str>>(items: &[T], max: usize) -> String {
     }
 }
 
+/// Nodes for the checks' unit tests: a fixture scenario written to a
+/// temporary sysroot and opened in-process, as `rocgate run --sysroot` opens
+/// it, so a check runs on it without a worker or a report.
+#[cfg(test)]
+mod fixture {
+    use super::Run;
+    use crate::context::{NodeContext, RunOptions};
+    use crate::session::Session;
+    use rocgate_harness::{Scope, Sysroot, Verdict};
+    use std::sync::Arc;
+
+    /// A fixture node opened for checking.
+    pub(super) struct Node {
+        /// What the checks read.
+        pub ctx: NodeContext,
+        /// Some facts are read on first use, so the sysroot outlives them.
+        _dir: tempfile::TempDir,
+    }
+
+    /// The fixture `scenario`, opened with the default options.
+    pub(super) fn node(scenario: &str) -> Node {
+        node_with(scenario, RunOptions::default())
+    }
+
+    /// The fixture `scenario`, opened with `options`.
+    pub(super) fn node_with(scenario: &str, options: RunOptions) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("node");
+        let fixture = rocgate_fixtures::scenario(scenario).unwrap();
+        fixture.spec.write(&root).unwrap();
+        let session = Session::open(Sysroot::at(&root), options).unwrap();
+        let ctx = Arc::try_unwrap(session.ctx).unwrap();
+        Node { ctx, _dir: dir }
+    }
+
+    impl Node {
+        /// The scope of the GPU at PCI address `address`.
+        pub fn gpu(&self, address: &str) -> Scope {
+            let gpu = self
+                .ctx
+                .facts
+                .gpus
+                .iter()
+                .find(|g| g.pci_address == address);
+            Scope::Gpu(gpu.unwrap().index)
+        }
+
+        /// Every GPU's scope.
+        pub fn gpus(&self) -> Vec<Scope> {
+            self.ctx
+                .facts
+                .gpus
+                .iter()
+                .map(|g| Scope::Gpu(g.index))
+                .collect()
+        }
+
+        /// What `check` reports for `scope`, whichever step ended it.
+        pub fn verdict(&self, check: Run, scope: Scope) -> Verdict {
+            check(&self.ctx, scope).unwrap_or_else(|v| v)
+        }
+    }
+
+    /// The verdict's finding code, if it failed.
+    pub(super) fn code(v: &Verdict) -> Option<&str> {
+        v.finding.as_ref().map(|f| f.code.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::findings::Code;
+    use crate::thresholds::Thresholds;
+    use fixture::{code, node};
+    use rocgate_harness::{Finding, SkipReason, Status};
+
+    fn fail(code: Code, message: &str) -> Verdict {
+        Verdict::fail(code.finding(message))
+    }
+
+    fn metrics(v: &Verdict) -> Vec<(&str, f64)> {
+        v.metrics
+            .iter()
+            .map(|m| (m.name.as_str(), m.value))
+            .collect()
+    }
+
+    #[test]
+    fn combine_passes_when_every_part_passed_or_did_not_apply() {
+        let v = combine(
+            vec![
+                Verdict::pass("h2d ok").with_metric("h2d", 50.0, "GB/s"),
+                Verdict::not_applicable("no d2h on this GPU"),
+                Verdict::pass("d2h ok").with_metric("d2h", 40.0, "GB/s"),
+            ],
+            "no parts",
+        );
+        assert_eq!(v.status, Status::Pass);
+        assert_eq!(v.message, "h2d ok; no d2h on this GPU; d2h ok");
+        assert_eq!(metrics(&v), [("h2d", 50.0), ("d2h", 40.0)]);
+    }
+
+    #[test]
+    fn combine_reports_the_first_failure_with_every_part_s_metrics() {
+        let v = combine(
+            vec![
+                Verdict::pass("fp64 ok").with_metric("fp64", 70.0, "TFLOP/s"),
+                Verdict::unverifiable("fp16 could not be measured"),
+                fail(codes::PERF_BELOW_FLOOR, "fp32 is slow").with_metric("fp32", 1.0, "TFLOP/s"),
+                fail(codes::INTERNAL_ERROR, "bf16 broke"),
+            ],
+            "no parts",
+        );
+        assert_eq!(v.status, Status::Fail);
+        assert_eq!(v.message, "fp32 is slow");
+        assert_eq!(code(&v), Some(codes::PERF_BELOW_FLOOR.code));
+        assert_eq!(metrics(&v), [("fp64", 70.0), ("fp32", 1.0)]);
+    }
+
+    #[test]
+    fn combine_never_turns_a_part_that_could_not_look_into_a_pass() {
+        let parts = |skips: Vec<Verdict>| {
+            let mut all = vec![Verdict::pass("a passed").with_metric("a", 1.0, "count")];
+            all.extend(skips);
+            combine(all, "no parts")
+        };
+        let v = parts(vec![Verdict::not_configured("b has no floor")]);
+        assert_eq!(v.status, Status::Skipped);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotConfigured));
+        assert_eq!(v.message, "a passed; b has no floor");
+        assert_eq!(metrics(&v), [("a", 1.0)]);
+        // Unverifiable says more than not-configured, whatever the order.
+        let v = parts(vec![
+            Verdict::not_configured("b has no floor"),
+            Verdict::unverifiable("c cannot be read"),
+            Verdict::not_applicable("d does not apply"),
+        ]);
+        assert_eq!(v.skip_reason, Some(SkipReason::Unverifiable));
+        assert_eq!(
+            v.message,
+            "a passed; b has no floor; c cannot be read; d does not apply"
+        );
+    }
+
+    #[test]
+    fn combine_of_parts_that_do_not_apply_does_not_apply() {
+        let v = combine(
+            vec![
+                Verdict::not_applicable("no fp16"),
+                Verdict::not_applicable("no bf16"),
+            ],
+            "no parts",
+        );
+        assert_eq!(v.status, Status::Skipped);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
+        assert_eq!(v.message, "no fp16; no bf16");
+    }
+
+    #[test]
+    fn combine_of_nothing_is_not_configured_for_the_given_reason() {
+        let v = combine(Vec::new(), "no GEMM data type has a floor");
+        assert_eq!(v.status, Status::Skipped);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotConfigured));
+        assert_eq!(v.message, "no GEMM data type has a floor");
+        assert!(v.metrics.is_empty() && v.finding.is_none());
+    }
+
+    /// Floors for MI300X host<->device bandwidth: by gfx target with the
+    /// file's margin, by product name with its own margin and workload, and
+    /// one for CPX partitions.
+    const FLOORS: &str = r#"
+schema_version = 1
+margin = 0.05
+
+[tolerance]
+fp64 = 1e-12
+fp32 = 1e-5
+fp16 = 2e-3
+bf16 = 1.6e-2
+
+[[floor]]
+gpu = "gfx942"
+metric = "h2d_gbps"
+value = 50.0
+source = "fleet median"
+
+[[floor]]
+gpu = "AMD Instinct MI300X"
+metric = "d2h_gbps"
+value = 50.0
+margin = 0.2
+workload = "256 MiB pinned copies"
+source = "vendor sheet"
+
+[[floor]]
+gpu = "gfx942"
+metric = "h2d_gbps"
+partition = "CPX"
+value = 10.0
+source = "CPX fleet median"
+"#;
+
+    /// A node of `scenario` judged against [`FLOORS`], and its first GPU.
+    fn judged(scenario: &str) -> (fixture::Node, Gpu) {
+        let mut n = node(scenario);
+        n.ctx.thresholds = Thresholds::parse(FLOORS, "test floors").unwrap();
+        let gpu = n.ctx.facts.gpus[0].clone();
+        (n, gpu)
+    }
+
+    #[test]
+    fn a_measurement_at_or_above_its_floor_less_the_margin_passes() {
+        let (n, gpu) = judged("mi300x-8");
+        let v = judge_floor(&n.ctx, &gpu, "h2d_gbps", 47.5, "GB/s");
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert_eq!(
+            v.message,
+            "47.5 GB/s >= floor 50.0 GB/s (-5%; fleet median)"
+        );
+        assert_eq!(metrics(&v), [("h2d_gbps", 47.5)]);
+        // A floor's own margin and workload replace the file's.
+        let v = judge_floor(&n.ctx, &gpu, "d2h_gbps", 40.0, "GB/s");
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert_eq!(
+            v.message,
+            "40.0 GB/s >= floor 50.0 GB/s (-20%; vendor sheet; its workload: 256 MiB pinned copies)"
+        );
+    }
+
+    #[test]
+    fn a_measurement_below_its_floor_fails_naming_the_floor_and_its_source() {
+        let (n, gpu) = judged("mi300x-8");
+        let v = judge_floor(&n.ctx, &gpu, "h2d_gbps", 47.4, "GB/s");
+        assert_eq!(v.status, Status::Fail);
+        let Finding { code, message, .. } = v.finding.clone().unwrap();
+        assert_eq!(code, codes::PERF_BELOW_FLOOR.code);
+        assert_eq!(
+            message,
+            format!(
+                "h2d_gbps is 47.4 GB/s, below the floor of 50.0 GB/s less 5% for {} (fleet median)",
+                gpu.product.as_deref().unwrap()
+            )
+        );
+        assert_eq!(metrics(&v), [("h2d_gbps", 47.4)]);
+    }
+
+    #[test]
+    fn a_metric_without_a_floor_is_not_configured_and_keeps_the_measurement() {
+        let (n, gpu) = judged("mi300x-8");
+        let v = judge_floor(&n.ctx, &gpu, "allreduce_busbw_gbps", 12.0, "GB/s");
+        assert_eq!(v.status, Status::Skipped);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotConfigured));
+        assert_eq!(
+            v.message,
+            format!(
+                "measured 12.0 GB/s, but test floors has no allreduce_busbw_gbps floor for {} (see README: thresholds)",
+                gpu.product.as_deref().unwrap()
+            )
+        );
+        assert_eq!(metrics(&v), [("allreduce_busbw_gbps", 12.0)]);
+    }
+
+    #[test]
+    fn a_partition_is_judged_only_against_floors_for_its_mode() {
+        let (n, gpu) = judged("mi300x-8-cpx");
+        assert_eq!(gpu.partition_mode(), Some("CPX"));
+        // 12 GB/s would fail the whole GPU's floor of 50; the CPX floor is 10.
+        let v = judge_floor(&n.ctx, &gpu, "h2d_gbps", 12.0, "GB/s");
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert!(v.message.contains("CPX fleet median"), "{}", v.message);
+        let v = judge_floor(&n.ctx, &gpu, "h2d_gbps", 9.0, "GB/s");
+        assert!(v.finding.unwrap().message.contains(&format!(
+            "for a CPX partition of {}",
+            gpu.product.as_deref().unwrap()
+        )));
+        // The whole GPU's d2h floor does not apply to a partition.
+        let v = judge_floor(&n.ctx, &gpu, "d2h_gbps", 45.0, "GB/s");
+        assert_eq!(v.skip_reason, Some(SkipReason::NotConfigured));
+        assert!(
+            v.message.contains("for a CPX partition of"),
+            "{}",
+            v.message
+        );
+    }
 
     #[test]
     fn registry_plans_without_cycles_and_ids_match_layers() {

@@ -1,10 +1,10 @@
 //! pci: the silicon on the bus, and who claims it.
 
-use super::{check, list};
+use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::facts::pci::PCI_DEVICES;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
 use std::collections::BTreeMap;
 
 /// The pci layer's checks.
@@ -54,16 +54,10 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
-    let facts = &ctx.facts;
-    let scan = match &facts.pci {
-        Ok(s) => s,
-        Err(e) => {
-            return Verdict::fail(
-                codes::PCI_SYSFS_UNREADABLE.finding(format!("cannot list PCI devices: {e}")),
-            );
-        }
-    };
+fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Outcome {
+    let scan = ctx.facts.pci.as_ref().map_err(|e| {
+        Verdict::fail(codes::PCI_SYSFS_UNREADABLE.finding(format!("cannot list PCI devices: {e}")))
+    })?;
     let unreadable: Vec<String> = scan.errors.iter().map(ToString::to_string).collect();
     // A device whose identity files did not answer may be the GPU that is
     // missing: say so rather than "no AMD GPU".
@@ -74,12 +68,12 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
         .map(|e| e.path.display().to_string())
         .collect();
     if scan.gpus.is_empty() && !silent.is_empty() {
-        return codes::SYSFS_READ_TIMEOUT
+        return Err(codes::SYSFS_READ_TIMEOUT
             .fail(format!(
                 "no AMD GPU found, and {} did not answer within the read deadline",
                 list(&silent, 3)
             ))
-            .with_output(unreadable.join("\n"));
+            .with_output(unreadable.join("\n")));
     }
     if scan.gpus.is_empty() {
         let mut message = format!(
@@ -89,8 +83,8 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
         if !unreadable.is_empty() {
             message.push_str(&format!(" ({} entries unreadable)", unreadable.len()));
         }
-        return Verdict::fail(codes::NO_AMD_GPU.finding_next(message, "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through"))
-        .with_output(unreadable.join("\n"));
+        return Err(Verdict::fail(codes::NO_AMD_GPU.finding_next(message, "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through"))
+        .with_output(unreadable.join("\n")));
     }
     let mut by_model: BTreeMap<String, usize> = BTreeMap::new();
     for g in &scan.gpus {
@@ -112,14 +106,16 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Verdict {
             unreadable.len()
         ));
     }
-    Verdict::pass(message)
+    Ok(Verdict::pass(message)
         .with_metric("pci_gpus", scan.gpus.len() as f64, "count")
-        .with_output(unreadable.join("\n"))
+        .with_output(unreadable.join("\n")))
 }
 
-fn gpu_count(ctx: &NodeContext, _: Scope) -> Verdict {
+fn gpu_count(ctx: &NodeContext, _: Scope) -> Outcome {
     let Some(expected) = ctx.options.expect_gpus else {
-        return Verdict::not_configured("no expected GPU count given (use --expect-gpus N)");
+        return Err(Verdict::not_configured(
+            "no expected GPU count given (use --expect-gpus N)",
+        ));
     };
     let found = ctx.facts.pci_gpu_count();
     let addresses: Vec<String> = ctx
@@ -129,24 +125,18 @@ fn gpu_count(ctx: &NodeContext, _: Scope) -> Verdict {
         .map(|s| s.gpus.iter().map(|g| g.address.clone()).collect())
         .unwrap_or_default();
     if found < expected {
-        return Verdict::fail(codes::GPU_COUNT_MISMATCH.finding_next(format!(
+        return Err(Verdict::fail(codes::GPU_COUNT_MISMATCH.finding_next(format!(
                 "found {found} AMD GPUs on the PCI bus, expected {expected} (present: {})",
                 if addresses.is_empty() { "none".to_string() } else { list(&addresses, 16) }
             ), "a GPU that fell off the bus usually needs a cold power cycle; if it stays missing, look for PCIe/AER errors in `dmesg | grep -i -e aer -e pcie`, then reseat or replace the GPU or baseboard"))
-        .with_metric("pci_gpus", found as f64, "count");
+        .with_metric("pci_gpus", found as f64, "count"));
     }
-    Verdict::pass(format!("found {found} AMD GPUs (expected {expected})")).with_metric(
-        "pci_gpus",
-        found as f64,
-        "count",
-    )
+    let pass = Verdict::pass(format!("found {found} AMD GPUs (expected {expected})"));
+    Ok(pass.with_metric("pci_gpus", found as f64, "count"))
 }
 
-fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
+fn identity(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
     let Some(pci) = &gpu.pci else {
         // The device may be there with files that could not be read: name
         // the file and the error rather than claim the GPU is gone.
@@ -159,24 +149,24 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
         });
         if let Some(e) = unread {
             if e.is_timeout() {
-                return codes::SYSFS_READ_TIMEOUT.fail(format!(
+                return Err(codes::SYSFS_READ_TIMEOUT.fail(format!(
                     "{} cannot be identified on the PCI bus: {e}",
                     gpu.pci_address
-                ));
+                )));
             }
-            return Verdict::fail(codes::PCI_SYSFS_UNREADABLE.finding_next(
+            return Err(Verdict::fail(codes::PCI_SYSFS_UNREADABLE.finding_next(
                 format!("{} cannot be identified on the PCI bus: {e}", gpu.pci_address),
                 "run rocgate as a user who can read the device's files under /sys/bus/pci/devices (root, or a container with /sys mounted read-only), or recapture the node as root",
-            ));
+            )));
         }
         let node = gpu
             .kfd
             .as_ref()
             .map_or_else(String::new, |k| format!("KFD node {} reports ", k.id));
-        return Verdict::fail(codes::GPU_NOT_ON_PCI.finding(format!(
+        return Err(Verdict::fail(codes::GPU_NOT_ON_PCI.finding(format!(
                 "{node}PCI address {}, but no AMD GPU is at that address (or its function 0) under {PCI_DEVICES}",
                 gpu.pci_address
-            )));
+            ))));
     };
     let product = gpu
         .product
@@ -187,21 +177,15 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Verdict {
     } else {
         format!(", partition of {}", pci.address)
     };
-    Verdict::pass(format!(
+    Ok(Verdict::pass(format!(
         "{}: {product} [1002:{:04x}], class 0x{:06x}{partition}",
         gpu.pci_address, pci.device_id, pci.class
-    ))
+    )))
 }
 
-fn driver_binding(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let Some(pci) = &gpu.pci else {
-        return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
-    };
-    match pci.driver.as_deref() {
+fn driver_binding(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let pci = pci_function(ctx.gpu(scope)?)?;
+    Ok(match pci.driver.as_deref() {
         Some("amdgpu") => Verdict::pass(format!("{} is bound to amdgpu", pci.address)),
         None => Verdict::pass(format!(
             "{} is claimed by no other driver (none bound yet; binding to amdgpu is checked at the amdgpu layer)",
@@ -217,37 +201,96 @@ fn driver_binding(ctx: &NodeContext, scope: Scope) -> Verdict {
                     pci.address
                 )))
         }
-    }
+    })
 }
 
-fn link_width(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let gpu = match ctx.gpu(scope) {
-        Ok(g) => g,
-        Err(v) => return v,
-    };
-    let Some(pci) = &gpu.pci else {
-        return Verdict::not_applicable("not on the PCI bus (see pci.identity)");
-    };
+fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let pci = pci_function(ctx.gpu(scope)?)?;
     let (Some(cur), Some(max)) = (pci.current_link_width, pci.max_link_width) else {
-        if let Some(e) = pci.unread.first() {
-            return Verdict::unverifiable(format!(
-                "the link width of {} cannot be read: {e}",
-                pci.address
-            ));
-        }
-        return Verdict::unverifiable(format!("{} exposes no link width in sysfs", pci.address));
+        return Err(Verdict::unverifiable(match pci.unread.first() {
+            Some(e) => format!("the link width of {} cannot be read: {e}", pci.address),
+            None => format!("{} exposes no link width in sysfs", pci.address),
+        }));
     };
     let speed = pci.current_link_speed.as_deref().unwrap_or("speed unknown");
     if cur < max {
-        return Verdict::fail(codes::PCIE_LINK_DEGRADED.finding_next(format!("the PCIe link of {} runs at x{cur}, the device supports x{max} ({speed})", pci.address), format!(
+        return Err(Verdict::fail(codes::PCIE_LINK_DEGRADED.finding_next(format!("the PCIe link of {} runs at x{cur}, the device supports x{max} ({speed})", pci.address), format!(
                 "reseat the GPU or its riser/cable; `sudo lspci -vv -s {}` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth",
                 pci.address
             )))
-        .with_metric("link_width", f64::from(cur), "lanes");
+        .with_metric("link_width", f64::from(cur), "lanes"));
     }
-    Verdict::pass(format!("x{cur} of x{max}, {speed}")).with_metric(
-        "link_width",
-        f64::from(cur),
-        "lanes",
-    )
+    let pass = Verdict::pass(format!("x{cur} of x{max}, {speed}"));
+    Ok(pass.with_metric("link_width", f64::from(cur), "lanes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::RunOptions;
+    use crate::layers::fixture::{code, node, node_with};
+    use rocgate_harness::{SkipReason, Status};
+
+    #[test]
+    fn a_healthy_node_shows_every_gpu_identified_and_bound_at_full_width() {
+        let n = node("mi300x-8");
+        let v = n.verdict(amd_gpu_present, Scope::Node);
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert_eq!(v.metrics[0].value, 8.0);
+        for scope in n.gpus() {
+            for check in [identity, driver_binding, link_width] {
+                let v = n.verdict(check, scope);
+                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_without_an_amd_gpu_fails_presence() {
+        let v = node("no-amd-gpu").verdict(amd_gpu_present, Scope::Node);
+        assert_eq!(code(&v), Some(codes::NO_AMD_GPU.code), "{}", v.message);
+    }
+
+    #[test]
+    fn the_gpu_count_needs_an_expectation_and_fails_below_it() {
+        let v = node("mi300x-8").verdict(gpu_count, Scope::Node);
+        assert_eq!(v.skip_reason, Some(SkipReason::NotConfigured));
+        let options = RunOptions {
+            expect_gpus: Some(8),
+            ..RunOptions::default()
+        };
+        let v = node_with("gpu-count-mismatch", options).verdict(gpu_count, Scope::Node);
+        assert_eq!(code(&v), Some(codes::GPU_COUNT_MISMATCH.code));
+        assert!(v.message.starts_with("found 7 AMD GPUs"), "{}", v.message);
+        assert_eq!(v.metrics[0].value, 7.0);
+    }
+
+    #[test]
+    fn a_gpu_reserved_for_passthrough_fails_driver_binding() {
+        let n = node("gpu-bound-to-vfio");
+        let v = n.verdict(driver_binding, n.gpu("0000:46:00.0"));
+        assert_eq!(code(&v), Some(codes::GPU_BOUND_TO_OTHER_DRIVER.code));
+        assert!(v.message.contains("bound to vfio-pci"), "{}", v.message);
+        let v = n.verdict(driver_binding, n.gpu("0000:05:00.0"));
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+    }
+
+    #[test]
+    fn a_narrow_link_fails_link_width_with_its_lanes() {
+        let n = node("pcie-link-degraded");
+        let v = n.verdict(link_width, n.gpu("0000:26:00.0"));
+        assert_eq!(code(&v), Some(codes::PCIE_LINK_DEGRADED.code));
+        assert_eq!(v.metrics[0].value, 8.0);
+    }
+
+    #[test]
+    fn a_scope_that_names_no_gpu_is_an_internal_error_not_a_panic() {
+        let n = node("mi300x-8");
+        for scope in [Scope::Node, Scope::Gpu(99)] {
+            for check in [identity, driver_binding, link_width] {
+                let v = n.verdict(check, scope);
+                assert_eq!(code(&v), Some(codes::INTERNAL_ERROR.code), "{scope}");
+            }
+        }
+    }
 }

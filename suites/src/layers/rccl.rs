@@ -1,12 +1,13 @@
 //! rccl: the GPUs' interconnect as KFD describes it, and an all-reduce across
 //! the node's GPUs with RCCL, verified, with bus bandwidth.
 
-use super::hip::hip_index;
+use super::hip_device::hip_index;
+use super::{check, isolated};
 use crate::context::NodeContext;
 use crate::facts::gpus::{Gpu, function_zero};
 use crate::facts::kfd::{LINK_TYPE_PCIE, LINK_TYPE_XGMI};
 use crate::findings::{Code, codes};
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, Stream};
 use rocgate_rocm::rccl::Comms;
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,7 +18,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         Check {
             gates: false,
-            ..super::check(
+            ..check(
                 "rccl::interconnect",
                 Layer::Rccl,
                 ScopeKind::Node,
@@ -27,7 +28,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         },
         Check {
             tier: Tier::Standard,
-            ..super::isolated(
+            ..isolated(
                 "rccl::runtime",
                 Layer::Rccl,
                 ScopeKind::Node,
@@ -39,7 +40,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         },
         Check {
             tier: Tier::Standard,
-            ..super::isolated(
+            ..isolated(
                 "rccl::allreduce",
                 Layer::Rccl,
                 ScopeKind::Node,
@@ -52,7 +53,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         Check {
             tier: Tier::Extended,
             gates: false,
-            ..super::isolated(
+            ..isolated(
                 "rccl::allreduce_throughput",
                 Layer::Rccl,
                 ScopeKind::Node,
@@ -65,21 +66,18 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
-    let rccl = match ctx.runtime.rccl() {
-        Ok(r) => r,
-        Err(v) => return v,
-    };
+fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
+    let rccl = ctx.runtime.rccl()?;
     let path = rccl.path().display().to_string();
-    match rccl.version() {
-        Ok(v) => Verdict::pass(format!("loaded {path}: RCCL {v}"))
-            .with_fact("rccl_library", path)
-            .with_fact("rccl_version", v),
-        Err(e) => Verdict::fail(codes::RCCL_LIBRARY_MISSING.finding_next(
+    let version = rccl.version().map_err(|e| {
+        Verdict::fail(codes::RCCL_LIBRARY_MISSING.finding_next(
             format!("{path} loaded but does not report its version: {e}"),
             "the RCCL library is damaged or not RCCL; reinstall the rccl package",
-        )),
-    }
+        ))
+    })?;
+    Ok(Verdict::pass(format!("loaded {path}: RCCL {version}"))
+        .with_fact("rccl_library", path)
+        .with_fact("rccl_version", version))
 }
 
 /// Physical devices (function-0 address) and the KFD nodes of each.
@@ -93,10 +91,12 @@ fn devices(gpus: &[Gpu]) -> BTreeMap<String, Vec<&Gpu>> {
     d
 }
 
-fn interconnect(ctx: &NodeContext, _: Scope) -> Verdict {
+fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
     let devs = devices(&ctx.facts.gpus);
     if devs.len() < 2 {
-        return Verdict::not_applicable("fewer than two GPUs in KFD: no interconnect to check");
+        return Err(Verdict::not_applicable(
+            "fewer than two GPUs in KFD: no interconnect to check",
+        ));
     }
     let names: Vec<&String> = devs.keys().collect();
     let node_of: BTreeMap<u64, usize> = devs
@@ -174,31 +174,31 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Verdict {
     }
     let distinct: BTreeSet<u64> = hives.iter().flatten().copied().collect();
     if !missing.is_empty() {
-        return Verdict::fail(codes::XGMI_LINK_MISSING.finding(format!(
+        return Err(Verdict::fail(codes::XGMI_LINK_MISSING.finding(format!(
             "{} GPU pairs in one XGMI hive have no enabled XGMI link: {}",
             missing.len(),
             super::list(&missing, 6)
         )))
-        .with_output(table);
+        .with_output(table));
     }
     if !no_p2p.is_empty() {
         let pairs: Vec<String> = no_p2p
             .iter()
             .map(|&(a, b)| format!("{} <-> {}", names[a], names[b]))
             .collect();
-        return Verdict::fail(codes::P2P_DISABLED.finding_next(format!("peer-to-peer DMA is disabled on {} links: {}", pairs.len(), super::list(&pairs, 6)), "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and Above 4G decoding/large BARs are on"))
-        .with_output(table);
+        return Err(Verdict::fail(codes::P2P_DISABLED.finding_next(format!("peer-to-peer DMA is disabled on {} links: {}", pairs.len(), super::list(&pairs, 6)), "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and Above 4G decoding/large BARs are on"))
+        .with_output(table));
     }
     let pairs = n * (n - 1) / 2;
     let linked = (0..n)
         .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
         .filter(|&(a, b)| xgmi[a][b])
         .count();
-    Verdict::pass(format!(
+    Ok(Verdict::pass(format!(
         "{n} GPUs, {} XGMI hives; {linked} of {pairs} pairs linked by XGMI; peer-to-peer DMA enabled",
         distinct.len()
     ))
-    .with_output(table)
+    .with_output(table))
 }
 
 /// The selected GPUs' HIP device indices, in inventory order; each GPU must
@@ -319,46 +319,47 @@ fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, 
     Ok((secs, algbw * 2.0 * (n as f64 - 1.0) / n as f64))
 }
 
-fn allreduce(ctx: &NodeContext, _: Scope) -> Verdict {
+fn allreduce(ctx: &NodeContext, _: Scope) -> Outcome {
     const COUNT: usize = 1 << 20;
-    match run_allreduce(ctx, COUNT, true) {
-        Err(v) => v,
-        Ok((secs, busbw)) => {
-            let n = hip_devices(ctx).map_or(0, |d| d.len());
-            Verdict::pass(format!(
-                "sum all-reduce of {} MiB across {n} GPUs verified in {:.2} ms, bus bandwidth {busbw:.1} GB/s",
-                (COUNT * 4) >> 20,
-                secs * 1e3
-            ))
-            .with_metric("allreduce_busbw", busbw, "GB/s")
-        }
-    }
+    let (secs, busbw) = run_allreduce(ctx, COUNT, true)?;
+    let n = hip_devices(ctx).map_or(0, |d| d.len());
+    Ok(Verdict::pass(format!(
+        "sum all-reduce of {} MiB across {n} GPUs verified in {:.2} ms, bus bandwidth {busbw:.1} GB/s",
+        (COUNT * 4) >> 20,
+        secs * 1e3
+    ))
+    .with_metric("allreduce_busbw", busbw, "GB/s"))
 }
 
-fn allreduce_throughput(ctx: &NodeContext, _: Scope) -> Verdict {
+fn allreduce_throughput(ctx: &NodeContext, _: Scope) -> Outcome {
     const COUNT: usize = 64 << 20;
     let Some(first) = ctx.selected_gpus().first().and_then(|&i| ctx.facts.gpu(i)) else {
-        return Verdict::not_applicable("no GPU selected");
+        return Err(Verdict::not_applicable("no GPU selected"));
     };
     if ctx
         .thresholds
         .floor(first, "allreduce_busbw_gbps")
         .is_none()
     {
-        return Verdict::not_configured(format!(
+        return Err(Verdict::not_configured(format!(
             "{} has no allreduce_busbw_gbps floor for {} (see README: thresholds)",
             ctx.thresholds.origin,
             first.product.as_deref().unwrap_or("this GPU")
-        ));
+        )));
     }
     // A warm-up, then the best of three.
     let mut best = 0.0f64;
     for i in 0..4 {
-        match run_allreduce(ctx, COUNT, false) {
-            Ok((_, busbw)) if i > 0 => best = best.max(busbw),
-            Ok(_) => {}
-            Err(v) => return v,
+        let (_, busbw) = run_allreduce(ctx, COUNT, false)?;
+        if i > 0 {
+            best = best.max(busbw);
         }
     }
-    super::judge_floor(ctx, first, "allreduce_busbw_gbps", best, "GB/s")
+    Ok(super::judge_floor(
+        ctx,
+        first,
+        "allreduce_busbw_gbps",
+        best,
+        "GB/s",
+    ))
 }

@@ -1,82 +1,105 @@
 //! rocblas: GEMMs on each GPU against a CPU reference, and (extended) their
 //! throughput against the floors.
 
-use super::hip::find_device;
+use super::hip_device::{HipDevice, find_device};
+use super::isolated;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use crate::findings::{Code, codes};
 use crate::reference::{self, Dtype};
-use rocgate_harness::{Check, Layer, Scope, ScopeKind, Tier, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
 use rocgate_rocm::rocblas::{BlasError, BlasHandle, DataType};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const fn blas_check(
-    id: &'static str,
-    scope: ScopeKind,
-    deps: &'static [&'static str],
-    summary: &'static str,
-    run: fn(&NodeContext, Scope) -> rocgate_harness::Verdict,
-) -> Check<NodeContext> {
-    Check {
-        tier: Tier::Standard,
-        ..super::isolated(id, Layer::Rocblas, scope, deps, 120, summary, run)
-    }
-}
+/// Time limit of each rocblas check, in seconds.
+const TIMEOUT_S: u64 = 120;
 
 /// The rocblas layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
-        blas_check(
-            "rocblas::runtime",
-            ScopeKind::Node,
-            &[],
-            "rocBLAS loads and reports its version",
-            runtime,
-        ),
-        blas_check(
-            "rocblas::handle",
-            ScopeKind::PerGpu,
-            &["rocblas::runtime"],
-            "a rocBLAS handle can be created on the GPU",
-            handle,
-        ),
-        blas_check(
-            "rocblas::sgemm",
-            ScopeKind::PerGpu,
-            &["rocblas::handle"],
-            "fp32 GEMM (rocblas_sgemm) matches the CPU reference",
-            sgemm,
-        ),
-        blas_check(
-            "rocblas::dgemm",
-            ScopeKind::PerGpu,
-            &["rocblas::handle"],
-            "fp64 GEMM (rocblas_dgemm) matches the CPU reference",
-            dgemm,
-        ),
-        blas_check(
-            "rocblas::hgemm",
-            ScopeKind::PerGpu,
-            &["rocblas::handle"],
-            "fp16 GEMM (rocblas_gemm_ex, fp32 compute) matches the CPU reference",
-            hgemm,
-        ),
-        blas_check(
-            "rocblas::bf16gemm",
-            ScopeKind::PerGpu,
-            &["rocblas::handle"],
-            "bf16 GEMM (rocblas_gemm_ex, fp32 compute) matches the CPU reference",
-            bf16gemm,
-        ),
+        Check {
+            tier: Tier::Standard,
+            ..isolated(
+                "rocblas::runtime",
+                Layer::Rocblas,
+                ScopeKind::Node,
+                &[],
+                TIMEOUT_S,
+                "rocBLAS loads and reports its version",
+                runtime,
+            )
+        },
+        Check {
+            tier: Tier::Standard,
+            ..isolated(
+                "rocblas::handle",
+                Layer::Rocblas,
+                ScopeKind::PerGpu,
+                &["rocblas::runtime"],
+                TIMEOUT_S,
+                "a rocBLAS handle can be created on the GPU",
+                handle,
+            )
+        },
+        Check {
+            tier: Tier::Standard,
+            ..isolated(
+                "rocblas::sgemm",
+                Layer::Rocblas,
+                ScopeKind::PerGpu,
+                &["rocblas::handle"],
+                TIMEOUT_S,
+                "fp32 GEMM (rocblas_sgemm) matches the CPU reference",
+                sgemm,
+            )
+        },
+        Check {
+            tier: Tier::Standard,
+            ..isolated(
+                "rocblas::dgemm",
+                Layer::Rocblas,
+                ScopeKind::PerGpu,
+                &["rocblas::handle"],
+                TIMEOUT_S,
+                "fp64 GEMM (rocblas_dgemm) matches the CPU reference",
+                dgemm,
+            )
+        },
+        Check {
+            tier: Tier::Standard,
+            ..isolated(
+                "rocblas::hgemm",
+                Layer::Rocblas,
+                ScopeKind::PerGpu,
+                &["rocblas::handle"],
+                TIMEOUT_S,
+                "fp16 GEMM (rocblas_gemm_ex, fp32 compute) matches the CPU reference",
+                hgemm,
+            )
+        },
+        Check {
+            tier: Tier::Standard,
+            ..isolated(
+                "rocblas::bf16gemm",
+                Layer::Rocblas,
+                ScopeKind::PerGpu,
+                &["rocblas::handle"],
+                TIMEOUT_S,
+                "bf16 GEMM (rocblas_gemm_ex, fp32 compute) matches the CPU reference",
+                bf16gemm,
+            )
+        },
         Check {
             tier: Tier::Extended,
             gates: false,
-            ..blas_check(
+            ..isolated(
                 "rocblas::gemm_throughput",
+                Layer::Rocblas,
                 ScopeKind::PerGpu,
                 &["rocblas::sgemm"],
+                TIMEOUT_S,
                 "GEMM TFLOP/s of each data type with a floor meets it",
                 gemm_throughput,
             )
@@ -84,21 +107,18 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-fn runtime(ctx: &NodeContext, _: Scope) -> Verdict {
-    let blas = match ctx.runtime.rocblas() {
-        Ok(b) => b,
-        Err(v) => return v,
-    };
+fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
+    let blas = ctx.runtime.rocblas()?;
     let path = blas.path().display().to_string();
-    match blas.version() {
-        Ok(v) => Verdict::pass(format!("loaded {path}: rocBLAS {v}"))
-            .with_fact("rocblas_library", path)
-            .with_fact("rocblas_version", v),
-        Err(e) => Verdict::fail(codes::ROCBLAS_LIBRARY_MISSING.finding_next(
+    let version = blas.version().map_err(|e| {
+        Verdict::fail(codes::ROCBLAS_LIBRARY_MISSING.finding_next(
             format!("{path} loaded but does not report its version: {e}"),
             "the rocBLAS library is damaged or not rocBLAS; reinstall the rocblas package",
-        )),
-    }
+        ))
+    })?;
+    Ok(Verdict::pass(format!("loaded {path}: rocBLAS {version}"))
+        .with_fact("rocblas_library", path)
+        .with_fact("rocblas_version", version))
 }
 
 /// The next step when rocBLAS has nothing for this GPU.
@@ -125,23 +145,21 @@ fn blas_fail(gpu: &Gpu, call_code: Code, e: &BlasError) -> Verdict {
     Verdict::fail(call_code.finding_next(e.to_string(), "read `dmesg | grep -i amdgpu` and run the hip layer's checks on this GPU; check that rocBLAS matches the installed ROCm release"))
 }
 
-fn hip_fail(e: &HipError) -> Verdict {
+/// A failed HIP call around a GEMM: its memory or its synchronisation.
+fn memory_failed(e: HipError) -> Verdict {
     Verdict::fail(codes::ROCBLAS_MEMORY_FAILED.finding(e.to_string()))
 }
 
-fn handle(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, _, _) = match find_device(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let blas = match ctx.runtime.rocblas() {
-        Ok(b) => b,
-        Err(v) => return v,
-    };
-    match BlasHandle::new(blas) {
-        Ok(_) => Verdict::pass("created a rocBLAS handle"),
-        Err(e) => blas_fail(gpu, codes::ROCBLAS_HANDLE_FAILED, &e),
-    }
+/// A rocBLAS handle on this GPU's device, made current by `find_device`.
+fn blas_handle(ctx: &NodeContext, gpu: &Gpu) -> Result<BlasHandle, Verdict> {
+    let blas = ctx.runtime.rocblas()?;
+    BlasHandle::new(blas).map_err(|e| blas_fail(gpu, codes::ROCBLAS_HANDLE_FAILED, &e))
+}
+
+fn handle(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let HipDevice { gpu, .. } = find_device(ctx, scope)?;
+    blas_handle(ctx, gpu)?;
+    Ok(Verdict::pass("created a rocBLAS handle"))
 }
 
 /// Whether `gpu` has `dt` GEMMs at all (bf16 needs gfx908 or newer).
@@ -171,25 +189,25 @@ fn run_gemm(
     (m, n, k): (usize, usize, usize),
     inputs: Option<(&[f64], &[f64])>,
 ) -> Result<(Vec<f64>, f64), Verdict> {
-    let alloc = |len: usize| DeviceBuffer::new(hip, len * dt.size()).map_err(|e| hip_fail(&e));
+    let alloc = |len: usize| DeviceBuffer::new(hip, len * dt.size()).map_err(memory_failed);
     let (a, b, c) = (alloc(m * k)?, alloc(k * n)?, alloc(m * n)?);
     if let Some((ha, hb)) = inputs {
-        a.upload(&dt.encode(ha)).map_err(|e| hip_fail(&e))?;
-        b.upload(&dt.encode(hb)).map_err(|e| hip_fail(&e))?;
+        a.upload(&dt.encode(ha)).map_err(memory_failed)?;
+        b.upload(&dt.encode(hb)).map_err(memory_failed)?;
         // NaN bytes, so a GEMM that writes nothing cannot match.
         c.upload(&vec![0xFF; m * n * dt.size()])
-            .map_err(|e| hip_fail(&e))?;
+            .map_err(memory_failed)?;
     }
     let dims = (m as i32, n as i32, k as i32);
     let t = Instant::now();
     blas.gemm(blas_type(dt), dims, false, &a, &b, &c)
         .map_err(|e| blas_fail(gpu, codes::ROCBLAS_GEMM_FAILED, &e))?;
-    hip.synchronize().map_err(|e| hip_fail(&e))?;
+    hip.synchronize().map_err(memory_failed)?;
     let secs = t.elapsed().as_secs_f64();
     let mut out = Vec::new();
     if inputs.is_some() {
         let mut bytes = vec![0u8; m * n * dt.size()];
-        c.download(&mut bytes).map_err(|e| hip_fail(&e))?;
+        c.download(&mut bytes).map_err(memory_failed)?;
         out = dt.decode(&bytes);
     }
     Ok((out, secs))
@@ -199,45 +217,32 @@ fn run_gemm(
 /// small enough that the CPU reference (once per process) is quick.
 pub const CHECK_SIZE: usize = 256;
 
-fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Verdict {
-    let (gpu, hip, _) = match find_device(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    if let Err(why) = supports(gpu, dt) {
-        return Verdict::not_applicable(why);
-    }
-    let blas = match ctx.runtime.rocblas().and_then(|b| {
-        BlasHandle::new(b).map_err(|e| blas_fail(gpu, codes::ROCBLAS_HANDLE_FAILED, &e))
-    }) {
-        Ok(h) => h,
-        Err(v) => return v,
-    };
+fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Outcome {
+    let HipDevice { gpu, hip, .. } = find_device(ctx, scope)?;
+    supports(gpu, dt).map_err(Verdict::not_applicable)?;
+    let blas = blas_handle(ctx, gpu)?;
     let s = CHECK_SIZE;
     let (a, b) = reference::gemm_inputs(s, s, s);
-    let (got, secs) = match run_gemm(hip, &blas, gpu, dt, (s, s, s), Some((&a, &b))) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
+    let (got, secs) = run_gemm(hip, &blas, gpu, dt, (s, s, s), Some((&a, &b)))?;
     let want = reference::gemm(s, s, s);
     let (err, at) = reference::max_relative_error(&got, &want);
     let tol = tolerance(ctx, dt);
     let tflops = 2.0 * (s * s * s) as f64 / secs.max(1e-9) / 1e12;
     if err.is_nan() || err > tol {
-        return Verdict::fail(codes::ROCBLAS_GEMM_WRONG.finding(format!(
+        return Err(Verdict::fail(codes::ROCBLAS_GEMM_WRONG.finding(format!(
                 "{} GEMM {s}x{s}x{s}: relative error {err:.2e} exceeds {tol:.0e}; first worst element {at} (row {}, column {}): got {}, expected {}",
                 dt.name(),
                 at % s,
                 at / s,
                 got.get(at).copied().unwrap_or(f64::NAN),
                 want[at]
-            )));
+            ))));
     }
-    Verdict::pass(format!(
+    Ok(Verdict::pass(format!(
         "{} GEMM {s}x{s}x{s} matches the CPU reference (max relative error {err:.1e})",
         dt.name()
     ))
-    .with_metric(&format!("gemm_{}_tflops_{s}", dt.name()), tflops, "TFLOP/s")
+    .with_metric(&format!("gemm_{}_tflops_{s}", dt.name()), tflops, "TFLOP/s"))
 }
 
 fn tolerance(ctx: &NodeContext, dt: Dtype) -> f64 {
@@ -250,19 +255,19 @@ fn tolerance(ctx: &NodeContext, dt: Dtype) -> f64 {
     }
 }
 
-fn sgemm(ctx: &NodeContext, scope: Scope) -> Verdict {
+fn sgemm(ctx: &NodeContext, scope: Scope) -> Outcome {
     gemm_check(ctx, scope, Dtype::F32)
 }
 
-fn dgemm(ctx: &NodeContext, scope: Scope) -> Verdict {
+fn dgemm(ctx: &NodeContext, scope: Scope) -> Outcome {
     gemm_check(ctx, scope, Dtype::F64)
 }
 
-fn hgemm(ctx: &NodeContext, scope: Scope) -> Verdict {
+fn hgemm(ctx: &NodeContext, scope: Scope) -> Outcome {
     gemm_check(ctx, scope, Dtype::F16)
 }
 
-fn bf16gemm(ctx: &NodeContext, scope: Scope) -> Verdict {
+fn bf16gemm(ctx: &NodeContext, scope: Scope) -> Outcome {
     gemm_check(ctx, scope, Dtype::Bf16)
 }
 
@@ -327,12 +332,12 @@ fn measure(
 ) -> Result<(f64, String), Verdict> {
     let w = Workload::of(dt);
     let (m, n, k) = w.dims;
-    let alloc = |len: usize| DeviceBuffer::new(hip, len * dt.size()).map_err(|e| hip_fail(&e));
+    let alloc = |len: usize| DeviceBuffer::new(hip, len * dt.size()).map_err(memory_failed);
     let (a, b, c) = (alloc(m * k)?, alloc(k * n)?, alloc(m * n)?);
     // Finite, non-zero inputs (0x3C bytes: 1.06 in fp16, 0.0115 in fp32):
     // zero matrices run faster and cooler than real ones on some GPUs.
     for buf in [&a, &b] {
-        buf.fill(0x3C).map_err(|e| hip_fail(&e))?;
+        buf.fill(0x3C).map_err(memory_failed)?;
     }
     let dims = (m as i32, n as i32, k as i32);
     let call = || {
@@ -343,7 +348,7 @@ fn measure(
     for _ in 0..WARMUP_CALLS {
         call()?;
     }
-    hip.synchronize().map_err(|e| hip_fail(&e))?;
+    hip.synchronize().map_err(memory_failed)?;
     let per_call = t.elapsed().as_secs_f64() / WARMUP_CALLS as f64;
     let budget = rocgate_harness::deadline::wait_budget(Duration::from_secs(5), LOOP_TIME * 8)
         .min(LOOP_TIME);
@@ -352,7 +357,7 @@ fn measure(
     for _ in 0..calls {
         call()?;
     }
-    hip.synchronize().map_err(|e| hip_fail(&e))?;
+    hip.synchronize().map_err(memory_failed)?;
     let secs = t.elapsed().as_secs_f64().max(1e-9);
     Ok((
         w.flops() * calls as f64 / secs / 1e12,
@@ -360,34 +365,22 @@ fn measure(
     ))
 }
 
-fn gemm_throughput(ctx: &NodeContext, scope: Scope) -> Verdict {
-    let (gpu, hip, _) = match find_device(ctx, scope) {
-        Ok(x) => x,
-        Err(v) => return v,
-    };
-    let blas = match ctx.runtime.rocblas().and_then(|b| {
-        BlasHandle::new(b).map_err(|e| blas_fail(gpu, codes::ROCBLAS_HANDLE_FAILED, &e))
-    }) {
-        Ok(h) => h,
-        Err(v) => return v,
-    };
+fn gemm_throughput(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let HipDevice { gpu, hip, .. } = find_device(ctx, scope)?;
+    let blas = blas_handle(ctx, gpu)?;
     let mut verdicts = Vec::new();
     for dt in [Dtype::F64, Dtype::F32, Dtype::F16, Dtype::Bf16] {
         let metric = format!("gemm_tflops.{}", dt.name());
         if supports(gpu, dt).is_err() || ctx.thresholds.floor(gpu, &metric).is_none() {
             continue;
         }
-        match measure(hip, &blas, gpu, dt) {
-            Ok((tflops, how)) => {
-                let mut v = super::judge_floor(ctx, gpu, &metric, tflops, "TFLOP/s");
-                v.message = format!("{}; measured {how}", v.message);
-                verdicts.push(v);
-            }
-            Err(v) => return v,
-        }
+        let (tflops, how) = measure(hip, &blas, gpu, dt)?;
+        let mut v = super::judge_floor(ctx, gpu, &metric, tflops, "TFLOP/s");
+        v.message = format!("{}; measured {how}", v.message);
+        verdicts.push(v);
     }
-    super::combine(
+    Ok(super::combine(
         verdicts,
         "no GEMM data type of this GPU has a floor in the thresholds for its partition mode",
-    )
+    ))
 }
