@@ -7,8 +7,6 @@ use crate::facts::NodeFacts;
 use crate::findings::codes;
 use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
 
-const NEEDS_MODULE: &[&str] = &["amdgpu::module_live"];
-
 /// The amdgpu layer's checks (causes first: blacklist and DKMS before the
 /// module state they explain).
 pub fn checks() -> Vec<Check<NodeContext>> {
@@ -41,7 +39,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             module_live,
         ),
         Check {
-            deps: NEEDS_MODULE,
+            deps: super::NEEDS_LIVE_AMDGPU,
             gates: false,
             ..check(
                 "amdgpu::driver_version",
@@ -52,7 +50,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: NEEDS_MODULE,
+            deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::bound",
                 Layer::Amdgpu,
@@ -62,7 +60,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: NEEDS_MODULE,
+            deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::render_node",
                 Layer::Amdgpu,

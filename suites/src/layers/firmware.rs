@@ -9,16 +9,12 @@ use crate::facts::pci::parse_hex;
 use crate::findings::codes;
 use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
 
-/// Firmware is read from what the loaded driver exposes, so without amdgpu
-/// the cause is the driver, not the firmware.
-const NEEDS_DRIVER: &[&str] = &["amdgpu::module_live"];
-
 /// The firmware layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         Check {
             gates: false,
-            deps: NEEDS_DRIVER,
+            deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::kernel_log",
                 Layer::Firmware,
@@ -28,7 +24,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: NEEDS_DRIVER,
+            deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::init_errors",
                 Layer::Firmware,
@@ -38,7 +34,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: NEEDS_DRIVER,
+            deps: super::NEEDS_LIVE_AMDGPU,
             gates: false,
             ..check(
                 "firmware::load_errors",
@@ -49,7 +45,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: NEEDS_DRIVER,
+            deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::versions",
                 Layer::Firmware,

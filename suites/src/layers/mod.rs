@@ -42,6 +42,11 @@ pub fn registry() -> Vec<Check<NodeContext>> {
     all
 }
 
+/// The dependency of every check that reads what the loaded amdgpu exposes
+/// (firmware versions, DRM state): without the module the cause is the
+/// driver, not what it would have shown.
+const NEEDS_LIVE_AMDGPU: &[&str] = &["amdgpu::module_live"];
+
 /// Time limit for checks that read files: generous, since a wedged GPU can
 /// stall a sysfs read in the kernel.
 const FILE_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
