@@ -161,6 +161,43 @@ pub fn status_text<S>(
     unsafe { c_text(f(status)) }
 }
 
+/// A failed call of a library whose calls return a status code with a name
+/// (rocBLAS's `rocblas_status`, MIOpen's `miopenStatus_t`).
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum StatusError {
+    /// The library lacks the symbol.
+    #[error(transparent)]
+    Missing(#[from] MissingSymbol),
+    /// The call returned an error status.
+    #[error("{call} failed: {name} ({status})")]
+    Status {
+        /// The function.
+        call: &'static str,
+        /// The status code.
+        status: i32,
+        /// Its name or the library's description of it.
+        name: String,
+    },
+    /// Arguments rocgate refused to pass, or an unusable result.
+    #[error("{call}: {reason}")]
+    Invalid {
+        /// The function.
+        call: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl StatusError {
+    /// The library's status code, when the call returned one.
+    pub fn status(&self) -> Option<i32> {
+        match self {
+            StatusError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

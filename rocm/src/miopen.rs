@@ -8,11 +8,10 @@
 
 use crate::hip::DeviceBuffer;
 use crate::library::{Binding, Library, status_text};
-use crate::loader::{LibrarySpec, MissingSymbol};
+use crate::loader::LibrarySpec;
 use crate::table::symbol_table;
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
-use thiserror::Error;
 
 /// MIOpen's soname (unchanged from ROCm 5 to 7).
 pub const LIBRARY: LibrarySpec = LibrarySpec {
@@ -112,31 +111,8 @@ impl Binding for Table {
     }
 }
 
-/// A failed MIOpen call.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum MiopenError {
-    /// The library lacks the symbol.
-    #[error(transparent)]
-    Missing(#[from] MissingSymbol),
-    /// The call returned an error status.
-    #[error("{call} failed: {name} ({status})")]
-    Status {
-        /// The function.
-        call: &'static str,
-        /// `miopenStatus_t`.
-        status: i32,
-        /// Its name or description.
-        name: String,
-    },
-    /// Arguments rocgate refused to pass, or an unusable result.
-    #[error("{call}: {reason}")]
-    Invalid {
-        /// The function.
-        call: &'static str,
-        /// Why.
-        reason: String,
-    },
-}
+/// A failed MIOpen call; its status is a `miopenStatus_t`.
+pub type MiopenError = crate::library::StatusError;
 
 /// An opened MIOpen.
 pub type Miopen = Library<Table>;

@@ -5,11 +5,10 @@
 
 use crate::hip::DeviceBuffer;
 use crate::library::{Binding, Library, buffer_text, status_text};
-use crate::loader::{LibrarySpec, MissingSymbol};
-use crate::table::symbol_table;
+use crate::loader::LibrarySpec;
+use crate::table::{release_on_drop, symbol_table};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
-use thiserror::Error;
 
 /// rocBLAS's sonames: ROCm 7 (.5), 6 (.4), 5.6/5.7 (.3), 5.0-5.5 (.0).
 pub const LIBRARY: LibrarySpec = LibrarySpec {
@@ -110,41 +109,8 @@ impl Binding for Table {
     }
 }
 
-/// A failed rocBLAS call.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum BlasError {
-    /// The library lacks the symbol.
-    #[error(transparent)]
-    Missing(#[from] MissingSymbol),
-    /// The call returned an error status.
-    #[error("{call} failed: {name} ({status})")]
-    Status {
-        /// The function.
-        call: &'static str,
-        /// `rocblas_status`.
-        status: i32,
-        /// Its name.
-        name: String,
-    },
-    /// Arguments rocgate refused to pass.
-    #[error("{call}: {reason}")]
-    Invalid {
-        /// The function.
-        call: &'static str,
-        /// Why.
-        reason: String,
-    },
-}
-
-impl BlasError {
-    /// The `rocblas_status`, when the call returned one.
-    pub fn status(&self) -> Option<i32> {
-        match self {
-            BlasError::Status { status, .. } => Some(*status),
-            _ => None,
-        }
-    }
-}
+/// A failed rocBLAS call; its status is a `rocblas_status`.
+pub type BlasError = crate::library::StatusError;
 
 /// An opened rocBLAS.
 pub type Rocblas = Library<Table>;
@@ -314,11 +280,4 @@ impl BlasHandle {
     }
 }
 
-impl Drop for BlasHandle {
-    fn drop(&mut self) {
-        if let Ok(f) = &self.blas.table.rocblas_destroy_handle {
-            // SAFETY: destroyed once, here.
-            unsafe { f(self.raw) };
-        }
-    }
-}
+release_on_drop!(BlasHandle, blas.rocblas_destroy_handle(raw));

@@ -55,3 +55,22 @@ macro_rules! c_constants {
 }
 
 pub(crate) use c_constants;
+
+/// `Drop` for an owner of one library object: calls the release function
+/// from the library's table once on the owner's handle. Without the symbol
+/// there is nothing to release with (the object could not have been made
+/// through a table lacking it either), so the drop does nothing.
+macro_rules! release_on_drop {
+    ($owner:ty, $lib:ident . $release:ident ( $handle:ident )) => {
+        impl Drop for $owner {
+            fn drop(&mut self) {
+                if let Ok(f) = &self.$lib.table.$release {
+                    // SAFETY: the owner holds the only handle, released
+                    // once, here.
+                    unsafe { f(self.$handle) };
+                }
+            }
+        }
+    };
+}
+pub(crate) use release_on_drop;

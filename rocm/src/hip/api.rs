@@ -7,6 +7,7 @@ use super::error::HipError;
 use super::sys::{self, RtcTable, Table};
 use crate::library::{Binding, Library, buffer_text};
 use crate::loader::{LibrarySpec, LoadError, MissingSymbol, Search, open_path};
+use crate::table::release_on_drop;
 use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
@@ -248,14 +249,7 @@ impl Stream {
     }
 }
 
-impl Drop for Stream {
-    fn drop(&mut self) {
-        if let Ok(f) = &self.hip.table.hipStreamDestroy {
-            // SAFETY: destroyed once, here.
-            unsafe { f(self.raw) };
-        }
-    }
-}
+release_on_drop!(Stream, hip.hipStreamDestroy(raw));
 
 /// Device memory, freed on drop.
 pub struct DeviceBuffer {
@@ -328,14 +322,7 @@ impl DeviceBuffer {
     }
 }
 
-impl Drop for DeviceBuffer {
-    fn drop(&mut self) {
-        if let Ok(f) = &self.hip.table.hipFree {
-            // SAFETY: freed once, here.
-            unsafe { f(self.ptr) };
-        }
-    }
-}
+release_on_drop!(DeviceBuffer, hip.hipFree(ptr));
 
 /// Pinned host memory, freed on drop.
 pub struct HostBuffer {
@@ -380,14 +367,7 @@ impl HostBuffer {
     }
 }
 
-impl Drop for HostBuffer {
-    fn drop(&mut self) {
-        if let Ok(f) = &self.hip.table.hipHostFree {
-            // SAFETY: freed once, here.
-            unsafe { f(self.ptr) };
-        }
-    }
-}
+release_on_drop!(HostBuffer, hip.hipHostFree(ptr));
 
 /// A kernel of a loaded module; it cannot outlive the module.
 #[derive(Clone, Copy, Debug)]
@@ -439,14 +419,7 @@ impl Module {
     }
 }
 
-impl Drop for Module {
-    fn drop(&mut self) {
-        if let Ok(f) = &self.hip.table.hipModuleUnload {
-            // SAFETY: unloaded once, here.
-            unsafe { f(self.raw) };
-        }
-    }
-}
+release_on_drop!(Module, hip.hipModuleUnload(raw));
 
 /// hiprtc: from libhiprtc when present, else from the HIP runtime itself
 /// (ROCm 5 and 6 export it there).

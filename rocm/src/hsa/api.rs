@@ -6,6 +6,7 @@
 use super::status::HsaError;
 use super::sys::{self, Agent, MemoryPool, Status, Table};
 use crate::library::{Binding, Library, buffer_text};
+use crate::table::release_on_drop;
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -411,14 +412,7 @@ impl Signal {
     }
 }
 
-impl Drop for Signal {
-    fn drop(&mut self) {
-        if let Ok(f) = &self.hsa.table.hsa_signal_destroy {
-            // SAFETY: destroyed once, here.
-            unsafe { f(self.raw) };
-        }
-    }
-}
+release_on_drop!(Signal, hsa.hsa_signal_destroy(raw));
 
 /// Memory from a pool, freed on drop.
 pub struct PoolMemory {
@@ -533,14 +527,7 @@ impl PoolMemory {
     }
 }
 
-impl Drop for PoolMemory {
-    fn drop(&mut self) {
-        if let Ok(f) = &self.hsa.table.hsa_amd_memory_pool_free {
-            // SAFETY: freed once, here.
-            unsafe { f(self.ptr) };
-        }
-    }
-}
+release_on_drop!(PoolMemory, hsa.hsa_amd_memory_pool_free(ptr));
 
 /// An AQL queue, destroyed on drop. Created with an error callback, so a
 /// queue error (a hardware exception, an illegal instruction) is reported
@@ -653,14 +640,7 @@ impl Queue {
     }
 }
 
-impl Drop for Queue {
-    fn drop(&mut self) {
-        if let Ok(f) = &self.hsa.table.hsa_queue_destroy {
-            // SAFETY: destroyed once, here.
-            unsafe { f(self.raw) };
-        }
-    }
-}
+release_on_drop!(Queue, hsa.hsa_queue_destroy(raw));
 
 /// A kernel found in an executable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
