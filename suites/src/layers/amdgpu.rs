@@ -5,7 +5,8 @@ use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::facts::NodeFacts;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 
 const NEEDS_MODULE: &[&str] = &["amdgpu::module_live"];
 
@@ -17,7 +18,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "amdgpu::blacklist",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::Node,
                 "amdgpu is not disabled on the kernel command line or in modprobe.d",
                 blacklist,
@@ -27,7 +28,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "amdgpu::dkms",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::Node,
                 "an installed DKMS amdgpu is built for the running kernel",
                 dkms,
@@ -35,7 +36,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         },
         check(
             "amdgpu::module_live",
-            Layer::Amdgpu,
+            stack::AMDGPU,
             ScopeKind::Node,
             "the amdgpu module is loaded and initialised (initstate live)",
             module_live,
@@ -45,7 +46,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "amdgpu::driver_version",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::Node,
                 "the loaded amdgpu identifies its build (DKMS version or inbox srcversion)",
                 driver_version,
@@ -55,7 +56,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: NEEDS_MODULE,
             ..check(
                 "amdgpu::bound",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::PerGpu,
                 "amdgpu drives this GPU (its PCI function is bound to amdgpu)",
                 bound,
@@ -65,7 +66,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: NEEDS_MODULE,
             ..check(
                 "amdgpu::render_node",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::PerGpu,
                 "the GPU's render node /dev/dri/renderD<minor> exists",
                 render_node,

@@ -7,7 +7,8 @@ use crate::facts::NodeFacts;
 use crate::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent, KernelLog};
 use crate::facts::pci::parse_hex;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 
 /// Firmware is read from what the loaded driver exposes, so without amdgpu
 /// the cause is the driver, not the firmware.
@@ -21,7 +22,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: NEEDS_DRIVER,
             ..check(
                 "firmware::kernel_log",
-                Layer::Firmware,
+                stack::FIRMWARE,
                 ScopeKind::Node,
                 "the kernel log has no firmware or PSP errors that name no GPU",
                 kernel_log,
@@ -31,7 +32,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: NEEDS_DRIVER,
             ..check(
                 "firmware::init_errors",
-                Layer::Firmware,
+                stack::FIRMWARE,
                 ScopeKind::PerGpu,
                 "amdgpu did not abandon this GPU's init over firmware (kernel log)",
                 init_errors,
@@ -42,7 +43,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "firmware::load_errors",
-                Layer::Firmware,
+                stack::FIRMWARE,
                 ScopeKind::PerGpu,
                 "every firmware file amdgpu requested for this GPU loaded (kernel log)",
                 load_errors,
@@ -52,7 +53,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: NEEDS_DRIVER,
             ..check(
                 "firmware::versions",
-                Layer::Firmware,
+                stack::FIRMWARE,
                 ScopeKind::PerGpu,
                 "amdgpu reports this GPU's firmware versions (fw_version/*, vbios_version)",
                 versions,
