@@ -78,10 +78,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
     };
     let report = session.run(&plan, &opts, |_| {});
     let diagnosis = diagnose(&report);
-    let layers: Vec<Layer> = Layer::ALL
-        .into_iter()
-        .filter(|l| report.results.iter().any(|r| r.layer == *l))
-        .collect();
+    let layers = report.layers();
     let interrupted = report.interrupted.as_deref();
     if args.json {
         let doc = DoctorJson {

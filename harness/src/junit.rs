@@ -144,6 +144,7 @@ fn drop_root_skipped_attribute(xml: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::test_stack::{self, B, C};
     use crate::model::{Layer, Tier};
     use crate::result::ScopeInfo;
     use crate::verdict::Finding;
@@ -161,7 +162,7 @@ mod tests {
             status,
             message: message.into(),
             finding: (status == Status::Fail)
-                .then(|| Finding::new("amdgpu-not-loaded", message, "modprobe amdgpu")),
+                .then(|| Finding::new("b-not-loaded", message, "load b")),
             skip_reason: (status == Status::Skipped).then_some(crate::SkipReason::NotApplicable),
             advisory: false,
             blocked_by: None,
@@ -182,18 +183,18 @@ mod tests {
             duration: Duration::from_millis(10),
             results: vec![
                 result(
-                    "node.amdgpu.module_live",
+                    "node.b.module_live",
                     Scope::Node,
-                    Layer::Amdgpu,
+                    B,
                     Status::Fail,
                     "not loaded",
                 ),
                 result(
-                    "gpu0.kfd.topology_node",
+                    "gpu0.c.topology_node",
                     Scope::Gpu(0),
-                    Layer::Kfd,
+                    C,
                     Status::Blocked,
-                    "blocked by node.amdgpu.module_live: not loaded",
+                    "blocked by node.b.module_live: not loaded",
                 ),
             ],
             scopes: vec![(Scope::Gpu(0), info)],
@@ -203,13 +204,11 @@ mod tests {
         let xml = render(&report, &[("tier".into(), "quick".into())]).unwrap();
         assert!(xml.contains(r#"<testsuite name="node""#), "{xml}");
         assert!(xml.contains(r#"<testsuite name="gpu0""#));
-        assert!(xml.contains(r#"classname="gpu0.kfd""#));
+        assert!(xml.contains(r#"classname="gpu0.c""#));
         assert!(xml.contains(r#"<property name="pci_address" value="0000:05:00.0"/>"#));
-        assert!(xml.contains(r#"<property name="first_failing_layer" value="amdgpu"/>"#));
-        assert!(xml.contains(r#"type="amdgpu-not-loaded""#));
-        assert!(
-            xml.contains(r#"<skipped message="blocked by node.amdgpu.module_live: not loaded""#)
-        );
+        assert!(xml.contains(r#"<property name="first_failing_layer" value="b"/>"#));
+        assert!(xml.contains(r#"type="b-not-loaded""#));
+        assert!(xml.contains(r#"<skipped message="blocked by node.b.module_live: not loaded""#));
         assert!(xml.contains("&lt;1&gt; &amp;"));
         let root = xml.lines().find(|l| l.contains("<testsuites")).unwrap();
         assert!(!root.contains("skipped="), "{root}");
@@ -278,14 +277,8 @@ mod tests {
     #[test]
     fn characters_xml_cannot_carry_are_dropped_everywhere() {
         let nasty = "a\u{FFFE}b\u{FFFF}c\u{1}d\u{1b}[31me\u{1b}[0m]]>\"'<&";
-        let mut r = result(
-            "node.amdgpu.module_live",
-            Scope::Node,
-            Layer::Amdgpu,
-            Status::Fail,
-            nasty,
-        );
-        r.check = format!("amdgpu::{nasty}");
+        let mut r = result("node.b.module_live", Scope::Node, B, Status::Fail, nasty);
+        r.check = format!("b::{nasty}");
         r.finding = Some(Finding::new(nasty, nasty, nasty));
         r.output = nasty.into();
         r.metrics = vec![crate::verdict::Metric {
@@ -398,7 +391,7 @@ mod tests {
                     CheckResult {
                         id,
                         check,
-                        layer: Layer::ALL[gpu as usize % Layer::ALL.len()],
+                        layer: test_stack::ALL[gpu as usize % test_stack::ALL.len()],
                         scope: if gpu == 0 {
                             Scope::Node
                         } else {
@@ -670,7 +663,8 @@ mod tests {
             let versions = BTreeMap::from([("node".to_string(), node.iter().cloned().collect())]);
             let json = crate::json::render(&report, "rocgate test", &node, &versions).unwrap();
             let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
-            let back: Vec<CheckResult> = serde_json::from_value(doc["results"].clone()).unwrap();
+            let saved: Vec<crate::SavedResult> = serde_json::from_value(doc["results"].clone()).unwrap();
+            let back: Vec<CheckResult> = saved.into_iter().map(|r| r.resolve(test_stack::ALL)).collect::<Result<_, _>>().unwrap();
             prop_assert_eq!(&back, &report.results);
             let node_back: BTreeMap<String, String> = serde_json::from_value(doc["node"].clone()).unwrap();
             prop_assert_eq!(node_back, node.iter().cloned().collect::<BTreeMap<_, _>>());

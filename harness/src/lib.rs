@@ -2,7 +2,9 @@
 //!
 //! It knows nothing about ROCm: it plans checks over scopes (the node and each
 //! GPU), runs them with gating and timeouts, and writes reports. The suites
-//! crate supplies the checks and the context they read.
+//! crate supplies the checks, the context they read and the layers they
+//! belong to: a [`Layer`] is a name and a rank, and the rank alone orders
+//! gating, diagnoses and reports.
 
 pub mod atomic;
 mod bounded_io;
@@ -24,8 +26,24 @@ pub mod verdict;
 
 pub use check::{Check, Outcome};
 pub use exec::{Event, ExecOptions, execute};
-pub use model::{Layer, Scope, ScopeKind, Tier};
+pub use model::{Layer, Scope, ScopeKind, Tier, UnknownLayer};
 pub use plan::{Plan, PlanError, plan};
-pub use result::{CheckResult, RunReport, ScopeInfo};
+pub use result::{CheckResult, RunReport, SavedResult, ScopeInfo};
 pub use sysroot::{PathUse, ReadError, Sysroot};
 pub use verdict::{Finding, Metric, SkipReason, Status, Verdict};
+
+#[cfg(test)]
+mod tests {
+    /// The engine stays generic only while it cannot reach the suites or the
+    /// bindings; Cargo would allow the dependency, so this test refuses it.
+    #[test]
+    fn the_engine_depends_on_no_other_rocgate_crate() {
+        let manifest = include_str!("../Cargo.toml");
+        let ours: Vec<&str> = manifest
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("rocgate"))
+            .collect();
+        assert!(ours.is_empty(), "{ours:?}");
+    }
+}

@@ -4,83 +4,74 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// A layer of the ROCm stack, ordered bottom-up: a check at a higher layer
-/// depends on every gating check below it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Layer {
-    /// Silicon on the PCI bus.
-    Pci,
-    /// Microcode loaded by amdgpu at probe.
-    Firmware,
-    /// The DRM kernel driver.
-    Amdgpu,
-    /// The compute kernel driver (amdkfd) and its topology.
-    Kfd,
-    /// Whether the node's versions (firmware, driver, kernel, OS, ROCm) are a
-    /// supported combination.
-    Compat,
-    /// The ROCr/HSA runtime.
-    Hsa,
-    /// The HIP runtime.
-    Hip,
-    /// rocBLAS.
-    Rocblas,
-    /// MIOpen.
-    Miopen,
-    /// RCCL collectives.
-    Rccl,
+/// A layer of the stack under test. The engine knows a layer only by its
+/// name, which reports print, and its rank, which orders it: a check at a
+/// higher rank depends on every gating check at a lower one. The suites
+/// define the layers (for rocgate, `rocgate_suites::stack`), so the engine
+/// plans, gates and reports any stack the same way.
+///
+/// Layers compare by rank first, so sorting them, or taking the least of
+/// them, goes bottom-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Layer {
+    // Field order matters: the derived `Ord` compares the rank first.
+    rank: u8,
+    name: &'static str,
 }
 
 impl Layer {
-    /// Every layer, bottom-up.
-    pub const ALL: [Layer; 10] = [
-        Layer::Pci,
-        Layer::Firmware,
-        Layer::Amdgpu,
-        Layer::Kfd,
-        Layer::Compat,
-        Layer::Hsa,
-        Layer::Hip,
-        Layer::Rocblas,
-        Layer::Miopen,
-        Layer::Rccl,
-    ];
+    /// The layer called `name` (as test ids and reports spell it: `kfd`) at
+    /// position `rank` of its stack, counted from the bottom.
+    pub const fn new(name: &'static str, rank: u8) -> Self {
+        Layer { rank, name }
+    }
 
     /// The layer's id as used in test ids and reports (`kfd`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Layer::Pci => "pci",
-            Layer::Firmware => "firmware",
-            Layer::Amdgpu => "amdgpu",
-            Layer::Kfd => "kfd",
-            Layer::Compat => "compat",
-            Layer::Hsa => "hsa",
-            Layer::Hip => "hip",
-            Layer::Rocblas => "rocblas",
-            Layer::Miopen => "miopen",
-            Layer::Rccl => "rccl",
-        }
+    pub const fn as_str(self) -> &'static str {
+        self.name
+    }
+
+    /// The layer's position in its stack, counted from the bottom.
+    pub const fn rank(self) -> u8 {
+        self.rank
+    }
+
+    /// The layer of `layers` called `name`: how a name read from text (a
+    /// saved report) becomes a layer again, since text carries no rank.
+    pub fn named(name: &str, layers: &[Layer]) -> Result<Layer, UnknownLayer> {
+        layers
+            .iter()
+            .copied()
+            .find(|l| l.name == name)
+            .ok_or_else(|| UnknownLayer {
+                name: name.to_string(),
+                known: layers.iter().map(|l| l.name).collect::<Vec<_>>().join(", "),
+            })
     }
 }
 
 impl fmt::Display for Layer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name)
     }
 }
 
-impl FromStr for Layer {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Layer::ALL
-            .into_iter()
-            .find(|l| l.as_str() == s)
-            .ok_or_else(|| {
-                let known: Vec<_> = Layer::ALL.iter().map(|l| l.as_str()).collect();
-                format!("unknown layer '{s}'; known layers: {}", known.join(", "))
-            })
+/// Reports carry a layer as its name alone; reading one back takes the
+/// stack's layers ([`Layer::named`]), so `Layer` has no `Deserialize`.
+impl Serialize for Layer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name)
     }
+}
+
+/// A layer name that is not one of the stack's layers.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown layer '{name}'; known layers: {known}")]
+pub struct UnknownLayer {
+    /// The name as written.
+    pub name: String,
+    /// The stack's layer names, bottom-up, comma-separated.
+    pub known: String,
 }
 
 /// How deep a run goes. Each tier includes the checks of the tiers below it.
@@ -201,25 +192,54 @@ impl FromStr for Scope {
     }
 }
 
+/// A small stack of the tests' own, so that the engine's tests show it
+/// needs no ROCm layer.
+#[cfg(test)]
+pub(crate) mod test_stack {
+    use super::Layer;
+
+    /// The bottom layer.
+    pub const A: Layer = Layer::new("a", 0);
+    /// Above `a`.
+    pub const B: Layer = Layer::new("b", 1);
+    /// Above `b`.
+    pub const C: Layer = Layer::new("c", 2);
+    /// Above `c`.
+    pub const D: Layer = Layer::new("d", 3);
+    /// The top layer.
+    pub const E: Layer = Layer::new("e", 4);
+    /// Every layer, bottom-up.
+    pub const ALL: &[Layer] = &[A, B, C, D, E];
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_stack::{A, ALL, B, C, D, E};
     use super::*;
 
     #[test]
-    fn layers_are_ordered_bottom_up() {
-        assert!(Layer::Pci < Layer::Firmware);
-        assert!(Layer::Amdgpu < Layer::Kfd);
-        assert!(Layer::Kfd < Layer::Compat && Layer::Compat < Layer::Hsa);
-        assert!(Layer::Rocblas < Layer::Rccl);
-        let mut sorted = Layer::ALL;
+    fn layers_are_ordered_by_rank() {
+        assert!(A < B && B < C && C < D && D < E);
+        // The rank decides, not the name.
+        assert!(Layer::new("z", 0) < Layer::new("a", 1));
+        let mut sorted = vec![E, C, A, D, B];
         sorted.sort();
-        assert_eq!(sorted, Layer::ALL);
+        assert_eq!(sorted, ALL);
+        assert_eq!(ALL.iter().min(), Some(&A));
+    }
+
+    #[test]
+    fn layers_print_and_serialise_as_their_names() {
+        assert_eq!(C.to_string(), "c");
+        assert_eq!(C.as_str(), "c");
+        assert_eq!(C.rank(), 2);
+        assert_eq!(serde_json::to_string(&Some(D)).unwrap(), r#""d""#);
     }
 
     #[test]
     fn names_round_trip() {
-        for l in Layer::ALL {
-            assert_eq!(l.as_str().parse::<Layer>(), Ok(l));
+        for l in ALL {
+            assert_eq!(Layer::named(l.as_str(), ALL), Ok(*l));
         }
         for t in [Tier::Quick, Tier::Standard, Tier::Extended] {
             assert_eq!(t.as_str().parse::<Tier>(), Ok(t));
@@ -227,11 +247,12 @@ mod tests {
         assert_eq!("gpu12".parse::<Scope>(), Ok(Scope::Gpu(12)));
         assert_eq!("node".parse::<Scope>(), Ok(Scope::Node));
         assert!("gpux".parse::<Scope>().is_err());
-        assert!(
-            "bogus"
-                .parse::<Layer>()
-                .unwrap_err()
-                .contains("known layers")
+        let unknown = Layer::named("kfd", ALL).unwrap_err();
+        assert_eq!(unknown.name, "kfd");
+        assert_eq!(
+            unknown.to_string(),
+            "unknown layer 'kfd'; known layers: a, b, c, d, e"
         );
+        assert!(Layer::named("a", &[]).is_err());
     }
 }

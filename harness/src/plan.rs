@@ -2,7 +2,7 @@
 //! instances so that every dependency comes first.
 
 use crate::check::Check;
-use crate::model::{Scope, ScopeKind, Tier};
+use crate::model::{Layer, Scope, ScopeKind, Tier};
 use std::collections::{BTreeSet, HashMap};
 use thiserror::Error;
 
@@ -55,6 +55,18 @@ pub enum PlanError {
     /// The dependencies form a cycle.
     #[error("checks depend on each other in a cycle: {0}")]
     Cycle(String),
+    /// Two checks' layers share a name or a rank, but not both.
+    #[error(
+        "layers {first} (rank {}) and {second} (rank {}) conflict: each layer needs a name and a rank of its own",
+        .first.rank(),
+        .second.rank()
+    )]
+    LayerConflict {
+        /// The layer as the first check declared it.
+        first: Layer,
+        /// The layer as a later check declared it.
+        second: Layer,
+    },
 }
 
 /// Plans `registry` at `tier` over the GPU scopes `gpus`.
@@ -75,6 +87,25 @@ pub fn plan<'r, C>(
                 return Err(PlanError::UnknownDependency {
                     check: c.id.to_string(),
                     dep: (*dep).to_string(),
+                });
+            }
+        }
+    }
+
+    // Layers are data from the suites, and gating follows their ranks: one
+    // name at two ranks, or two names at one rank, would make the order
+    // depend on which check declared the layer.
+    let mut names: HashMap<&str, Layer> = HashMap::new();
+    let mut ranks: HashMap<u8, Layer> = HashMap::new();
+    for c in registry {
+        let layer = c.layer;
+        let same_name = *names.entry(layer.as_str()).or_insert(layer);
+        let same_rank = *ranks.entry(layer.rank()).or_insert(layer);
+        for first in [same_name, same_rank] {
+            if first != layer {
+                return Err(PlanError::LayerConflict {
+                    first,
+                    second: layer,
                 });
             }
         }
@@ -197,7 +228,7 @@ fn topological_order(instances: &[Instance]) -> Result<Vec<usize>, PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Layer;
+    use crate::model::test_stack::{A, B, C, D, E};
     use crate::verdict::Verdict;
     use std::time::Duration;
 
@@ -230,40 +261,28 @@ mod tests {
     #[test]
     fn per_gpu_checks_wait_for_lower_node_and_same_gpu_checks() {
         let reg = vec![
-            check("pci::present", Layer::Pci, ScopeKind::Node, &[]),
-            check("amdgpu::module", Layer::Amdgpu, ScopeKind::Node, &[]),
-            check(
-                "firmware::versions",
-                Layer::Firmware,
-                ScopeKind::PerGpu,
-                &["amdgpu::module"],
-            ),
-            check("kfd::node", Layer::Kfd, ScopeKind::PerGpu, &[]),
+            check("a::present", A, ScopeKind::Node, &[]),
+            check("c::module", C, ScopeKind::Node, &[]),
+            check("b::versions", B, ScopeKind::PerGpu, &["c::module"]),
+            check("d::node", D, ScopeKind::PerGpu, &[]),
         ];
         let p = plan(&reg, &[0, 1], Tier::Quick).unwrap();
         assert_eq!(p.instances.len(), 6);
-        let kfd1 = p
+        let d1 = p
             .instances
             .iter()
-            .find(|i| i.test_id == "gpu1.kfd.node")
+            .find(|i| i.test_id == "gpu1.d.node")
             .unwrap();
         assert_eq!(
-            ids(&p, &kfd1.deps),
-            [
-                "node.pci.present",
-                "node.amdgpu.module",
-                "gpu1.firmware.versions"
-            ]
+            ids(&p, &d1.deps),
+            ["node.a.present", "node.c.module", "gpu1.b.versions"]
         );
         let fw0 = p
             .instances
             .iter()
-            .find(|i| i.test_id == "gpu0.firmware.versions")
+            .find(|i| i.test_id == "gpu0.b.versions")
             .unwrap();
-        assert_eq!(
-            ids(&p, &fw0.deps),
-            ["node.pci.present", "node.amdgpu.module"]
-        );
+        assert_eq!(ids(&p, &fw0.deps), ["node.a.present", "node.c.module"]);
         // Every dependency precedes its dependent.
         for (i, inst) in p.instances.iter().enumerate() {
             assert!(inst.deps.iter().all(|&d| d < i), "{}", inst.test_id);
@@ -272,36 +291,30 @@ mod tests {
 
     #[test]
     fn non_gating_checks_add_no_implicit_edges() {
-        let mut count = check("pci::count", Layer::Pci, ScopeKind::Node, &[]);
+        let mut count = check("a::count", A, ScopeKind::Node, &[]);
         count.gates = false;
-        let reg = vec![
-            count,
-            check("kfd::node", Layer::Kfd, ScopeKind::PerGpu, &[]),
-        ];
+        let reg = vec![count, check("d::node", D, ScopeKind::PerGpu, &[])];
         let p = plan(&reg, &[0], Tier::Quick).unwrap();
         assert!(p.instances.iter().all(|i| i.deps.is_empty()));
     }
 
     #[test]
     fn tier_filters_and_unknown_deps_and_cycles_are_reported() {
-        let mut slow = check("hip::stress", Layer::Hip, ScopeKind::PerGpu, &[]);
+        let mut slow = check("d::stress", D, ScopeKind::PerGpu, &[]);
         slow.tier = Tier::Extended;
-        let reg = vec![
-            check("pci::present", Layer::Pci, ScopeKind::Node, &[]),
-            slow,
-        ];
+        let reg = vec![check("a::present", A, ScopeKind::Node, &[]), slow];
         assert_eq!(plan(&reg, &[0], Tier::Quick).unwrap().instances.len(), 1);
         assert_eq!(plan(&reg, &[0], Tier::Extended).unwrap().instances.len(), 2);
 
-        let bad = vec![check("a::x", Layer::Pci, ScopeKind::Node, &["b::y"])];
+        let bad = vec![check("a::x", A, ScopeKind::Node, &["b::y"])];
         assert!(matches!(
             plan(&bad, &[], Tier::Quick),
             Err(PlanError::UnknownDependency { .. })
         ));
 
         let cyc = vec![
-            check("pci::a", Layer::Pci, ScopeKind::Node, &["kfd::b"]),
-            check("kfd::b", Layer::Kfd, ScopeKind::Node, &[]),
+            check("a::a", A, ScopeKind::Node, &["d::b"]),
+            check("d::b", D, ScopeKind::Node, &[]),
         ];
         assert!(matches!(
             plan(&cyc, &[], Tier::Quick),
@@ -309,8 +322,8 @@ mod tests {
         ));
 
         let dup = vec![
-            check("a::x", Layer::Pci, ScopeKind::Node, &[]),
-            check("a::x", Layer::Kfd, ScopeKind::Node, &[]),
+            check("a::x", A, ScopeKind::Node, &[]),
+            check("a::x", D, ScopeKind::Node, &[]),
         ];
         assert_eq!(
             plan(&dup, &[], Tier::Quick).err(),
@@ -321,20 +334,62 @@ mod tests {
     #[test]
     fn node_check_depending_on_per_gpu_check_waits_for_every_gpu() {
         let reg = vec![
-            check("hip::smoke", Layer::Hip, ScopeKind::PerGpu, &[]),
-            check(
-                "rccl::allreduce",
-                Layer::Rccl,
-                ScopeKind::Node,
-                &["hip::smoke"],
-            ),
+            check("d::smoke", D, ScopeKind::PerGpu, &[]),
+            check("e::allreduce", E, ScopeKind::Node, &["d::smoke"]),
         ];
         let p = plan(&reg, &[0, 1, 2], Tier::Quick).unwrap();
         let rccl = p
             .instances
             .iter()
-            .find(|i| i.test_id == "node.rccl.allreduce")
+            .find(|i| i.test_id == "node.e.allreduce")
             .unwrap();
         assert_eq!(rccl.deps.len(), 3);
+    }
+
+    #[test]
+    fn gating_follows_the_rank_whatever_the_names() {
+        // Names sort the other way round from ranks: the ranks decide.
+        let (top, bottom) = (Layer::new("aa", 1), Layer::new("zz", 0));
+        let reg = vec![
+            check("aa::up", top, ScopeKind::Node, &[]),
+            check("zz::down", bottom, ScopeKind::Node, &[]),
+        ];
+        let p = plan(&reg, &[], Tier::Quick).unwrap();
+        let order: Vec<&str> = p.instances.iter().map(|i| i.test_id.as_str()).collect();
+        assert_eq!(order, ["node.zz.down", "node.aa.up"]);
+        assert_eq!(ids(&p, &p.instances[1].deps), ["node.zz.down"]);
+    }
+
+    #[test]
+    fn a_layer_declared_two_ways_is_refused() {
+        let twice = Layer::new("a", 3);
+        let reg = vec![
+            check("a::x", A, ScopeKind::Node, &[]),
+            check("a::y", twice, ScopeKind::Node, &[]),
+        ];
+        let err = plan(&reg, &[], Tier::Quick).err().unwrap();
+        assert_eq!(
+            err,
+            PlanError::LayerConflict {
+                first: A,
+                second: twice
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "layers a (rank 0) and a (rank 3) conflict: each layer needs a name and a rank of its own"
+        );
+        let shared = Layer::new("other", 1);
+        let reg = vec![
+            check("b::x", B, ScopeKind::Node, &[]),
+            check("other::y", shared, ScopeKind::Node, &[]),
+        ];
+        assert_eq!(
+            plan(&reg, &[], Tier::Quick).err(),
+            Some(PlanError::LayerConflict {
+                first: B,
+                second: shared
+            })
+        );
     }
 }

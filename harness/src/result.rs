@@ -1,21 +1,23 @@
 //! What a run produced: one result per check instance, plus the identity of
 //! each scope.
 
-use crate::model::{Layer, Scope, Tier};
+use crate::model::{Layer, Scope, Tier, UnknownLayer};
 use crate::verdict::{Finding, Metric, SkipReason, Status};
 use serde::{Deserialize, Serialize, Serializer};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-/// The outcome of one check instance.
+/// The outcome of one check instance. `L` is how the layer is held: a
+/// [`Layer`] in a run, its name as text in a result read back from a saved
+/// report ([`SavedResult`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CheckResult {
+pub struct CheckResult<L = Layer> {
     /// Test id: `<scope>.<layer>.<name>`.
     pub id: String,
     /// The check's id: `<layer>::<name>`.
     pub check: String,
     /// The layer.
-    pub layer: Layer,
+    pub layer: L,
     /// Node or GPU.
     pub scope: Scope,
     /// The outcome.
@@ -53,12 +55,40 @@ pub struct CheckResult {
     pub facts: BTreeMap<String, String>,
 }
 
-impl CheckResult {
+impl<L> CheckResult<L> {
     /// The check's name without its layer.
     pub fn name(&self) -> &str {
         self.check
             .split_once("::")
             .map_or(self.check.as_str(), |(_, n)| n)
+    }
+}
+
+/// A result read back from a saved JSON report. Its layer stays the name
+/// as written: a report carries no ranks, and a report from another
+/// release may name a layer this one does not know.
+pub type SavedResult = CheckResult<String>;
+
+impl SavedResult {
+    /// The result with its layer found among `layers` (the stack's layers,
+    /// bottom-up), or the error naming the layer `layers` lacks.
+    pub fn resolve(self, layers: &[Layer]) -> Result<CheckResult, UnknownLayer> {
+        Ok(CheckResult {
+            layer: Layer::named(&self.layer, layers)?,
+            id: self.id,
+            check: self.check,
+            scope: self.scope,
+            status: self.status,
+            message: self.message,
+            finding: self.finding,
+            skip_reason: self.skip_reason,
+            advisory: self.advisory,
+            blocked_by: self.blocked_by,
+            duration: self.duration,
+            output: self.output,
+            metrics: self.metrics,
+            facts: self.facts,
+        })
     }
 }
 
@@ -122,6 +152,12 @@ impl RunReport {
         scopes.sort();
         scopes.dedup();
         scopes
+    }
+
+    /// The layers present in the results, bottom-up.
+    pub fn layers(&self) -> Vec<Layer> {
+        let present: BTreeSet<Layer> = self.results.iter().map(|r| r.layer).collect();
+        present.into_iter().collect()
     }
 
     /// Properties of a scope: its identity, then the facts its checks learned.
@@ -190,5 +226,80 @@ impl RunReport {
                 .iter()
                 .all(|r| matches!(r.status, Status::Pass | Status::Skipped))
             && (!self.strict || self.unverified().is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::test_stack::{self, A, B, C};
+    use crate::verdict::Finding;
+
+    fn result(id: &str, layer: Layer, status: Status, advisory: bool) -> CheckResult {
+        CheckResult {
+            id: id.into(),
+            check: id.into(),
+            layer,
+            scope: Scope::Node,
+            status,
+            message: String::new(),
+            finding: (status == Status::Fail).then(|| Finding::new("x", "broken", "fix")),
+            skip_reason: None,
+            advisory,
+            blocked_by: None,
+            duration: Duration::ZERO,
+            output: String::new(),
+            metrics: Vec::new(),
+            facts: BTreeMap::new(),
+        }
+    }
+
+    fn report(results: Vec<CheckResult>) -> RunReport {
+        RunReport {
+            tier: Tier::Quick,
+            started_at: chrono::Local::now(),
+            duration: Duration::ZERO,
+            results,
+            scopes: Vec::new(),
+            interrupted: None,
+            strict: false,
+        }
+    }
+
+    #[test]
+    fn layers_and_the_first_failing_one_go_by_rank() {
+        let r = report(vec![
+            result("c", C, Status::Fail, false),
+            result("b", B, Status::Fail, true),
+            result("a", A, Status::Pass, false),
+            result("c2", C, Status::Pass, false),
+        ]);
+        assert_eq!(r.layers(), [A, B, C]);
+        // The lowest fault that stops the stack, not the lowest advisory.
+        assert_eq!(r.first_failing_layer(None), Some(C));
+        let advisory_only = report(vec![
+            result("c", C, Status::Fail, true),
+            result("b", B, Status::Fail, true),
+        ]);
+        assert_eq!(advisory_only.first_failing_layer(None), Some(B));
+    }
+
+    #[test]
+    fn a_saved_result_keeps_its_layer_as_text_until_resolved() {
+        let json = serde_json::to_string(&result("node.b.x", B, Status::Pass, false)).unwrap();
+        let saved: SavedResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(saved.layer, "b");
+        assert_eq!(
+            saved.clone().resolve(test_stack::ALL),
+            Ok(result("node.b.x", B, Status::Pass, false))
+        );
+        // A layer this stack does not have is an error value.
+        let err = saved.resolve(&[A, C]).unwrap_err();
+        assert_eq!(err.name, "b");
+        assert_eq!(err.known, "a, c");
+        // A layer that is not text is a parse error.
+        let bad = json.replace(r#""layer":"b""#, r#""layer":7"#);
+        assert_ne!(bad, json);
+        assert!(serde_json::from_str::<SavedResult>(&bad).is_err());
     }
 }

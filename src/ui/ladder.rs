@@ -59,10 +59,7 @@ fn paint(style: Style, mark: Option<Mark>, padded: &str) -> String {
 /// Renders the ladder, grouping consecutive GPUs with identical rows when the
 /// node has many (a 64-partition node stays readable).
 pub fn ladder(report: &RunReport, style: Style) -> String {
-    let layers: Vec<Layer> = Layer::ALL
-        .into_iter()
-        .filter(|l| report.results.iter().any(|r| r.layer == *l))
-        .collect();
+    let layers = report.layers();
     let mut rows: Vec<(Scope, Vec<Option<Mark>>, String)> = Vec::new();
     for scope in report.scope_list() {
         let mine: Vec<&CheckResult> = report.results.iter().filter(|r| r.scope == scope).collect();

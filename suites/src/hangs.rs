@@ -85,14 +85,14 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocgate_harness::Layer;
+    use crate::stack;
     use std::time::Duration;
 
     fn result(id: &str, check: &str, scope: Scope, status: Status) -> CheckResult {
         CheckResult {
             id: id.into(),
             check: check.into(),
-            layer: Layer::Hsa,
+            layer: stack::HSA,
             scope,
             status,
             message: String::new(),

@@ -1,7 +1,8 @@
 //! rocgate's layer suites.
 //!
-//! [`facts`] reads the node through a sysroot; [`layers`] holds one module
-//! per layer whose checks turn those facts into verdicts with findings;
+//! [`stack`] names the ROCm layers and their order; [`facts`] reads the node
+//! through a sysroot; [`layers`] holds one module per layer whose checks
+//! turn those facts into verdicts with findings;
 //! [`inventory`] describes the node for humans and machines.
 
 pub mod cargo_test;
@@ -17,6 +18,7 @@ pub mod reference;
 pub mod runtime;
 pub mod session;
 pub mod snapshot;
+pub mod stack;
 pub mod thresholds;
 pub mod vendor_messages;
 pub mod versions;

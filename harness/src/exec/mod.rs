@@ -166,6 +166,7 @@ pub fn execute<C: Send + Sync + 'static>(
 mod tests {
     use super::*;
     use crate::check::Check;
+    use crate::model::test_stack::{A, B, C, D, E};
     use crate::model::{Layer, Scope, ScopeKind, Tier};
     use crate::plan::plan;
     use crate::verdict::{Finding, Status, Verdict};
@@ -216,55 +217,49 @@ mod tests {
     #[test]
     fn a_failure_blocks_the_same_gpu_above_and_not_the_others() {
         let reg = vec![
-            check("pci::a", Layer::Pci, ScopeKind::PerGpu, fail_on_gpu1),
-            check("amdgpu::b", Layer::Amdgpu, ScopeKind::PerGpu, |_, _| {
-                Ok(Verdict::pass("ok"))
-            }),
-            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
-                Ok(Verdict::pass("ok"))
-            }),
+            check("a::a", A, ScopeKind::PerGpu, fail_on_gpu1),
+            check("b::b", B, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
+            check("c::c", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
         ];
         let rs = run(&reg, &[0, 1, 2], &ExecOptions::default());
-        assert_eq!(status(&rs, "gpu1.pci.a"), Status::Fail);
-        assert_eq!(status(&rs, "gpu1.amdgpu.b"), Status::Blocked);
-        let c = rs.iter().find(|r| r.id == "gpu1.kfd.c").unwrap();
+        assert_eq!(status(&rs, "gpu1.a.a"), Status::Fail);
+        assert_eq!(status(&rs, "gpu1.b.b"), Status::Blocked);
+        let c = rs.iter().find(|r| r.id == "gpu1.c.c").unwrap();
         assert_eq!(c.status, Status::Blocked);
-        assert_eq!(c.blocked_by.as_deref(), Some("gpu1.pci.a"));
-        assert_eq!(c.message, "blocked by gpu1.pci.a: gpu1 is broken");
-        assert_eq!(status(&rs, "gpu0.kfd.c"), Status::Pass);
-        assert_eq!(status(&rs, "gpu2.kfd.c"), Status::Pass);
+        assert_eq!(c.blocked_by.as_deref(), Some("gpu1.a.a"));
+        assert_eq!(c.message, "blocked by gpu1.a.a: gpu1 is broken");
+        assert_eq!(status(&rs, "gpu0.c.c"), Status::Pass);
+        assert_eq!(status(&rs, "gpu2.c.c"), Status::Pass);
     }
 
     #[test]
     fn no_gate_runs_everything() {
         let reg = vec![
-            check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
+            check("a::a", A, ScopeKind::Node, |_, _| {
                 Ok(Verdict::fail(Finding::new("x", "broken", "fix")))
             }),
-            check("kfd::c", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
-                Ok(Verdict::pass("ok"))
-            }),
+            check("c::c", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
         ];
         let opts = ExecOptions {
             gate: false,
             ..ExecOptions::default()
         };
         let rs = run(&reg, &[0, 1], &opts);
-        assert_eq!(status(&rs, "gpu0.kfd.c"), Status::Pass);
+        assert_eq!(status(&rs, "gpu0.c.c"), Status::Pass);
         let gated = run(&reg, &[0, 1], &ExecOptions::default());
-        assert_eq!(status(&gated, "gpu0.kfd.c"), Status::Blocked);
+        assert_eq!(status(&gated, "gpu0.c.c"), Status::Blocked);
     }
 
     #[test]
     fn hung_check_times_out_and_others_finish() {
         let reg = vec![
-            check("pci::hang", Layer::Pci, ScopeKind::PerGpu, |_, s| {
+            check("a::hang", A, ScopeKind::PerGpu, |_, s| {
                 if s == Scope::Gpu(0) {
                     thread::sleep(Duration::from_secs(30));
                 }
                 Ok(Verdict::pass("ok"))
             }),
-            check("kfd::after", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
+            check("c::after", C, ScopeKind::PerGpu, |_, _| {
                 Ok(Verdict::pass("ok"))
             }),
         ];
@@ -275,18 +270,16 @@ mod tests {
         let start = Instant::now();
         let rs = run(&reg, &[0, 1, 2], &opts);
         assert!(start.elapsed() < Duration::from_secs(5));
-        assert_eq!(status(&rs, "gpu0.pci.hang"), Status::Timeout);
-        let after = rs.iter().find(|r| r.id == "gpu0.kfd.after").unwrap();
+        assert_eq!(status(&rs, "gpu0.a.hang"), Status::Timeout);
+        let after = rs.iter().find(|r| r.id == "gpu0.c.after").unwrap();
         assert_eq!(after.status, Status::Blocked);
         assert!(
-            after
-                .message
-                .contains("GPU unresponsive after gpu0.pci.hang"),
+            after.message.contains("GPU unresponsive after gpu0.a.hang"),
             "{}",
             after.message
         );
         // The replacement worker ran the other GPUs' checks.
-        assert_eq!(status(&rs, "gpu2.kfd.after"), Status::Pass);
+        assert_eq!(status(&rs, "gpu2.c.after"), Status::Pass);
     }
 
     #[test]
@@ -295,7 +288,7 @@ mod tests {
         fn boom(_: &(), _: Scope) -> crate::check::Outcome {
             panic!("parser bug")
         }
-        let mut boom = check("pci::boom", Layer::Pci, ScopeKind::Node, boom);
+        let mut boom = check("a::boom", A, ScopeKind::Node, boom);
         // The panic is the point, not the time: with RUST_BACKTRACE set, the
         // hook symbolises a backtrace first, which on a loaded machine takes
         // longer than the other checks' short timeout.
@@ -308,12 +301,8 @@ mod tests {
     #[test]
     fn interruption_skips_what_did_not_run() {
         let reg = vec![
-            check("pci::a", Layer::Pci, ScopeKind::Node, |_, _| {
-                Ok(Verdict::pass("ok"))
-            }),
-            check("kfd::b", Layer::Kfd, ScopeKind::PerGpu, |_, _| {
-                Ok(Verdict::pass("ok"))
-            }),
+            check("a::a", A, ScopeKind::Node, |_, _| Ok(Verdict::pass("ok"))),
+            check("c::b", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
         ];
         let opts = ExecOptions::default();
         opts.interrupt.store(2, Ordering::SeqCst);
@@ -370,8 +359,8 @@ mod tests {
     #[test]
     fn a_bounded_number_of_scopes_start_their_worker_at_once() {
         let reg = vec![
-            isolated("hsa::a", Layer::Hsa, ScopeKind::PerGpu),
-            isolated("hsa::b", Layer::Hsa, ScopeKind::PerGpu),
+            isolated("d::a", D, ScopeKind::PerGpu),
+            isolated("d::b", D, ScopeKind::PerGpu),
         ];
         let rec = recorder("none");
         let opts = ExecOptions {
@@ -389,41 +378,41 @@ mod tests {
     #[test]
     fn a_node_wide_hang_in_a_worker_spares_the_gpus_own_workers() {
         let reg = vec![
-            isolated("hsa::init", Layer::Hsa, ScopeKind::Node),
+            isolated("d::init", D, ScopeKind::Node),
             Check {
-                deps: &["hsa::init"],
-                ..isolated("hsa::agents", Layer::Hsa, ScopeKind::Node)
+                deps: &["d::init"],
+                ..isolated("d::agents", D, ScopeKind::Node)
             },
             Check {
-                deps: &["hsa::init"],
-                ..isolated("hsa::agent", Layer::Hsa, ScopeKind::PerGpu)
+                deps: &["d::init"],
+                ..isolated("d::agent", D, ScopeKind::PerGpu)
             },
-            isolated("hip::device", Layer::Hip, ScopeKind::PerGpu),
+            isolated("e::device", E, ScopeKind::PerGpu),
         ];
         let opts = ExecOptions {
-            isolator: Some(recorder("hsa::init")),
+            isolator: Some(recorder("d::init")),
             ..ExecOptions::default()
         };
         let rs = run(&reg, &[0, 1], &opts);
-        assert_eq!(status(&rs, "node.hsa.init"), Status::Timeout);
+        assert_eq!(status(&rs, "node.d.init"), Status::Timeout);
         // Node checks share the hung worker's scope: blocked.
-        assert_eq!(status(&rs, "node.hsa.agents"), Status::Blocked);
+        assert_eq!(status(&rs, "node.d.agents"), Status::Blocked);
         // Each GPU's checks run in their own workers, through the node's hang
         // and through node checks blocked only by it.
-        for id in ["gpu0.hsa.agent", "gpu1.hip.device"] {
+        for id in ["gpu0.d.agent", "gpu1.e.device"] {
             assert_eq!(status(&rs, id), Status::Pass, "{id}");
         }
         // Without worker processes a hang is shared: everything above blocks.
         let reg = vec![
-            check("hsa::init", Layer::Hsa, ScopeKind::Node, |_, _| {
+            check("d::init", D, ScopeKind::Node, |_, _| {
                 thread::sleep(Duration::from_secs(5));
                 Ok(Verdict::pass("late"))
             }),
-            check("hip::device", Layer::Hip, ScopeKind::PerGpu, |_, _| {
+            check("e::device", E, ScopeKind::PerGpu, |_, _| {
                 Ok(Verdict::pass("ok"))
             }),
         ];
         let rs = run(&reg, &[0], &ExecOptions::default());
-        assert_eq!(status(&rs, "gpu0.hip.device"), Status::Blocked);
+        assert_eq!(status(&rs, "gpu0.e.device"), Status::Blocked);
     }
 }

@@ -5,7 +5,8 @@ use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::facts::NodeFacts;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 
 /// The amdgpu layer's checks (causes first: blacklist and DKMS before the
 /// module state they explain).
@@ -15,7 +16,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "amdgpu::blacklist",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::Node,
                 "amdgpu is not disabled on the kernel command line or in modprobe.d",
                 blacklist,
@@ -25,7 +26,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "amdgpu::dkms",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::Node,
                 "an installed DKMS amdgpu is built for the running kernel",
                 dkms,
@@ -33,7 +34,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         },
         check(
             "amdgpu::module_live",
-            Layer::Amdgpu,
+            stack::AMDGPU,
             ScopeKind::Node,
             "the amdgpu module is loaded and initialised (initstate live)",
             module_live,
@@ -43,7 +44,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "amdgpu::driver_version",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::Node,
                 "the loaded amdgpu identifies its build (DKMS version or inbox srcversion)",
                 driver_version,
@@ -53,7 +54,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::bound",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::PerGpu,
                 "amdgpu drives this GPU (its PCI function is bound to amdgpu)",
                 bound,
@@ -63,7 +64,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::render_node",
-                Layer::Amdgpu,
+                stack::AMDGPU,
                 ScopeKind::PerGpu,
                 "the GPU's render node /dev/dri/renderD<minor> exists",
                 render_node,

@@ -5,7 +5,8 @@
 use crate::compat::{Evaluation, Fit, evaluate};
 use crate::context::NodeContext;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 
 /// The compat layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
@@ -13,7 +14,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         gates: false,
         ..super::check(
             "compat::combination",
-            Layer::Compat,
+            stack::COMPAT,
             ScopeKind::Node,
             "the node's GPUs, amdgpu driver, OS and kernel are supported by its ROCm release (compatibility matrix)",
             combination,

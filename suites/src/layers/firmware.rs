@@ -7,7 +7,8 @@ use crate::facts::NodeFacts;
 use crate::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent, KernelLog};
 use crate::facts::pci::parse_hex;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 
 /// The firmware layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
@@ -17,7 +18,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::kernel_log",
-                Layer::Firmware,
+                stack::FIRMWARE,
                 ScopeKind::Node,
                 "the kernel log has no firmware or PSP errors that name no GPU",
                 kernel_log,
@@ -27,7 +28,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::init_errors",
-                Layer::Firmware,
+                stack::FIRMWARE,
                 ScopeKind::PerGpu,
                 "amdgpu did not abandon this GPU's init over firmware (kernel log)",
                 init_errors,
@@ -38,7 +39,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "firmware::load_errors",
-                Layer::Firmware,
+                stack::FIRMWARE,
                 ScopeKind::PerGpu,
                 "every firmware file amdgpu requested for this GPU loaded (kernel log)",
                 load_errors,
@@ -48,7 +49,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: super::NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::versions",
-                Layer::Firmware,
+                stack::FIRMWARE,
                 ScopeKind::PerGpu,
                 "amdgpu reports this GPU's firmware versions (fw_version/*, vbios_version)",
                 versions,

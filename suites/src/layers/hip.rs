@@ -5,7 +5,8 @@ use super::isolated;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{
     DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys,
 };
@@ -19,7 +20,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         isolated(
             "hip::runtime",
-            Layer::Hip,
+            stack::HIP,
             ScopeKind::Node,
             &[],
             30,
@@ -28,7 +29,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hip::device_count",
-            Layer::Hip,
+            stack::HIP,
             ScopeKind::Node,
             &["hip::runtime"],
             60,
@@ -37,7 +38,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hip::device",
-            Layer::Hip,
+            stack::HIP,
             ScopeKind::PerGpu,
             &["hip::device_count"],
             30,
@@ -46,7 +47,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hip::memcpy",
-            Layer::Hip,
+            stack::HIP,
             ScopeKind::PerGpu,
             NEEDS_DEVICE,
             60,
@@ -55,7 +56,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hip::module_load",
-            Layer::Hip,
+            stack::HIP,
             ScopeKind::PerGpu,
             NEEDS_DEVICE,
             60,
@@ -64,7 +65,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hip::vector_add",
-            Layer::Hip,
+            stack::HIP,
             ScopeKind::PerGpu,
             &["hip::module_load", "hip::memcpy"],
             60,
@@ -73,7 +74,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hip::hiprtc",
-            Layer::Hip,
+            stack::HIP,
             ScopeKind::PerGpu,
             NEEDS_DEVICE,
             180,
@@ -85,7 +86,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..isolated(
                 "hip::bandwidth",
-                Layer::Hip,
+                stack::HIP,
                 ScopeKind::PerGpu,
                 &["hip::memcpy"],
                 120,

@@ -5,7 +5,8 @@ use super::isolated;
 use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use crate::findings::{Code, codes};
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_rocm::hsa::sys::{self, Agent, KernelDispatchPacket};
 use rocgate_rocm::hsa::{
     AgentInfo, Executable, Hsa, HsaError, PoolInfo, PoolMemory, Queue, Signal,
@@ -21,7 +22,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         isolated(
             "hsa::runtime",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::Node,
             &[],
             30,
@@ -30,7 +31,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::init",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::Node,
             &["hsa::runtime"],
             60,
@@ -39,7 +40,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::agents",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::Node,
             NEEDS_INIT,
             30,
@@ -48,7 +49,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::agent",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::PerGpu,
             NEEDS_INIT,
             30,
@@ -57,7 +58,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::memory_pools",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::PerGpu,
             NEEDS_AGENT,
             30,
@@ -66,7 +67,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::queue",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::PerGpu,
             NEEDS_AGENT,
             30,
@@ -75,7 +76,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::signal",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::PerGpu,
             NEEDS_AGENT,
             30,
@@ -84,7 +85,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::code_object",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::PerGpu,
             NEEDS_AGENT,
             60,
@@ -93,7 +94,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::dispatch",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::PerGpu,
             &[
                 "hsa::queue",
@@ -107,7 +108,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         isolated(
             "hsa::copy",
-            Layer::Hsa,
+            stack::HSA,
             ScopeKind::PerGpu,
             &["hsa::memory_pools"],
             60,

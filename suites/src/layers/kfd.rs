@@ -7,8 +7,9 @@ use crate::facts::NodeFacts;
 use crate::facts::gpus::{Gpu, function_zero};
 use crate::facts::kfd::{KfdNode, TOPOLOGY};
 use crate::findings::codes;
+use crate::stack;
 use rocgate_harness::sysroot::ReadErrorKind;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The kfd layer's checks.
@@ -16,7 +17,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         check(
             "kfd::dev_kfd",
-            Layer::Kfd,
+            stack::KFD,
             ScopeKind::Node,
             "/dev/kfd exists",
             dev_kfd,
@@ -25,7 +26,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: &["kfd::dev_kfd"],
             ..check(
                 "kfd::dev_kfd_access",
-                Layer::Kfd,
+                stack::KFD,
                 ScopeKind::Node,
                 "the current user can open /dev/kfd read-write",
                 dev_kfd_access,
@@ -33,7 +34,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         },
         check(
             "kfd::topology",
-            Layer::Kfd,
+            stack::KFD,
             ScopeKind::Node,
             "the KFD topology is readable and lists at least one GPU",
             topology,
@@ -43,7 +44,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: &["kfd::topology"],
             ..check(
                 "kfd::partitions",
-                Layer::Kfd,
+                stack::KFD,
                 ScopeKind::Node,
                 "partitions sharing a unique_id sit on one PCI device with one gfx target",
                 partitions,
@@ -53,7 +54,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: &["kfd::topology"],
             ..check(
                 "kfd::topology_node",
-                Layer::Kfd,
+                stack::KFD,
                 ScopeKind::PerGpu,
                 "the GPU has a KFD topology node",
                 topology_node,
@@ -63,7 +64,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: &["kfd::dev_kfd_access"],
             ..check(
                 "kfd::render_access",
-                Layer::Kfd,
+                stack::KFD,
                 ScopeKind::PerGpu,
                 "the current user can open the GPU's render node read-write (ROCr needs it with /dev/kfd)",
                 render_access,
@@ -73,7 +74,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: &["kfd::topology_node"],
             ..check(
                 "kfd::gfx_target",
-                Layer::Kfd,
+                stack::KFD,
                 ScopeKind::PerGpu,
                 "the GPU's gfx target is known (gfx_target_version, or the device id on old kernels)",
                 gfx_target,
@@ -83,7 +84,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: &["kfd::topology_node"],
             ..check(
                 "kfd::compute_units",
-                Layer::Kfd,
+                stack::KFD,
                 ScopeKind::PerGpu,
                 "KFD reports compute units for the GPU (simd_count / simd_per_cu > 0)",
                 compute_units,
@@ -93,7 +94,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             deps: &["kfd::topology_node"],
             ..check(
                 "kfd::render_minor",
-                Layer::Kfd,
+                stack::KFD,
                 ScopeKind::PerGpu,
                 "KFD's drm_render_minor is non-zero and matches the GPU's DRM render node",
                 render_minor,

@@ -6,7 +6,8 @@ use super::isolated;
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
 use crate::reference::{self, ConvShape, Dtype};
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, HipError};
 use rocgate_rocm::miopen::{DataType, MiopenError, MiopenHandle};
 use std::path::PathBuf;
@@ -24,7 +25,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..super::check(
                 "miopen::databases",
-                Layer::Miopen,
+                stack::MIOPEN,
                 ScopeKind::Node,
                 "MIOpen's user database and kernel cache directories are writable",
                 databases,
@@ -34,7 +35,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "miopen::runtime",
-                Layer::Miopen,
+                stack::MIOPEN,
                 ScopeKind::Node,
                 &[],
                 TIMEOUT_S,
@@ -46,7 +47,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "miopen::handle",
-                Layer::Miopen,
+                stack::MIOPEN,
                 ScopeKind::PerGpu,
                 &["miopen::runtime"],
                 TIMEOUT_S,
@@ -58,7 +59,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "miopen::conv_fp32",
-                Layer::Miopen,
+                stack::MIOPEN,
                 ScopeKind::PerGpu,
                 &["miopen::handle"],
                 TIMEOUT_S,
@@ -70,7 +71,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "miopen::conv_fp16",
-                Layer::Miopen,
+                stack::MIOPEN,
                 ScopeKind::PerGpu,
                 &["miopen::handle"],
                 TIMEOUT_S,

@@ -4,7 +4,8 @@ use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::facts::pci::PCI_DEVICES;
 use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use std::collections::BTreeMap;
 
 /// The pci layer's checks.
@@ -12,7 +13,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         check(
             "pci::amd_gpu_present",
-            Layer::Pci,
+            stack::PCI,
             ScopeKind::Node,
             "at least one AMD GPU (vendor 0x1002, display or accelerator class) is on the PCI bus",
             amd_gpu_present,
@@ -21,7 +22,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "pci::gpu_count",
-                Layer::Pci,
+                stack::PCI,
                 ScopeKind::Node,
                 "the PCI bus holds at least the expected number of GPUs (--expect-gpus)",
                 gpu_count,
@@ -29,14 +30,14 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         },
         check(
             "pci::identity",
-            Layer::Pci,
+            stack::PCI,
             ScopeKind::PerGpu,
             "the GPU is a PCI function with a readable vendor, device and class",
             identity,
         ),
         check(
             "pci::driver_binding",
-            Layer::Pci,
+            stack::PCI,
             ScopeKind::PerGpu,
             "the GPU is not claimed by a driver other than amdgpu (vfio-pci, pci-stub)",
             driver_binding,
@@ -45,7 +46,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "pci::link_width",
-                Layer::Pci,
+                stack::PCI,
                 ScopeKind::PerGpu,
                 "the PCIe link runs at the device's full width",
                 link_width,

@@ -7,7 +7,8 @@ use crate::context::NodeContext;
 use crate::facts::gpus::{Gpu, function_zero};
 use crate::facts::kfd::{LINK_TYPE_PCIE, LINK_TYPE_XGMI};
 use crate::findings::{Code, codes};
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, Stream};
 use rocgate_rocm::rccl::Comms;
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,7 +21,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..check(
                 "rccl::interconnect",
-                Layer::Rccl,
+                stack::RCCL,
                 ScopeKind::Node,
                 "every pair of GPUs in an XGMI hive has an enabled XGMI link, and peer-to-peer DMA is enabled",
                 interconnect,
@@ -30,7 +31,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "rccl::runtime",
-                Layer::Rccl,
+                stack::RCCL,
                 ScopeKind::Node,
                 &[],
                 60,
@@ -42,7 +43,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "rccl::allreduce",
-                Layer::Rccl,
+                stack::RCCL,
                 ScopeKind::Node,
                 &["rccl::runtime", "hip::device"],
                 120,
@@ -55,7 +56,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..isolated(
                 "rccl::allreduce_throughput",
-                Layer::Rccl,
+                stack::RCCL,
                 ScopeKind::Node,
                 &["rccl::allreduce"],
                 300,

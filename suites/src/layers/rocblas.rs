@@ -7,7 +7,8 @@ use crate::context::NodeContext;
 use crate::facts::gpus::Gpu;
 use crate::findings::{Code, codes};
 use crate::reference::{self, Dtype};
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
 use rocgate_rocm::rocblas::{BlasError, BlasHandle, DataType};
 use std::sync::Arc;
@@ -23,7 +24,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "rocblas::runtime",
-                Layer::Rocblas,
+                stack::ROCBLAS,
                 ScopeKind::Node,
                 &[],
                 TIMEOUT_S,
@@ -35,7 +36,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "rocblas::handle",
-                Layer::Rocblas,
+                stack::ROCBLAS,
                 ScopeKind::PerGpu,
                 &["rocblas::runtime"],
                 TIMEOUT_S,
@@ -47,7 +48,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "rocblas::sgemm",
-                Layer::Rocblas,
+                stack::ROCBLAS,
                 ScopeKind::PerGpu,
                 &["rocblas::handle"],
                 TIMEOUT_S,
@@ -59,7 +60,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "rocblas::dgemm",
-                Layer::Rocblas,
+                stack::ROCBLAS,
                 ScopeKind::PerGpu,
                 &["rocblas::handle"],
                 TIMEOUT_S,
@@ -71,7 +72,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "rocblas::hgemm",
-                Layer::Rocblas,
+                stack::ROCBLAS,
                 ScopeKind::PerGpu,
                 &["rocblas::handle"],
                 TIMEOUT_S,
@@ -83,7 +84,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             tier: Tier::Standard,
             ..isolated(
                 "rocblas::bf16gemm",
-                Layer::Rocblas,
+                stack::ROCBLAS,
                 ScopeKind::PerGpu,
                 &["rocblas::handle"],
                 TIMEOUT_S,
@@ -96,7 +97,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             gates: false,
             ..isolated(
                 "rocblas::gemm_throughput",
-                Layer::Rocblas,
+                stack::ROCBLAS,
                 ScopeKind::PerGpu,
                 &["rocblas::sgemm"],
                 TIMEOUT_S,

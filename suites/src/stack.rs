@@ -1,0 +1,70 @@
+//! The ROCm stack rocgate validates, bottom-up. The engine knows a layer
+//! only as a name and a rank; this is where the layers get their meaning
+//! and their order, which gating, diagnoses and reports follow.
+
+use rocgate_harness::Layer;
+
+/// Silicon on the PCI bus.
+pub const PCI: Layer = Layer::new("pci", 0);
+/// Microcode loaded by amdgpu at probe.
+pub const FIRMWARE: Layer = Layer::new("firmware", 1);
+/// The DRM kernel driver.
+pub const AMDGPU: Layer = Layer::new("amdgpu", 2);
+/// The compute kernel driver (amdkfd) and its topology.
+pub const KFD: Layer = Layer::new("kfd", 3);
+/// Whether the node's versions (firmware, driver, kernel, OS, ROCm) are a
+/// supported combination.
+pub const COMPAT: Layer = Layer::new("compat", 4);
+/// The ROCr/HSA runtime.
+pub const HSA: Layer = Layer::new("hsa", 5);
+/// The HIP runtime.
+pub const HIP: Layer = Layer::new("hip", 6);
+/// rocBLAS.
+pub const ROCBLAS: Layer = Layer::new("rocblas", 7);
+/// MIOpen.
+pub const MIOPEN: Layer = Layer::new("miopen", 8);
+/// RCCL collectives.
+pub const RCCL: Layer = Layer::new("rccl", 9);
+
+/// Every layer, bottom-up: what turns a layer named in a saved report back
+/// into a [`Layer`] ([`rocgate_harness::SavedResult::resolve`]).
+pub const LAYERS: &[Layer] = &[
+    PCI, FIRMWARE, AMDGPU, KFD, COMPAT, HSA, HIP, ROCBLAS, MIOPEN, RCCL,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn layers_are_listed_bottom_up_with_names_and_ranks_of_their_own() {
+        for (i, l) in LAYERS.iter().enumerate() {
+            assert_eq!(usize::from(l.rank()), i, "{l}");
+        }
+        let mut sorted = LAYERS.to_vec();
+        sorted.sort();
+        assert_eq!(sorted, LAYERS);
+        let names: BTreeSet<&str> = LAYERS.iter().map(|l| l.as_str()).collect();
+        assert_eq!(names.len(), LAYERS.len());
+        assert_eq!(
+            LAYERS.iter().map(|l| l.as_str()).collect::<Vec<_>>(),
+            [
+                "pci", "firmware", "amdgpu", "kfd", "compat", "hsa", "hip", "rocblas", "miopen",
+                "rccl"
+            ]
+        );
+    }
+
+    #[test]
+    fn every_check_belongs_to_a_layer_of_the_stack() {
+        for c in crate::registry() {
+            assert!(LAYERS.contains(&c.layer), "{}: {}", c.id, c.layer);
+        }
+        for code in crate::findings::codes::ALL {
+            for l in code.layers {
+                assert!(LAYERS.contains(l), "{}: {l}", code.code);
+            }
+        }
+    }
+}
