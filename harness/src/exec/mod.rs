@@ -415,4 +415,69 @@ mod tests {
         let rs = run(&reg, &[0], &ExecOptions::default());
         assert_eq!(status(&rs, "gpu0.e.device"), Status::Blocked);
     }
+
+    /// Seconds of the budget of `reg` over `gpus` under `opts`.
+    fn budget(reg: &[Check<()>], gpus: &[u32], opts: &ExecOptions) -> f64 {
+        let p = plan(reg, gpus, Tier::Quick).unwrap();
+        opts.time_budget(&p).as_secs_f64()
+    }
+
+    #[test]
+    fn the_budget_counts_each_isolated_checks_kill_grace_and_reap() {
+        // Each check times out after 0.3 s; the recorder's grace is 10 ms.
+        let reg = vec![
+            check("a::node", A, ScopeKind::Node, |_, _| {
+                Ok(Verdict::pass("ok"))
+            }),
+            isolated("d::gpu", D, ScopeKind::PerGpu),
+            check("e::gpu", E, ScopeKind::PerGpu, |_, _| {
+                Ok(Verdict::pass("ok"))
+            }),
+        ];
+        let in_process = ExecOptions::default();
+        // No isolator: timeouts only; GPUs side by side count once.
+        assert!((budget(&reg, &[0, 1], &in_process) - 0.9).abs() < 1e-9);
+        let isolating = ExecOptions {
+            isolator: Some(recorder("none")),
+            ..ExecOptions::default()
+        };
+        let expected = 0.9 + 0.010 + REAP_ALLOWANCE.as_secs_f64();
+        assert!((budget(&reg, &[0, 1], &isolating) - expected).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_budget_counts_the_waves_of_worker_start_up() {
+        let reg = vec![isolated("d::gpu", D, ScopeKind::PerGpu)];
+        let one_check = 0.3 + 0.010 + REAP_ALLOWANCE.as_secs_f64();
+        let opts = |max_warming| ExecOptions {
+            isolator: Some(recorder("none")),
+            max_warming,
+            ..ExecOptions::default()
+        };
+        let gpus = [0, 1, 2, 3, 4];
+        // All five start together: one check's worth.
+        assert!((budget(&reg, &gpus, &opts(8)) - one_check).abs() < 1e-9);
+        // Two at a time: three waves, the last GPU waits for two others'
+        // first isolated check.
+        assert!((budget(&reg, &gpus, &opts(2)) - 3.0 * one_check).abs() < 1e-9);
+    }
+
+    #[test]
+    fn scaled_timeouts_saturate_instead_of_overflowing() {
+        let c = check("a::x", A, ScopeKind::Node, |_, _| Ok(Verdict::pass("ok")));
+        for scale in [1e17, 1e308, f64::INFINITY, f64::NAN] {
+            let opts = ExecOptions {
+                timeout_scale: scale,
+                ..ExecOptions::default()
+            };
+            assert!(opts.timeout_of(&c) <= MAX_CHECK_TIMEOUT, "{scale}");
+        }
+        let reg = [c];
+        let p = plan(&reg, &[], Tier::Quick).unwrap();
+        let opts = ExecOptions {
+            timeout_scale: 1e308,
+            ..ExecOptions::default()
+        };
+        assert_eq!(opts.time_budget(&p), MAX_CHECK_TIMEOUT);
+    }
 }
