@@ -11,7 +11,7 @@ use rocgate_rocm::hip::{
     DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys,
 };
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const NEEDS_DEVICE: &[&str] = &["hip::device"];
 
@@ -243,28 +243,13 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Outcome {
     let t = Instant::now();
     dev.download(host.bytes()).map_err(fail)?;
     let d2h = t.elapsed();
-    if host.words() != expected.as_slice() {
-        let i = host
-            .words()
-            .iter()
-            .zip(&expected)
-            .position(|(a, b)| a != b)
-            .unwrap_or(0)
-            * 4;
-        return Err(Verdict::fail(codes::HIP_MEMCPY_CORRUPT.finding(format!(
-            "a {} MiB hipMemcpy round trip came back different at byte {i}",
-            COPY_BYTES >> 20
-        ))));
-    }
-    let gbs = |d: Duration| COPY_BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
-    Ok(Verdict::pass(format!(
-        "{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s",
-        COPY_BYTES >> 20,
-        gbs(h2d),
-        gbs(d2h)
-    ))
-    .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
-    .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
+    super::judge_round_trip(
+        codes::HIP_MEMCPY_CORRUPT,
+        "hipMemcpy round trip",
+        &expected,
+        host.words(),
+        (h2d, d2h),
+    )
 }
 
 /// The embedded code object loaded as a module, or the skip verdict.

@@ -461,25 +461,11 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {
     let d2h = t.elapsed();
     let s = src.host_u32s().map_err(fail)?.to_vec();
     let d = dst.host_u32s().map_err(fail)?;
-    if s.as_slice() != &*d {
-        let i = s
-            .iter()
-            .zip(d.iter())
-            .position(|(a, b)| a != b)
-            .unwrap_or(0);
-        return Err(Verdict::fail(codes::HSA_COPY_CORRUPT.finding(format!(
-            "a {} MiB host->device->host round trip came back different at byte {}",
-            BYTES >> 20,
-            i * 4
-        ))));
-    }
-    let gbs = |d: Duration| BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9;
-    Ok(Verdict::pass(format!(
-        "{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s",
-        BYTES >> 20,
-        gbs(h2d),
-        gbs(d2h)
-    ))
-    .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
-    .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
+    super::judge_round_trip(
+        codes::HSA_COPY_CORRUPT,
+        "host->device->host round trip",
+        &s,
+        d,
+        (h2d, d2h),
+    )
 }

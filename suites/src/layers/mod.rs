@@ -143,6 +143,35 @@ fn judge_floor(ctx: &NodeContext, gpu: &Gpu, metric: &str, measured: f64, unit: 
     .with_metric(metric, measured, unit)
 }
 
+/// A host->device->host copy of `sent` that came back as `got`, the two
+/// directions taking `(h2d, d2h)`: a pass with both bandwidths, or a
+/// `corrupt` failure naming the first byte that differs.
+fn judge_round_trip(
+    corrupt: crate::findings::Code,
+    what: &str,
+    sent: &[u32],
+    got: &[u32],
+    (h2d, d2h): (Duration, Duration),
+) -> Outcome {
+    let bytes = std::mem::size_of_val(sent);
+    if let Some(i) = sent.iter().zip(got).position(|(a, b)| a != b) {
+        return Err(Verdict::fail(corrupt.finding(format!(
+            "a {} MiB {what} came back different at byte {}",
+            bytes >> 20,
+            i * 4
+        ))));
+    }
+    let gbs = |d: Duration| bytes as f64 / d.as_secs_f64().max(1e-9) / 1e9;
+    Ok(Verdict::pass(format!(
+        "{} MiB round trip intact: host->device {:.1} GB/s, device->host {:.1} GB/s",
+        bytes >> 20,
+        gbs(h2d),
+        gbs(d2h)
+    ))
+    .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
+    .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
+}
+
 /// Several sub-results as one verdict: the first failure; else a pass when
 /// every part passed or did not apply; else a skip with the most telling
 /// reason of the parts that did not look (unverifiable before
