@@ -8,8 +8,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use rocgate_harness::{ExecOptions, Sysroot, Tier};
-use rocgate_suites::{RunOptions, Session};
+use rocgate::session::Session;
+use rocgate_harness::{ExecOptions, Tier};
+use rocgate_node::Sysroot;
+use rocgate_suites::RunOptions;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

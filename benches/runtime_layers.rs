@@ -10,9 +10,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use rocgate::session::Session;
+use rocgate_harness::Scope;
 use rocgate_harness::isolate::Isolator;
-use rocgate_harness::{Scope, Sysroot};
-use rocgate_suites::{RunOptions, Session};
+use rocgate_node::Sysroot;
+use rocgate_suites::RunOptions;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;

@@ -1,8 +1,9 @@
 //! Command-line arguments.
 
 use clap::{Args, Parser, Subcommand};
-use rocgate_harness::{Sysroot, Tier};
-use rocgate_suites::snapshot::Opened;
+use rocgate_harness::Tier;
+use rocgate_node::Sysroot;
+use rocgate_node::snapshot::Opened;
 use std::path::{Path, PathBuf};
 
 /// Opens a `--sysroot` argument (every command's, `list` included, so all
@@ -12,14 +13,14 @@ pub fn open_sysroot(arg: Option<&Path>) -> Result<Opened, String> {
     let Some(path) = arg else {
         return Ok(Opened::plain(Sysroot::live()));
     };
-    if !rocgate_suites::snapshot::is_archive(path) {
-        return rocgate_suites::snapshot::open(path, &|| false);
+    if !rocgate_node::snapshot::is_archive(path) {
+        return rocgate_node::snapshot::open(path, &|| false);
     }
     // Caught from here on, so that a signal ends the command through its
     // normal return, which removes the unpacked directory; an unpack in
     // progress stops at the next entry.
     let interrupt = crate::signals::interrupt_flag()?;
-    rocgate_suites::snapshot::open(path, &|| {
+    rocgate_node::snapshot::open(path, &|| {
         interrupt.load(std::sync::atomic::Ordering::SeqCst) != 0
     })
 }
@@ -92,7 +93,7 @@ impl NodeArgs {
     pub fn worker_sysroot(&self) -> Result<Sysroot, String> {
         match &self.sysroot {
             None => Ok(Sysroot::live()),
-            Some(p) if rocgate_suites::snapshot::is_archive(p) => Err(format!(
+            Some(p) if rocgate_node::snapshot::is_archive(p) => Err(format!(
                 "__worker --sysroot {}: a worker takes the directory its parent unpacked, not an archive",
                 p.display()
             )),

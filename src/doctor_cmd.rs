@@ -2,9 +2,9 @@
 
 use crate::cli::DoctorArgs;
 use crate::ui::style::Style;
+use rocgate::session::Session;
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis, diagnose};
 use rocgate_harness::{ExecOptions, Layer, RunReport, Status};
-use rocgate_suites::Session;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::process::ExitCode;

@@ -2,9 +2,9 @@
 
 use crate::cli::InventoryArgs;
 use crate::ui::style::Style;
+use rocgate::inventory::{Inventory, build};
+use rocgate::session::Session;
 use rocgate_harness::{Scope, Status};
-use rocgate_suites::Session;
-use rocgate_suites::inventory::{Inventory, build};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
         .collect();
     if let Some(node) = inv.versions.get_mut("node") {
         node.extend(runtime);
-        rocgate_suites::versions::add_loaded_rocm(node);
+        rocgate_node::versions::add_loaded_rocm(node);
     }
     if args.json {
         let text = serde_json::to_string_pretty(&inv)

@@ -2,8 +2,9 @@
 
 use crate::cli::ListArgs;
 use crate::ui::style::Style;
+use rocgate::session::Session;
 use rocgate_harness::ScopeKind;
-use rocgate_suites::{RunOptions, Session, registry};
+use rocgate_suites::{RunOptions, registry};
 use std::process::ExitCode;
 
 /// Lists checks (or, with a sysroot, the test ids they expand to).

@@ -1,7 +1,7 @@
 //! `rocgate matrix check`: the node's combination against the matrix.
 
 use crate::cli::{MatrixAction, MatrixArgs};
-use rocgate_suites::Session;
+use rocgate::session::Session;
 use rocgate_suites::compat::{Evaluation, Fit, evaluate};
 use serde_json::json;
 use std::process::ExitCode;

@@ -3,8 +3,9 @@
 use crate::cli::RunArgs;
 use crate::signals;
 use crate::ui::{ladder, progress::Progress, style::Style};
+use rocgate::session::Session;
 use rocgate_harness::{ExecOptions, Plan, RunReport, ScopeKind, atomic, json, junit};
-use rocgate_suites::{NodeContext, Session};
+use rocgate_suites::NodeContext;
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileTypeExt;
 use std::process::ExitCode;

@@ -1,8 +1,9 @@
 //! `rocgate snapshot --out FILE`: capture what the node layers read.
 
 use crate::cli::SnapshotArgs;
-use rocgate_harness::{ExecOptions, Sysroot, Tier};
-use rocgate_suites::Session;
+use rocgate::session::Session;
+use rocgate_harness::{ExecOptions, Tier};
+use rocgate_node::Sysroot;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -41,10 +42,13 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     // they replay the same: the node's version files (run, doctor), the
     // inventory (VRAM of GPUs that KFD does not list, from DRM) and the
     // compatibility evaluation (matrix check).
-    let _ = rocgate_suites::versions::node_versions(session.facts());
-    let _ = rocgate_suites::inventory::build(session.facts());
+    let _ = rocgate_node::versions::node_versions(
+        session.facts(),
+        &rocgate_suites::compat::Matrix::builtin_driver_rows(),
+    );
+    let _ = rocgate::inventory::build(session.facts());
     let _ = rocgate_suites::compat::evaluate(session.facts(), &session.ctx.matrix);
-    let summary = rocgate_suites::snapshot::write(session.facts(), &args.out, args.redact, &stop)?;
+    let summary = rocgate_node::snapshot::write(session.facts(), &args.out, args.redact, &stop)?;
     outln!(
         "wrote {}: {} files, {} directories, {} links from {} checks{}",
         args.out.display(),

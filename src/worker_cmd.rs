@@ -2,8 +2,8 @@
 //! checks of one scope; the parent side builds the pool that starts them.
 
 use crate::cli::WorkerArgs;
+use rocgate::session::Session;
 use rocgate_harness::isolate::{self, Isolator};
-use rocgate_suites::Session;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -17,7 +17,7 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
     let config = args
         .config
         .as_deref()
-        .map(rocgate_suites::session::WorkerConfig::load)
+        .map(rocgate_suites::context::WorkerConfig::load)
         .transpose()?;
     let session = Session::open_configured(
         args.node.worker_sysroot()?,

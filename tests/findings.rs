@@ -443,12 +443,7 @@ fn reported(json: &serde_json::Value) -> Vec<(String, String, String)> {
         .iter()
         .filter_map(|r| {
             let status = r["status"].as_str().unwrap_or("");
-            let code = match r["finding"]["code"].as_str() {
-                Some(c) => c.to_string(),
-                None if status == "timeout" => "check-timeout".into(),
-                None if status == "crash" => "check-crash".into(),
-                None => return None,
-            };
+            let code = r["finding"]["code"].as_str()?.to_string();
             Some((
                 code,
                 r["check"].as_str().unwrap_or("").to_string(),

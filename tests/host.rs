@@ -1,11 +1,11 @@
 //! `cargo test --test host`: rocgate's checks on this machine as test trials
 //! (`node.amdgpu.module_live`, `gpu3.kfd.topology_node`, ...). Filters and
-//! `--list` work as with any test binary. See `rocgate_suites::cargo_test`
+//! `--list` work as with any test binary. See `rocgate::cargo_test`
 //! for the `ROCGATE_*` variables.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use rocgate_suites::cargo_test::{HarnessEnv, trials};
+use rocgate::cargo_test::{HarnessEnv, trials};
 
 fn main() {
     let args = libtest_mimic::Arguments::from_args();

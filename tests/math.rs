@@ -101,7 +101,7 @@ fn an_allreduce_hang_times_out_and_the_run_finishes() {
         "{r}"
     );
     assert_eq!(result(&json, "gpu3.rocblas.sgemm")["status"], "pass");
-    assert!(junit.contains(r#"type="timeout""#));
+    assert!(junit.contains(r#"type="check-timeout""#));
     assert_eq!(json["first_failing_layer"], "rccl");
 }
 

@@ -422,11 +422,26 @@ mod tests {
         assert!(err.contains("loop"), "{err}");
     }
 
-    #[test]
-    fn a_fifo_without_reader_fails_at_once_and_stays() {
+    /// A FIFO in a temporary directory.
+    fn fifo() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        (dir, fifo)
+    }
+
+    /// A reader of `fifo` that is open but reads nothing until asked.
+    fn reader_of(fifo: &Path) -> fs::File {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(fifo)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_fifo_without_reader_fails_at_once_and_stays() {
+        let (_dir, fifo) = fifo();
         let err = write(&fifo, b"x").unwrap_err();
         assert!(err.contains(&fifo.display().to_string()), "{err}");
         assert!(err.contains("nothing is reading"), "{err}");
@@ -435,15 +450,9 @@ mod tests {
 
     #[test]
     fn a_fifo_reader_that_stops_reading_ends_the_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let (_dir, fifo) = fifo();
         // A reader that never reads: the pipe fills and the write must stop.
-        let _reader = OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_NONBLOCK)
-            .open(&fifo)
-            .unwrap();
+        let _reader = reader_of(&fifo);
         let big = vec![b'x'; 4 << 20];
         let start = Instant::now();
         let err = write_within(&fifo, &big, Duration::from_millis(200)).unwrap_err();
@@ -453,14 +462,8 @@ mod tests {
 
     #[test]
     fn a_fifo_with_a_reader_gets_the_whole_report() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        let reader = OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_NONBLOCK)
-            .open(&fifo)
-            .unwrap();
+        let (_dir, fifo) = fifo();
+        let reader = reader_of(&fifo);
         let big: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
         let want = big.clone();
         let drain = std::thread::spawn(move || {

@@ -39,6 +39,31 @@ pub struct Check<C> {
 }
 
 impl<C> Check<C> {
+    /// A quick-tier, gating check of `layer` that runs in-process within
+    /// `timeout` and has no explicit dependencies; change the rest with
+    /// struct update syntax (`Check { deps, ..Check::new(...) }`).
+    pub const fn new(
+        id: &'static str,
+        layer: Layer,
+        scope: ScopeKind,
+        timeout: Duration,
+        summary: &'static str,
+        run: fn(&C, Scope) -> Outcome,
+    ) -> Self {
+        Check {
+            id,
+            layer,
+            scope,
+            tier: Tier::Quick,
+            deps: &[],
+            gates: true,
+            timeout,
+            isolated: false,
+            summary,
+            run,
+        }
+    }
+
     /// The check's name without its layer (`topology_node`).
     pub fn name(&self) -> &'static str {
         self.id.split_once("::").map_or(self.id, |(_, name)| name)

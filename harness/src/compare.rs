@@ -415,6 +415,30 @@ fn md(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// Appends a section `title` holding a table of `header` and `rows`;
+/// nothing when there are no rows.
+fn md_table(
+    out: &mut String,
+    title: &str,
+    header: &[&str],
+    rows: impl Iterator<Item = Vec<String>>,
+) {
+    let mut rows = rows.peekable();
+    if rows.peek().is_none() {
+        return;
+    }
+    let _ = write!(
+        out,
+        "### {title}\n\n| {} |\n|{}\n",
+        header.join(" | "),
+        "---|".repeat(header.len())
+    );
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    out.push('\n');
+}
+
 /// Markdown for a pull-request comment or a CI job summary.
 pub fn render_markdown(c: &Comparison) -> String {
     let mut out = format!(
@@ -428,62 +452,54 @@ pub fn render_markdown(c: &Comparison) -> String {
     if let Some((b, a)) = c.gpu_count {
         let _ = writeln!(out, "**GPU count changed: {b} -> {a}**\n");
     }
-    if !c.gone.is_empty() {
-        out.push_str("### Gone since the first run\n\n| what | before |\n|---|---|\n");
-        for g in &c.gone {
-            let _ = writeln!(out, "| {} | {} |", md(&g.what), g.before);
-        }
-        out.push('\n');
-    }
-    if !c.versions.is_empty() {
-        out.push_str("### Versions\n\n| scope | component | before | after |\n|---|---|---|---|\n");
-        for v in &c.versions {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} |",
-                v.scope,
-                v.key,
+    md_table(
+        &mut out,
+        "Gone since the first run",
+        &["what", "before"],
+        c.gone
+            .iter()
+            .map(|g| vec![md(&g.what), g.before.to_string()]),
+    );
+    md_table(
+        &mut out,
+        "Versions",
+        &["scope", "component", "before", "after"],
+        c.versions.iter().map(|v| {
+            vec![
+                v.scope.clone(),
+                v.key.clone(),
                 md(opt(&v.before)),
-                md(opt(&v.after))
-            );
-        }
-        out.push('\n');
-    }
-    if !c.regressions.is_empty() {
-        out.push_str("### Checks that stopped passing\n\n| check | before | after | message |\n|---|---|---|---|\n");
-        for r in &c.regressions {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | **{}** | {} |",
-                r.id,
-                r.before,
-                r.after,
-                md(&r.message)
-            );
-        }
-        out.push('\n');
-    }
-    if !c.slower.is_empty() {
-        let _ = write!(
-            out,
-            "### Metrics worse by more than {:.0}%\n\n| check | metric | before | after | change |\n|---|---|---|---|---|\n",
-            c.tolerance * 100.0
-        );
-        for m in &c.slower {
-            let _ = writeln!(
-                out,
-                "| `{}` | {} | {:.3} {} | {:.3} {} | **{:+.1}%** |",
-                m.id,
-                m.metric,
-                m.before,
-                m.unit,
-                m.after,
-                m.unit,
-                m.change * 100.0
-            );
-        }
-        out.push('\n');
-    }
+                md(opt(&v.after)),
+            ]
+        }),
+    );
+    md_table(
+        &mut out,
+        "Checks that stopped passing",
+        &["check", "before", "after", "message"],
+        c.regressions.iter().map(|r| {
+            vec![
+                format!("`{}`", r.id),
+                r.before.to_string(),
+                format!("**{}**", r.after),
+                md(&r.message),
+            ]
+        }),
+    );
+    md_table(
+        &mut out,
+        &format!("Metrics worse by more than {:.0}%", c.tolerance * 100.0),
+        &["check", "metric", "before", "after", "change"],
+        c.slower.iter().map(|m| {
+            vec![
+                format!("`{}`", m.id),
+                m.metric.clone(),
+                format!("{:.3} {}", m.before, m.unit),
+                format!("{:.3} {}", m.after, m.unit),
+                format!("**{:+.1}%**", m.change * 100.0),
+            ]
+        }),
+    );
     if !c.fixed.is_empty() {
         let _ = writeln!(
             out,

@@ -13,8 +13,10 @@ thread_local! {
     static NO_ANSWER: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Records that the running check read a file that did not answer.
-pub(crate) fn note_no_answer(host: &str) {
+/// Records that the running check read a file that did not answer (the
+/// node's deadline-bounded file access calls it), so the engine can turn
+/// the check's verdict into a timeout.
+pub fn note_no_answer(host: &str) {
     NO_ANSWER.with(|n| n.borrow_mut().push(host.to_string()));
 }
 

@@ -3,7 +3,6 @@
 
 use crate::model::{Layer, Scope};
 use crate::result::RunReport;
-use crate::verdict::Status;
 use serde::Serialize;
 
 /// One diagnosed fault, located.
@@ -53,16 +52,15 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
                     message: f.message.clone(),
                     next_step: f.next_step.clone(),
                 },
+                // The suites name every fault; a stack that does not still
+                // gets the fault diagnosed, by its status.
                 None => DiagnosedFault {
-                    code: if r.status == Status::Timeout { "check-timeout" } else { "check-crash" }.to_string(),
+                    code: r.status.as_str().to_string(),
                     layer: r.layer,
                     scope: r.scope,
                     check: r.id.clone(),
                     message: r.message.clone(),
-                    next_step: format!(
-                        "the {} layer stopped responding; rerun `rocgate run --no-gate` on this scope and read the kernel log (dmesg) for GPU resets or hangs",
-                        r.layer
-                    ),
+                    next_step: "no finding names this fault; read the check's output".to_string(),
                 },
             };
             (order, located)
@@ -77,5 +75,82 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
         first_failing_layer: report.first_failing_layer(None),
         likely_cause: findings.first().cloned(),
         findings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Scope;
+    use crate::result::CheckResult;
+    use crate::result::tests::report;
+    use crate::verdict::Finding;
+    use crate::verdict::Status;
+
+    const LOW: Layer = Layer::new("low", 0);
+    const HIGH: Layer = Layer::new("high", 1);
+
+    fn result(
+        id: &str,
+        layer: Layer,
+        status: Status,
+        finding: Option<Finding>,
+        advisory: bool,
+    ) -> CheckResult {
+        let mut r = CheckResult::new(id.into(), id.into(), layer, Scope::Node, status);
+        r.message = format!("{id} said so");
+        r.finding = finding;
+        r.advisory = advisory;
+        r
+    }
+
+    #[test]
+    fn stopping_faults_come_before_advisories_and_lower_layers_first() {
+        let d = diagnose(&report(vec![
+            result(
+                "low.advice",
+                LOW,
+                Status::Fail,
+                Some(Finding::new("slow", "m", "n")),
+                true,
+            ),
+            result(
+                "high.stop",
+                HIGH,
+                Status::Fail,
+                Some(Finding::new("broken", "m", "n")),
+                false,
+            ),
+            result("low.pass", LOW, Status::Pass, None, false),
+            result(
+                "low.stop",
+                LOW,
+                Status::Fail,
+                Some(Finding::new("gone", "m", "n")),
+                false,
+            ),
+        ]));
+        let codes: Vec<&str> = d.findings.iter().map(|f| f.code.as_str()).collect();
+        assert_eq!(codes, ["gone", "broken", "slow"]);
+        assert_eq!(
+            d.likely_cause.map(|f| f.check),
+            Some("low.stop".to_string())
+        );
+        assert_eq!(d.first_failing_layer, Some(LOW));
+    }
+
+    #[test]
+    fn a_fault_without_a_finding_is_diagnosed_by_its_status() {
+        let d = diagnose(&report(vec![result(
+            "low.hang",
+            LOW,
+            Status::Timeout,
+            None,
+            false,
+        )]));
+        let f = &d.findings[0];
+        assert_eq!(f.code, "timeout");
+        assert_eq!(f.message, "low.hang said so");
+        assert!(f.next_step.contains("output"), "{}", f.next_step);
     }
 }

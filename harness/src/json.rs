@@ -45,17 +45,10 @@ pub fn render(
     node_properties: &[(String, String)],
     versions: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Result<String, String> {
-    let summary = [
-        Status::Pass,
-        Status::Fail,
-        Status::Blocked,
-        Status::Skipped,
-        Status::Timeout,
-        Status::Crash,
-    ]
-    .into_iter()
-    .map(|s| (s.as_str(), report.count(s)))
-    .collect();
+    let summary = Status::ALL
+        .into_iter()
+        .map(|s| (s.as_str(), report.count(s)))
+        .collect();
     let doc = Document {
         schema_version: SCHEMA_VERSION,
         tool,

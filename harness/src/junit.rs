@@ -314,46 +314,43 @@ mod tests {
     /// Text a report may be handed: anything a Rust string holds, with the
     /// characters and sequences that break XML or JSON made likely.
     fn text() -> BoxedStrategy<String> {
-        proptest::collection::vec(
-            prop_oneof![
-                any::<char>().prop_map(String::from),
-                (0u32..0x20).prop_filter_map("control", |b| char::from_u32(b).map(String::from)),
-                (0x7fu32..0xa0).prop_filter_map("C1", |b| char::from_u32(b).map(String::from)),
-                Just("\u{FFFE}".to_string()),
-                Just("\u{FFFF}".to_string()),
-                Just("]]>".to_string()),
-                Just("\"'".to_string()),
-                Just("<&>;&amp;".to_string()),
-                Just("\u{1b}[1;31m".to_string()),
-                Just("\r\n\t ".to_string()),
-                Just("::".to_string()),
-            ],
-            0..12,
-        )
-        .prop_map(|parts| parts.concat())
-        .boxed()
+        joined(prop_oneof![
+            any::<char>().prop_map(String::from),
+            (0u32..0x20).prop_filter_map("control", |b| char::from_u32(b).map(String::from)),
+            (0x7fu32..0xa0).prop_filter_map("C1", |b| char::from_u32(b).map(String::from)),
+            Just("\u{FFFE}".to_string()),
+            Just("\u{FFFF}".to_string()),
+            Just("]]>".to_string()),
+            Just("\"'".to_string()),
+            Just("<&>;&amp;".to_string()),
+            Just("\u{1b}[1;31m".to_string()),
+            Just("\r\n\t ".to_string()),
+            Just("::".to_string()),
+        ])
+    }
+
+    /// Up to 12 of `parts`, one after the other.
+    fn joined(parts: impl Strategy<Value = String> + 'static) -> BoxedStrategy<String> {
+        proptest::collection::vec(parts, 0..12)
+            .prop_map(|parts| parts.concat())
+            .boxed()
     }
 
     /// Text with no character that cleaning drops or XML normalises: no
     /// control character (so no tab, newline or escape sequence either) and
     /// no U+FFFE/U+FFFF, but markup, quotes and any other plane.
     fn ordinary_text() -> BoxedStrategy<String> {
-        proptest::collection::vec(
-            prop_oneof![
-                any::<char>()
-                    .prop_filter("ordinary", |c| !c.is_control()
-                        && !matches!(c, '\u{FFFE}' | '\u{FFFF}'))
-                    .prop_map(String::from),
-                Just("]]>".to_string()),
-                Just("\"'".to_string()),
-                Just("<&>;&amp;&#1;".to_string()),
-                Just("::".to_string()),
-                Just(" ".to_string()),
-            ],
-            0..12,
-        )
-        .prop_map(|parts| parts.concat())
-        .boxed()
+        joined(prop_oneof![
+            any::<char>()
+                .prop_filter("ordinary", |c| !c.is_control()
+                    && !matches!(c, '\u{FFFE}' | '\u{FFFF}'))
+                .prop_map(String::from),
+            Just("]]>".to_string()),
+            Just("\"'".to_string()),
+            Just("<&>;&amp;&#1;".to_string()),
+            Just("::".to_string()),
+            Just(" ".to_string()),
+        ])
     }
 
     fn any_result(text: BoxedStrategy<String>) -> impl Strategy<Value = CheckResult> {
@@ -380,14 +377,7 @@ mod tests {
                     (status, advisory, gpu, value),
                     facts,
                 )| {
-                    let status = [
-                        Status::Pass,
-                        Status::Fail,
-                        Status::Blocked,
-                        Status::Skipped,
-                        Status::Timeout,
-                        Status::Crash,
-                    ][status];
+                    let status = Status::ALL[status];
                     CheckResult {
                         id,
                         check,

@@ -7,7 +7,6 @@
 //! gating, diagnoses and reports.
 
 pub mod atomic;
-mod bounded_io;
 pub mod check;
 pub mod compare;
 pub mod deadline;
@@ -21,7 +20,6 @@ pub mod output;
 pub mod plan;
 pub mod result;
 pub mod signal;
-pub mod sysroot;
 pub mod verdict;
 
 pub use check::{Check, Outcome};
@@ -29,7 +27,6 @@ pub use exec::{Event, ExecOptions, execute};
 pub use model::{Layer, Scope, ScopeKind, Tier, UnknownLayer};
 pub use plan::{Plan, PlanError, plan};
 pub use result::{CheckResult, RunReport, SavedResult, ScopeInfo};
-pub use sysroot::{PathUse, ReadError, Sysroot};
 pub use verdict::{Finding, Metric, SkipReason, Status, Verdict};
 
 #[cfg(test)]

@@ -239,16 +239,10 @@ mod tests {
         deps: &'static [&'static str],
     ) -> Check<()> {
         Check {
-            id,
-            layer,
-            scope,
-            tier: Tier::Quick,
             deps,
-            gates: true,
-            timeout: Duration::from_secs(1),
-            isolated: false,
-            summary: "",
-            run: |_, _| Ok(Verdict::pass("ok")),
+            ..Check::new(id, layer, scope, Duration::from_secs(1), "", |_, _| {
+                Ok(Verdict::pass("ok"))
+            })
         }
     }
 

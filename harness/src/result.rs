@@ -55,6 +55,30 @@ pub struct CheckResult<L = Layer> {
     pub facts: BTreeMap<String, String>,
 }
 
+impl CheckResult {
+    /// The result of check `check` (`layer::name`) on `scope`, with test id
+    /// `id`, ending in `status`, before anything it observed is added (no
+    /// message, finding, output, metrics or facts).
+    pub fn new(id: String, check: String, layer: Layer, scope: Scope, status: Status) -> Self {
+        CheckResult {
+            id,
+            check,
+            layer,
+            scope,
+            status,
+            message: String::new(),
+            finding: None,
+            skip_reason: None,
+            advisory: false,
+            blocked_by: None,
+            duration: Duration::ZERO,
+            output: String::new(),
+            metrics: Vec::new(),
+            facts: BTreeMap::new(),
+        }
+    }
+}
+
 impl<L> CheckResult<L> {
     /// The check's name without its layer.
     pub fn name(&self) -> &str {
@@ -230,31 +254,20 @@ impl RunReport {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::test_stack::{self, A, B, C};
     use crate::verdict::Finding;
 
     fn result(id: &str, layer: Layer, status: Status, advisory: bool) -> CheckResult {
-        CheckResult {
-            id: id.into(),
-            check: id.into(),
-            layer,
-            scope: Scope::Node,
-            status,
-            message: String::new(),
-            finding: (status == Status::Fail).then(|| Finding::new("x", "broken", "fix")),
-            skip_reason: None,
-            advisory,
-            blocked_by: None,
-            duration: Duration::ZERO,
-            output: String::new(),
-            metrics: Vec::new(),
-            facts: BTreeMap::new(),
-        }
+        let mut r = CheckResult::new(id.into(), id.into(), layer, Scope::Node, status);
+        r.finding = (status == Status::Fail).then(|| Finding::new("x", "broken", "fix"));
+        r.advisory = advisory;
+        r
     }
 
-    fn report(results: Vec<CheckResult>) -> RunReport {
+    /// A report of `results` and nothing else.
+    pub(crate) fn report(results: Vec<CheckResult>) -> RunReport {
         RunReport {
             tier: Tier::Quick,
             started_at: chrono::Local::now(),

@@ -23,6 +23,16 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order reports count them.
+    pub const ALL: [Status; 6] = [
+        Status::Pass,
+        Status::Fail,
+        Status::Blocked,
+        Status::Skipped,
+        Status::Timeout,
+        Status::Crash,
+    ];
+
     /// The lowercase name used in reports.
     pub fn as_str(self) -> &'static str {
         match self {

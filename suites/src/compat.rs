@@ -2,10 +2,11 @@
 //! amdgpu driver releases, operating systems and kernels, firmware bundles),
 //! as data the user owns (`suites/compat.toml` built in, `--matrix FILE`).
 
-use crate::driver_release::DriverRelease;
-use crate::facts::NodeFacts;
+use crate::config_file;
 use crate::findings::codes;
-use crate::versions;
+use rocgate_node::NodeFacts;
+use rocgate_node::driver_release::{self, DriverRelease, DriverRow};
+use rocgate_node::versions;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,18 +37,6 @@ pub struct Release {
     /// Firmware (PLDM) bundles per product, where published.
     #[serde(default)]
     pub firmware: BTreeMap<String, Vec<String>>,
-    /// Where the row comes from.
-    pub source: String,
-}
-
-/// An amdgpu DKMS module version and the driver releases that shipped it.
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-pub struct DriverRow {
-    /// The module version (`/sys/module/amdgpu/version`): `6.8.5`.
-    pub module: String,
-    /// `(release, build number)` of each release that shipped it:
-    /// `["6.2.0", "2009582"]`.
-    pub releases: Vec<(String, String)>,
     /// Where the row comes from.
     pub source: String,
 }
@@ -123,14 +112,7 @@ fn check_keys<'a>(
 impl Matrix {
     /// Parses a matrix; errors name `origin` and the line.
     pub fn parse(text: &str, origin: &str) -> Result<Matrix, String> {
-        let mut m: Matrix =
-            toml::from_str(text).map_err(|e| format!("failed to parse {origin}: {e}"))?;
-        if m.schema_version != 1 {
-            return Err(format!(
-                "failed to parse {origin}: schema_version {} is not supported (1 is)",
-                m.schema_version
-            ));
-        }
+        let mut m: Matrix = config_file::parse_v1(text, origin, |m: &Matrix| m.schema_version)?;
         let spans: KeySpans =
             toml::from_str(text).map_err(|e| format!("failed to parse {origin}: {e}"))?;
         check_keys(
@@ -154,6 +136,12 @@ impl Matrix {
         if !self.drivers.is_empty() {
             return self.drivers.clone();
         }
+        Matrix::builtin_driver_rows()
+    }
+
+    /// The built-in matrix's module-to-release rows (none if it does not
+    /// parse, which a unit test rules out).
+    pub fn builtin_driver_rows() -> Vec<DriverRow> {
         Matrix::builtin().map(|m| m.drivers).unwrap_or_default()
     }
 
@@ -164,9 +152,7 @@ impl Matrix {
 
     /// Reads a matrix file.
     pub fn load(path: &Path) -> Result<Matrix, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
-        Matrix::parse(&text, &path.display().to_string())
+        Matrix::parse(&config_file::read(path)?, &path.display().to_string())
     }
 
     /// The row for a ROCm release (`6.4.1`).
@@ -313,7 +299,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
         });
     }
     // The amdgpu driver release, read as exactly as the node allows.
-    let driver = crate::driver_release::read(facts, &matrix.driver_rows());
+    let driver = driver_release::read(facts, &matrix.driver_rows());
     let products: Vec<&str> = facts
         .gpus
         .iter()

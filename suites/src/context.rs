@@ -1,10 +1,45 @@
 //! The context every check of the suites reads: the node's facts and the
 //! run's options.
 
-use crate::facts::NodeFacts;
-use crate::facts::gpus::Gpu;
 use crate::findings::codes;
 use rocgate_harness::{Scope, ScopeInfo, Verdict};
+use rocgate_node::Sysroot;
+use rocgate_node::facts::NodeFacts;
+use rocgate_node::facts::gpus::Gpu;
+
+/// The configuration a worker process gets from its parent, parsed once by
+/// the parent: a `--thresholds <(...)` pipe can be read only once, and a
+/// file edited mid-run must not give workers other floors than the report.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct WorkerConfig {
+    /// Floors and tolerances.
+    pub thresholds: crate::thresholds::Thresholds,
+    /// Where they came from (for messages).
+    pub thresholds_origin: String,
+    /// The compatibility matrix.
+    pub matrix: crate::compat::Matrix,
+    /// Where it came from.
+    pub matrix_origin: String,
+}
+
+impl WorkerConfig {
+    /// Reads the file a parent wrote for its workers (the front end's
+    /// worker pool).
+    pub fn load(path: &std::path::Path) -> Result<WorkerConfig, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "failed to read the worker configuration {}: {e}",
+                path.display()
+            )
+        })?;
+        serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "the worker configuration {} is damaged ({e}); run rocgate again",
+                path.display()
+            )
+        })
+    }
+}
 
 /// Options that change what checks expect.
 #[derive(Clone, Debug, Default)]
@@ -40,6 +75,80 @@ pub struct NodeContext {
 }
 
 impl NodeContext {
+    /// Opens the node at `sysroot` with `options`, or with the thresholds
+    /// and matrix a worker's parent already parsed (`config`) instead of
+    /// reading `options`' paths. Errors are configuration errors (a sysroot
+    /// that does not exist, a malformed capture record, a bad thresholds or
+    /// matrix file).
+    pub fn open(
+        sysroot: Sysroot,
+        options: RunOptions,
+        config: Option<WorkerConfig>,
+    ) -> Result<NodeContext, String> {
+        // The OS's own reason (a symlink loop, no permission) is the
+        // message: "does not exist" would send the user looking elsewhere.
+        let root = sysroot.root();
+        let why = match std::fs::metadata(root) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Some("it does not exist".to_string())
+            }
+            Err(e) => Some(e.to_string()),
+            Ok(m) if !m.is_dir() => {
+                Some("not a directory or a `rocgate snapshot` archive".to_string())
+            }
+            Ok(_) => std::fs::read_dir(root)
+                .err()
+                .map(|e| format!("{e} (rocgate reads the node's files as the user running it)")),
+        };
+        if let Some(why) = why {
+            return Err(format!("failed to open sysroot {}: {why}", root.display()));
+        }
+        let facts = NodeFacts::discover(sysroot);
+        if let Err(e) = &facts.capture {
+            return Err(e.clone());
+        }
+        // The host's ROCm talks to the host's GPUs, not to a captured node's;
+        // against a sysroot the runtime layers need libraries named for it.
+        let runtime = if let Some(why) = &options.runtime_off {
+            crate::runtime::Runtime::disabled(rocgate_harness::SkipReason::NotApplicable, why)
+        } else if facts.sysroot.is_live() || options.rocm_path.is_some() {
+            crate::runtime::Runtime::new(rocgate_rocm::Search {
+                rocm_path: options.rocm_path.clone(),
+            })
+        } else {
+            crate::runtime::Runtime::disabled(
+                rocgate_harness::SkipReason::NotConfigured,
+                "the runtime layers (hsa, hip, rocblas, miopen, rccl) run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
+            )
+        };
+        let (thresholds, matrix) = match config {
+            Some(c) => {
+                let mut t = c.thresholds;
+                t.origin = c.thresholds_origin;
+                let mut m = c.matrix;
+                m.origin = c.matrix_origin;
+                (t, m)
+            }
+            None => (
+                match &options.thresholds {
+                    Some(path) => crate::thresholds::Thresholds::load(path)?,
+                    None => crate::thresholds::Thresholds::builtin()?,
+                },
+                match &options.matrix {
+                    Some(path) => crate::compat::Matrix::load(path)?,
+                    None => crate::compat::Matrix::builtin()?,
+                },
+            ),
+        };
+        Ok(NodeContext {
+            facts,
+            options,
+            runtime,
+            thresholds,
+            matrix,
+        })
+    }
+
     /// The GPU a per-GPU scope refers to; a verdict to return when there is
     /// none (a planning defect, reported rather than panicking).
     pub fn gpu(&self, scope: Scope) -> Result<&Gpu, Verdict> {
@@ -52,7 +161,7 @@ impl NodeContext {
 
     /// The GPUs the run covers (`--gpus`, else all), as inventory indices.
     pub fn selected_gpus(&self) -> Vec<u32> {
-        crate::facts::gpus::select(&self.facts.gpus, self.options.gpus.as_deref())
+        rocgate_node::facts::gpus::select(&self.facts.gpus, self.options.gpus.as_deref())
             .unwrap_or_default()
     }
 

@@ -8,9 +8,9 @@
 //! When some of those time out while the others pass, the hung ones are the
 //! culprits, and the node check's result says so.
 
-use crate::facts::gpus::Gpu;
 use crate::findings::codes;
 use rocgate_harness::{CheckResult, Scope, Status};
+use rocgate_node::facts::gpus::Gpu;
 use std::collections::BTreeSet;
 
 /// Adds a `gpu-wedged` finding to each timed-out node-wide check in
@@ -86,25 +86,9 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
 mod tests {
     use super::*;
     use crate::stack;
-    use std::time::Duration;
 
     fn result(id: &str, check: &str, scope: Scope, status: Status) -> CheckResult {
-        CheckResult {
-            id: id.into(),
-            check: check.into(),
-            layer: stack::HSA,
-            scope,
-            status,
-            message: String::new(),
-            finding: None,
-            skip_reason: None,
-            advisory: false,
-            blocked_by: None,
-            duration: Duration::ZERO,
-            output: String::new(),
-            metrics: Vec::new(),
-            facts: Default::default(),
-        }
+        CheckResult::new(id.into(), check.into(), stack::HSA, scope, status)
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::findings::{Code, codes};
 use rocgate_harness::Verdict;
 use rocgate_rocm::hip::{Hip, HipError};
 use rocgate_rocm::hsa::{AgentInfo, Hsa, HsaError};
+use rocgate_rocm::library::{Binding, Library};
 use rocgate_rocm::miopen::Miopen;
 use rocgate_rocm::rccl::Rccl;
 use rocgate_rocm::rocblas::Rocblas;
@@ -90,13 +91,22 @@ impl Runtime {
         }
     }
 
+    /// The library held in `slot`, opened on first use; when it cannot be
+    /// opened, a failure with `missing`'s code and the loader's words.
+    fn opened<'a, B: Binding>(
+        &self,
+        slot: &'a OnceLock<Result<Arc<Library<B>>, LoadError>>,
+        missing: Code,
+    ) -> Result<&'a Arc<Library<B>>, Verdict> {
+        self.enabled()?;
+        slot.get_or_init(|| Library::open(&self.search))
+            .as_ref()
+            .map_err(|e| missing_library(missing, e))
+    }
+
     /// The opened HSA library.
     pub fn hsa(&self) -> Result<&Arc<Hsa>, Verdict> {
-        self.enabled()?;
-        self.hsa
-            .get_or_init(|| Hsa::open(&self.search))
-            .as_ref()
-            .map_err(|e| missing_library(codes::HSA_LIBRARY_MISSING, e))
+        self.opened(&self.hsa, codes::HSA_LIBRARY_MISSING)
     }
 
     /// HSA, initialised.
@@ -121,38 +131,22 @@ impl Runtime {
 
     /// The opened HIP runtime.
     pub fn hip(&self) -> Result<&Arc<Hip>, Verdict> {
-        self.enabled()?;
-        self.hip
-            .get_or_init(|| Hip::open(&self.search))
-            .as_ref()
-            .map_err(|e| missing_library(codes::HIP_LIBRARY_MISSING, e))
+        self.opened(&self.hip, codes::HIP_LIBRARY_MISSING)
     }
 
     /// The opened rocBLAS.
     pub fn rocblas(&self) -> Result<&Arc<Rocblas>, Verdict> {
-        self.enabled()?;
-        self.rocblas
-            .get_or_init(|| Rocblas::open(&self.search))
-            .as_ref()
-            .map_err(|e| missing_library(codes::ROCBLAS_LIBRARY_MISSING, e))
+        self.opened(&self.rocblas, codes::ROCBLAS_LIBRARY_MISSING)
     }
 
     /// The opened MIOpen.
     pub fn miopen(&self) -> Result<&Arc<Miopen>, Verdict> {
-        self.enabled()?;
-        self.miopen
-            .get_or_init(|| Miopen::open(&self.search))
-            .as_ref()
-            .map_err(|e| missing_library(codes::MIOPEN_LIBRARY_MISSING, e))
+        self.opened(&self.miopen, codes::MIOPEN_LIBRARY_MISSING)
     }
 
     /// The opened RCCL.
     pub fn rccl(&self) -> Result<&Arc<Rccl>, Verdict> {
-        self.enabled()?;
-        self.rccl
-            .get_or_init(|| Rccl::open(&self.search))
-            .as_ref()
-            .map_err(|e| missing_library(codes::RCCL_LIBRARY_MISSING, e))
+        self.opened(&self.rccl, codes::RCCL_LIBRARY_MISSING)
     }
 
     /// HIP and its device count, once it has devices.

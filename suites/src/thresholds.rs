@@ -1,7 +1,8 @@
 //! Performance floors and numeric tolerances: a TOML file the user owns
 //! (`suites/thresholds.toml` is built in; `--thresholds FILE` replaces it).
 
-use crate::facts::gpus::Gpu;
+use crate::config_file;
+use rocgate_node::facts::gpus::Gpu;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -135,13 +136,7 @@ impl Thresholds {
     /// Parses `text`; errors name `origin` and the line.
     pub fn parse(text: &str, origin: &str) -> Result<Thresholds, String> {
         let mut t: Thresholds =
-            toml::from_str(text).map_err(|e| format!("failed to parse {origin}: {e}"))?;
-        if t.schema_version != 1 {
-            return Err(format!(
-                "failed to parse {origin}: schema_version {} is not supported (1 is)",
-                t.schema_version
-            ));
-        }
+            config_file::parse_v1(text, origin, |t: &Thresholds| t.schema_version)?;
         for (i, f) in t.floors.iter().enumerate() {
             if !METRICS.contains(&f.metric.as_str()) {
                 return Err(format!(
@@ -175,9 +170,7 @@ impl Thresholds {
 
     /// Reads a thresholds file.
     pub fn load(path: &Path) -> Result<Thresholds, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
-        Thresholds::parse(&text, &path.display().to_string())
+        Thresholds::parse(&config_file::read(path)?, &path.display().to_string())
     }
 
     /// The floor for `metric` on `gpu` in its partition mode, if the file

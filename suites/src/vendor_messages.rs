@@ -2,8 +2,25 @@
 //! (rocBLAS without kernels for the GPU aborts): turned into findings for
 //! results that have none.
 
-use crate::findings::codes;
+use crate::findings::{Code, codes};
 use rocgate_harness::Finding;
+
+/// Messages named by a marker in their line: the marker, the code and what
+/// the line means.
+const MARKED: &[(&str, Code, &str)] = &[
+    // HIP's loader, when no code object in a fat binary matches the GPU.
+    (
+        "hipErrorNoBinaryForGpu",
+        codes::NO_BINARY_FOR_GPU,
+        "a library has no code for this GPU",
+    ),
+    // ROCr's fault handler before it aborts the process.
+    (
+        "Memory access fault by GPU",
+        codes::GPU_MEMORY_FAULT,
+        "the GPU faulted on a memory access",
+    ),
+];
 
 /// A finding for a known vendor message in `output`.
 pub fn explain(output: &str) -> Option<Finding> {
@@ -21,25 +38,10 @@ pub fn explain(output: &str) -> Option<Finding> {
                 "install a rocBLAS built for {arch}: use a ROCm release that supports {arch} (see the compatibility matrix), or build rocBLAS with -DAMDGPU_TARGETS={arch}"
             )));
     }
-    if let Some(line) = output
-        .lines()
-        .find(|l| l.contains("hipErrorNoBinaryForGpu"))
-    {
-        return Some(codes::NO_BINARY_FOR_GPU.finding(format!(
-            "a library has no code for this GPU: {}",
-            line.trim()
-        )));
-    }
-    if let Some(line) = output
-        .lines()
-        .find(|l| l.contains("Memory access fault by GPU"))
-    {
-        return Some(codes::GPU_MEMORY_FAULT.finding(format!(
-            "the GPU faulted on a memory access: {}",
-            line.trim()
-        )));
-    }
-    None
+    MARKED.iter().find_map(|(marker, code, meaning)| {
+        let line = output.lines().find(|l| l.contains(marker))?;
+        Some(code.finding(format!("{meaning}: {}", line.trim())))
+    })
 }
 
 #[cfg(test)]

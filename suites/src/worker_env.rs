@@ -11,8 +11,8 @@
 //! The node's worker sees what rocgate itself sees. A ROCR_VISIBLE_DEVICES
 //! the user set is kept as it is: the user chose what ROCm may see.
 
-use crate::facts::NodeFacts;
 use rocgate_harness::Scope;
+use rocgate_node::facts::NodeFacts;
 
 /// Variables HIP reads to pick among ROCr's devices.
 const HIP_FILTERS: [&str; 3] = [
@@ -76,7 +76,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join(name);
         scenario(name).unwrap().spec.write(&root).unwrap();
-        let f = NodeFacts::discover(rocgate_harness::Sysroot::at(&root));
+        let f = NodeFacts::discover(rocgate_node::Sysroot::at(&root));
         (dir, f)
     }
 

@@ -5,8 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use proptest::prelude::*;
-use rocgate_harness::{ExecOptions, Status, Sysroot, Tier};
-use rocgate_suites::{RunOptions, Session};
+use rocgate_harness::{ExecOptions, Status, Tier, execute, plan};
+use rocgate_node::Sysroot;
+use rocgate_suites::{NodeContext, RunOptions, registry};
+use std::sync::Arc;
 
 /// Files the node layers read, relative to the sysroot.
 const TARGETS: &[&str] = &[
@@ -40,14 +42,15 @@ proptest! {
         let root = dir.path().join("node");
         rocgate_fixtures::scenario("rx7900xtx-1").unwrap().spec.write(&root).unwrap();
         std::fs::write(root.join(TARGETS[target]), &bytes).unwrap();
-        match Session::open(Sysroot::at(&root), RunOptions::default()) {
+        match NodeContext::open(Sysroot::at(&root), RunOptions::default(), None) {
             // A malformed capture record is a configuration error, reported as such.
             Err(e) => prop_assert!(e.contains("rocgate-capture.toml"), "{}", e),
-            Ok(session) => {
-                let gpus = session.select_gpus(None).unwrap();
-                let plan = session.plan(&gpus, Tier::Quick).unwrap();
-                let report = session.run(&plan, &ExecOptions::default(), |_| {});
-                for r in &report.results {
+            Ok(ctx) => {
+                let checks = registry();
+                let gpus = ctx.selected_gpus();
+                let plan = plan(&checks, &gpus, Tier::Quick).unwrap();
+                let results = execute(&plan, Arc::new(ctx), &ExecOptions::default(), |_| {});
+                for r in &results {
                     prop_assert!(r.status != Status::Crash, "{} crashed: {}", r.id, r.message);
                     if r.status == Status::Fail {
                         prop_assert!(r.finding.is_some(), "{} failed without a finding", r.id);

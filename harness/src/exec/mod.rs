@@ -180,18 +180,7 @@ mod tests {
         scope: ScopeKind,
         run: fn(&(), Scope) -> crate::check::Outcome,
     ) -> Check<()> {
-        Check {
-            id,
-            layer,
-            scope,
-            tier: Tier::Quick,
-            deps: &[],
-            gates: true,
-            timeout: Duration::from_millis(300),
-            isolated: false,
-            summary: "",
-            run,
-        }
+        Check::new(id, layer, scope, Duration::from_millis(300), "", run)
     }
 
     fn fail_on_gpu1(_: &(), s: Scope) -> crate::check::Outcome {

@@ -12,22 +12,15 @@ use std::time::Duration;
 pub(super) fn base_result<C>(plan: &Plan<'_, C>, i: usize) -> CheckResult {
     let inst = &plan.instances[i];
     let check = plan.check(inst);
-    CheckResult {
-        id: inst.test_id.clone(),
-        check: check.id.to_string(),
-        layer: check.layer,
-        scope: inst.scope,
-        status: Status::Skipped,
-        message: String::new(),
-        finding: None,
-        skip_reason: None,
-        advisory: !check.gates,
-        blocked_by: None,
-        duration: Duration::ZERO,
-        output: String::new(),
-        metrics: Vec::new(),
-        facts: std::collections::BTreeMap::new(),
-    }
+    let mut r = CheckResult::new(
+        inst.test_id.clone(),
+        check.id.to_string(),
+        check.layer,
+        inst.scope,
+        Status::Skipped,
+    );
+    r.advisory = !check.gates;
+    r
 }
 
 /// A result the executor decides (a timeout, a crash of the pool).

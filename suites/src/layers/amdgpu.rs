@@ -3,10 +3,10 @@
 
 use super::{check, list, pci_function};
 use crate::context::NodeContext;
-use crate::facts::NodeFacts;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::NodeFacts;
 
 /// The amdgpu layer's checks (causes first: blacklist and DKMS before the
 /// module state they explain).
@@ -273,7 +273,7 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::{code, node};
+    use crate::layers::fixture::{code, fails_with, node};
     use rocgate_harness::{SkipReason, Status};
 
     #[test]
@@ -283,12 +283,7 @@ mod tests {
             let v = n.verdict(check, Scope::Node);
             assert_eq!(v.status, Status::Pass, "{}", v.message);
         }
-        for scope in n.gpus() {
-            for check in [bound, render_node] {
-                let v = n.verdict(check, scope);
-                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
-            }
-        }
+        n.assert_pass_on_every_gpu(&[bound, render_node]);
     }
 
     #[test]
@@ -317,8 +312,7 @@ mod tests {
 
     #[test]
     fn a_dkms_build_for_another_kernel_is_stale() {
-        let v = node("dkms-stale").verdict(dkms, Scope::Node);
-        assert_eq!(code(&v), Some(codes::DKMS_STALE.code));
+        let v = fails_with("dkms-stale", dkms, Scope::Node, codes::DKMS_STALE);
         assert!(v.message.contains("6.8.0-85-generic"), "{}", v.message);
     }
 

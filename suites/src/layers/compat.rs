@@ -113,3 +113,39 @@ fn combination(ctx: &NodeContext, _: Scope) -> Outcome {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{fails_with, node};
+    use rocgate_harness::{SkipReason, Status};
+
+    #[test]
+    fn a_listed_combination_passes_and_shows_its_table() {
+        let v = node("mi300x-8").verdict(combination, Scope::Node);
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert!(v.output.starts_with("ROCm 7.1.1"), "{}", v.output);
+    }
+
+    #[test]
+    fn each_unsupported_component_is_named_by_its_code() {
+        for (scenario, want) in [
+            ("compat-driver-mismatch", codes::COMPAT_AMDGPU_UNSUPPORTED),
+            ("compat-unknown-release", codes::COMPAT_UNKNOWN_RELEASE),
+            ("compat-os-unsupported", codes::COMPAT_OS_UNSUPPORTED),
+        ] {
+            fails_with(scenario, combination, Scope::Node, want);
+        }
+    }
+
+    #[test]
+    fn a_node_without_rocm_cannot_be_checked() {
+        let v = node("mi210-8-two-hives").verdict(combination, Scope::Node);
+        assert_eq!(
+            v.skip_reason,
+            Some(SkipReason::Unverifiable),
+            "{}",
+            v.message
+        );
+    }
+}

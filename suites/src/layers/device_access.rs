@@ -1,9 +1,9 @@
 //! Findings for device nodes the user cannot open (`/dev/kfd`, render nodes).
 
-use crate::facts::NodeFacts;
-use crate::facts::access::{Access, group_name};
 use crate::findings::{Code, codes};
 use rocgate_harness::{Finding, Verdict};
+use rocgate_node::facts::NodeFacts;
+use rocgate_node::facts::access::{Access, group_name};
 
 /// The verdict for opening `path` read-write. `missing_code` is the finding
 /// code when the node does not exist.

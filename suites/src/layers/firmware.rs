@@ -3,12 +3,12 @@
 
 use super::{check, list, pci_function};
 use crate::context::NodeContext;
-use crate::facts::NodeFacts;
-use crate::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent, KernelLog};
-use crate::facts::pci::parse_hex;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::NodeFacts;
+use rocgate_node::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent, KernelLog};
+use rocgate_node::facts::pci::parse_hex;
 
 /// The firmware layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
@@ -310,4 +310,39 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Outcome {
         output.push_str(&format!("\nVBIOS {v}"));
     }
     Ok(with_learned(Verdict::pass(message).with_output(output)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{code, node};
+    use rocgate_harness::Status;
+
+    #[test]
+    fn a_healthy_node_reports_its_firmware_and_no_errors() {
+        let n = node("mi300x-8");
+        let v = n.verdict(kernel_log, Scope::Node);
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        n.assert_pass_on_every_gpu(&[init_errors, load_errors, versions]);
+        let v = n.verdict(versions, n.gpus()[0]);
+        assert!(v.facts.contains_key("fw_mec"), "{:?}", v.facts);
+    }
+
+    #[test]
+    fn a_missing_psp_firmware_fails_the_init_of_its_gpu_alone_naming_the_file() {
+        let n = node("firmware-load-failed");
+        let failed: Vec<Verdict> = n
+            .gpus()
+            .into_iter()
+            .map(|scope| n.verdict(init_errors, scope))
+            .filter(|v| v.status != Status::Pass)
+            .collect();
+        assert_eq!(failed.len(), 1, "{failed:?}");
+        assert_eq!(code(&failed[0]), Some(codes::FIRMWARE_LOAD_FAILED.code));
+        assert!(
+            failed[0].message.contains("psp_13_0_6_toc.bin"),
+            "{}",
+            failed[0].message
+        );
+    }
 }

@@ -3,10 +3,10 @@
 use super::hip_device::{HipDevice, Matched, find_device, hip_fail};
 use super::isolated;
 use crate::context::NodeContext;
-use crate::facts::gpus::Gpu;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
+use rocgate_node::facts::gpus::Gpu;
 use rocgate_rocm::hip::{
     DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys,
 };

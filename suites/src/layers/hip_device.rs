@@ -3,9 +3,9 @@
 //! same way rather than each matching bus ids of its own.
 
 use crate::context::NodeContext;
-use crate::facts::gpus::Gpu;
 use crate::findings::{Code, codes};
 use rocgate_harness::{Scope, Verdict};
+use rocgate_node::facts::gpus::Gpu;
 use rocgate_rocm::hip::{Hip, HipError};
 use std::sync::Arc;
 

@@ -3,10 +3,10 @@
 
 use super::isolated;
 use crate::context::NodeContext;
-use crate::facts::gpus::Gpu;
 use crate::findings::{Code, codes};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::gpus::Gpu;
 use rocgate_rocm::hsa::sys::{self, Agent, KernelDispatchPacket};
 use rocgate_rocm::hsa::{
     AgentInfo, Executable, Hsa, HsaError, PoolInfo, PoolMemory, Queue, Signal,

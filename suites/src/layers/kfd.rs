@@ -3,13 +3,13 @@
 
 use super::{check, device_access, list};
 use crate::context::NodeContext;
-use crate::facts::NodeFacts;
-use crate::facts::gpus::{Gpu, function_zero};
-use crate::facts::kfd::{KfdNode, TOPOLOGY};
 use crate::findings::codes;
 use crate::stack;
-use rocgate_harness::sysroot::ReadErrorKind;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::NodeFacts;
+use rocgate_node::facts::gpus::{Gpu, function_zero};
+use rocgate_node::facts::kfd::{KfdNode, TOPOLOGY};
+use rocgate_node::sysroot::ReadErrorKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The kfd layer's checks.
@@ -316,7 +316,7 @@ fn partition_counts(ctx: &NodeContext) -> PartitionCounts {
     for (device, members) in &by_device {
         let first = members[0];
         let shown = members.len() as u64;
-        let xcds = first.device_id.and_then(crate::facts::ids::xcds);
+        let xcds = first.device_id.and_then(rocgate_node::facts::ids::xcds);
         let mode = first.pci.as_ref().and_then(|p| {
             ctx.facts
                 .sysroot
@@ -332,7 +332,7 @@ fn partition_counts(ctx: &NodeContext) -> PartitionCounts {
             .and_then(|k| k.num_xcc)
             .filter(|&n| n > 0);
         let expected = match (&mode, xcds) {
-            (Some(m), Some(x)) => crate::facts::ids::partitions_in_mode(m, x),
+            (Some(m), Some(x)) => rocgate_node::facts::ids::partitions_in_mode(m, x),
             (None, Some(x)) => per_partition.map(|n| x / n),
             _ => None,
         };
@@ -524,7 +524,7 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Outcome {
     }
     Ok(match drm.device_of_render(minor32) {
         Some(dev)
-            if crate::facts::pci::is_pci_address(dev)
+            if rocgate_node::facts::pci::is_pci_address(dev)
                 && dev != gpu.pci_address
                 && dev != gpu.physical_address() =>
         {
@@ -554,7 +554,7 @@ fn render_access(ctx: &NodeContext, scope: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::{code, node};
+    use crate::layers::fixture::{code, fails_with, node};
     use rocgate_harness::{SkipReason, Status};
 
     #[test]
@@ -566,36 +566,38 @@ mod tests {
         }
         let v = n.verdict(partitions, Scope::Node);
         assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
-        for scope in n.gpus() {
-            for check in [
-                topology_node,
-                render_access,
-                gfx_target,
-                compute_units,
-                render_minor,
-            ] {
-                let v = n.verdict(check, scope);
-                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
-            }
-        }
+        n.assert_pass_on_every_gpu(&[
+            topology_node,
+            render_access,
+            gfx_target,
+            compute_units,
+            render_minor,
+        ]);
     }
 
     #[test]
     fn a_missing_dev_kfd_fails() {
-        let v = node("kfd-missing").verdict(dev_kfd, Scope::Node);
-        assert_eq!(code(&v), Some(codes::KFD_MISSING.code), "{}", v.message);
+        fails_with("kfd-missing", dev_kfd, Scope::Node, codes::KFD_MISSING);
     }
 
     #[test]
     fn a_user_outside_the_render_group_cannot_open_dev_kfd() {
-        let v = node("kfd-permission").verdict(dev_kfd_access, Scope::Node);
-        assert_eq!(code(&v), Some(codes::KFD_PERMISSION.code), "{}", v.message);
+        fails_with(
+            "kfd-permission",
+            dev_kfd_access,
+            Scope::Node,
+            codes::KFD_PERMISSION,
+        );
     }
 
     #[test]
     fn a_topology_without_gpus_fails_quoting_the_kernel() {
-        let v = node("kfd-topology-empty").verdict(topology, Scope::Node);
-        assert_eq!(code(&v), Some(codes::KFD_TOPOLOGY_EMPTY.code));
+        let v = fails_with(
+            "kfd-topology-empty",
+            topology,
+            Scope::Node,
+            codes::KFD_TOPOLOGY_EMPTY,
+        );
         assert!(v.message.contains("DID 74a1"), "{}", v.message);
     }
 
@@ -616,7 +618,11 @@ mod tests {
     fn partitions_pass_in_cpx_and_fail_when_one_is_missing() {
         let v = node("mi300x-8-cpx").verdict(partitions, Scope::Node);
         assert_eq!(v.status, Status::Pass, "{}", v.message);
-        let v = node("cpx-partition-missing").verdict(partitions, Scope::Node);
-        assert_eq!(code(&v), Some(codes::PARTITION_COUNT_MISMATCH.code));
+        fails_with(
+            "cpx-partition-missing",
+            partitions,
+            Scope::Node,
+            codes::PARTITION_COUNT_MISMATCH,
+        );
     }
 }

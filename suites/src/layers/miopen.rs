@@ -141,17 +141,16 @@ fn databases(ctx: &NodeContext, _: Scope) -> Outcome {
 
 fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
     let lib = ctx.runtime.miopen()?;
-    let path = lib.path().display().to_string();
-    let version = lib.version().map_err(|e| {
-        Verdict::fail(codes::MIOPEN_LIBRARY_MISSING.finding_next(
-            format!("{path} loaded but does not report its version: {e}"),
-            "the MIOpen library is damaged or not MIOpen; reinstall the miopen-hip package",
-        ))
-    })?;
-    Ok(Verdict::pass(format!("loaded {path}: MIOpen {version}"))
-        .with_fact("miopen_library", path)
-        .with_fact("miopen_version", version))
+    super::loaded_with_version(lib.path(), lib.version(), &LIBRARY)
 }
+
+/// How MIOpen is named in reports and reinstalled.
+const LIBRARY: super::LibraryName = super::LibraryName {
+    name: "MIOpen",
+    facts: "miopen",
+    package: "miopen-hip",
+    missing: codes::MIOPEN_LIBRARY_MISSING,
+};
 
 fn next_step() -> &'static str {
     "check that MIOpen matches the installed ROCm release and supports this gfx target; with MIOPEN_ENABLE_LOGGING=1 MIOpen names the failing solver; read `dmesg | grep -i amdgpu`"

@@ -15,10 +15,10 @@ pub mod rccl;
 pub mod rocblas;
 
 use crate::context::NodeContext;
-use crate::facts::gpus::Gpu;
-use crate::facts::pci::PciDevice;
-use crate::findings::codes;
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
+use crate::findings::{Code, codes};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::gpus::Gpu;
+use rocgate_node::facts::pci::PciDevice;
 use std::time::Duration;
 
 /// What a check runs: the node's context and the scope in, the verdict out,
@@ -59,18 +59,7 @@ const fn check(
     summary: &'static str,
     run: Run,
 ) -> Check<NodeContext> {
-    Check {
-        id,
-        layer,
-        scope,
-        tier: Tier::Quick,
-        deps: &[],
-        gates: true,
-        timeout: FILE_CHECK_TIMEOUT,
-        isolated: false,
-        summary,
-        run,
-    }
+    Check::new(id, layer, scope, FILE_CHECK_TIMEOUT, summary, run)
 }
 
 /// A gating check that calls vendor libraries, so it runs in the scope's
@@ -91,6 +80,43 @@ const fn isolated(
         timeout: Duration::from_secs(timeout_s),
         ..check(id, layer, scope, summary, run)
     }
+}
+
+/// How a vendor library is named in reports and reinstalled.
+struct LibraryName {
+    /// As people write it (`rocBLAS`).
+    name: &'static str,
+    /// The prefix of the facts it returns (`rocblas_library`, `rocblas_version`).
+    facts: &'static str,
+    /// The package that installs it.
+    package: &'static str,
+    /// The code when it is missing or damaged.
+    missing: Code,
+}
+
+/// A library's runtime check: it loaded from `path` and reports `version`
+/// (a library that cannot say its version is damaged or not that library).
+fn loaded_with_version<E: std::fmt::Display>(
+    path: &std::path::Path,
+    version: Result<String, E>,
+    lib: &LibraryName,
+) -> Outcome {
+    let path = path.display().to_string();
+    let LibraryName {
+        name,
+        facts,
+        package,
+        missing,
+    } = lib;
+    let version = version.map_err(|e| {
+        Verdict::fail(missing.finding_next(
+            format!("{path} loaded but does not report its version: {e}"),
+            format!("the {name} library is damaged or not {name}; reinstall the {package} package"),
+        ))
+    })?;
+    Ok(Verdict::pass(format!("loaded {path}: {name} {version}"))
+        .with_fact(&format!("{facts}_library"), path)
+        .with_fact(&format!("{facts}_version"), version))
 }
 
 /// The GPU's PCI function. Without one the GPU's absence from the bus is
@@ -222,9 +248,9 @@ fn list<T: AsRef<str>>(items: &[T], max: usize) -> String {
 mod fixture {
     use super::Run;
     use crate::context::{NodeContext, RunOptions};
-    use crate::session::Session;
-    use rocgate_harness::{Scope, Sysroot, Verdict};
-    use std::sync::Arc;
+    use crate::findings::Code;
+    use rocgate_harness::{Scope, Status, Verdict};
+    use rocgate_node::Sysroot;
 
     /// A fixture node opened for checking.
     pub(super) struct Node {
@@ -245,8 +271,7 @@ mod fixture {
         let root = dir.path().join("node");
         let fixture = rocgate_fixtures::scenario(scenario).unwrap();
         fixture.spec.write(&root).unwrap();
-        let session = Session::open(Sysroot::at(&root), options).unwrap();
-        let ctx = Arc::try_unwrap(session.ctx).unwrap();
+        let ctx = NodeContext::open(Sysroot::at(&root), options, None).unwrap();
         Node { ctx, _dir: dir }
     }
 
@@ -276,6 +301,24 @@ mod fixture {
         pub fn verdict(&self, check: Run, scope: Scope) -> Verdict {
             check(&self.ctx, scope).unwrap_or_else(|v| v)
         }
+
+        /// Asserts that each of `checks` passes on every GPU.
+        pub fn assert_pass_on_every_gpu(&self, checks: &[Run]) {
+            for scope in self.gpus() {
+                for check in checks {
+                    let v = self.verdict(*check, scope);
+                    assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+                }
+            }
+        }
+    }
+
+    /// What `check` reports for `scope` of the fixture `scenario`, asserted
+    /// to be a failure with `want`'s code.
+    pub(super) fn fails_with(scenario: &str, check: Run, scope: Scope, want: Code) -> Verdict {
+        let v = node(scenario).verdict(check, scope);
+        assert_eq!(code(&v), Some(want.code), "{}", v.message);
+        v
     }
 
     /// The verdict's finding code, if it failed.
@@ -504,7 +547,7 @@ source = "CPX fleet median"
     #[test]
     fn registry_plans_without_cycles_and_ids_match_layers() {
         let reg = registry();
-        let plan = rocgate_harness::plan(&reg, &[0, 1], Tier::Extended).unwrap();
+        let plan = rocgate_harness::plan(&reg, &[0, 1], rocgate_harness::Tier::Extended).unwrap();
         assert!(!plan.instances.is_empty());
         for c in &reg {
             assert_eq!(c.id.split("::").next(), Some(c.layer.as_str()), "{}", c.id);

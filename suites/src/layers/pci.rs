@@ -2,10 +2,10 @@
 
 use super::{check, list, pci_function};
 use crate::context::NodeContext;
-use crate::facts::pci::PCI_DEVICES;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::pci::PCI_DEVICES;
 use std::collections::BTreeMap;
 
 /// The pci layer's checks.
@@ -89,7 +89,7 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Outcome {
     }
     let mut by_model: BTreeMap<String, usize> = BTreeMap::new();
     for g in &scan.gpus {
-        let name = crate::facts::ids::known_device(g.device_id)
+        let name = rocgate_node::facts::ids::known_device(g.device_id)
             .map_or_else(|| "AMD GPU".to_string(), |k| k.product.to_string());
         *by_model
             .entry(format!("{name} [1002:{:04x}]", g.device_id))
@@ -229,7 +229,7 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
 mod tests {
     use super::*;
     use crate::context::RunOptions;
-    use crate::layers::fixture::{code, node, node_with};
+    use crate::layers::fixture::{code, fails_with, node, node_with};
     use rocgate_harness::{SkipReason, Status};
 
     #[test]
@@ -238,18 +238,17 @@ mod tests {
         let v = n.verdict(amd_gpu_present, Scope::Node);
         assert_eq!(v.status, Status::Pass, "{}", v.message);
         assert_eq!(v.metrics[0].value, 8.0);
-        for scope in n.gpus() {
-            for check in [identity, driver_binding, link_width] {
-                let v = n.verdict(check, scope);
-                assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
-            }
-        }
+        n.assert_pass_on_every_gpu(&[identity, driver_binding, link_width]);
     }
 
     #[test]
     fn a_node_without_an_amd_gpu_fails_presence() {
-        let v = node("no-amd-gpu").verdict(amd_gpu_present, Scope::Node);
-        assert_eq!(code(&v), Some(codes::NO_AMD_GPU.code), "{}", v.message);
+        fails_with(
+            "no-amd-gpu",
+            amd_gpu_present,
+            Scope::Node,
+            codes::NO_AMD_GPU,
+        );
     }
 
     #[test]

@@ -4,11 +4,11 @@
 use super::hip_device::hip_index;
 use super::{check, isolated};
 use crate::context::NodeContext;
-use crate::facts::gpus::{Gpu, function_zero};
-use crate::facts::kfd::{LINK_TYPE_PCIE, LINK_TYPE_XGMI};
 use crate::findings::{Code, codes};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
+use rocgate_node::facts::gpus::{Gpu, function_zero};
+use rocgate_node::facts::kfd::{LINK_TYPE_PCIE, LINK_TYPE_XGMI};
 use rocgate_rocm::hip::{DeviceBuffer, Stream};
 use rocgate_rocm::rccl::Comms;
 use std::collections::{BTreeMap, BTreeSet};
@@ -69,17 +69,16 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 
 fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
     let rccl = ctx.runtime.rccl()?;
-    let path = rccl.path().display().to_string();
-    let version = rccl.version().map_err(|e| {
-        Verdict::fail(codes::RCCL_LIBRARY_MISSING.finding_next(
-            format!("{path} loaded but does not report its version: {e}"),
-            "the RCCL library is damaged or not RCCL; reinstall the rccl package",
-        ))
-    })?;
-    Ok(Verdict::pass(format!("loaded {path}: RCCL {version}"))
-        .with_fact("rccl_library", path)
-        .with_fact("rccl_version", version))
+    super::loaded_with_version(rccl.path(), rccl.version(), &LIBRARY)
 }
+
+/// How RCCL is named in reports and reinstalled.
+const LIBRARY: super::LibraryName = super::LibraryName {
+    name: "RCCL",
+    facts: "rccl",
+    package: "rccl",
+    missing: codes::RCCL_LIBRARY_MISSING,
+};
 
 /// Physical devices (function-0 address) and the KFD nodes of each.
 fn devices(gpus: &[Gpu]) -> BTreeMap<String, Vec<&Gpu>> {

@@ -4,11 +4,11 @@
 use super::hip_device::{HipDevice, find_device};
 use super::isolated;
 use crate::context::NodeContext;
-use crate::facts::gpus::Gpu;
 use crate::findings::{Code, codes};
 use crate::reference::{self, Dtype};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
+use rocgate_node::facts::gpus::Gpu;
 use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
 use rocgate_rocm::rocblas::{BlasError, BlasHandle, DataType};
 use std::sync::Arc;
@@ -110,17 +110,16 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 
 fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
     let blas = ctx.runtime.rocblas()?;
-    let path = blas.path().display().to_string();
-    let version = blas.version().map_err(|e| {
-        Verdict::fail(codes::ROCBLAS_LIBRARY_MISSING.finding_next(
-            format!("{path} loaded but does not report its version: {e}"),
-            "the rocBLAS library is damaged or not rocBLAS; reinstall the rocblas package",
-        ))
-    })?;
-    Ok(Verdict::pass(format!("loaded {path}: rocBLAS {version}"))
-        .with_fact("rocblas_library", path)
-        .with_fact("rocblas_version", version))
+    super::loaded_with_version(blas.path(), blas.version(), &LIBRARY)
 }
+
+/// How rocBLAS is named in reports and reinstalled.
+const LIBRARY: super::LibraryName = super::LibraryName {
+    name: "rocBLAS",
+    facts: "rocblas",
+    package: "rocblas",
+    missing: codes::ROCBLAS_LIBRARY_MISSING,
+};
 
 /// The next step when rocBLAS has nothing for this GPU.
 fn no_kernels_next(gpu: &Gpu) -> String {

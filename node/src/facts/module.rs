@@ -1,6 +1,6 @@
 //! The amdgpu kernel module and the running kernel.
 
-use rocgate_harness::{ReadError, Sysroot};
+use crate::{ReadError, Sysroot};
 
 /// What `/sys/module/amdgpu` and `/proc/modules` say.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 //! KFD `properties` files: one `key value` pair per line, decimal values.
 
-use rocgate_harness::ReadError;
+use crate::ReadError;
 use std::path::Path;
 
 /// The parsed lines of a properties file, in file order.

@@ -2,7 +2,7 @@
 //! which group would grant it.
 
 use super::capture::Capture;
-use rocgate_harness::Sysroot;
+use crate::Sysroot;
 use std::os::unix::fs::MetadataExt;
 
 /// The user whose access is checked.

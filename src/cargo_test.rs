@@ -7,10 +7,11 @@
 //! "no AMD GPU on the PCI bus" from ignored trials into failures, and
 //! `ROCGATE_STRICT=1`, which fails the trials that could not verify.
 
-use crate::context::RunOptions;
 use crate::session::Session;
 use libtest_mimic::{Completion, Failed, Trial};
-use rocgate_harness::{CheckResult, ExecOptions, RunReport, SkipReason, Status, Sysroot, Tier};
+use rocgate_harness::{CheckResult, ExecOptions, RunReport, SkipReason, Status, Tier};
+use rocgate_node::Sysroot;
+use rocgate_suites::context::RunOptions;
 use std::sync::{Arc, OnceLock};
 
 /// What the harness was asked to do.

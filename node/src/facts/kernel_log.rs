@@ -1,7 +1,7 @@
 //! The kernel log, and the firmware and GPU-init errors in it.
 
+use crate::Sysroot;
 use regex::Regex;
-use rocgate_harness::Sysroot;
 use std::io::Read;
 use std::sync::LazyLock;
 use std::time::Duration;

@@ -15,7 +15,7 @@ pub mod module;
 pub mod pci;
 pub mod properties;
 
-use rocgate_harness::{ReadError, Sysroot};
+use crate::{ReadError, Sysroot};
 use std::sync::OnceLock;
 
 /// The node's facts.

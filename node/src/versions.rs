@@ -2,9 +2,9 @@
 //! OS, amdgpu driver and ROCm release for the node. (The runtime libraries'
 //! versions come from the checks that load them, as facts.)
 
+use crate::Sysroot;
 use crate::facts::NodeFacts;
 use crate::facts::pci::parse_hex;
-use rocgate_harness::Sysroot;
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -164,8 +164,12 @@ pub fn driver_release_of(package_version: &str) -> Option<String> {
     Some(format!("{}.{minor}.{patch}", major.parse::<u32>().ok()?))
 }
 
-/// Node-wide versions.
-pub fn node_versions(facts: &NodeFacts) -> BTreeMap<String, String> {
+/// Node-wide versions; `driver_rows` name the amdgpu driver release the
+/// loaded module belongs to (the compatibility matrix's `[[driver]]` rows).
+pub fn node_versions(
+    facts: &NodeFacts,
+    driver_rows: &[crate::driver_release::DriverRow],
+) -> BTreeMap<String, String> {
     let mut v = BTreeMap::new();
     if let Ok(k) = &facts.kernel_release {
         v.insert("kernel".into(), k.clone());
@@ -186,10 +190,7 @@ pub fn node_versions(facts: &NodeFacts) -> BTreeMap<String, String> {
     if let Some((_, package)) = amdgpu_dkms_release(&facts.sysroot) {
         v.insert("amdgpu_dkms_package".into(), package);
     }
-    let rows = crate::compat::Matrix::builtin()
-        .map(|m| m.drivers)
-        .unwrap_or_default();
-    if let Some(release) = crate::driver_release::read(facts, &rows).describe() {
+    if let Some(release) = crate::driver_release::read(facts, driver_rows).describe() {
         v.insert("amdgpu_release".into(), release);
     }
     if let Some(r) = rocm_release(&facts.sysroot) {

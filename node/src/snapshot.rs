@@ -9,12 +9,12 @@
 //! entry count are capped. The directory is removed when the command that
 //! opened it ends.
 
+use crate::PathUse as Use;
+use crate::Sysroot;
 use crate::facts::NodeFacts;
 use crate::facts::access::{self, Access};
 use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser};
 use nix::errno::Errno;
-use rocgate_harness::PathUse as Use;
-use rocgate_harness::Sysroot;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -1682,6 +1682,16 @@ mod tests {
         );
     }
 
+    /// `facts` captured into an archive beside them (in `beside`) and
+    /// unpacked again: the unpacked directory and a sysroot on it.
+    fn captured(facts: &NodeFacts, beside: &Path) -> (tempfile::TempDir, Sysroot) {
+        let out = beside.join("snap.tar.zst");
+        write(facts, &out, false, &|| false).unwrap();
+        let dir = extract(&out, &|| false).unwrap();
+        let replay = Sysroot::at(dir.path());
+        (dir, replay)
+    }
+
     #[test]
     fn a_snapshot_stores_nothing_beneath_a_link_and_replays_through_it() {
         let node = tempfile::tempdir().unwrap();
@@ -1704,10 +1714,7 @@ mod tests {
             .sysroot
             .read_text("/sys/class/drm/card0/device/vendor")
             .unwrap();
-        let out = node.path().join("snap.tar.zst");
-        write(&facts, &out, false, &|| false).unwrap();
-        let dir = extract(&out, &|| false).unwrap();
-        let replay = Sysroot::at(dir.path());
+        let (_dir, replay) = captured(&facts, node.path());
         assert_eq!(
             replay
                 .link_name("/sys/class/drm/card0/device")
@@ -1751,10 +1758,7 @@ mod tests {
             .sysroot
             .read_text("/opt/rocm-6.2.0/.info/version")
             .unwrap();
-        let out = node.path().join("snap.tar.zst");
-        write(&facts, &out, false, &|| false).unwrap();
-        let dir = extract(&out, &|| false).unwrap();
-        let replay = Sysroot::at(dir.path());
+        let (dir, replay) = captured(&facts, node.path());
         assert_eq!(
             replay.list_dir("/var/lib/dkms/amdgpu").unwrap(),
             ["6.16.6-2255209.24.04", "notes"]

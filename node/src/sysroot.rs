@@ -170,7 +170,7 @@ impl Sysroot {
         read: impl FnOnce(PathBuf) -> Result<T, ReadError> + Send + 'static,
     ) -> Result<T, ReadError> {
         let timed_out = || {
-            crate::deadline::note_no_answer(host);
+            rocgate_harness::deadline::note_no_answer(host);
             // In a capture nothing is waited for: a FIFO stands for a file
             // that did not answer on the node, and zero says so.
             let waited = if self.is_live() {

@@ -8,12 +8,25 @@
 //! 4. the loaded module's version alone (`/sys/module/amdgpu/version`,
 //!    visible in containers too): the releases that shipped that module.
 //!
-//! Steps 3 and 4 use the `[[driver]]` rows of the compatibility matrix
-//! (module version, releases with their build numbers, source).
+//! Steps 3 and 4 use [`DriverRow`]s, the `[[driver]]` rows of the
+//! compatibility matrix (module version, releases with their build numbers,
+//! source), which the caller passes in.
 
-use crate::compat::DriverRow;
 use crate::facts::NodeFacts;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// An amdgpu DKMS module version and the driver releases that shipped it.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+pub struct DriverRow {
+    /// The module version (`/sys/module/amdgpu/version`): `6.8.5`.
+    pub module: String,
+    /// `(release, build number)` of each release that shipped it:
+    /// `["6.2.0", "2009582"]`.
+    pub releases: Vec<(String, String)>,
+    /// Where the row comes from.
+    pub source: String,
+}
 
 /// What is known of the driver release.
 #[derive(Clone, Debug, PartialEq, Eq)]

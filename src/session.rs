@@ -1,51 +1,17 @@
 //! One run against one node: open the sysroot, select GPUs, plan, execute.
 //! The CLI and the `cargo test` harness both go through here.
 
-use crate::context::{NodeContext, RunOptions};
-use crate::facts::NodeFacts;
 use rocgate_harness::isolate::WorkerPool;
-use rocgate_harness::{
-    Check, Event, ExecOptions, Plan, PlanError, RunReport, Sysroot, Tier, execute, plan,
-};
+use rocgate_harness::{Check, Event, ExecOptions, Plan, PlanError, RunReport, Tier, execute, plan};
+use rocgate_node::Sysroot;
+use rocgate_node::facts::NodeFacts;
+use rocgate_suites::context::{NodeContext, RunOptions, WorkerConfig};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Time a timed-out worker gets between SIGTERM and SIGKILL.
 pub const WORKER_KILL_GRACE: Duration = Duration::from_secs(1);
-
-/// The configuration a worker process gets from its parent, parsed once by
-/// the parent: a `--thresholds <(...)` pipe can be read only once, and a
-/// file edited mid-run must not give workers other floors than the report.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct WorkerConfig {
-    /// Floors and tolerances.
-    pub thresholds: crate::thresholds::Thresholds,
-    /// Where they came from (for messages).
-    pub thresholds_origin: String,
-    /// The compatibility matrix.
-    pub matrix: crate::compat::Matrix,
-    /// Where it came from.
-    pub matrix_origin: String,
-}
-
-impl WorkerConfig {
-    /// Reads the file a parent wrote with [`Session::worker_pool`].
-    pub fn load(path: &std::path::Path) -> Result<WorkerConfig, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "failed to read the worker configuration {}: {e}",
-                path.display()
-            )
-        })?;
-        serde_json::from_str(&text).map_err(|e| {
-            format!(
-                "the worker configuration {} is damaged ({e}); run rocgate again",
-                path.display()
-            )
-        })
-    }
-}
 
 /// A node opened for checking.
 pub struct Session {
@@ -69,70 +35,9 @@ impl Session {
         options: RunOptions,
         config: Option<WorkerConfig>,
     ) -> Result<Session, String> {
-        // The OS's own reason (a symlink loop, no permission) is the
-        // message: "does not exist" would send the user looking elsewhere.
-        let root = sysroot.root();
-        let why = match std::fs::metadata(root) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Some("it does not exist".to_string())
-            }
-            Err(e) => Some(e.to_string()),
-            Ok(m) if !m.is_dir() => {
-                Some("not a directory or a `rocgate snapshot` archive".to_string())
-            }
-            Ok(_) => std::fs::read_dir(root)
-                .err()
-                .map(|e| format!("{e} (rocgate reads the node's files as the user running it)")),
-        };
-        if let Some(why) = why {
-            return Err(format!("failed to open sysroot {}: {why}", root.display()));
-        }
-        let facts = NodeFacts::discover(sysroot);
-        if let Err(e) = &facts.capture {
-            return Err(e.clone());
-        }
-        // The host's ROCm talks to the host's GPUs, not to a captured node's;
-        // against a sysroot the runtime layers need libraries named for it.
-        let runtime = if let Some(why) = &options.runtime_off {
-            crate::runtime::Runtime::disabled(rocgate_harness::SkipReason::NotApplicable, why)
-        } else if facts.sysroot.is_live() || options.rocm_path.is_some() {
-            crate::runtime::Runtime::new(rocgate_rocm::Search {
-                rocm_path: options.rocm_path.clone(),
-            })
-        } else {
-            crate::runtime::Runtime::disabled(
-                rocgate_harness::SkipReason::NotConfigured,
-                "the runtime layers (hsa, hip, rocblas, miopen, rccl) run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
-            )
-        };
-        let (thresholds, matrix) = match config {
-            Some(c) => {
-                let mut t = c.thresholds;
-                t.origin = c.thresholds_origin;
-                let mut m = c.matrix;
-                m.origin = c.matrix_origin;
-                (t, m)
-            }
-            None => (
-                match &options.thresholds {
-                    Some(path) => crate::thresholds::Thresholds::load(path)?,
-                    None => crate::thresholds::Thresholds::builtin()?,
-                },
-                match &options.matrix {
-                    Some(path) => crate::compat::Matrix::load(path)?,
-                    None => crate::compat::Matrix::builtin()?,
-                },
-            ),
-        };
         Ok(Session {
-            ctx: Arc::new(NodeContext {
-                facts,
-                options,
-                runtime,
-                thresholds,
-                matrix,
-            }),
-            registry: crate::registry(),
+            ctx: Arc::new(NodeContext::open(sysroot, options, config)?),
+            registry: rocgate_suites::registry(),
         })
     }
 
@@ -145,7 +50,7 @@ impl Session {
     /// (`0000:05:00.0`, `05:00.0`; a device's address selects all its
     /// partitions). `None` selects every GPU.
     pub fn select_gpus(&self, selector: Option<&str>) -> Result<Vec<u32>, String> {
-        crate::facts::gpus::select(
+        rocgate_node::facts::gpus::select(
             &self.facts().gpus,
             selector.or(self.ctx.options.gpus.as_deref()),
         )
@@ -166,20 +71,7 @@ impl Session {
         let started_at = chrono::Local::now();
         let start = Instant::now();
         let mut results = execute(plan, Arc::clone(&self.ctx), opts, on_event);
-        // A library that ended its process left only its words behind.
-        for r in results
-            .iter_mut()
-            .filter(|r| r.status.is_fault() && r.finding.is_none())
-        {
-            r.finding = crate::vendor_messages::explain(&r.output);
-        }
-        let isolated: Vec<&str> = self
-            .registry
-            .iter()
-            .filter(|c| c.isolated)
-            .map(|c| c.id)
-            .collect();
-        crate::hangs::name_wedged_gpus(&mut results, &isolated, &self.facts().gpus);
+        rocgate_suites::explain::explain_results(&mut results, &self.registry, &self.facts().gpus);
         let signal = opts.interrupt.load(std::sync::atomic::Ordering::SeqCst);
         RunReport {
             tier: plan.tier,
@@ -235,9 +127,13 @@ impl Session {
                 if let Some(g) = &options.gpus {
                     cmd.arg("--gpus").arg(g);
                 }
-                crate::worker_env::apply(
+                rocgate_suites::worker_env::apply(
                     &mut cmd,
-                    &crate::worker_env::worker_env(&ctx.facts, scope, user_rocr.as_deref()),
+                    &rocgate_suites::worker_env::worker_env(
+                        &ctx.facts,
+                        scope,
+                        user_rocr.as_deref(),
+                    ),
                 );
                 cmd
             }),
@@ -279,7 +175,10 @@ impl Session {
     pub fn versions(&self, report: &RunReport) -> BTreeMap<String, BTreeMap<String, String>> {
         let facts = self.facts();
         let mut out = BTreeMap::new();
-        let mut node = crate::versions::node_versions(facts);
+        let mut node = rocgate_node::versions::node_versions(
+            facts,
+            &rocgate_suites::compat::Matrix::builtin_driver_rows(),
+        );
         for r in report
             .results
             .iter()
@@ -287,7 +186,7 @@ impl Session {
         {
             node.extend(r.facts.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
-        crate::versions::add_loaded_rocm(&mut node);
+        rocgate_node::versions::add_loaded_rocm(&mut node);
         out.insert("node".to_string(), node);
         for &g in &report
             .scopes
@@ -330,7 +229,10 @@ impl Session {
             (None, Some(s)) => p.push(("amdgpu_version".into(), format!("inbox (srcversion {s})"))),
             _ => {}
         }
-        let v = crate::versions::node_versions(f);
+        let v = rocgate_node::versions::node_versions(
+            f,
+            &rocgate_suites::compat::Matrix::builtin_driver_rows(),
+        );
         for key in ["os", "amdgpu_release", "rocm"] {
             if let Some(x) = v.get(key) {
                 p.push((key.to_string(), x.clone()));

@@ -1,6 +1,6 @@
 //! `rocgate inventory`: what the node has, for humans and machines.
 
-use crate::facts::NodeFacts;
+use rocgate_node::facts::NodeFacts;
 use serde::Serialize;
 
 /// Layout version of the inventory JSON.
@@ -96,7 +96,7 @@ pub fn build(facts: &NodeFacts) -> Inventory {
         .map(|g| {
             let k = g.kfd.as_ref();
             let vram = k
-                .and_then(crate::facts::kfd::KfdNode::vram_bytes)
+                .and_then(rocgate_node::facts::kfd::KfdNode::vram_bytes)
                 .or_else(|| {
                     g.pci.as_ref().and_then(|p| {
                         facts
@@ -136,13 +136,19 @@ pub fn build(facts: &NodeFacts) -> Inventory {
             dkms_kernels: facts.dkms.builds.iter().map(|(k, _)| k.clone()).collect(),
             pci_gpus: facts.pci_gpu_count(),
         },
-        versions: std::iter::once(("node".to_string(), crate::versions::node_versions(facts)))
-            .chain(
-                crate::versions::gpu_versions_within(facts, GPU_VERSIONS_WAIT)
-                    .into_iter()
-                    .map(|(g, v)| (format!("gpu{g}"), v)),
-            )
-            .collect(),
+        versions: std::iter::once((
+            "node".to_string(),
+            rocgate_node::versions::node_versions(
+                facts,
+                &rocgate_suites::compat::Matrix::builtin_driver_rows(),
+            ),
+        ))
+        .chain(
+            rocgate_node::versions::gpu_versions_within(facts, GPU_VERSIONS_WAIT)
+                .into_iter()
+                .map(|(g, v)| (format!("gpu{g}"), v)),
+        )
+        .collect(),
         gpus,
         runtime: std::collections::BTreeMap::new(),
     }

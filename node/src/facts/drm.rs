@@ -1,7 +1,7 @@
 //! DRM devices (`/sys/class/drm`): which card and render node belong to which
 //! PCI device.
 
-use rocgate_harness::Sysroot;
+use crate::Sysroot;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Host path of the DRM class.

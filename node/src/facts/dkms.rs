@@ -1,6 +1,6 @@
 //! Out-of-tree (DKMS) amdgpu builds installed per kernel.
 
-use rocgate_harness::Sysroot;
+use crate::Sysroot;
 
 /// Where module trees live (merged-/usr systems use the second).
 const MODULE_ROOTS: [&str; 2] = ["/lib/modules", "/usr/lib/modules"];

@@ -1,6 +1,6 @@
 //! AMD GPUs on the PCI bus (`/sys/bus/pci/devices`).
 
-use rocgate_harness::{ReadError, Sysroot};
+use crate::{ReadError, Sysroot};
 
 /// Host path of the PCI device list.
 pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";

@@ -1,7 +1,7 @@
 //! `rocgate-capture.toml`: what a sysroot cannot hold as files — who ran the
 //! capture and whether that user could open each device node.
 
-use rocgate_harness::Sysroot;
+use crate::Sysroot;
 use serde::{Deserialize, Serialize};
 
 /// Host path of the capture record inside a sysroot.

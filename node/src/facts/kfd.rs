@@ -1,7 +1,7 @@
 //! The KFD topology under `/sys/class/kfd/kfd/topology`.
 
 use super::properties::Properties;
-use rocgate_harness::{ReadError, Sysroot};
+use crate::{ReadError, Sysroot};
 use std::path::Path;
 
 /// Host path of the topology.

@@ -1,6 +1,6 @@
 //! Whether amdgpu is kept from loading: kernel command line and modprobe.d.
 
-use rocgate_harness::{ReadError, Sysroot};
+use crate::{ReadError, Sysroot};
 
 const MODPROBE_DIRS: [&str; 4] = [
     "/etc/modprobe.d",

@@ -1,0 +1,35 @@
+//! What rocgate knows of a node before it calls any vendor library.
+//!
+//! Every host path is read through a [`Sysroot`] (`/` on a live node, or a
+//! directory holding a captured or synthetic node) under a deadline, so no
+//! read can hang a run. [`facts`] gathers what the node layers judge (PCI,
+//! KFD topology, DRM nodes, the amdgpu module, DKMS, the kernel log, device
+//! access); [`versions`] and [`driver_release`] say which releases the node
+//! runs; [`snapshot`] captures a node into an archive and opens one again.
+
+mod bounded_io;
+pub mod driver_release;
+pub mod facts;
+pub mod snapshot;
+pub mod sysroot;
+pub mod versions;
+
+pub use facts::NodeFacts;
+pub use sysroot::{PathUse, ReadError, Sysroot};
+
+#[cfg(test)]
+mod tests {
+    /// The node's view stays below the suites: it may reach the engine (to
+    /// tell a running check that a file did not answer) and nothing else of
+    /// rocgate's.
+    #[test]
+    fn the_node_crate_depends_only_on_the_engine() {
+        let manifest = include_str!("../Cargo.toml");
+        let ours: Vec<&str> = manifest
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("rocgate"))
+            .collect();
+        assert_eq!(ours, ["rocgate-harness.workspace = true"]);
+    }
+}
