@@ -80,7 +80,7 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
     /// instance, in plan order.
     pub fn run(mut self, on_event: &mut dyn FnMut(Event<'_>)) -> Vec<CheckResult> {
         let n = self.plan.instances.len();
-        while self.done < n && self.signal() == 0 {
+        while self.done < n && self.stop().is_none() {
             self.dispatch(on_event);
             if self.done >= n {
                 break;
@@ -91,15 +91,22 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
-        let signal = self.signal();
-        if signal != 0 {
-            self.close_interrupted(signal, on_event);
+        if let Some(why) = self.stop() {
+            self.close_interrupted(&why, on_event);
         }
         self.into_results()
     }
 
-    fn signal(&self) -> usize {
-        self.opts.interrupt.load(Ordering::SeqCst)
+    /// Why the run must stop now, if it must: a signal, or its deadline.
+    fn stop(&self) -> Option<String> {
+        let signal = self.opts.interrupt.load(Ordering::SeqCst);
+        if signal != 0 {
+            return Some(format!("interrupted by {}", signal_name(signal)));
+        }
+        self.opts
+            .deadline
+            .filter(|&d| Instant::now() >= d)
+            .map(|_| "cut short: the run's time budget was spent".to_string())
     }
 
     fn isolated(&self, i: usize) -> bool {
@@ -123,6 +130,7 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
         self.running
             .values()
             .map(|&(_, d)| d)
+            .chain(self.opts.deadline)
             .min()
             .map_or(POLL, |d| d.saturating_duration_since(Instant::now()))
             .min(POLL)
@@ -280,9 +288,10 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
         }
     }
 
-    /// After an interruption: lets running checks finish within the grace,
-    /// then skips everything without a result as interrupted.
-    fn close_interrupted(&mut self, signal: usize, on_event: &mut dyn FnMut(Event<'_>)) {
+    /// After an interruption (`why`: a signal, or the deadline): lets
+    /// running checks finish within the grace, then skips everything
+    /// without a result as interrupted.
+    fn close_interrupted(&mut self, why: &str, on_event: &mut dyn FnMut(Event<'_>)) {
         let grace_end = Instant::now() + self.opts.interrupt_grace;
         while !self.running.is_empty() {
             let wait = grace_end.saturating_duration_since(Instant::now());
@@ -302,9 +311,9 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
                 continue;
             }
             let why = if self.running.contains_key(&i) {
-                format!("interrupted by {} while running", signal_name(signal))
+                format!("{why} while running")
             } else {
-                format!("not run: interrupted by {}", signal_name(signal))
+                format!("not run: {why}")
             };
             let r = CheckResult {
                 skip_reason: Some(SkipReason::Interrupted),

@@ -37,6 +37,11 @@ pub struct ExecOptions {
     pub interrupt: Arc<AtomicUsize>,
     /// How long running checks may finish after an interruption.
     pub interrupt_grace: Duration,
+    /// When the run must end (a health check's budget under a scheduler
+    /// that kills it): nothing starts after it, running checks get the
+    /// interrupt grace, and what has no result then is skipped as cut
+    /// short, as after a signal.
+    pub deadline: Option<std::time::Instant>,
     /// Bound for each result's captured output, in bytes.
     pub output_limit: usize,
     /// Runs isolated checks in worker processes; without one they run in
@@ -60,6 +65,7 @@ impl Default for ExecOptions {
             timeouts: HashMap::new(),
             interrupt: Arc::new(AtomicUsize::new(0)),
             interrupt_grace: Duration::from_secs(2),
+            deadline: None,
             output_limit: output::DEFAULT_LIMIT,
             isolator: None,
             max_warming: 8,
@@ -169,7 +175,7 @@ mod tests {
     use crate::model::test_stack::{A, B, C, D, E};
     use crate::model::{Layer, Scope, ScopeKind, Tier};
     use crate::plan::plan;
-    use crate::verdict::{Finding, Status, Verdict};
+    use crate::verdict::{Finding, SkipReason, Status, Verdict};
     use std::sync::Mutex;
     use std::sync::atomic::Ordering;
     use std::time::Instant;
@@ -298,6 +304,41 @@ mod tests {
         let rs = run(&reg, &[0], &opts);
         assert!(rs.iter().all(|r| r.status == Status::Skipped));
         assert!(rs[0].message.contains("SIGINT"));
+    }
+
+    #[test]
+    fn the_deadline_ends_the_run_and_skips_what_it_cut_short() {
+        let reg = vec![
+            check("a::a", A, ScopeKind::Node, |_, _| Ok(Verdict::pass("ok"))),
+            Check {
+                timeout: Duration::from_secs(60),
+                ..check("b::slow", B, ScopeKind::Node, |_, _| {
+                    thread::sleep(Duration::from_secs(30));
+                    Ok(Verdict::pass("late"))
+                })
+            },
+            check("c::c", C, ScopeKind::Node, |_, _| Ok(Verdict::pass("ok"))),
+        ];
+        let opts = ExecOptions {
+            deadline: Some(Instant::now() + Duration::from_millis(300)),
+            interrupt_grace: Duration::from_millis(100),
+            ..ExecOptions::default()
+        };
+        let start = Instant::now();
+        let rs = run(&reg, &[], &opts);
+        // Far sooner than the slow check's 30 s, with slack for a busy machine.
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(rs[0].status, Status::Pass);
+        for (r, how) in [(&rs[1], "while running"), (&rs[2], "not run: ")] {
+            assert_eq!(r.status, Status::Skipped, "{}", r.id);
+            assert_eq!(r.skip_reason, Some(SkipReason::Interrupted));
+            assert!(r.message.contains("time budget was spent"), "{}", r.message);
+            assert!(r.message.contains(how), "{}", r.message);
+        }
     }
 
     /// An isolator that records how many scopes start at once, and hangs

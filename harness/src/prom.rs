@@ -1,0 +1,289 @@
+//! A run as a Prometheus textfile for node_exporter's textfile collector.
+//!
+//! The collector reads `*.prom` from a directory on every scrape, so the
+//! file is written whole (temporary file and rename, by the caller) and
+//! carries no timestamps: a sample with one makes the collector skip the
+//! file. As for any batch job, the run exports when it last ran and last
+//! succeeded, and series that a failure would make appear (the per-code
+//! counts) are always present, at 0 when nothing failed.
+
+use crate::model::{Layer, Scope};
+use crate::result::RunReport;
+use crate::verdict::Status;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// What the textfile says beyond the run's results.
+pub struct PromContext<'a> {
+    /// Labels of `rocgate_info` (`version`, `hostname`, `rocm`, ...), in order.
+    pub info: &'a [(&'a str, String)],
+    /// Every finding code the suites can report, so each has a series.
+    pub codes: &'a [&'a str],
+    /// `rocgate_last_success_timestamp_seconds` of the file this one
+    /// replaces, kept when this run did not succeed.
+    pub previous_success: Option<f64>,
+}
+
+/// The textfile for `report`.
+pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
+    let mut out = String::new();
+    let ended =
+        report.started_at.timestamp_millis() as f64 / 1000.0 + report.duration.as_secs_f64();
+    let passed = report.all_passed();
+
+    family(
+        &mut out,
+        "rocgate_info",
+        "gauge",
+        "rocgate and the node's versions; always 1.",
+    );
+    sample(&mut out, "rocgate_info", ctx.info, 1.0);
+
+    family(
+        &mut out,
+        "rocgate_layer_up",
+        "gauge",
+        "1 when every check of the layer in the scope passed or was skipped, 0 when one failed, hung, crashed or was blocked by a layer below.",
+    );
+    for scope in report.scope_list() {
+        let pci = report
+            .scope_info(scope)
+            .get("pci_address")
+            .unwrap_or("")
+            .to_string();
+        for layer in layers_in(report, scope) {
+            let labels = [
+                ("scope", scope.label()),
+                ("pci_address", pci.clone()),
+                ("layer", layer.to_string()),
+            ];
+            sample(
+                &mut out,
+                "rocgate_layer_up",
+                &labels,
+                bool_value(layer_up(report, scope, layer)),
+            );
+        }
+    }
+
+    family(
+        &mut out,
+        "rocgate_check_failures",
+        "gauge",
+        "Checks of the last run that failed with each finding code.",
+    );
+    let mut failures: BTreeMap<&str, usize> = ctx.codes.iter().map(|c| (*c, 0)).collect();
+    for r in report.results.iter().filter(|r| r.status.is_fault()) {
+        if let Some(f) = &r.finding {
+            *failures.entry(f.code.as_str()).or_default() += 1;
+        }
+    }
+    for (code, n) in failures {
+        sample(
+            &mut out,
+            "rocgate_check_failures",
+            &[("code", code.to_string())],
+            n as f64,
+        );
+    }
+
+    family(
+        &mut out,
+        "rocgate_run_passed",
+        "gauge",
+        "1 when the last run passed.",
+    );
+    sample(&mut out, "rocgate_run_passed", &[], bool_value(passed));
+    family(
+        &mut out,
+        "rocgate_last_run_timestamp_seconds",
+        "gauge",
+        "When the last run ended, in seconds since the epoch.",
+    );
+    sample(&mut out, "rocgate_last_run_timestamp_seconds", &[], ended);
+    family(
+        &mut out,
+        "rocgate_last_success_timestamp_seconds",
+        "gauge",
+        "When the last run that passed ended, in seconds since the epoch (0: none yet).",
+    );
+    let success = if passed {
+        ended
+    } else {
+        ctx.previous_success.unwrap_or(0.0)
+    };
+    sample(
+        &mut out,
+        "rocgate_last_success_timestamp_seconds",
+        &[],
+        success,
+    );
+    family(
+        &mut out,
+        "rocgate_run_duration_seconds",
+        "gauge",
+        "How long the last run took.",
+    );
+    sample(
+        &mut out,
+        "rocgate_run_duration_seconds",
+        &[],
+        report.duration.as_secs_f64(),
+    );
+    out
+}
+
+/// `rocgate_last_success_timestamp_seconds` in a textfile written before,
+/// if it holds a usable one.
+pub fn previous_success(text: &str) -> Option<f64> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("rocgate_last_success_timestamp_seconds "))
+        .filter_map(|v| v.trim().parse::<f64>().ok())
+        .find(|v| v.is_finite() && *v > 0.0)
+}
+
+/// The layers with a result in `scope`, bottom-up.
+fn layers_in(report: &RunReport, scope: Scope) -> Vec<Layer> {
+    let mut layers: Vec<Layer> = report
+        .results
+        .iter()
+        .filter(|r| r.scope == scope)
+        .map(|r| r.layer)
+        .collect();
+    layers.sort();
+    layers.dedup();
+    layers
+}
+
+/// Whether `layer` works in `scope`: no check of it stopped the stack or
+/// was kept from running. Advisory failures (a slow link) leave it up and
+/// show in the per-code counts.
+fn layer_up(report: &RunReport, scope: Scope, layer: Layer) -> bool {
+    !report
+        .results
+        .iter()
+        .filter(|r| r.scope == scope && r.layer == layer)
+        .any(|r| r.status == Status::Blocked || (r.status.is_fault() && !r.advisory))
+}
+
+fn bool_value(b: bool) -> f64 {
+    if b { 1.0 } else { 0.0 }
+}
+
+fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {}", escape_help(help));
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn sample(out: &mut String, name: &str, labels: &[(&str, String)], value: f64) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        let body: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", escape_label(v)))
+            .collect();
+        let _ = write!(out, "{{{}}}", body.join(","));
+    }
+    let _ = writeln!(out, " {value}");
+}
+
+/// A label value as the text format wants it: backslash, double quote and
+/// line feed escaped.
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// HELP text: backslash and line feed escaped.
+fn escape_help(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::test_stack::{A, B, C};
+    use crate::result::CheckResult;
+    use crate::result::tests::report;
+    use crate::verdict::Finding;
+
+    fn result(scope: Scope, layer: Layer, status: Status, code: Option<&str>) -> CheckResult {
+        let id = format!("{}.{layer}.x", scope.label());
+        let mut r = CheckResult::new(id, format!("{layer}::x"), layer, scope, status);
+        r.finding = code.map(|c| Finding::new(c, "m", "n"));
+        r
+    }
+
+    fn ctx<'a>(info: &'a [(&'a str, String)], previous: Option<f64>) -> PromContext<'a> {
+        PromContext {
+            info,
+            codes: &["broken", "slow"],
+            previous_success: previous,
+        }
+    }
+
+    #[test]
+    fn layers_go_down_where_they_failed_or_were_blocked_and_every_code_has_a_series() {
+        let mut r = report(vec![
+            result(Scope::Node, A, Status::Pass, None),
+            result(Scope::Gpu(0), A, Status::Pass, None),
+            result(Scope::Gpu(0), B, Status::Fail, Some("broken")),
+            result(Scope::Gpu(0), C, Status::Blocked, None),
+            result(Scope::Gpu(1), B, Status::Pass, None),
+        ]);
+        let mut info = crate::result::ScopeInfo::default();
+        info.push("pci_address", "0000:05:00.0");
+        r.scopes.push((Scope::Gpu(0), info));
+        let info = [
+            ("version", "0.1.0".to_string()),
+            ("hostname", "n\"1".to_string()),
+        ];
+        let text = render(&r, &ctx(&info, Some(1000.0)));
+        for line in [
+            r#"rocgate_info{version="0.1.0",hostname="n\"1"} 1"#,
+            r#"rocgate_layer_up{scope="node",pci_address="",layer="a"} 1"#,
+            r#"rocgate_layer_up{scope="gpu0",pci_address="0000:05:00.0",layer="a"} 1"#,
+            r#"rocgate_layer_up{scope="gpu0",pci_address="0000:05:00.0",layer="b"} 0"#,
+            r#"rocgate_layer_up{scope="gpu0",pci_address="0000:05:00.0",layer="c"} 0"#,
+            r#"rocgate_layer_up{scope="gpu1",pci_address="",layer="b"} 1"#,
+            r#"rocgate_check_failures{code="broken"} 1"#,
+            r#"rocgate_check_failures{code="slow"} 0"#,
+            "rocgate_run_passed 0",
+            "rocgate_last_success_timestamp_seconds 1000",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        // Every family is described, and no sample carries a timestamp.
+        for l in text.lines().filter(|l| !l.starts_with('#')) {
+            let (name, _) = l.split_once(['{', ' ']).unwrap();
+            assert!(text.contains(&format!("# TYPE {name} gauge")), "{l}");
+            let after_labels = match l.rsplit_once('}') {
+                Some((_, after)) => after,
+                None => l.split_once(' ').unwrap().1,
+            };
+            let fields: Vec<&str> = after_labels.split_whitespace().collect();
+            assert_eq!(fields.len(), 1, "a value and no timestamp: {l}");
+            assert!(fields[0].parse::<f64>().is_ok(), "{l}");
+        }
+    }
+
+    #[test]
+    fn a_passing_run_is_the_last_success_and_a_failing_one_keeps_the_previous() {
+        let passing = report(vec![result(Scope::Node, A, Status::Pass, None)]);
+        let text = render(&passing, &ctx(&[], Some(1000.0)));
+        let success = previous_success(&text).unwrap();
+        assert!(success > 1000.0, "{text}");
+        assert!(text.contains("rocgate_run_passed 1\n"));
+        let failing = report(vec![result(Scope::Node, A, Status::Crash, None)]);
+        let again = render(&failing, &ctx(&[], previous_success(&text)));
+        assert_eq!(previous_success(&again), Some(success));
+        // Never a success yet: 0, not a missing series.
+        let first = render(&failing, &ctx(&[], None));
+        assert!(
+            first.contains("rocgate_last_success_timestamp_seconds 0\n"),
+            "{first}"
+        );
+        assert_eq!(previous_success(&first), None);
+    }
+}
