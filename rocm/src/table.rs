@@ -56,6 +56,26 @@ macro_rules! c_constants {
 
 pub(crate) use c_constants;
 
+/// Declares the sizes and field offsets of `#[repr(C)]` structs as a table
+/// of `(C struct, C field or "sizeof", bytes)`, so a header probe can compare
+/// each with the real headers: one line per field (`"c_field" =>
+/// rust_field`), every struct's size included.
+macro_rules! c_layouts {
+    ($(#[$meta:meta])* $vis:vis $table:ident {
+        $( $c:literal = $ty:ty { $( $cf:literal => $field:ident ),* $(,)? } ; )*
+    }) => {
+        $(#[$meta])*
+        $vis const $table: &[(&str, &str, usize)] = &[
+            $(
+                ($c, "sizeof", std::mem::size_of::<$ty>()),
+                $( ($c, $cf, std::mem::offset_of!($ty, $field)), )*
+            )*
+        ];
+    };
+}
+
+pub(crate) use c_layouts;
+
 /// `Drop` for an owner of one library object: calls the release function
 /// from the library's table once on the owner's handle. Without the symbol
 /// there is nothing to release with (the object could not have been made
