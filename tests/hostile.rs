@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    HANG_GUARD, TOPO, doctor, fake_process, fake_rocm, node, on_sysroot, result, run, run_with,
-    send_signal, text,
+    HANG_GUARD, TOPO, assert_exit, doctor, fake_process, fake_rocm, node, on_sysroot, result, run,
+    run_with, send_signal, text,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -379,18 +379,21 @@ fn the_time_budget_bounds_a_run_of_hangs() {
     // check's timeout is shortened; every other check keeps its own.
     let n = node("mi300x-8");
     let rocm = fake_rocm();
-    let out = n.root.with_extension("out");
+    // Runs rocgate to its end with `faults` and the queue check's timeout at
+    // `queue_secs`, its stdout written to the node's `out_ext` file; returns
+    // that stdout.
+    let run_to_end = |faults: &str, queue_secs: u32, out_ext: &str| {
+        let out = n.root.with_extension(out_ext);
+        let timeout = format!("hsa::queue={queue_secs}");
+        let args = ["run", "--timeout", timeout.as_str()];
+        spawn_fake(&n.root, rocm.path(), faults, &args, &out)
+            .wait()
+            .unwrap();
+        std::fs::read_to_string(&out).unwrap()
+    };
     let start = Instant::now();
-    let mut child = spawn_fake(
-        &n.root,
-        rocm.path(),
-        "hsa_queue_create@gpu*=hang",
-        &["run", "--timeout", "hsa::queue=1"],
-        &out,
-    );
-    child.wait().unwrap();
+    let text = run_to_end("hsa_queue_create@gpu*=hang", 1, "out");
     let elapsed = start.elapsed();
-    let text = std::fs::read_to_string(&out).unwrap();
     let budget = announced_budget(&text);
     assert!(
         elapsed.as_secs_f64() <= budget + 1.0,
@@ -399,16 +402,7 @@ fn the_time_budget_bounds_a_run_of_hangs() {
     assert!(text.contains("8 timed out"), "{text}");
     // Ten more seconds for the queue check of each GPU: the GPUs run side
     // by side, so the budget grows by ten seconds, not eighty.
-    let healthy = n.root.with_extension("healthy.out");
-    let mut child = spawn_fake(
-        &n.root,
-        rocm.path(),
-        "",
-        &["run", "--timeout", "hsa::queue=11"],
-        &healthy,
-    );
-    child.wait().unwrap();
-    let longer = announced_budget(&std::fs::read_to_string(&healthy).unwrap());
+    let longer = announced_budget(&run_to_end("", 11, "healthy.out"));
     assert!(
         (9.0..=11.0).contains(&(longer - budget)),
         "budget {budget} s with the queue check at 1 s, {longer} s at 11 s"
@@ -512,12 +506,7 @@ fn workers_get_the_configuration_the_run_read_from_a_pipe() {
         .env("ROCGATE_FAKE_NODE", &n.root)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_exit(&out, 0);
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(result(&doc, "node.hsa.runtime")["status"], "pass");
     assert_eq!(result(&doc, "gpu3.hip.vector_add")["status"], "pass");

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{result, result_with_status, rocgate, text};
+use common::{assert_exit, result, result_with_status, rocgate, text};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 fn main() {
@@ -54,12 +54,7 @@ fn real_rocm_on_a_machine_without_gpu() -> Result<Completion, Failed> {
         .arg(&junit_path)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_exit(&out, 1);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
 

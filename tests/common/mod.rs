@@ -173,6 +173,19 @@ pub fn run_with(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> RunOutput 
     )
 }
 
+/// Asserts that a finished rocgate exited with `code`, showing what it
+/// printed when it did not.
+#[track_caller]
+pub fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Runs `rocgate doctor --json` on `root` with `extra` arguments; returns
 /// its exit code and diagnosis.
 pub fn doctor(root: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
