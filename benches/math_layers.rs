@@ -7,24 +7,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use rocgate_suites::layers::{miopen, rocblas};
 use rocgate_suites::reference;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let node = dir.path().join("mi300x-8");
-    rocgate_fixtures::scenario("mi300x-8")
-        .unwrap()
-        .spec
-        .write(&node)
-        .unwrap();
-    let rocm = dir.path().join("rocm");
-    let profile = Path::new(env!("CARGO_BIN_EXE_rocgate")).parent().unwrap();
-    rocgate_fixtures::fake_rocm::lay_out(profile, &rocm).unwrap();
+    let node = common::scenario(dir.path(), "mi300x-8");
+    let rocm = common::fake_rocm(dir.path());
     let json = dir.path().join("r.json");
     let rounds = 3;
     let mut walls = Vec::new();

@@ -8,6 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use rocgate::session::Session;
 use rocgate_harness::{ExecOptions, Tier};
 use rocgate_node::Sysroot;
@@ -17,11 +19,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 40;
-
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
-}
 
 fn in_process(root: &Path) -> (usize, Vec<String>) {
     let session = Session::open(Sysroot::recording(root), RunOptions::default()).expect("open");
@@ -39,12 +36,7 @@ fn in_process(root: &Path) -> (usize, Vec<String>) {
 
 fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("mi300x-8-cpx");
-    rocgate_fixtures::scenario("mi300x-8-cpx")
-        .expect("scenario")
-        .spec
-        .write(&root)
-        .expect("write");
+    let root = common::scenario(dir.path(), "mi300x-8-cpx");
     let bin = env!("CARGO_BIN_EXE_rocgate");
 
     let (checks, recorded) = in_process(&root);
@@ -57,7 +49,7 @@ fn main() {
 
     let time = |f: &mut dyn FnMut()| {
         f();
-        median(
+        common::median(
             (0..ROUNDS)
                 .map(|_| {
                     let t = Instant::now();

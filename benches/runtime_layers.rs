@@ -10,6 +10,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use rocgate::session::Session;
 use rocgate_harness::Scope;
 use rocgate_harness::isolate::Isolator;
@@ -20,16 +22,6 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
-
-fn median(mut xs: Vec<Duration>) -> Duration {
-    xs.sort();
-    xs[xs.len() / 2]
-}
-
-fn fake_rocm(dir: &Path) {
-    let profile = Path::new(env!("CARGO_BIN_EXE_rocgate")).parent().unwrap();
-    rocgate_fixtures::fake_rocm::lay_out(profile, dir).unwrap();
-}
 
 fn run(node: &Path, rocm: &Path, faults: &str, gpus: Option<&str>) -> Duration {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocgate"));
@@ -52,17 +44,11 @@ fn run(node: &Path, rocm: &Path, faults: &str, gpus: Option<&str>) -> Duration {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let node = dir.path().join("mi300x-8");
-    rocgate_fixtures::scenario("mi300x-8")
-        .unwrap()
-        .spec
-        .write(&node)
-        .unwrap();
-    let rocm = dir.path().join("rocm");
-    fake_rocm(&rocm);
+    let node = common::scenario(dir.path(), "mi300x-8");
+    let rocm = common::fake_rocm(dir.path());
     let rounds = 5;
     let times = |faults: &str, gpus: Option<&str>| {
-        median(
+        common::median(
             (0..rounds)
                 .map(|_| run(&node, &rocm, faults, gpus))
                 .collect(),
@@ -86,7 +72,7 @@ fn main() {
         .iter()
         .find(|c| c.id == "pci::amd_gpu_present")
         .unwrap();
-    let direct = median(
+    let direct = common::median(
         (0..200)
             .map(|_| {
                 let t = Instant::now();
@@ -113,7 +99,7 @@ fn main() {
             round_trips.push(t.elapsed());
         }
     }
-    let (spawn, trip) = (median(spawn), median(round_trips));
+    let (spawn, trip) = (common::median(spawn), common::median(round_trips));
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
         "README rows (runtime layers on the fake 8x MI300X node, all layers, quick tier, medians of {rounds} runs):"

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{HANG_GUARD, node, result, rocgate};
+use common::{HANG_GUARD, fake_process, node, on_sysroot, result, send_signal};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -52,6 +52,16 @@ fn archive_with(dir: &Path, file: &str, fill: impl FnOnce(&mut ArchiveBuilder)) 
     path
 }
 
+/// The names in directory `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// A directory the rocgate under test uses as TMPDIR, where it unpacks
 /// archives; and what is left in it.
 struct Tmp(tempfile::TempDir);
@@ -66,12 +76,7 @@ impl Tmp {
     }
 
     fn left(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(self.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
+        names_in(self.path())
     }
 
     fn unpacked_left(&self) -> Vec<String> {
@@ -84,10 +89,7 @@ impl Tmp {
 
 /// Runs rocgate with `args` and TMPDIR set; returns (exit code, stdout, stderr).
 fn rocgate_in(tmp: &Tmp, args: &[&str], sysroot: &Path) -> (Option<i32>, String, String) {
-    let out = rocgate()
-        .args(args)
-        .arg("--sysroot")
-        .arg(sysroot)
+    let out = on_sysroot(args, sysroot)
         .env("TMPDIR", tmp.path())
         .timeout(HANG_GUARD)
         .output()
@@ -101,15 +103,34 @@ fn rocgate_in(tmp: &Tmp, args: &[&str], sysroot: &Path) -> (Option<i32>, String,
 
 /// Takes a snapshot of `root` into `out`.
 fn snapshot(root: &Path, out: &Path) {
-    let o = rocgate()
-        .args(["snapshot", "--sysroot"])
-        .arg(root)
+    let o = on_sysroot(&["snapshot"], root)
         .arg("--out")
         .arg(out)
         .timeout(HANG_GUARD)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Writes scenario `name` and takes a snapshot of it beside it; returns the
+/// node and the archive.
+fn snapshotted(name: &str) -> (common::Node, PathBuf) {
+    let n = node(name);
+    let archive = n.root.with_extension("tar.zst");
+    snapshot(&n.root, &archive);
+    (n, archive)
+}
+
+/// Runs rocgate with `args` on `archive` in a TMPDIR of its own; asserts it
+/// refused the archive (exit code 2) and left nothing behind; returns its
+/// stderr. `case` names the archive in a failure.
+#[track_caller]
+fn refused(case: &str, args: &[&str], archive: &Path) -> String {
+    let tmp = Tmp::new();
+    let (code, stdout, err) = rocgate_in(&tmp, args, archive);
+    assert_eq!(code, Some(2), "{case}: {stdout}{err}");
+    assert!(tmp.left().is_empty(), "{case}: {:?}", tmp.left());
+    err
 }
 
 /// Whether process `pid` has a handler for SIGINT (bit 1 of SigCgt): from
@@ -131,20 +152,17 @@ use tar::EntryType::{Directory, Fifo, Link, Regular, Symlink};
 fn an_archive_cannot_create_anything_through_its_own_links() {
     let work = tempfile::tempdir().unwrap();
     // `up -> ..` is the unpack directory's parent: TMPDIR.
-    let tmp = Tmp::new();
     let up = archive(
         work.path(),
         "up.tar.zst",
         &[(Symlink, "up", "..", b""), (Fifo, "up/x", "", b"")],
     );
-    let (code, _, err) = rocgate_in(&tmp, &["doctor"], &up);
-    assert_eq!(code, Some(2), "{err}");
+    let err = refused("up", &["doctor"], &up);
     assert!(
         err.contains("up.tar.zst")
             && err.contains("`up/x` lies beneath `up`, which is a symbolic link"),
         "{err}"
     );
-    assert!(tmp.left().is_empty(), "{:?}", tmp.left());
 
     // A link to an absolute directory, then entries of every kind beneath it.
     let victim = tempfile::tempdir().unwrap();
@@ -156,7 +174,6 @@ fn an_archive_cannot_create_anything_through_its_own_links() {
         (Symlink, "evil/link", "/"),
         (Link, "evil/hard", "a"),
     ] {
-        let tmp = Tmp::new();
         let evil = archive(
             work.path(),
             "evil.tar.zst",
@@ -166,12 +183,10 @@ fn an_archive_cannot_create_anything_through_its_own_links() {
                 (kind, name, link, b""),
             ],
         );
-        let (code, _, err) = rocgate_in(&tmp, &["inventory"], &evil);
-        assert_eq!(code, Some(2), "{name}: {err}");
+        let err = refused(name, &["inventory"], &evil);
         assert!(err.contains("which is a symbolic link"), "{name}: {err}");
         let inside: Vec<_> = std::fs::read_dir(victim.path()).unwrap().collect();
         assert!(inside.is_empty(), "{name} was written through the link");
-        assert!(tmp.left().is_empty(), "{name}: {:?}", tmp.left());
     }
 }
 
@@ -184,15 +199,12 @@ fn device_nodes_and_escaping_names_are_refused() {
         (Regular, "/x", "", "absolute name"),
         (Link, "h", "../../etc/passwd", "climbs out"),
     ] {
-        let tmp = Tmp::new();
         let a = archive(work.path(), "bad.tar.zst", &[(kind, name, link, b"")]);
-        let (code, _, err) = rocgate_in(&tmp, &["doctor"], &a);
-        assert_eq!(code, Some(2), "{name}: {err}");
+        let err = refused(name, &["doctor"], &a);
         assert!(
             err.contains(says) && err.contains("bad.tar.zst"),
             "{name}: {err}"
         );
-        assert!(tmp.left().is_empty(), "{name}: {:?}", tmp.left());
     }
 }
 
@@ -209,15 +221,12 @@ fn a_huge_entry_is_refused_from_its_header() {
         .unwrap();
     enc.write_all(&vec![0u8; 1 << 20]).unwrap();
     enc.finish().unwrap();
-    let tmp = Tmp::new();
-    let (code, _, err) = rocgate_in(&tmp, &["doctor"], &path);
-    assert_eq!(code, Some(2), "{err}");
+    let err = refused("bomb", &["doctor"], &path);
     assert!(
         err.contains("bomb.tar.zst")
             && err.contains("entry `sys/zeros` holds 2 GiB, over the 16 MiB limit for one file"),
         "{err}"
     );
-    assert!(tmp.left().is_empty(), "{:?}", tmp.left());
 }
 
 #[test]
@@ -232,14 +241,11 @@ fn an_archive_over_the_total_size_is_refused() {
             b.append(&h, zeros.as_slice()).unwrap();
         }
     });
-    let tmp = Tmp::new();
-    let (code, _, err) = rocgate_in(&tmp, &["matrix", "check"], &path);
-    assert_eq!(code, Some(2), "{err}");
+    let err = refused("big", &["matrix", "check"], &path);
     assert!(
         err.contains("more than 1 GiB, the limit for a whole snapshot (at entry `sys/f`)"),
         "{err}"
     );
-    assert!(tmp.left().is_empty(), "{:?}", tmp.left());
 }
 
 #[test]
@@ -252,23 +258,18 @@ fn an_archive_over_the_entry_count_is_refused() {
             b.append(&h, std::io::empty()).unwrap();
         }
     });
-    let tmp = Tmp::new();
-    let (code, _, err) = rocgate_in(&tmp, &["inventory"], &path);
-    assert_eq!(code, Some(2), "{err}");
+    let err = refused("many", &["inventory"], &path);
     assert!(
         err.contains("more than 200000 entries, the limit for a snapshot"),
         "{err}"
     );
-    assert!(tmp.left().is_empty(), "{:?}", tmp.left());
 }
 
 // 8. The unpacked directory is removed when the command ends.
 
 #[test]
 fn the_unpacked_directory_is_removed_on_success_and_on_error() {
-    let n = node("mi300x-8");
-    let archive = n.root.with_extension("tar.zst");
-    snapshot(&n.root, &archive);
+    let (n, archive) = snapshotted("mi300x-8");
     let tmp = Tmp::new();
     for cmd in [
         &["doctor"][..],
@@ -295,9 +296,7 @@ fn the_unpacked_directory_is_removed_on_success_and_on_error() {
     assert!(tmp.unpacked_left().is_empty(), "{:?}", tmp.left());
     // A snapshot of a snapshot.
     let again = n.root.with_extension("again.tar.zst");
-    let out = rocgate()
-        .args(["snapshot", "--sysroot"])
-        .arg(&archive)
+    let out = on_sysroot(&["snapshot"], &archive)
         .arg("--out")
         .arg(&again)
         .env("TMPDIR", tmp.path())
@@ -310,9 +309,7 @@ fn the_unpacked_directory_is_removed_on_success_and_on_error() {
 
 #[test]
 fn workers_use_the_unpacked_directory_and_it_is_removed_after() {
-    let n = node("mi300x-8");
-    let archive = n.root.with_extension("tar.zst");
-    snapshot(&n.root, &archive);
+    let (n, archive) = snapshotted("mi300x-8");
     let tmp = Tmp::new();
     let tmp_dir = tmp.path().display().to_string();
     let fake_node = n.root.display().to_string();
@@ -330,9 +327,7 @@ fn workers_use_the_unpacked_directory_and_it_is_removed_after() {
     assert_eq!(result(&json, "gpu7.hsa.queue")["status"], "pass");
     assert!(tmp.unpacked_left().is_empty(), "{:?}", tmp.left());
     // A worker is never handed an archive to unpack on its own.
-    let w = rocgate()
-        .args(["__worker", "--scope", "node", "--sysroot"])
-        .arg(&archive)
+    let w = on_sysroot(&["__worker", "--scope", "node"], &archive)
         .env("TMPDIR", tmp.path())
         .timeout(HANG_GUARD)
         .output()
@@ -344,25 +339,21 @@ fn workers_use_the_unpacked_directory_and_it_is_removed_after() {
 
 #[test]
 fn the_unpacked_directory_is_removed_on_sigint() {
-    let n = node("mi300x-8");
-    let archive = n.root.with_extension("tar.zst");
-    snapshot(&n.root, &archive);
+    let (n, archive) = snapshotted("mi300x-8");
     let tmp = Tmp::new();
     let rocm = common::fake_rocm();
     // Every GPU's queue creation hangs in the vendor library, so the run is
     // still going when the signal comes.
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("rocgate"))
-        .args(["run", "--sysroot"])
-        .arg(&archive)
-        .arg("--rocm-path")
-        .arg(rocm.path())
-        .env("ROCGATE_FAKE_NODE", &n.root)
-        .env("ROCGATE_FAKE_FAULTS", "hsa_queue_create@gpu*=hang")
-        .env("TMPDIR", tmp.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = fake_process(
+        &["run"],
+        &archive,
+        &n.root,
+        rocm.path(),
+        "hsa_queue_create@gpu*=hang",
+    )
+    .env("TMPDIR", tmp.path())
+    .spawn()
+    .unwrap();
     let pid = child.id();
     // Signalled once it has unpacked and catches SIGINT; waits on events,
     // not on time (the guard only turns a hang into a failure).
@@ -372,11 +363,7 @@ fn the_unpacked_directory_is_removed_on_sigint() {
         assert!(child.try_wait().unwrap().is_none(), "rocgate ended early");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    assert!(send_signal(pid, "-INT"));
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     assert!(tmp.unpacked_left().is_empty(), "{:?}", tmp.left());
@@ -401,12 +388,7 @@ fn snapshot_replaces_its_target_instead_of_writing_into_it() {
     let (code, _, err) = rocgate_in(&tmp, &["doctor"], &out);
     assert_eq!(code, Some(0), "{err}");
     // Nothing else left beside it: no temporary file.
-    let mut names: Vec<_> = std::fs::read_dir(work.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["node.tar.zst", "other"]);
+    assert_eq!(names_in(work.path()), ["node.tar.zst", "other"]);
 }
 
 #[test]
@@ -429,16 +411,13 @@ fn an_interrupted_snapshot_leaves_no_partial_archive() {
         assert!(start.elapsed() < HANG_GUARD);
         std::thread::sleep(Duration::from_millis(5));
     }
-    let _ = std::process::Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status();
+    // The snapshot may have ended already: whether the signal found it is
+    // no matter.
+    let _ = send_signal(pid, "-INT");
     let status = child.wait().unwrap();
     // Wherever the signal landed: the archive is whole or absent, and no
     // temporary file is left.
-    let names: Vec<_> = std::fs::read_dir(work.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
+    let names = names_in(work.path());
     assert!(names.iter().all(|n| n == "node.tar.zst"), "{names:?}");
     if out.exists() {
         let tmp = Tmp::new();
@@ -484,14 +463,11 @@ fn a_file_that_is_not_an_archive_is_an_error_for_every_command() {
             &["matrix", "check"][..],
             &["snapshot", "--out", out][..],
         ] {
-            let tmp = Tmp::new();
-            let (code, stdout, err) = rocgate_in(&tmp, cmd, file);
-            assert_eq!(code, Some(2), "{cmd:?} {}: {stdout}{err}", file.display());
+            let err = refused(&format!("{cmd:?} {}", file.display()), cmd, file);
             assert!(
                 err.contains(&file.display().to_string()) && err.contains(says),
                 "{cmd:?}: {err}"
             );
-            assert!(tmp.left().is_empty(), "{cmd:?}: {:?}", tmp.left());
         }
     }
     assert!(!Path::new(out).exists());
@@ -499,9 +475,7 @@ fn a_file_that_is_not_an_archive_is_an_error_for_every_command() {
 
 #[test]
 fn list_takes_an_archive_like_the_other_commands() {
-    let n = node("mi300x-8-cpx");
-    let archive = n.root.with_extension("tar.zst");
-    snapshot(&n.root, &archive);
+    let (n, archive) = snapshotted("mi300x-8-cpx");
     let tmp = Tmp::new();
     let (c1, direct, e1) = rocgate_in(&tmp, &["list"], &n.root);
     let (c2, replayed, e2) = rocgate_in(&tmp, &["list"], &archive);
@@ -515,9 +489,7 @@ fn list_takes_an_archive_like_the_other_commands() {
 #[test]
 fn inventory_of_a_snapshot_reads_the_same_gpus() {
     for name in ["gpu-missing-from-kfd", "kfd-topology-empty", "mi300x-8"] {
-        let n = node(name);
-        let archive = n.root.with_extension("tar.zst");
-        snapshot(&n.root, &archive);
+        let (n, archive) = snapshotted(name);
         let tmp = Tmp::new();
         let (c1, direct, e1) = rocgate_in(&tmp, &["inventory", "--json"], &n.root);
         let (c2, replayed, e2) = rocgate_in(&tmp, &["inventory", "--json"], &archive);
@@ -555,9 +527,7 @@ fn every_scenario_replays_the_same_for_every_command() {
     let tmp = Tmp::new();
     let mut differ = Vec::new();
     for s in rocgate_fixtures::catalogue() {
-        let n = node(s.name);
-        let archive = n.root.with_extension("tar.zst");
-        snapshot(&n.root, &archive);
+        let (n, archive) = snapshotted(s.name);
         for cmd in [
             &["inventory", "--json"][..],
             &["doctor", "--json"][..],

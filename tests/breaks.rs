@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{TOPO, node, result, run, run_fake, set_prop};
+use common::{
+    TOPO, node, remove_io_links, result, result_with_status, run, run_fake, set_prop, text,
+};
 use std::fs;
 
 fn expect(json: &serde_json::Value, id: &str, code: &str) {
@@ -20,17 +22,7 @@ fn node_layer_checks_fail_on_their_breaks() {
     let n = node("mi300x-8");
     let root = &n.root;
     // gpu1 (KFD node 3): its XGMI links gone, in both directions.
-    for kfd_node in 2..10 {
-        for link in 1..8 {
-            let dir = root.join(format!("{TOPO}/{kfd_node}/io_links/{link}"));
-            let Ok(text) = fs::read_to_string(dir.join("properties")) else {
-                continue;
-            };
-            if kfd_node == 3 || text.contains("node_to 3\n") {
-                fs::remove_dir_all(dir).unwrap();
-            }
-        }
-    }
+    remove_io_links(root, 3);
     // gpu2: no compute units; gpu3: unknown target; gpu4: no render minor.
     set_prop(root, 4, "simd_per_cu", "0");
     set_prop(root, 5, "gfx_target_version", "91600");
@@ -98,9 +90,7 @@ fn runtime_checks_fail_on_injected_faults() {
     expect(&json, "gpu0.hip.memcpy", "hip-memcpy-corrupt");
     expect(&json, "gpu6.hsa.code_object", "hsa-code-object-failed");
     assert!(
-        result(&json, "gpu6.hsa.code_object")["message"]
-            .as_str()
-            .unwrap()
+        text(&result(&json, "gpu6.hsa.code_object")["message"])
             .contains("HSA_STATUS_ERROR_INVALID_ISA")
     );
     assert_eq!(result(&json, "gpu7.hsa.dispatch")["status"], "pass");
@@ -112,8 +102,7 @@ fn runtime_start_failures_fail_the_node_checks() {
     let faults = "hsa_init@gpu*=error:0x1008;hipGetDeviceCount@gpu*=error:100";
     let (_, _, json, _) = run_fake(&n.root, faults, &[]);
     expect(&json, "node.hsa.init", "hsa-init-failed");
-    let r = result(&json, "gpu0.hsa.agent");
-    assert_eq!(r["status"], "blocked");
+    let r = result_with_status(&json, "gpu0.hsa.agent", "blocked");
     assert_eq!(r["blocked_by"], "node.hsa.init");
     // hip sits on hsa; ungated, its own start failure shows too.
     let (_, _, json, _) = run_fake(&n.root, faults, &["--no-gate"]);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{doctor, finding_codes, node, rocgate};
+use common::{doctor, finding_codes, node, on_sysroot};
 
 #[test]
 fn every_scenario_gets_its_diagnosis() {
@@ -57,11 +57,7 @@ fn every_scenario_gets_its_diagnosis() {
 #[test]
 fn permission_finding_names_the_group_and_the_user() {
     let n = node("kfd-permission");
-    let out = rocgate()
-        .args(["doctor", "--sysroot"])
-        .arg(&n.root)
-        .output()
-        .unwrap();
+    let out = on_sysroot(&["doctor"], &n.root).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("group render"), "{text}");
     assert!(text.contains("usermod -aG render ci"), "{text}");

@@ -9,7 +9,10 @@
 
 mod common;
 
-use common::{node, result, results, run_fake_env};
+use common::{
+    node, result, result_with_status, results, run_fake_env, run_fake_scenario,
+    run_fake_scenario_env, text,
+};
 
 fn status<'a>(json: &'a serde_json::Value, id: &str) -> &'a str {
     result(json, id)["status"].as_str().unwrap()
@@ -65,10 +68,9 @@ fn cpx_partitions_are_found_whether_hip_prints_their_function_or_not() {
 
 #[test]
 fn the_partitions_of_one_device_all_reduce_under_the_old_bus_id_format() {
-    let n = node("mi300x-8-cpx");
     // The node's worker sees all 64 partitions; eight share one bus id.
-    let (code, stdout, json, _) = run_fake_env(
-        &n.root,
+    let (code, stdout, json, _) = run_fake_scenario_env(
+        "mi300x-8-cpx",
         "",
         &["--tier", "standard", "--gpus", "0000:26:00.0"],
         &[("ROCGATE_FAKE_ROCM_VERSION", "6.1")],
@@ -94,12 +96,10 @@ fn an_rx_7900_xtx_reports_work_group_processors_in_wgp_mode() {
 
 #[test]
 fn a_gpu_that_came_up_with_fewer_cus_is_named_by_hsa_and_hip() {
-    let n = node("mi300x-8");
-    let (code, _, json, _) = run_fake_env(
-        &n.root,
+    let (code, _, json, _) = run_fake_scenario(
+        "mi300x-8",
         "hsa_agent_get_info@gpu2=wrong;hipDeviceGetAttribute@gpu6=wrong",
         &["--no-gate"],
-        &[],
     );
     assert_eq!(code, 1);
     assert_eq!(code_of(&json, "gpu2.hsa.agent"), "hsa-agent-mismatch");
@@ -111,11 +111,9 @@ fn a_gpu_that_came_up_with_fewer_cus_is_named_by_hsa_and_hip() {
 
 #[test]
 fn a_negative_completion_signal_is_a_failed_operation_not_corrupt_data() {
-    let n = node("mi300x-8");
-    let (code, _, json, _) = run_fake_env(
-        &n.root,
+    let (code, _, json, _) = run_fake_scenario(
+        "mi300x-8",
         "hsa_amd_memory_async_copy@gpu2=negative-signal;hsa_signal_store_screlease@gpu4=negative-signal",
-        &[],
         &[],
     );
     assert_eq!(code, 1);
@@ -131,11 +129,9 @@ fn a_negative_completion_signal_is_a_failed_operation_not_corrupt_data() {
 
 #[test]
 fn a_queue_error_is_reported_with_its_status_at_once() {
-    let n = node("mi300x-8");
-    let (code, _, json, _) = run_fake_env(
-        &n.root,
+    let (code, _, json, _) = run_fake_scenario(
+        "mi300x-8",
         "hsa_signal_store_screlease@gpu1=error:0x1016;hsa_signal_store_screlease@gpu5=error:43",
-        &[],
         &[],
     );
     assert_eq!(code, 1);
@@ -144,40 +140,31 @@ fn a_queue_error_is_reported_with_its_status_at_once() {
     let r = result(&json, "gpu1.hsa.dispatch");
     assert_eq!(r["finding"]["code"], "hsa-dispatch-failed", "{r}");
     assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
+        text(&r["message"])
             .contains("queue error during a kernel dispatch: HSA_STATUS_ERROR_EXCEPTION"),
         "{r}"
     );
     assert!(r["duration_ms"].as_f64().unwrap() < 10_000.0, "{r}");
     // A memory fault never reaches the callback: ROCr prints and aborts.
-    let r = result(&json, "gpu5.hsa.dispatch");
-    assert_eq!(r["status"], "crash", "{r}");
+    let r = result_with_status(&json, "gpu5.hsa.dispatch", "crash");
     assert_eq!(r["finding"]["code"], "gpu-memory-fault", "{r}");
     assert!(
-        r["finding"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("Memory access fault by GPU node-7"),
+        text(&r["finding"]["message"]).contains("Memory access fault by GPU node-7"),
         "{r}"
     );
 }
 
 #[test]
 fn a_wedged_gpu_hangs_its_own_worker_and_is_named() {
-    let n = node("mi300x-8");
     // hsa_init hangs in every process that sees gpu3. Only the checks that
     // hang get short timeouts.
-    let (code, stdout, json, _) = run_fake_env(
-        &n.root,
+    let (code, stdout, json, _) = run_fake_scenario(
+        "mi300x-8",
         "hsa_init@gpu3=hang",
         &["--timeout", "hsa::init=4", "--timeout", "hsa::agent=8"],
-        &[],
     );
     assert_eq!(code, 1, "{stdout}");
-    let r = result(&json, "node.hsa.init");
-    assert_eq!(r["status"], "timeout", "{r}");
+    let r = result_with_status(&json, "node.hsa.init", "timeout");
     assert_eq!(r["finding"]["code"], "gpu-wedged", "{r}");
     let m = r["finding"]["message"].as_str().unwrap();
     assert!(
@@ -205,9 +192,8 @@ fn rocm_7_lists_a_ryzen_ai_npu_as_an_aie_agent_not_a_cpu() {
 #[test]
 fn rocgates_code_objects_load_on_rocm_5_2() {
     // v5 objects load on ROCr 5.2 to 7.x; v6 would be refused before 6.3.
-    let n = node("mi300x-8");
-    let (code, stdout, json, junit) = run_fake_env(
-        &n.root,
+    let (code, stdout, json, junit) = run_fake_scenario_env(
+        "mi300x-8",
         "",
         &["--gpus", "0"],
         &[("ROCGATE_FAKE_ROCM_VERSION", "5.2.3")],

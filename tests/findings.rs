@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{TOPO, fake_rocm, node, rocgate, set_prop};
+use common::{TOPO, fake_rocm, node, on_sysroot, remove_io_links, rocgate, set_prop};
 use rocgate_suites::findings::{self, Severity};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -79,17 +79,7 @@ fn drivers_and_nodes(root: &Path) {
     fs::remove_file(root.join("dev/dri/renderD129")).unwrap();
     set_prop(root, 4, "drm_render_minor", "0");
     // The first XGMI link of gpu3 (KFD node 5) gone both ways.
-    for kfd_node in 2..10 {
-        for link in 1..8 {
-            let dir = root.join(format!("{TOPO}/{kfd_node}/io_links/{link}"));
-            let Ok(text) = fs::read_to_string(dir.join("properties")) else {
-                continue;
-            };
-            if kfd_node == 5 || text.contains("node_to 5\n") {
-                fs::remove_dir_all(dir).unwrap();
-            }
-        }
-    }
+    remove_io_links(root, 5);
 }
 
 fn device_open_fails(root: &Path) {
@@ -580,9 +570,7 @@ fn every_catalogued_code_is_produced_and_every_produced_code_catalogued() {
 /// error rather than panicking (the planner never sends such a request).
 fn worker_internal_error() -> String {
     let n = node("mi300x-8");
-    let out = rocgate()
-        .args(["__worker", "--scope", "gpu99", "--sysroot"])
-        .arg(&n.root)
+    let out = on_sysroot(&["__worker", "--scope", "gpu99"], &n.root)
         .write_stdin("{\"check\":\"kfd::topology_node\",\"scope\":\"gpu99\"}\n")
         .output()
         .unwrap();

@@ -8,7 +8,8 @@
 mod common;
 
 use common::{
-    HANG_GUARD, TOPO, doctor, finding_codes, node, result, results, rocgate, run, run_with,
+    HANG_GUARD, TOPO, doctor, finding_codes, node, on_sysroot, result_with_status, results,
+    rocgate, run, run_with, text,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -37,14 +38,10 @@ fn checks_that_could_not_look_are_unverifiable_and_strict_fails_on_them() {
     // which is not a verdict on the node.
     assert!(by_reason["not-configured"].as_u64().unwrap() > 0);
     assert_eq!(json["strict"], false);
-    let r = result(&json, "gpu3.firmware.load_errors");
-    assert_eq!(r["status"], "skipped");
+    let r = result_with_status(&json, "gpu3.firmware.load_errors", "skipped");
     assert_eq!(r["skip_reason"], "unverifiable");
     assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .contains("/var/log/kern.log does not exist"),
+        text(&r["message"]).contains("/var/log/kern.log does not exist"),
         "{r}"
     );
     assert!(unverified_ids(&json).contains(&"gpu3.firmware.load_errors"));
@@ -206,13 +203,9 @@ fn a_driver_release_that_cannot_be_read_is_unverifiable_not_a_failure() {
     container_view(&n.root);
     let (code, stdout, json, _) = run(&n.root, &["--strict"]);
     assert_eq!(code, 0, "{stdout}");
-    let r = result(&json, "node.compat.combination");
-    assert_eq!(r["status"], "pass", "{r}");
+    let r = result_with_status(&json, "node.compat.combination", "pass");
     assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .contains("from amdgpu module 6.16.6"),
+        text(&r["message"]).contains("from amdgpu module 6.16.6"),
         "{r}"
     );
 
@@ -220,14 +213,10 @@ fn a_driver_release_that_cannot_be_read_is_unverifiable_not_a_failure() {
     std::fs::remove_file(n.root.join("sys/module/amdgpu/version")).unwrap();
     let (code, stdout, json, junit) = run(&n.root, &[]);
     assert_eq!(code, 0, "{stdout}");
-    let r = result(&json, "node.compat.combination");
-    assert_eq!(r["status"], "skipped", "{r}");
+    let r = result_with_status(&json, "node.compat.combination", "skipped");
     assert_eq!(r["skip_reason"], "unverifiable", "{r}");
     assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .contains("amdgpu cannot be checked"),
+        text(&r["message"]).contains("amdgpu cannot be checked"),
         "{r}"
     );
     assert!(
@@ -261,20 +250,14 @@ fn doctor_answers_on_a_node_with_a_kfd_file_that_does_not_answer() {
     let cause = &doc["likely_cause"];
     assert_eq!(cause["code"], "sysfs-read-timeout", "{doc}");
     assert!(
-        cause["message"]
-            .as_str()
-            .unwrap()
-            .contains("topology/nodes/5/properties"),
+        text(&cause["message"]).contains("topology/nodes/5/properties"),
         "names the file: {cause}"
     );
     // The rest of the node is still reported.
     assert_eq!(doc["layers"]["pci"], "ok", "{doc}");
 
     for cmd in [&["inventory", "--json"][..], &["run"][..]] {
-        let out = rocgate()
-            .args(cmd)
-            .arg("--sysroot")
-            .arg(&n.root)
+        let out = on_sysroot(cmd, &n.root)
             .timeout(HANG_GUARD)
             .output()
             .unwrap();

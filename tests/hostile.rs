@@ -7,10 +7,13 @@
 
 mod common;
 
-use common::{HANG_GUARD, TOPO, doctor, fake_rocm, node, result, rocgate, run, run_with};
+use common::{
+    HANG_GUARD, TOPO, assert_exit, doctor, fake_process, fake_rocm, node, on_sysroot, result, run,
+    run_with, send_signal, text,
+};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Replaces a file with a FIFO nobody writes to: a file that does not answer.
@@ -26,13 +29,7 @@ fn real(root: &Path, rel: &str) -> PathBuf {
 
 /// Runs `rocgate ARGS --sysroot ROOT`; returns the exit code and stdout.
 fn rocgate_on(root: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let out = rocgate()
-        .args(args)
-        .arg("--sysroot")
-        .arg(root)
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
+    let out = on_sysroot(args, root).timeout(HANG_GUARD).output().unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
@@ -227,10 +224,7 @@ fn unreadable_input_names_the_file_and_the_error() {
         "{doc}"
     );
     assert!(
-        doc["likely_cause"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("nodes/3/properties"),
+        text(&doc["likely_cause"]["message"]).contains("nodes/3/properties"),
         "{doc}"
     );
 }
@@ -244,19 +238,38 @@ fn spawn_fake(
     args: &[&str],
     out: &Path,
 ) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_rocgate"))
-        .args(args)
-        .arg("--sysroot")
-        .arg(root)
-        .arg("--rocm-path")
-        .arg(rocm)
-        .env("ROCGATE_FAKE_NODE", root)
-        .env("ROCGATE_FAKE_FAULTS", faults)
-        .env("NO_COLOR", "1")
+    fake_process(args, root, root, rocm, faults)
         .stdout(std::fs::File::create(out).unwrap())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// rocgate started with `args` on a fake 8x MI300X where every GPU's queue
+/// creation hangs, its stdout going to the node's `out_ext` file. A caller
+/// binds `_files` to keep the node and libraries while the child runs.
+struct HungRun {
+    /// The node and the fake ROCm, kept while the child uses them.
+    _files: (common::Node, tempfile::TempDir),
+    out: PathBuf,
+    child: std::process::Child,
+}
+
+fn start_hung(args: &[&str], out_ext: &str) -> HungRun {
+    let node = node("mi300x-8");
+    let rocm = fake_rocm();
+    let out = node.root.with_extension(out_ext);
+    let child = spawn_fake(
+        &node.root,
+        rocm.path(),
+        "hsa_queue_create@gpu*=hang",
+        args,
+        &out,
+    );
+    HungRun {
+        _files: (node, rocm),
+        out,
+        child,
+    }
 }
 
 /// The processes whose parent is `pid`.
@@ -296,19 +309,14 @@ fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn an_interrupted_doctor_is_never_healthy() {
-    let n = node("mi300x-8");
-    let rocm = fake_rocm();
-    let out = n.root.with_extension("doctor.json");
-    let mut child = spawn_fake(
-        &n.root,
-        rocm.path(),
-        "hsa_queue_create@gpu*=hang",
-        &["doctor", "--json"],
-        &out,
-    );
+    let HungRun {
+        _files,
+        out,
+        mut child,
+    } = start_hung(&["doctor", "--json"], "doctor.json");
     // Interrupt once the hanging checks have started (their workers exist).
     assert!(eventually(HANG_GUARD, || children_of(child.id()).len() >= 8));
-    nix_kill(child.id(), "-INT");
+    assert!(send_signal(child.id(), "-INT"));
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
@@ -317,31 +325,14 @@ fn an_interrupted_doctor_is_never_healthy() {
     assert_eq!(doc["layers"]["hsa"], "interrupted", "{doc}");
 }
 
-fn nix_kill(pid: u32, signal: &str) {
-    assert!(
-        Command::new("kill")
-            .args([signal, &pid.to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
-}
-
 #[test]
 fn workers_die_with_a_killed_run() {
-    let n = node("mi300x-8");
-    let rocm = fake_rocm();
-    let out = n.root.with_extension("out");
-    let mut child = spawn_fake(
-        &n.root,
-        rocm.path(),
-        "hsa_queue_create@gpu*=hang",
-        &["run"],
-        &out,
-    );
+    let HungRun {
+        _files, mut child, ..
+    } = start_hung(&["run"], "out");
     assert!(eventually(HANG_GUARD, || children_of(child.id()).len() >= 8));
     let workers = children_of(child.id());
-    nix_kill(child.id(), "-KILL");
+    assert!(send_signal(child.id(), "-KILL"));
     child.wait().unwrap();
     assert!(
         eventually(Duration::from_secs(30), || workers
@@ -388,18 +379,21 @@ fn the_time_budget_bounds_a_run_of_hangs() {
     // check's timeout is shortened; every other check keeps its own.
     let n = node("mi300x-8");
     let rocm = fake_rocm();
-    let out = n.root.with_extension("out");
+    // Runs rocgate to its end with `faults` and the queue check's timeout at
+    // `queue_secs`, its stdout written to the node's `out_ext` file; returns
+    // that stdout.
+    let run_to_end = |faults: &str, queue_secs: u32, out_ext: &str| {
+        let out = n.root.with_extension(out_ext);
+        let timeout = format!("hsa::queue={queue_secs}");
+        let args = ["run", "--timeout", timeout.as_str()];
+        spawn_fake(&n.root, rocm.path(), faults, &args, &out)
+            .wait()
+            .unwrap();
+        std::fs::read_to_string(&out).unwrap()
+    };
     let start = Instant::now();
-    let mut child = spawn_fake(
-        &n.root,
-        rocm.path(),
-        "hsa_queue_create@gpu*=hang",
-        &["run", "--timeout", "hsa::queue=1"],
-        &out,
-    );
-    child.wait().unwrap();
+    let text = run_to_end("hsa_queue_create@gpu*=hang", 1, "out");
     let elapsed = start.elapsed();
-    let text = std::fs::read_to_string(&out).unwrap();
     let budget = announced_budget(&text);
     assert!(
         elapsed.as_secs_f64() <= budget + 1.0,
@@ -408,16 +402,7 @@ fn the_time_budget_bounds_a_run_of_hangs() {
     assert!(text.contains("8 timed out"), "{text}");
     // Ten more seconds for the queue check of each GPU: the GPUs run side
     // by side, so the budget grows by ten seconds, not eighty.
-    let healthy = n.root.with_extension("healthy.out");
-    let mut child = spawn_fake(
-        &n.root,
-        rocm.path(),
-        "",
-        &["run", "--timeout", "hsa::queue=11"],
-        &healthy,
-    );
-    child.wait().unwrap();
-    let longer = announced_budget(&std::fs::read_to_string(&healthy).unwrap());
+    let longer = announced_budget(&run_to_end("", 11, "healthy.out"));
     assert!(
         (9.0..=11.0).contains(&(longer - budget)),
         "budget {budget} s with the queue check at 1 s, {longer} s at 11 s"
@@ -521,12 +506,7 @@ fn workers_get_the_configuration_the_run_read_from_a_pipe() {
         .env("ROCGATE_FAKE_NODE", &n.root)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_exit(&out, 0);
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(result(&doc, "node.hsa.runtime")["status"], "pass");
     assert_eq!(result(&doc, "gpu3.hip.vector_add")["status"], "pass");

@@ -7,20 +7,14 @@
 
 mod common;
 
-use common::{node, result, results, rocgate, run_fake, run_fake_env};
-
-fn layer_statuses(json: &serde_json::Value, scope: &str, layer: &str) -> Vec<String> {
-    results(json)
-        .iter()
-        .filter(|r| r["scope"] == scope && r["layer"] == layer)
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect()
-}
+use common::{
+    entry, layer_statuses, node, on_sysroot, result, result_with_status, run_fake,
+    run_fake_scenario, run_fake_scenario_env, text,
+};
 
 #[test]
 fn the_standard_tier_passes_on_a_fake_8x_mi300x() {
-    let n = node("mi300x-8");
-    let (code, stdout, json, junit) = run_fake(&n.root, "", &["--tier", "standard"]);
+    let (code, stdout, json, junit) = run_fake_scenario("mi300x-8", "", &["--tier", "standard"]);
     assert_eq!(code, 0, "{stdout}");
     for gpu in 0..8 {
         for layer in ["rocblas", "miopen"] {
@@ -31,14 +25,11 @@ fn the_standard_tier_passes_on_a_fake_8x_mi300x() {
             );
         }
     }
-    let ar = result(&json, "node.rccl.allreduce");
-    assert_eq!(ar["status"], "pass", "{ar}");
+    let ar = result_with_status(&json, "node.rccl.allreduce", "pass");
     assert!(ar["metrics"][0]["name"] == "allreduce_busbw");
     assert_eq!(result(&json, "node.rccl.interconnect")["status"], "pass");
     assert!(
-        result(&json, "gpu3.rocblas.bf16gemm")["message"]
-            .as_str()
-            .unwrap()
+        text(&result(&json, "gpu3.rocblas.bf16gemm")["message"])
             .contains("matches the CPU reference")
     );
     for prop in ["rocblas_version", "miopen_version", "rccl_version"] {
@@ -51,9 +42,8 @@ fn the_standard_tier_passes_on_a_fake_8x_mi300x() {
 
 #[test]
 fn a_wrong_gemm_fails_that_gpu_with_a_next_step() {
-    let n = node("mi300x-8");
-    let (code, _, json, _) = run_fake(
-        &n.root,
+    let (code, _, json, _) = run_fake_scenario(
+        "mi300x-8",
         "rocblas_gemm_ex@gpu2=wrong;miopenConvolutionForward@gpu5=wrong",
         &["--tier", "standard"],
     );
@@ -61,12 +51,7 @@ fn a_wrong_gemm_fails_that_gpu_with_a_next_step() {
     for id in ["gpu2.rocblas.hgemm", "gpu2.rocblas.bf16gemm"] {
         let r = result(&json, id);
         assert_eq!(r["finding"]["code"], "rocblas-gemm-wrong", "{r}");
-        assert!(
-            r["finding"]["next_step"]
-                .as_str()
-                .unwrap()
-                .contains("RAS/ECC")
-        );
+        assert!(text(&r["finding"]["next_step"]).contains("RAS/ECC"));
     }
     assert_eq!(result(&json, "gpu2.rocblas.sgemm")["status"], "pass");
     assert_eq!(result(&json, "gpu3.rocblas.hgemm")["status"], "pass");
@@ -83,17 +68,15 @@ fn a_wrong_gemm_fails_that_gpu_with_a_next_step() {
 
 #[test]
 fn an_allreduce_hang_times_out_and_the_run_finishes() {
-    let n = node("mi300x-8");
     // Only the hung check's timeout is shortened (120 s to 4 s); every other
     // check keeps its own, so a loaded machine cannot time them out.
-    let (code, _, json, junit) = run_fake(
-        &n.root,
+    let (code, _, json, junit) = run_fake_scenario(
+        "mi300x-8",
         "ncclAllReduce@gpu3=hang",
         &["--tier", "standard", "--timeout", "rccl::allreduce=4"],
     );
     assert_eq!(code, 1);
-    let r = result(&json, "node.rccl.allreduce");
-    assert_eq!(r["status"], "timeout", "{r}");
+    let r = result_with_status(&json, "node.rccl.allreduce", "timeout");
     // The worker is killed at the timeout after a 1 s grace: far sooner than
     // the check's own 120 s (slack for a busy machine).
     assert!(
@@ -107,11 +90,10 @@ fn an_allreduce_hang_times_out_and_the_run_finishes() {
 
 #[test]
 fn a_missing_rocblas_fails_its_layer_and_only_it() {
-    let n = node("mi300x-8");
     // A file that is not a library: removing it would let the system
     // loader find a host's own rocBLAS.
-    let (code, _, json, _) = run_fake_env(
-        &n.root,
+    let (code, _, json, _) = run_fake_scenario_env(
+        "mi300x-8",
         "",
         &["--tier", "standard"],
         &[("DAMAGE", "librocblas.so.4")],
@@ -136,8 +118,7 @@ fn a_missing_rocblas_fails_its_layer_and_only_it() {
         "gpu0.miopen.conv_fp32",
         "node.rccl.allreduce",
     ] {
-        let b = result(&json, id);
-        assert_eq!(b["status"], "blocked", "{b}");
+        let b = result_with_status(&json, id, "blocked");
         assert_eq!(b["blocked_by"], "node.rocblas.runtime");
     }
     assert_eq!(result(&json, "gpu0.hip.vector_add")["status"], "pass");
@@ -145,39 +126,32 @@ fn a_missing_rocblas_fails_its_layer_and_only_it() {
 
 #[test]
 fn rocblas_without_kernels_for_the_gpu_is_named() {
-    let n = node("mi300x-8");
-    let (code, _, json, _) = run_fake_env(
-        &n.root,
+    let (code, _, json, _) = run_fake_scenario_env(
+        "mi300x-8",
         "",
         &["--tier", "standard", "--gpus", "0"],
         &[("ROCGATE_FAKE_MISSING_TENSILE", "1")],
     );
     assert_eq!(code, 1);
-    let r = result(&json, "gpu0.rocblas.sgemm");
-    assert_eq!(r["status"], "crash", "{r}");
+    let r = result_with_status(&json, "gpu0.rocblas.sgemm", "crash");
     assert_eq!(r["finding"]["code"], "rocblas-no-kernels-for-arch", "{r}");
     assert!(r["finding"]["message"].as_str().unwrap().contains("gfx942"));
-    assert!(
-        r["finding"]["next_step"]
-            .as_str()
-            .unwrap()
-            .contains("AMDGPU_TARGETS=gfx942")
-    );
+    assert!(text(&r["finding"]["next_step"]).contains("AMDGPU_TARGETS=gfx942"));
 }
 
 #[test]
 fn extended_floors_pass_fail_or_skip_with_their_source() {
     let n = node("mi300x-8");
     let t = n.root.with_extension("thresholds.toml");
-    let mut text = rocgate_suites::thresholds::BUILTIN.to_string();
-    text.push_str("\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"allreduce_busbw_gbps\"\nvalue = 1e9\nsource = \"an impossible floor for this test\"\n");
+    let mut thresholds = rocgate_suites::thresholds::BUILTIN.to_string();
+    thresholds.push_str("\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"allreduce_busbw_gbps\"\nvalue = 1e9\nsource = \"an impossible floor for this test\"\n");
     // The first matching row wins: this one shadows the built-in h2d floor.
-    text = text.replacen(
+    thresholds = thresholds.replacen(
         "metric = \"h2d_gbps\"\nvalue = 45.0",
         "metric = \"h2d_gbps\"\nvalue = 1e9",
         1,
     );
-    std::fs::write(&t, text).unwrap();
+    std::fs::write(&t, thresholds).unwrap();
     let (code, _, json, _) = run_fake(
         &n.root,
         "",
@@ -198,13 +172,9 @@ fn extended_floors_pass_fail_or_skip_with_their_source() {
         "names the source: {bw}"
     );
     // The simulated GPU delivers 700 TFLOP/s by default: every floor met.
-    let tp = result(&json, "gpu1.rocblas.gemm_throughput");
-    assert_eq!(tp["status"], "pass", "{tp}");
+    let tp = result_with_status(&json, "gpu1.rocblas.gemm_throughput", "pass");
     assert!(
-        tp["message"]
-            .as_str()
-            .unwrap()
-            .contains("4864x4096x8192 fp16 with A transposed"),
+        text(&tp["message"]).contains("4864x4096x8192 fp16 with A transposed"),
         "measured as the floor's source did: {tp}"
     );
     let ar = result(&json, "node.rccl.allreduce_throughput");
@@ -216,11 +186,7 @@ fn extended_floors_pass_fail_or_skip_with_their_source() {
         "schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = \"tight\"\n",
     )
     .unwrap();
-    let out = rocgate()
-        .args(["run", "--sysroot"])
-        .arg(&n.root)
-        .arg("--thresholds")
-        .arg(&bad)
+    let out = on_sysroot(&["run", "--thresholds", bad.to_str().unwrap()], &n.root)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -230,11 +196,10 @@ fn extended_floors_pass_fail_or_skip_with_their_source() {
 
 #[test]
 fn throughput_is_judged_by_what_the_gpu_delivers() {
-    let n = node("mi300x-8");
     // A simulated GPU at 300 TFLOP/s misses RVS's fp16 (639) and bf16 (581)
     // targets and meets its fp32 (100) and fp64 (70) ones.
-    let (code, _, json, _) = run_fake_env(
-        &n.root,
+    let (code, _, json, _) = run_fake_scenario_env(
+        "mi300x-8",
         "",
         &["--tier", "extended", "--gpus", "0"],
         &[("ROCGATE_FAKE_GEMM_TFLOPS", "300")],
@@ -247,12 +212,7 @@ fn throughput_is_judged_by_what_the_gpu_delivers() {
         msg.contains("gemm_tflops.fp16") && msg.contains("ROCm Validation Suite"),
         "{msg}"
     );
-    let fp16 = tp["metrics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"] == "gemm_tflops.fp16")
-        .unwrap();
+    let fp16 = entry(&tp["metrics"], "name", "gemm_tflops.fp16");
     // What the simulated GPU delivers, measured (within 10%).
     let v = fp16["value"].as_f64().unwrap();
     assert!((270.0..330.0).contains(&v), "{fp16}");
@@ -260,18 +220,14 @@ fn throughput_is_judged_by_what_the_gpu_delivers() {
 
 #[test]
 fn a_partition_is_never_judged_against_a_whole_gpu_floor() {
-    let n = node("mi300x-8-cpx");
-    let (_, _, json, _) = run_fake(&n.root, "", &["--tier", "extended", "--gpus", "0"]);
-    let tp = result(&json, "gpu0.rocblas.gemm_throughput");
-    assert_eq!(tp["status"], "skipped", "{tp}");
+    let (_, _, json, _) =
+        run_fake_scenario("mi300x-8-cpx", "", &["--tier", "extended", "--gpus", "0"]);
+    let tp = result_with_status(&json, "gpu0.rocblas.gemm_throughput", "skipped");
     assert_eq!(tp["skip_reason"], "not-configured", "{tp}");
     let bw = result(&json, "gpu0.hip.bandwidth");
     assert_eq!(bw["skip_reason"], "not-configured", "{bw}");
     assert!(
-        bw["message"]
-            .as_str()
-            .unwrap()
-            .contains("a CPX partition of AMD Instinct MI300X"),
+        text(&bw["message"]).contains("a CPX partition of AMD Instinct MI300X"),
         "{bw}"
     );
 }

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{result, rocgate};
+use common::{assert_exit, result, result_with_status, rocgate, text};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 fn main() {
@@ -54,57 +54,34 @@ fn real_rocm_on_a_machine_without_gpu() -> Result<Completion, Failed> {
         .arg(&junit_path)
         .output()
         .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_exit(&out, 1);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
 
-    let lib = result(&json, "node.hsa.runtime");
-    assert_eq!(lib["status"], "pass", "{lib}");
+    let lib = result_with_status(&json, "node.hsa.runtime", "pass");
     assert!(
-        lib["facts"]["hsa_library"]
-            .as_str()
-            .unwrap()
-            .contains("libhsa-runtime64.so.1"),
+        text(&lib["facts"]["hsa_library"]).contains("libhsa-runtime64.so.1"),
         "{lib}"
     );
-    let init = result(&json, "node.hsa.init");
-    assert_eq!(init["status"], "fail");
+    let init = result_with_status(&json, "node.hsa.init", "fail");
     assert!(
-        init["message"]
-            .as_str()
-            .unwrap()
-            .contains("HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)"),
+        text(&init["message"]).contains("HSA_STATUS_ERROR_OUT_OF_RESOURCES (0x1008)"),
         "{init}"
     );
 
-    let hip = result(&json, "node.hip.runtime");
-    assert_eq!(hip["status"], "pass", "{hip}");
+    let hip = result_with_status(&json, "node.hip.runtime", "pass");
     assert!(
-        hip["facts"]["hip_runtime_version"]
-            .as_str()
-            .unwrap()
-            .starts_with("5.2."),
+        text(&hip["facts"]["hip_runtime_version"]).starts_with("5.2."),
         "{hip}"
     );
     assert!(
-        hip["facts"]["hip_library"]
-            .as_str()
-            .unwrap()
-            .contains("libamdhip64.so.5"),
+        text(&hip["facts"]["hip_library"]).contains("libamdhip64.so.5"),
         "{hip}"
     );
     let count = result(&json, "node.hip.device_count");
     assert_eq!(count["finding"]["code"], "hip-no-device");
     assert!(
-        count["message"]
-            .as_str()
-            .unwrap()
-            .contains("hipErrorNoDevice (100)"),
+        text(&count["message"]).contains("hipErrorNoDevice (100)"),
         "{count}"
     );
 
@@ -126,10 +103,7 @@ fn real_rocm_on_a_machine_without_gpu() -> Result<Completion, Failed> {
     let out = rocgate().args(["inventory", "--json"]).output().unwrap();
     let inv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
-        inv["runtime"]["hip_runtime_version"]
-            .as_str()
-            .unwrap()
-            .starts_with("5.2."),
+        text(&inv["runtime"]["hip_runtime_version"]).starts_with("5.2."),
         "{inv:#}"
     );
     Ok(Completion::Completed)

@@ -5,7 +5,9 @@
 
 mod common;
 
-use common::{node, result, rocgate, run};
+use common::{
+    fake_process, node, on_sysroot, result, result_with_status, rocgate, run, send_signal, text,
+};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -35,24 +37,14 @@ fn a_hung_check_times_out_and_the_other_gpus_finish() {
     // naming it, rather than after its 10 s.
     let (code, stdout, json, junit) = run(&n.root, &[]);
     assert_eq!(code, 1, "{stdout}");
-    let hung = result(&json, "gpu2.firmware.versions");
-    assert_eq!(hung["status"], "timeout");
+    let hung = result_with_status(&json, "gpu2.firmware.versions", "timeout");
     assert!(hung["duration_ms"].as_f64().unwrap() < 5000.0, "{hung}");
     assert!(
-        hung["message"]
-            .as_str()
-            .unwrap()
-            .contains("0000:46:00.0/fw_version/mec_fw_version did not answer"),
+        text(&hung["message"]).contains("0000:46:00.0/fw_version/mec_fw_version did not answer"),
         "names the file: {hung}"
     );
-    let after = result(&json, "gpu2.kfd.topology_node");
-    assert_eq!(after["status"], "blocked");
-    assert!(
-        after["message"]
-            .as_str()
-            .unwrap()
-            .contains("GPU unresponsive after gpu2.firmware.versions")
-    );
+    let after = result_with_status(&json, "gpu2.kfd.topology_node", "blocked");
+    assert!(text(&after["message"]).contains("GPU unresponsive after gpu2.firmware.versions"));
     for gpu in [0, 1, 3, 7] {
         assert_eq!(
             result(&json, &format!("gpu{gpu}.kfd.compute_units"))["status"],
@@ -70,9 +62,7 @@ fn a_hung_check_times_out_and_the_other_gpus_finish() {
 fn inventory_names_a_gpu_whose_sysfs_hangs_and_still_prints() {
     let n = node("mi300x-8");
     make_hang(&mec(&n.root, "46"));
-    let out = rocgate()
-        .args(["inventory", "--json", "--sysroot"])
-        .arg(&n.root)
+    let out = on_sysroot(&["inventory", "--json"], &n.root)
         .timeout(common::HANG_GUARD)
         .output()
         .unwrap();
@@ -116,29 +106,22 @@ fn sigint_stops_the_run_and_still_writes_the_reports() {
     let rocm = common::fake_rocm();
     let junit = n.root.with_extension("junit.xml");
     let json = n.root.with_extension("results.json");
-    let bin = assert_cmd::cargo::cargo_bin("rocgate");
-    let mut child = std::process::Command::new(bin)
-        .args(["run", "--sysroot"])
-        .arg(&n.root)
-        .arg("--rocm-path")
-        .arg(rocm.path())
-        .env("ROCGATE_FAKE_NODE", &n.root)
-        .env("ROCGATE_FAKE_FAULTS", "hsa_queue_create@gpu*=hang")
-        .arg("--junit")
-        .arg(&junit)
-        .arg("--json")
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = fake_process(
+        &["run"],
+        &n.root,
+        &n.root,
+        rocm.path(),
+        "hsa_queue_create@gpu*=hang",
+    )
+    .arg("--junit")
+    .arg(&junit)
+    .arg("--json")
+    .arg(&json)
+    .spawn()
+    .unwrap();
     std::thread::sleep(Duration::from_millis(700));
     let start = Instant::now();
-    let kill = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    assert!(send_signal(child.id(), "-INT"));
     let status = child.wait().unwrap();
     // The hung queue checks' own timeout is 30 s: the run stops well before
     // it (workers get SIGTERM, SIGKILL after a 1 s grace).
@@ -151,16 +134,9 @@ fn sigint_stops_the_run_and_still_writes_the_reports() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(doc["interrupted"], "SIGINT");
-    let r = result(&doc, "gpu0.hsa.queue");
-    assert_eq!(r["status"], "skipped", "{r}");
+    let r = result_with_status(&doc, "gpu0.hsa.queue", "skipped");
     assert_eq!(r["skip_reason"], "interrupted", "{r}");
-    assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .contains("interrupted by SIGINT"),
-        "{r}"
-    );
+    assert!(text(&r["message"]).contains("interrupted by SIGINT"), "{r}");
     assert_eq!(
         result(&doc, "gpu0.hip.vector_add")["skip_reason"],
         "interrupted"
@@ -193,29 +169,17 @@ fn damaged_files_are_named_not_fatal() {
     .unwrap();
     let (code, stdout, json, _) = run(&n.root, &[]);
     assert_eq!(code, 1, "{stdout}");
-    let topo = result(&json, "node.kfd.topology");
-    assert_eq!(topo["status"], "fail");
+    let topo = result_with_status(&json, "node.kfd.topology", "fail");
     assert_eq!(topo["finding"]["code"], "kfd-topology-unreadable");
     let msg = topo["message"].as_str().unwrap();
     assert!(
         msg.contains("nodes/3/properties") && msg.contains("not UTF-8"),
         "{msg}"
     );
-    assert!(
-        topo["output"]
-            .as_str()
-            .unwrap()
-            .contains("nodes/4/properties")
-    );
+    assert!(text(&topo["output"]).contains("nodes/4/properties"));
     assert_eq!(result(&json, "gpu0.firmware.versions")["status"], "pass");
     let pci = result(&json, "node.pci.amd_gpu_present");
-    assert!(
-        pci["output"]
-            .as_str()
-            .unwrap()
-            .contains("0000:85:00.0/class"),
-        "{pci}"
-    );
+    assert!(text(&pci["output"]).contains("0000:85:00.0/class"), "{pci}");
     assert!(
         common::results(&json)
             .iter()

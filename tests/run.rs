@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{node, result, results, rocgate, run};
+use common::{entry, node, on_sysroot, result, result_with_status, results, rocgate, run};
 
 #[test]
 fn healthy_node_passes_with_exit_zero() {
@@ -82,12 +82,7 @@ fn a_gpu_failure_blocks_only_that_gpu() {
             "pass"
         );
     }
-    let scope = json["scopes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["scope"] == "gpu7")
-        .unwrap();
+    let scope = entry(&json["scopes"], "scope", "gpu7");
     assert_eq!(scope["first_failing_layer"], "firmware");
     assert_eq!(scope["properties"]["pci_address"], "0000:65:00.0");
 }
@@ -120,9 +115,7 @@ fn gpu_selection_by_index_and_address() {
         ]
     );
 
-    let out = rocgate()
-        .args(["run", "--gpus", "64", "--sysroot"])
-        .arg(&n.root)
+    let out = on_sysroot(&["run", "--gpus", "64"], &n.root)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -134,8 +127,7 @@ fn expect_gpus_fails_the_count_without_blocking() {
     let n = node("gpu-count-mismatch");
     let (code, _, json, _) = run(&n.root, &["--expect-gpus", "8"]);
     assert_eq!(code, 1);
-    let r = result(&json, "node.pci.gpu_count");
-    assert_eq!(r["status"], "fail");
+    let r = result_with_status(&json, "node.pci.gpu_count", "fail");
     assert_eq!(r["finding"]["code"], "gpu-count-mismatch");
     assert_eq!(result(&json, "gpu6.kfd.compute_units")["status"], "pass");
     let (code, _, json, _) = run(&n.root, &["--expect-gpus", "7"]);
@@ -162,11 +154,7 @@ fn usage_and_configuration_errors_exit_two() {
         "[user]\nname = \"ci\"\nuid = \"zero\"\n",
     )
     .unwrap();
-    let out = rocgate()
-        .args(["run", "--sysroot"])
-        .arg(&n.root)
-        .output()
-        .unwrap();
+    let out = on_sysroot(&["run"], &n.root).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -178,9 +166,7 @@ fn usage_and_configuration_errors_exit_two() {
 #[test]
 fn inventory_json_describes_partitions_and_hives() {
     let n = node("mi300x-8-cpx");
-    let out = rocgate()
-        .args(["inventory", "--json", "--sysroot"])
-        .arg(&n.root)
+    let out = on_sysroot(&["inventory", "--json"], &n.root)
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -203,9 +189,7 @@ fn inventory_json_describes_partitions_and_hives() {
     assert_eq!(g9["drm_render_minor"], 137);
 
     let old = node("mi25-old-kernel");
-    let out = rocgate()
-        .args(["inventory", "--json", "--sysroot"])
-        .arg(&old.root)
+    let out = on_sysroot(&["inventory", "--json"], &old.root)
         .output()
         .unwrap();
     let inv: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -222,11 +206,7 @@ fn list_shows_checks_and_test_ids() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("kfd::topology_node"));
     let n = node("rx7900xtx-1");
-    let out = rocgate()
-        .args(["list", "--sysroot"])
-        .arg(&n.root)
-        .output()
-        .unwrap();
+    let out = on_sysroot(&["list"], &n.root).output().unwrap();
     let ids = String::from_utf8_lossy(&out.stdout);
     assert!(ids.lines().any(|l| l == "gpu0.kfd.topology_node"), "{ids}");
     assert!(ids.lines().any(|l| l == "node.amdgpu.module_live"));

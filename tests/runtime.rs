@@ -7,19 +7,11 @@
 
 mod common;
 
-use common::{node, result, results, run_fake};
-
-fn statuses(json: &serde_json::Value, gpu: u32, layer: &str) -> Vec<String> {
-    results(json)
-        .iter()
-        .filter(|r| r["scope"] == format!("gpu{gpu}") && r["layer"] == layer)
-        .map(|r| r["status"].as_str().unwrap().to_string())
-        .collect()
-}
+use common::{layer_statuses, node, result, result_with_status, run_fake, run_fake_scenario, text};
 
 fn all_pass(json: &serde_json::Value, gpu: u32) {
     for layer in ["hsa", "hip"] {
-        let s = statuses(json, gpu, layer);
+        let s = layer_statuses(json, &format!("gpu{gpu}"), layer);
         assert!(
             !s.is_empty() && s.iter().all(|x| x == "pass"),
             "gpu{gpu} {layer}: {s:?}"
@@ -29,18 +21,14 @@ fn all_pass(json: &serde_json::Value, gpu: u32) {
 
 #[test]
 fn the_quick_tier_passes_on_a_fake_8x_mi300x() {
-    let n = node("mi300x-8");
-    let (code, stdout, json, junit) = run_fake(&n.root, "", &[]);
+    let (code, stdout, json, junit) = run_fake_scenario("mi300x-8", "", &[]);
     assert_eq!(code, 0, "{stdout}");
     for gpu in 0..8 {
         all_pass(&json, gpu);
     }
     let r = result(&json, "gpu5.hip.vector_add");
     assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("vector_add over 1048576 floats verified"),
+        text(&r["message"]).starts_with("vector_add over 1048576 floats verified"),
         "{r}"
     );
     assert!(
@@ -61,18 +49,11 @@ fn the_quick_tier_passes_on_a_fake_8x_mi300x() {
 
 #[test]
 fn a_wrong_result_fails_that_gpu_only() {
-    let n = node("mi300x-8");
-    let (code, _, json, _) = run_fake(&n.root, "hipModuleLaunchKernel@gpu3=wrong", &[]);
+    let (code, _, json, _) = run_fake_scenario("mi300x-8", "hipModuleLaunchKernel@gpu3=wrong", &[]);
     assert_eq!(code, 1);
-    let r = result(&json, "gpu3.hip.vector_add");
-    assert_eq!(r["status"], "fail");
+    let r = result_with_status(&json, "gpu3.hip.vector_add", "fail");
     assert_eq!(r["finding"]["code"], "hip-kernel-wrong");
-    assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .contains("1 of 1048576 sums are wrong")
-    );
+    assert!(text(&r["message"]).contains("1 of 1048576 sums are wrong"));
     for gpu in [0, 1, 2, 4, 5, 6, 7] {
         all_pass(&json, gpu);
     }
@@ -82,30 +63,24 @@ fn a_wrong_result_fails_that_gpu_only() {
 
 #[test]
 fn a_hang_becomes_a_timeout_and_blocks_that_gpu() {
-    let n = node("mi300x-8");
     // The queue check gets 2 s instead of 30 (plus 1 s kill grace); every
     // other check keeps its own timeout.
-    let (code, _, json, junit) = run_fake(
-        &n.root,
+    let (code, _, json, junit) = run_fake_scenario(
+        "mi300x-8",
         "hsa_queue_create@gpu5=hang",
         &["--timeout", "hsa::queue=2"],
     );
     assert_eq!(code, 1);
-    let r = result(&json, "gpu5.hsa.queue");
-    assert_eq!(r["status"], "timeout");
+    let r = result_with_status(&json, "gpu5.hsa.queue", "timeout");
     // Far sooner than its own 30 s (slack for a busy machine).
     assert!(
         r["duration_ms"].as_f64().unwrap() < 2000.0 + 1000.0 + 10_000.0,
         "{r}"
     );
     for later in ["gpu5.hsa.dispatch", "gpu5.hsa.copy", "gpu5.hip.vector_add"] {
-        let b = result(&json, later);
-        assert_eq!(b["status"], "blocked", "{b}");
+        let b = result_with_status(&json, later, "blocked");
         assert!(
-            b["message"]
-                .as_str()
-                .unwrap()
-                .contains("GPU unresponsive after gpu5.hsa.queue"),
+            text(&b["message"]).contains("GPU unresponsive after gpu5.hsa.queue"),
             "{b}"
         );
     }
@@ -118,16 +93,11 @@ fn a_hang_becomes_a_timeout_and_blocks_that_gpu() {
 
 #[test]
 fn a_crashing_library_costs_one_result() {
-    let n = node("mi300x-8");
-    let (code, _, json, _) = run_fake(&n.root, "hipMemcpy@gpu2=crash", &[]);
+    let (code, _, json, _) = run_fake_scenario("mi300x-8", "hipMemcpy@gpu2=crash", &[]);
     assert_eq!(code, 1);
-    let r = result(&json, "gpu2.hip.memcpy");
-    assert_eq!(r["status"], "crash");
+    let r = result_with_status(&json, "gpu2.hip.memcpy", "crash");
     assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .contains("died on SIGSEGV during hip::memcpy"),
+        text(&r["message"]).contains("died on SIGSEGV during hip::memcpy"),
         "{r}"
     );
     assert_eq!(result(&json, "gpu2.hip.vector_add")["status"], "blocked");
@@ -140,37 +110,25 @@ fn a_crashing_library_costs_one_result() {
 
 #[test]
 fn error_codes_are_named_with_a_next_step() {
-    let n = node("mi300x-8");
-    let (_, _, json, _) = run_fake(
-        &n.root,
+    let (_, _, json, _) = run_fake_scenario(
+        "mi300x-8",
         "hsa_queue_create@gpu1=error:0x1002;hipModuleLoadData@gpu6=error:209",
         &[],
     );
     let q = result(&json, "gpu1.hsa.queue");
     assert_eq!(q["finding"]["code"], "hsa-queue-failed");
     assert!(
-        q["message"]
-            .as_str()
-            .unwrap()
-            .contains("HSA_STATUS_ERROR_INVALID_QUEUE_CREATION (0x1002)"),
+        text(&q["message"]).contains("HSA_STATUS_ERROR_INVALID_QUEUE_CREATION (0x1002)"),
         "{q}"
     );
     assert_eq!(result(&json, "gpu1.hsa.dispatch")["status"], "blocked");
     let m = result(&json, "gpu6.hip.module_load");
     assert_eq!(m["finding"]["code"], "hip-module-load-failed");
     assert!(
-        m["message"]
-            .as_str()
-            .unwrap()
-            .contains("hipErrorNoBinaryForGpu (209)"),
+        text(&m["message"]).contains("hipErrorNoBinaryForGpu (209)"),
         "{m}"
     );
-    assert!(
-        m["finding"]["next_step"]
-            .as_str()
-            .unwrap()
-            .contains("gfx target")
-    );
+    assert!(text(&m["finding"]["next_step"]).contains("gfx target"));
 }
 
 #[test]
@@ -193,8 +151,7 @@ fn runtime_failures_are_attributed_to_the_layer_below() {
 
 #[test]
 fn gpus_without_a_code_object_skip_dispatch_with_the_reason() {
-    let n = node("mi25-old-kernel");
-    let (code, _, json, _) = run_fake(&n.root, "", &[]);
+    let (code, _, json, _) = run_fake_scenario("mi25-old-kernel", "", &[]);
     assert_eq!(code, 0);
     for id in [
         "gpu0.hsa.code_object",
@@ -202,13 +159,9 @@ fn gpus_without_a_code_object_skip_dispatch_with_the_reason() {
         "gpu0.hip.module_load",
         "gpu0.hip.vector_add",
     ] {
-        let r = result(&json, id);
-        assert_eq!(r["status"], "skipped", "{r}");
+        let r = result_with_status(&json, id, "skipped");
         assert!(
-            r["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("no code object for gfx900 in this build"),
+            text(&r["message"]).starts_with("no code object for gfx900 in this build"),
             "{r}"
         );
     }

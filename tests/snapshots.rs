@@ -5,15 +5,10 @@
 
 mod common;
 
-use common::{node, rocgate};
+use common::{node, on_sysroot};
 
 fn stdout(args: &[&str], root: &std::path::Path) -> String {
-    let out = rocgate()
-        .args(args)
-        .arg("--sysroot")
-        .arg(root)
-        .output()
-        .unwrap();
+    let out = on_sysroot(args, root).output().unwrap();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

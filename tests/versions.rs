@@ -6,17 +6,14 @@
 
 mod common;
 
-use common::{fake_rocm, node, result, rocgate, run, run_fake, run_with};
+use common::{
+    entry, fake_rocm, node, on_sysroot, result, rocgate, run, run_fake_scenario, run_with,
+};
 use serde_json::Value;
 use std::path::Path;
 
 fn json_of(args: &[&str], root: &Path) -> (i32, Value) {
-    let out = rocgate()
-        .args(args)
-        .arg("--sysroot")
-        .arg(root)
-        .output()
-        .unwrap();
+    let out = on_sysroot(args, root).output().unwrap();
     let v = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)));
     (out.status.code().unwrap_or(-1), v)
@@ -57,9 +54,7 @@ fn runtime_library_versions_and_the_loaded_release_are_reported() {
     std::fs::rename(rocm.path().join("lib"), versioned.join("lib")).unwrap();
     let path = versioned.to_str().unwrap();
     let env = [("ROCGATE_FAKE_NODE", n.root.to_str().unwrap())];
-    let out = rocgate()
-        .args(["inventory", "--json", "--rocm-path", path, "--sysroot"])
-        .arg(&n.root)
+    let out = on_sysroot(&["inventory", "--json", "--rocm-path", path], &n.root)
         .envs(env)
         .output()
         .unwrap();
@@ -88,8 +83,7 @@ fn runtime_library_versions_and_the_loaded_release_are_reported() {
 
 #[test]
 fn an_unsupported_combination_fails_compat_without_blocking_the_layers_above() {
-    let n = node("compat-driver-mismatch");
-    let (code, _, json, _) = run_fake(&n.root, "", &[]);
+    let (code, _, json, _) = run_fake_scenario("compat-driver-mismatch", "", &[]);
     assert_eq!(code, 1);
     let c = result(&json, "node.compat.combination");
     assert_eq!(c["finding"]["code"], "compat-amdgpu-unsupported", "{c}");
@@ -116,12 +110,7 @@ fn matrix_check_names_the_row_and_the_component() {
     let bad = node("compat-os-unsupported");
     let (code, doc) = json_of(&["matrix", "check", "--json"], &bad.root);
     assert_eq!(code, 1);
-    let os = doc["components"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["component"] == "os")
-        .unwrap();
+    let os = entry(&doc["components"], "component", "os");
     assert_eq!(os["code"], "compat-os-unsupported");
     assert_eq!(os["have"], "Ubuntu 20.04.6 LTS");
     let unknown = node("compat-unknown-release");
@@ -131,24 +120,21 @@ fn matrix_check_names_the_row_and_the_component() {
 
     // A user's matrix replaces the built-in one; a malformed one names the line.
     let m = good.root.with_extension("matrix.toml");
-    std::fs::write(&m, "schema_version = 1\n[[release]]\nrocm = \"7.1.1\"\ngpus = [\"gfx90a\"]\nsource = \"test\"\n").unwrap();
-    let out = rocgate()
-        .args(["matrix", "check", "--sysroot"])
-        .arg(&good.root)
-        .arg("--matrix")
-        .arg(&m)
+    let check_with = |matrix: &str| {
+        std::fs::write(&m, matrix).unwrap();
+        on_sysroot(
+            &["matrix", "check", "--matrix", m.to_str().unwrap()],
+            &good.root,
+        )
         .output()
-        .unwrap();
+        .unwrap()
+    };
+    let out = check_with(
+        "schema_version = 1\n[[release]]\nrocm = \"7.1.1\"\ngpus = [\"gfx90a\"]\nsource = \"test\"\n",
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("gpu gfx942 MISMATCH"));
-    std::fs::write(&m, "schema_version = 1\n[[release]]\nrocm = [7]\n").unwrap();
-    let out = rocgate()
-        .args(["matrix", "check", "--sysroot"])
-        .arg(&good.root)
-        .arg("--matrix")
-        .arg(&m)
-        .output()
-        .unwrap();
+    let out = check_with("schema_version = 1\n[[release]]\nrocm = [7]\n");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -175,9 +161,7 @@ fn a_snapshot_replays_to_the_same_inventory_and_diagnosis() {
     ] {
         let n = node(name);
         let archive = n.root.with_extension("tar.zst");
-        let out = rocgate()
-            .args(["snapshot", "--sysroot"])
-            .arg(&n.root)
+        let out = on_sysroot(&["snapshot"], &n.root)
             .arg("--out")
             .arg(&archive)
             .output()
@@ -204,9 +188,7 @@ fn a_snapshot_replays_to_the_same_inventory_and_diagnosis() {
 fn a_redacted_snapshot_hides_serials_consistently() {
     let n = node("mi300x-8-cpx");
     let archive = n.root.with_extension("tar.zst");
-    let out = rocgate()
-        .args(["snapshot", "--redact", "--sysroot"])
-        .arg(&n.root)
+    let out = on_sysroot(&["snapshot", "--redact"], &n.root)
         .arg("--out")
         .arg(&archive)
         .output()

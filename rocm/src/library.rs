@@ -108,6 +108,22 @@ impl<T: Binding> Library<T> {
         &self.loaded.path
     }
 
+    /// Makes an object with `create`, the table's function named `call` that
+    /// writes the new object's handle through its one argument
+    /// (`hipStreamCreate`, `rocblas_create_handle`, `miopenCreate`), and
+    /// returns that handle for the caller to own and release.
+    pub(crate) fn create<H>(
+        &self,
+        call: &'static str,
+        create: &Result<unsafe extern "C" fn(*mut *mut H) -> T::Status, MissingSymbol>,
+    ) -> Result<*mut H, T::Error> {
+        let f = create.clone()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the function writes one handle through the pointer.
+        self.check(call, unsafe { f(&mut raw) })?;
+        Ok(raw)
+    }
+
     /// `Ok` when `status` is success, else the library's error for `call`.
     pub(crate) fn check(&self, call: &'static str, status: T::Status) -> Result<(), T::Error> {
         if T::succeeded(status) {
@@ -189,6 +205,20 @@ pub enum StatusError {
 }
 
 impl StatusError {
+    /// The error of `call` having returned `status`, named as `library`
+    /// words it (its own text, else the header name).
+    pub(crate) fn of_call<B: Binding<Status = i32>>(
+        library: &B,
+        call: &'static str,
+        status: i32,
+    ) -> Self {
+        StatusError::Status {
+            call,
+            status,
+            name: library.describe_or_name(status),
+        }
+    }
+
     /// The library's status code, when the call returned one.
     pub fn status(&self) -> Option<i32> {
         match self {

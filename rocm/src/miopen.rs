@@ -7,9 +7,9 @@
 )]
 
 use crate::hip::DeviceBuffer;
-use crate::library::{Binding, Library, status_text};
-use crate::loader::LibrarySpec;
-use crate::table::symbol_table;
+use crate::library::{Binding, Library};
+use crate::loader::{LibrarySpec, MissingSymbol};
+use crate::table::{status_binding, symbol_table};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -77,39 +77,27 @@ pub fn status_name(s: i32) -> &'static str {
     Table::status_name(s)
 }
 
-impl Binding for Table {
-    const LIBRARY: LibrarySpec = LIBRARY;
-    type Status = Status;
-    type Error = MiopenError;
-    const SUCCESS: Status = 0;
-    const STATUS_NAMES: &'static [(Status, &'static str)] = &[
-        (0, "miopenStatusSuccess"),
-        (1, "miopenStatusNotInitialized"),
-        (2, "miopenStatusInvalidValue"),
-        (3, "miopenStatusBadParm"),
-        (4, "miopenStatusAllocFailed"),
-        (5, "miopenStatusInternalError"),
-        (6, "miopenStatusNotImplemented"),
-        (7, "miopenStatusUnknownError"),
-        (8, "miopenStatusUnsupportedOp"),
-        (9, "miopenStatusGpuOperationsSkipped"),
-        (10, "miopenStatusVersionMismatch"),
-    ];
-    const UNKNOWN_STATUS: &'static str = "unknown miopenStatus";
+status_binding!(Table {
+    library: LIBRARY,
+    describe: miopenGetErrorString,
+    names: STATUS_NAMES,
+    unknown: "unknown miopenStatus",
+});
 
-    /// `miopenGetErrorString`.
-    fn describe(&self, status: Status) -> Option<String> {
-        status_text(&self.miopenGetErrorString, status)
-    }
-
-    fn error(&self, call: &'static str, status: Status) -> MiopenError {
-        MiopenError::Status {
-            call,
-            status,
-            name: self.describe_or_name(status),
-        }
-    }
-}
+/// `miopenStatus_t` names from miopen.h.
+const STATUS_NAMES: &[(Status, &str)] = &[
+    (0, "miopenStatusSuccess"),
+    (1, "miopenStatusNotInitialized"),
+    (2, "miopenStatusInvalidValue"),
+    (3, "miopenStatusBadParm"),
+    (4, "miopenStatusAllocFailed"),
+    (5, "miopenStatusInternalError"),
+    (6, "miopenStatusNotImplemented"),
+    (7, "miopenStatusUnknownError"),
+    (8, "miopenStatusUnsupportedOp"),
+    (9, "miopenStatusGpuOperationsSkipped"),
+    (10, "miopenStatusVersionMismatch"),
+];
 
 /// A failed MIOpen call; its status is a `miopenStatus_t`.
 pub type MiopenError = crate::library::StatusError;
@@ -132,6 +120,23 @@ impl Miopen {
 struct Owned {
     raw: Raw,
     destroy: Option<unsafe extern "C" fn(Raw) -> Status>,
+}
+
+impl Owned {
+    /// Makes an object with `create`, the table's function named `call`,
+    /// owned from then on and destroyed with `destroy` (when the library
+    /// has it).
+    fn create(
+        lib: &Miopen,
+        call: &'static str,
+        create: &Result<unsafe extern "C" fn(*mut Raw) -> Status, MissingSymbol>,
+        destroy: &Result<unsafe extern "C" fn(Raw) -> Status, MissingSymbol>,
+    ) -> Result<Owned, MiopenError> {
+        Ok(Owned {
+            raw: lib.create(call, create)?,
+            destroy: destroy.clone().ok(),
+        })
+    }
 }
 
 impl Drop for Owned {
@@ -161,33 +166,26 @@ pub struct ConvRun {
 impl MiopenHandle {
     /// `miopenCreate`.
     pub fn new(lib: &Arc<Miopen>) -> Result<MiopenHandle, MiopenError> {
-        let f = lib.table.miopenCreate.clone()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: writes the handle.
-        lib.check("miopenCreate", unsafe { f(&mut raw) })?;
+        let t = &lib.table;
         Ok(MiopenHandle {
-            raw: Owned {
-                raw,
-                destroy: lib.table.miopenDestroy.clone().ok(),
-            },
+            raw: Owned::create(lib, "miopenCreate", &t.miopenCreate, &t.miopenDestroy)?,
             lib: Arc::clone(lib),
         })
     }
 
     fn tensor(&self, ty: DataType, dims: [usize; 4]) -> Result<Owned, MiopenError> {
-        let create = self.lib.table.miopenCreateTensorDescriptor.clone()?;
-        let set = self.lib.table.miopenSet4dTensorDescriptor.clone()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: writes a descriptor, then sets it.
-        self.lib
-            .check("miopenCreateTensorDescriptor", unsafe { create(&mut raw) })?;
-        let owned = Owned {
-            raw,
-            destroy: self.lib.table.miopenDestroyTensorDescriptor.clone().ok(),
-        };
+        let t = &self.lib.table;
+        let set = t.miopenSet4dTensorDescriptor.clone()?;
+        let owned = Owned::create(
+            &self.lib,
+            "miopenCreateTensorDescriptor",
+            &t.miopenCreateTensorDescriptor,
+            &t.miopenDestroyTensorDescriptor,
+        )?;
         let d = dims.map(|x| i32::try_from(x).unwrap_or(i32::MAX));
+        // SAFETY: sets the descriptor just made.
         self.lib.check("miopenSet4dTensorDescriptor", unsafe {
-            set(raw, ty as i32, d[0], d[1], d[2], d[3])
+            set(owned.raw, ty as i32, d[0], d[1], d[2], d[3])
         })?;
         Ok(owned)
     }
@@ -215,18 +213,13 @@ impl MiopenHandle {
         let elem = if ty == DataType::Half { 2 } else { 4 };
         let xd = self.tensor(ty, x_dims)?;
         let wd = self.tensor(ty, w_dims)?;
-        let create = t.miopenCreateConvolutionDescriptor.clone()?;
         let init = t.miopenInitConvolutionDescriptor.clone()?;
-        let mut conv_raw = std::ptr::null_mut();
-        // SAFETY: writes a descriptor.
-        self.lib
-            .check("miopenCreateConvolutionDescriptor", unsafe {
-                create(&mut conv_raw)
-            })?;
-        let conv = Owned {
-            raw: conv_raw,
-            destroy: t.miopenDestroyConvolutionDescriptor.clone().ok(),
-        };
+        let conv = Owned::create(
+            &self.lib,
+            "miopenCreateConvolutionDescriptor",
+            &t.miopenCreateConvolutionDescriptor,
+            &t.miopenDestroyConvolutionDescriptor,
+        )?;
         let (p, s) = (
             i32::try_from(pad).unwrap_or(0),
             i32::try_from(stride).unwrap_or(1),

@@ -7,9 +7,9 @@
 )]
 
 use crate::hip::{DeviceBuffer, Stream};
-use crate::library::{Binding, Library, status_text};
+use crate::library::{Binding, Library};
 use crate::loader::{LibrarySpec, MissingSymbol};
-use crate::table::symbol_table;
+use crate::table::{describe_with, symbol_table};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 use thiserror::Error;
@@ -71,10 +71,7 @@ impl Binding for Table {
     ];
     const UNKNOWN_STATUS: &'static str = "unknown ncclResult";
 
-    /// `ncclGetErrorString`.
-    fn describe(&self, code: Result_) -> Option<String> {
-        status_text(&self.ncclGetErrorString, code)
-    }
+    describe_with!(ncclGetErrorString);
 
     fn error(&self, call: &'static str, code: Result_) -> RcclError {
         RcclError::Code {

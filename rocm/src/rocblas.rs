@@ -4,9 +4,9 @@
 #![allow(non_snake_case, reason = "C names")]
 
 use crate::hip::DeviceBuffer;
-use crate::library::{Binding, Library, buffer_text, status_text};
+use crate::library::{Binding, Library, buffer_text};
 use crate::loader::LibrarySpec;
-use crate::table::{release_on_drop, symbol_table};
+use crate::table::{release_on_drop, status_binding, symbol_table};
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
@@ -34,6 +34,25 @@ const OPERATION_NONE: i32 = 111;
 const OPERATION_TRANSPOSE: i32 = 112;
 /// `rocblas_gemm_algo_standard`.
 const ALGO_STANDARD: i32 = 0;
+
+/// The C signature of a GEMM of one element type (`rocblas_sgemm`,
+/// `rocblas_dgemm`).
+type TypedGemm<T> = unsafe extern "C" fn(
+    RawHandle,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    *const T,
+    *const T,
+    i32,
+    *const T,
+    i32,
+    *const T,
+    *mut T,
+    i32,
+) -> Status;
 
 /// `rocblas_datatype` of the types rocgate uses (rocblas-types.h, unchanged
 /// from ROCm 4 to 7).
@@ -68,46 +87,33 @@ pub fn status_name(s: i32) -> &'static str {
     Table::status_name(s)
 }
 
-impl Binding for Table {
-    const LIBRARY: LibrarySpec = LIBRARY;
-    type Status = Status;
-    type Error = BlasError;
-    const SUCCESS: Status = 0;
-    /// rocblas-types.h; 14 excluded_from_build and 15 arch_mismatch exist
-    /// from ROCm 5.7/6.0, nothing beyond 15 through 7.x.
-    const STATUS_NAMES: &'static [(Status, &'static str)] = &[
-        (0, "rocblas_status_success"),
-        (1, "rocblas_status_invalid_handle"),
-        (2, "rocblas_status_not_implemented"),
-        (3, "rocblas_status_invalid_pointer"),
-        (4, "rocblas_status_invalid_size"),
-        (5, "rocblas_status_memory_error"),
-        (6, "rocblas_status_internal_error"),
-        (7, "rocblas_status_perf_degraded"),
-        (8, "rocblas_status_size_query_mismatch"),
-        (9, "rocblas_status_size_increased"),
-        (10, "rocblas_status_size_unchanged"),
-        (11, "rocblas_status_invalid_value"),
-        (12, "rocblas_status_continue"),
-        (13, "rocblas_status_check_numerics_fail"),
-        (14, "rocblas_status_excluded_from_build"),
-        (15, "rocblas_status_arch_mismatch"),
-    ];
-    const UNKNOWN_STATUS: &'static str = "unknown rocblas_status";
+status_binding!(Table {
+    library: LIBRARY,
+    describe: rocblas_status_to_string,
+    names: STATUS_NAMES,
+    unknown: "unknown rocblas_status",
+});
 
-    /// `rocblas_status_to_string`.
-    fn describe(&self, status: Status) -> Option<String> {
-        status_text(&self.rocblas_status_to_string, status)
-    }
-
-    fn error(&self, call: &'static str, status: Status) -> BlasError {
-        BlasError::Status {
-            call,
-            status,
-            name: self.describe_or_name(status),
-        }
-    }
-}
+/// `rocblas_status` names from rocblas-types.h; 14 excluded_from_build and
+/// 15 arch_mismatch exist from ROCm 5.7/6.0, nothing beyond 15 through 7.x.
+const STATUS_NAMES: &[(Status, &str)] = &[
+    (0, "rocblas_status_success"),
+    (1, "rocblas_status_invalid_handle"),
+    (2, "rocblas_status_not_implemented"),
+    (3, "rocblas_status_invalid_pointer"),
+    (4, "rocblas_status_invalid_size"),
+    (5, "rocblas_status_memory_error"),
+    (6, "rocblas_status_internal_error"),
+    (7, "rocblas_status_perf_degraded"),
+    (8, "rocblas_status_size_query_mismatch"),
+    (9, "rocblas_status_size_increased"),
+    (10, "rocblas_status_size_unchanged"),
+    (11, "rocblas_status_invalid_value"),
+    (12, "rocblas_status_continue"),
+    (13, "rocblas_status_check_numerics_fail"),
+    (14, "rocblas_status_excluded_from_build"),
+    (15, "rocblas_status_arch_mismatch"),
+];
 
 /// A failed rocBLAS call; its status is a `rocblas_status`.
 pub type BlasError = crate::library::StatusError;
@@ -141,10 +147,7 @@ pub struct BlasHandle {
 impl BlasHandle {
     /// `rocblas_create_handle`.
     pub fn new(blas: &Arc<Rocblas>) -> Result<BlasHandle, BlasError> {
-        let f = blas.table.rocblas_create_handle.clone()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: writes the handle.
-        blas.check("rocblas_create_handle", unsafe { f(&mut raw) })?;
+        let raw = blas.create("rocblas_create_handle", &blas.table.rocblas_create_handle)?;
         Ok(BlasHandle {
             blas: Arc::clone(blas),
             raw,
@@ -196,49 +199,11 @@ impl BlasHandle {
             match ty {
                 DataType::F32 => {
                     let f = self.blas.table.rocblas_sgemm.clone()?;
-                    let (alpha, beta) = (1.0f32, 0.0f32);
-                    self.blas.check(
-                        "rocblas_sgemm",
-                        f(
-                            self.raw,
-                            op_a,
-                            OPERATION_NONE,
-                            m,
-                            n,
-                            k,
-                            &alpha,
-                            pa.cast(),
-                            lda,
-                            pb.cast(),
-                            k,
-                            &beta,
-                            pc.cast(),
-                            m,
-                        ),
-                    )
+                    self.typed_gemm("rocblas_sgemm", f, op_a, (m, n, k), lda, (pa, pb, pc))
                 }
                 DataType::F64 => {
                     let f = self.blas.table.rocblas_dgemm.clone()?;
-                    let (alpha, beta) = (1.0f64, 0.0f64);
-                    self.blas.check(
-                        "rocblas_dgemm",
-                        f(
-                            self.raw,
-                            op_a,
-                            OPERATION_NONE,
-                            m,
-                            n,
-                            k,
-                            &alpha,
-                            pa.cast(),
-                            lda,
-                            pb.cast(),
-                            k,
-                            &beta,
-                            pc.cast(),
-                            m,
-                        ),
-                    )
+                    self.typed_gemm("rocblas_dgemm", f, op_a, (m, n, k), lda, (pa, pb, pc))
                 }
                 DataType::F16 | DataType::Bf16 => {
                     let f = self.blas.table.rocblas_gemm_ex.clone()?;
@@ -277,6 +242,47 @@ impl BlasHandle {
                 }
             }
         }
+    }
+}
+
+impl BlasHandle {
+    /// `C = op(A) * B` through a GEMM of one element type (`rocblas_sgemm`,
+    /// `rocblas_dgemm`): the two differ only in the type of the matrices and
+    /// of alpha (1) and beta (0).
+    ///
+    /// # Safety
+    /// `pa`, `pb` and `pc` are device buffers large enough for the shapes.
+    #[allow(clippy::too_many_arguments, reason = "the GEMM's own arguments")]
+    unsafe fn typed_gemm<T: From<u8>>(
+        &self,
+        call: &'static str,
+        f: TypedGemm<T>,
+        op_a: i32,
+        (m, n, k): (i32, i32, i32),
+        lda: i32,
+        (pa, pb, pc): (*mut c_void, *mut c_void, *mut c_void),
+    ) -> Result<(), BlasError> {
+        let (alpha, beta) = (T::from(1), T::from(0));
+        // SAFETY: per the contract; alpha and beta are host scalars of `T`.
+        let status = unsafe {
+            f(
+                self.raw,
+                op_a,
+                OPERATION_NONE,
+                m,
+                n,
+                k,
+                &alpha,
+                pa.cast(),
+                lda,
+                pb.cast(),
+                k,
+                &beta,
+                pc.cast(),
+                m,
+            )
+        };
+        self.blas.check(call, status)
     }
 }
 

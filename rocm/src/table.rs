@@ -56,6 +56,26 @@ macro_rules! c_constants {
 
 pub(crate) use c_constants;
 
+/// Declares the sizes and field offsets of `#[repr(C)]` structs as a table
+/// of `(C struct, C field or "sizeof", bytes)`, so a header probe can compare
+/// each with the real headers: one line per field (`"c_field" =>
+/// rust_field`), every struct's size included.
+macro_rules! c_layouts {
+    ($(#[$meta:meta])* $vis:vis $table:ident {
+        $( $c:literal = $ty:ty { $( $cf:literal => $field:ident ),* $(,)? } ; )*
+    }) => {
+        $(#[$meta])*
+        $vis const $table: &[(&str, &str, usize)] = &[
+            $(
+                ($c, "sizeof", std::mem::size_of::<$ty>()),
+                $( ($c, $cf, std::mem::offset_of!($ty, $field)), )*
+            )*
+        ];
+    };
+}
+
+pub(crate) use c_layouts;
+
 /// `Drop` for an owner of one library object: calls the release function
 /// from the library's table once on the owner's handle. Without the symbol
 /// there is nothing to release with (the object could not have been made
@@ -74,3 +94,47 @@ macro_rules! release_on_drop {
     };
 }
 pub(crate) use release_on_drop;
+
+/// [`Binding::describe`](crate::library::Binding::describe) through the
+/// table's `const char *(status)` string function `$f`: how rocBLAS, MIOpen,
+/// RCCL, hiprtc and HIP word a status (ROCr writes its text through a
+/// pointer instead).
+macro_rules! describe_with {
+    ($f:ident) => {
+        #[doc = concat!("`", stringify!($f), "`.")]
+        fn describe(&self, status: Self::Status) -> Option<String> {
+            crate::library::status_text(&self.$f, status)
+        }
+    };
+}
+pub(crate) use describe_with;
+
+/// [`Binding`](crate::library::Binding) for a library whose calls return an
+/// `i32` status, 0 on success, worded by a `const char *(status)` function
+/// (`$describe`) and failing with
+/// [`StatusError`](crate::library::StatusError): rocBLAS and MIOpen bind
+/// alike and differ only in these names.
+macro_rules! status_binding {
+    ($table:ty {
+        library: $library:expr,
+        describe: $describe:ident,
+        names: $names:expr,
+        unknown: $unknown:literal $(,)?
+    }) => {
+        impl crate::library::Binding for $table {
+            const LIBRARY: crate::loader::LibrarySpec = $library;
+            type Status = i32;
+            type Error = crate::library::StatusError;
+            const SUCCESS: i32 = 0;
+            const STATUS_NAMES: &'static [(i32, &'static str)] = $names;
+            const UNKNOWN_STATUS: &'static str = $unknown;
+
+            crate::table::describe_with!($describe);
+
+            fn error(&self, call: &'static str, status: i32) -> crate::library::StatusError {
+                crate::library::StatusError::of_call(self, call, status)
+            }
+        }
+    };
+}
+pub(crate) use status_binding;

@@ -215,10 +215,7 @@ pub struct Stream {
 impl Stream {
     /// `hipStreamCreate` on the current device.
     pub fn new(hip: &Arc<Hip>) -> Result<Stream, HipError> {
-        let f = hip.table.hipStreamCreate.clone()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: writes the stream handle.
-        hip.check("hipStreamCreate", unsafe { f(&mut raw) })?;
+        let raw = hip.create("hipStreamCreate", &hip.table.hipStreamCreate)?;
         Ok(Stream {
             hip: Arc::clone(hip),
             raw,

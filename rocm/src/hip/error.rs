@@ -4,6 +4,7 @@
 use super::sys::{self, RtcTable, Table};
 use crate::library::{Binding, status_text, without_name};
 use crate::loader::{LibrarySpec, MissingSymbol};
+use crate::table::describe_with;
 use thiserror::Error;
 
 /// A failed HIP call.
@@ -92,10 +93,7 @@ impl Binding for Table {
     const STATUS_NAMES: &'static [(sys::Error, &'static str)] = ERROR_NAMES;
     const UNKNOWN_STATUS: &'static str = "hipError (unknown code)";
 
-    /// `hipGetErrorString`.
-    fn describe(&self, code: sys::Error) -> Option<String> {
-        status_text(&self.hipGetErrorString, code)
-    }
+    describe_with!(hipGetErrorString);
 
     fn error(&self, call: &'static str, code: sys::Error) -> HipError {
         let name = status_text(&self.hipGetErrorName, code)
@@ -121,10 +119,7 @@ impl Binding for RtcTable {
     const STATUS_NAMES: &'static [(i32, &'static str)] = &[];
     const UNKNOWN_STATUS: &'static str = "hiprtcResult";
 
-    /// `hiprtcGetErrorString`.
-    fn describe(&self, code: i32) -> Option<String> {
-        status_text(&self.hiprtcGetErrorString, code)
-    }
+    describe_with!(hiprtcGetErrorString);
 
     fn error(&self, call: &'static str, code: i32) -> HipError {
         HipError::Rtc {

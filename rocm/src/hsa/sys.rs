@@ -4,7 +4,7 @@
 
 #![allow(missing_docs, reason = "names and values mirror hsa.h")]
 
-use crate::table::{c_constants, symbol_table};
+use crate::table::{c_constants, c_layouts, symbol_table};
 use std::ffi::{c_char, c_void};
 
 pub type Status = u32;
@@ -120,145 +120,45 @@ pub const DEVICE_TYPE_AIE: u32 = 3;
 /// C names the header probe skips because ROCm 5.2.3's headers predate them.
 pub const NEWER_THAN_5_2: &[&str] = &["HSA_DEVICE_TYPE_AIE"];
 
-/// Struct sizes and field offsets (`(struct, field or "sizeof", bytes)`), for
-/// the header probe.
-pub const LAYOUTS: &[(&str, &str, usize)] = &[
-    ("hsa_queue_t", "sizeof", std::mem::size_of::<Queue>()),
-    (
-        "hsa_queue_t",
-        "type",
-        std::mem::offset_of!(Queue, queue_type),
-    ),
-    (
-        "hsa_queue_t",
-        "features",
-        std::mem::offset_of!(Queue, features),
-    ),
-    (
-        "hsa_queue_t",
-        "base_address",
-        std::mem::offset_of!(Queue, base_address),
-    ),
-    (
-        "hsa_queue_t",
-        "doorbell_signal",
-        std::mem::offset_of!(Queue, doorbell_signal),
-    ),
-    ("hsa_queue_t", "size", std::mem::offset_of!(Queue, size)),
-    (
-        "hsa_queue_t",
-        "reserved1",
-        std::mem::offset_of!(Queue, reserved1),
-    ),
-    ("hsa_queue_t", "id", std::mem::offset_of!(Queue, id)),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "sizeof",
-        std::mem::size_of::<KernelDispatchPacket>(),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "header",
-        std::mem::offset_of!(KernelDispatchPacket, header),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "setup",
-        std::mem::offset_of!(KernelDispatchPacket, setup),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "workgroup_size_x",
-        std::mem::offset_of!(KernelDispatchPacket, workgroup_size_x),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "workgroup_size_y",
-        std::mem::offset_of!(KernelDispatchPacket, workgroup_size_y),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "workgroup_size_z",
-        std::mem::offset_of!(KernelDispatchPacket, workgroup_size_z),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "reserved0",
-        std::mem::offset_of!(KernelDispatchPacket, reserved0),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "grid_size_x",
-        std::mem::offset_of!(KernelDispatchPacket, grid_size_x),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "grid_size_y",
-        std::mem::offset_of!(KernelDispatchPacket, grid_size_y),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "grid_size_z",
-        std::mem::offset_of!(KernelDispatchPacket, grid_size_z),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "private_segment_size",
-        std::mem::offset_of!(KernelDispatchPacket, private_segment_size),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "group_segment_size",
-        std::mem::offset_of!(KernelDispatchPacket, group_segment_size),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "kernel_object",
-        std::mem::offset_of!(KernelDispatchPacket, kernel_object),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "kernarg_address",
-        std::mem::offset_of!(KernelDispatchPacket, kernarg_address),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "reserved2",
-        std::mem::offset_of!(KernelDispatchPacket, reserved2),
-    ),
-    (
-        "hsa_kernel_dispatch_packet_t",
-        "completion_signal",
-        std::mem::offset_of!(KernelDispatchPacket, completion_signal),
-    ),
-    ("hsa_agent_t", "sizeof", std::mem::size_of::<Agent>()),
-    ("hsa_signal_t", "sizeof", std::mem::size_of::<Signal>()),
-    (
-        "hsa_amd_memory_pool_t",
-        "sizeof",
-        std::mem::size_of::<MemoryPool>(),
-    ),
-    (
-        "hsa_executable_t",
-        "sizeof",
-        std::mem::size_of::<Executable>(),
-    ),
-    (
-        "hsa_executable_symbol_t",
-        "sizeof",
-        std::mem::size_of::<ExecutableSymbol>(),
-    ),
-    (
-        "hsa_code_object_reader_t",
-        "sizeof",
-        std::mem::size_of::<CodeObjectReader>(),
-    ),
-    (
-        "hsa_loaded_code_object_t",
-        "sizeof",
-        std::mem::size_of::<LoadedCodeObject>(),
-    ),
-];
+c_layouts! {
+    /// Struct sizes and field offsets (`(struct, field or "sizeof", bytes)`),
+    /// for the header probe.
+    pub LAYOUTS {
+        "hsa_queue_t" = Queue {
+            "type" => queue_type,
+            "features" => features,
+            "base_address" => base_address,
+            "doorbell_signal" => doorbell_signal,
+            "size" => size,
+            "reserved1" => reserved1,
+            "id" => id,
+        };
+        "hsa_kernel_dispatch_packet_t" = KernelDispatchPacket {
+            "header" => header,
+            "setup" => setup,
+            "workgroup_size_x" => workgroup_size_x,
+            "workgroup_size_y" => workgroup_size_y,
+            "workgroup_size_z" => workgroup_size_z,
+            "reserved0" => reserved0,
+            "grid_size_x" => grid_size_x,
+            "grid_size_y" => grid_size_y,
+            "grid_size_z" => grid_size_z,
+            "private_segment_size" => private_segment_size,
+            "group_segment_size" => group_segment_size,
+            "kernel_object" => kernel_object,
+            "kernarg_address" => kernarg_address,
+            "reserved2" => reserved2,
+            "completion_signal" => completion_signal,
+        };
+        "hsa_agent_t" = Agent {};
+        "hsa_signal_t" = Signal {};
+        "hsa_amd_memory_pool_t" = MemoryPool {};
+        "hsa_executable_t" = Executable {};
+        "hsa_executable_symbol_t" = ExecutableSymbol {};
+        "hsa_code_object_reader_t" = CodeObjectReader {};
+        "hsa_loaded_code_object_t" = LoadedCodeObject {};
+    }
+}
 
 pub type AgentCallback = unsafe extern "C" fn(Agent, *mut c_void) -> Status;
 pub type PoolCallback = unsafe extern "C" fn(MemoryPool, *mut c_void) -> Status;
@@ -302,6 +202,18 @@ symbol_table! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_layout_table_has_each_structs_size_then_its_fields() {
+        assert_eq!(LAYOUTS.len(), 31);
+        assert_eq!(LAYOUTS[0], ("hsa_queue_t", "sizeof", 40));
+        assert_eq!(LAYOUTS[2], ("hsa_queue_t", "features", 4));
+        assert!(LAYOUTS.contains(&("hsa_kernel_dispatch_packet_t", "kernel_object", 32)));
+        assert_eq!(
+            LAYOUTS.last(),
+            Some(&("hsa_loaded_code_object_t", "sizeof", 8))
+        );
+    }
 
     #[test]
     fn layouts_match_hsa_h() {
