@@ -8,32 +8,18 @@
 mod common;
 
 use common::{HANG_GUARD, fake_process, node, on_sysroot, result, send_signal};
+use rocgate_fixtures::hostile::raw_tar_header;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-/// A tar header with any name and link name, even those a well-behaved
-/// writer refuses to produce.
-fn raw_header(kind: tar::EntryType, name: &str, link: &str, size: u64) -> tar::Header {
-    let mut h = tar::Header::new_gnu();
-    h.set_entry_type(kind);
-    h.set_size(size);
-    h.set_mode(0o644);
-    h.set_mtime(0);
-    let gnu = h.as_gnu_mut().unwrap();
-    gnu.name[..name.len()].copy_from_slice(name.as_bytes());
-    gnu.linkname[..link.len()].copy_from_slice(link.as_bytes());
-    h.set_cksum();
-    h
-}
-
 /// A zstd-compressed tar of `(kind, name, link, data)` entries.
 fn archive(dir: &Path, file: &str, entries: &[(tar::EntryType, &str, &str, &[u8])]) -> PathBuf {
     archive_with(dir, file, |b| {
         for (kind, name, link, data) in entries {
-            b.append(&raw_header(*kind, name, link, data.len() as u64), *data)
+            b.append(&raw_tar_header(*kind, name, link, data.len() as u64), *data)
                 .unwrap();
         }
     })
@@ -217,7 +203,7 @@ fn a_huge_entry_is_refused_from_its_header() {
     // A header announcing 2 GiB of zeros, and only 1 MiB of them: were the
     // data read, the archive would be found truncated instead.
     let mut enc = zstd::Encoder::new(std::fs::File::create(&path).unwrap(), 1).unwrap();
-    enc.write_all(raw_header(Regular, "sys/zeros", "", 2 << 30).as_bytes())
+    enc.write_all(raw_tar_header(Regular, "sys/zeros", "", 2 << 30).as_bytes())
         .unwrap();
     enc.write_all(&vec![0u8; 1 << 20]).unwrap();
     enc.finish().unwrap();
@@ -237,7 +223,7 @@ fn an_archive_over_the_total_size_is_refused() {
     let zeros = vec![0u8; 16 << 20];
     let path = archive_with(work.path(), "big.tar.zst", |b| {
         for _ in 0..65 {
-            let h = raw_header(Regular, "sys/f", "", zeros.len() as u64);
+            let h = raw_tar_header(Regular, "sys/f", "", zeros.len() as u64);
             b.append(&h, zeros.as_slice()).unwrap();
         }
     });
@@ -252,7 +238,7 @@ fn an_archive_over_the_total_size_is_refused() {
 fn an_archive_over_the_entry_count_is_refused() {
     let work = tempfile::tempdir().unwrap();
     // One directory, named again and again: cheap to unpack, many entries.
-    let h = raw_header(Directory, "d", "", 0);
+    let h = raw_tar_header(Directory, "d", "", 0);
     let path = archive_with(work.path(), "many.tar.zst", |b| {
         for _ in 0..200_001 {
             b.append(&h, std::io::empty()).unwrap();

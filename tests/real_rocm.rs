@@ -35,7 +35,7 @@ fn host_has_amd_gpu() -> bool {
 
 fn real_rocm_on_a_machine_without_gpu() -> Result<Completion, Failed> {
     for soname in ["libhsa-runtime64.so.1", "libamdhip64.so.5"] {
-        if common::system_library(&[soname]).is_none() {
+        if rocgate_fixtures::hostile::system_library(&[soname]).is_none() {
             return common::missing(&format!("Debian's ROCm 5.2.3 {soname} is not installed"));
         }
     }

@@ -7,6 +7,7 @@
 mod common;
 
 use common::{HANG_GUARD, node, rocgate};
+use rocgate_fixtures::hostile::{char_device, is_char_device};
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, symlink};
@@ -31,30 +32,6 @@ fn run_reports(root: &Path, args: &[&Path]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// A character device that behaves like `/dev/{name}` (`null`, `full`):
-/// as root a fresh node in `dir`, so that a rocgate which replaced it would
-/// not take the host's own; otherwise the host's, which a user cannot
-/// replace anyway.
-fn char_device(dir: &Path, name: &str, minor: u64) -> PathBuf {
-    let fresh = dir.join(name);
-    let made = nix::sys::stat::mknod(
-        &fresh,
-        nix::sys::stat::SFlag::S_IFCHR,
-        nix::sys::stat::Mode::from_bits_truncate(0o666),
-        nix::sys::stat::makedev(1, minor),
-    );
-    // A filesystem mounted nodev refuses to open it: use the host's then.
-    if made.is_ok() && OpenOptions::new().write(true).open(&fresh).is_ok() {
-        fresh
-    } else {
-        PathBuf::from(format!("/dev/{name}"))
-    }
-}
-
-fn is_char_device(p: &Path) -> bool {
-    fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
 }
 
 /// Whether XML 1.0 allows `c` anywhere in a document.

@@ -298,6 +298,7 @@ fn write_through(path: &Path, bytes: &[u8], stall_limit: Duration) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rocgate_fixtures::hostile::{char_device, is_char_device};
     use std::os::unix::fs::symlink;
 
     #[test]
@@ -329,30 +330,6 @@ mod tests {
             fs::metadata(&p).unwrap().permissions().mode() & 0o777,
             0o600
         );
-    }
-
-    /// A character device that behaves like `/dev/{name}`: as root a fresh
-    /// node in `dir`, so that a broken writer would replace that one and not
-    /// the host's; otherwise (or on a `nodev` mount) the host's, which a
-    /// user cannot replace anyway.
-    fn char_device(dir: &Path, name: &str, minor: u64) -> PathBuf {
-        use nix::sys::stat::{Mode, SFlag, makedev, mknod};
-        let fresh = dir.join(name);
-        let made = mknod(
-            &fresh,
-            SFlag::S_IFCHR,
-            Mode::from_bits_truncate(0o666),
-            makedev(1, minor),
-        );
-        if made.is_ok() && OpenOptions::new().write(true).open(&fresh).is_ok() {
-            fresh
-        } else {
-            PathBuf::from(format!("/dev/{name}"))
-        }
-    }
-
-    fn is_char_device(p: &Path) -> bool {
-        fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
     }
 
     #[test]

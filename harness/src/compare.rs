@@ -348,6 +348,14 @@ fn opt(v: &Option<String>) -> &str {
     v.as_deref().unwrap_or("(none)")
 }
 
+/// Appends `title: N` and the `lines`, indented.
+fn text_list(out: &mut String, title: &str, lines: impl ExactSizeIterator<Item = String>) {
+    let _ = writeln!(out, "{title}: {}", lines.len());
+    for line in lines {
+        let _ = writeln!(out, "  {line}");
+    }
+}
+
 /// Plain text for a terminal.
 pub fn render_text(c: &Comparison) -> String {
     let mut out = String::new();
@@ -355,49 +363,57 @@ pub fn render_text(c: &Comparison) -> String {
         let _ = writeln!(out, "GPU count changed: {b} -> {a}");
     }
     if !c.gone.is_empty() {
-        let _ = writeln!(out, "Gone since the first run: {}", c.gone.len());
-        for g in &c.gone {
-            let _ = writeln!(out, "  {} (was {})", g.what, g.before);
-        }
-    }
-    let _ = writeln!(out, "Versions changed: {}", c.versions.len());
-    for v in &c.versions {
-        let _ = writeln!(
-            out,
-            "  {:<6} {:<24} {} -> {}",
-            v.scope,
-            v.key,
-            opt(&v.before),
-            opt(&v.after)
+        text_list(
+            &mut out,
+            "Gone since the first run",
+            c.gone
+                .iter()
+                .map(|g| format!("{} (was {})", g.what, g.before)),
         );
     }
-    let _ = writeln!(out, "Checks that stopped passing: {}", c.regressions.len());
-    for r in &c.regressions {
-        let _ = writeln!(out, "  {} {} -> {}: {}", r.id, r.before, r.after, r.message);
-    }
-    let _ = writeln!(
-        out,
-        "Metrics worse by more than {:.0}%: {}",
-        c.tolerance * 100.0,
-        c.slower.len()
+    text_list(
+        &mut out,
+        "Versions changed",
+        c.versions.iter().map(|v| {
+            format!(
+                "{:<6} {:<24} {} -> {}",
+                v.scope,
+                v.key,
+                opt(&v.before),
+                opt(&v.after)
+            )
+        }),
     );
-    for m in &c.slower {
-        let _ = writeln!(
-            out,
-            "  {} {} {:.3} -> {:.3} {} ({:+.1}%)",
-            m.id,
-            m.metric,
-            m.before,
-            m.after,
-            m.unit,
-            m.change * 100.0
-        );
-    }
+    text_list(
+        &mut out,
+        "Checks that stopped passing",
+        c.regressions
+            .iter()
+            .map(|r| format!("{} {} -> {}: {}", r.id, r.before, r.after, r.message)),
+    );
+    text_list(
+        &mut out,
+        &format!("Metrics worse by more than {:.0}%", c.tolerance * 100.0),
+        c.slower.iter().map(|m| {
+            format!(
+                "{} {} {:.3} -> {:.3} {} ({:+.1}%)",
+                m.id,
+                m.metric,
+                m.before,
+                m.after,
+                m.unit,
+                m.change * 100.0
+            )
+        }),
+    );
     if !c.fixed.is_empty() {
-        let _ = writeln!(out, "Checks that now pass: {}", c.fixed.len());
-        for r in &c.fixed {
-            let _ = writeln!(out, "  {} {} -> pass", r.id, r.before);
-        }
+        text_list(
+            &mut out,
+            "Checks that now pass",
+            c.fixed
+                .iter()
+                .map(|r| format!("{} {} -> pass", r.id, r.before)),
+        );
     }
     let _ = writeln!(
         out,

@@ -93,6 +93,17 @@ fn test_case(r: &CheckResult) -> TestCase {
     let mut case = TestCase::new(xml_safe(r.name()), status);
     case.set_classname(xml_safe(&format!("{}.{}", r.scope.label(), r.layer)));
     case.set_time(r.duration);
+    // Output of nothing but escape sequences leaves no element behind.
+    let out = xml_safe(&system_out(r));
+    if !out.is_empty() {
+        case.set_system_out(out);
+    }
+    case
+}
+
+/// What a result's `system-out` says before cleaning: a pass's message,
+/// its metrics, then its captured output.
+fn system_out(r: &CheckResult) -> String {
     let mut out = String::new();
     if r.status == Status::Pass {
         out.push_str(&r.message);
@@ -101,15 +112,8 @@ fn test_case(r: &CheckResult) -> TestCase {
     for m in &r.metrics {
         out.push_str(&format!("metric {} = {} {}\n", m.name, m.value, m.unit));
     }
-    if !r.output.is_empty() {
-        out.push_str(&r.output);
-    }
-    // Output of nothing but escape sequences leaves no element behind.
-    let out = xml_safe(&out);
-    if !out.is_empty() {
-        case.set_system_out(out);
-    }
-    case
+    out.push_str(&r.output);
+    out
 }
 
 /// The JUnit schema Jenkins' xunit plugin validates against does not allow a
@@ -600,15 +604,9 @@ mod tests {
                         ));
                     }
                 }
-                let mut out = String::new();
-                if r.status == Status::Pass {
-                    out.push_str(&r.message);
-                    out.push('\n');
-                }
-                for m in &r.metrics {
-                    out.push_str(&format!("metric {} = {} {}\n", m.name, m.value, m.unit));
-                }
-                out.push_str(&r.output);
+                // The composition is `system_out`'s; what is tested here is
+                // that the text survives XML and the consumers' parsers.
+                let out = system_out(r);
                 if !clean(&out).is_empty() {
                     want.push(el("system-out", Vec::new(), &out));
                 }

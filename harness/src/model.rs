@@ -196,7 +196,17 @@ impl FromStr for Scope {
 /// needs no ROCm layer.
 #[cfg(test)]
 pub(crate) mod test_stack {
-    use super::Layer;
+    use super::{Layer, ScopeKind};
+    use crate::check::Check;
+    use crate::verdict::Verdict;
+    use std::time::Duration;
+
+    /// A quick, gating, in-process check that passes within a second.
+    pub fn passing(id: &'static str, layer: Layer, scope: ScopeKind) -> Check<()> {
+        Check::new(id, layer, scope, Duration::from_secs(1), "", |_, _| {
+            Ok(Verdict::pass("ok"))
+        })
+    }
 
     /// The bottom layer.
     pub const A: Layer = Layer::new("a", 0);

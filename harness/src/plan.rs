@@ -228,9 +228,7 @@ fn topological_order(instances: &[Instance]) -> Result<Vec<usize>, PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::test_stack::{A, B, C, D, E};
-    use crate::verdict::Verdict;
-    use std::time::Duration;
+    use crate::model::test_stack::{self, A, B, C, D, E};
 
     fn check(
         id: &'static str,
@@ -240,9 +238,7 @@ mod tests {
     ) -> Check<()> {
         Check {
             deps,
-            ..Check::new(id, layer, scope, Duration::from_secs(1), "", |_, _| {
-                Ok(Verdict::pass("ok"))
-            })
+            ..test_stack::passing(id, layer, scope)
         }
     }
 

@@ -1254,6 +1254,7 @@ pub fn current_user(facts: &NodeFacts) -> Option<access::User> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use rocgate_fixtures::hostile::raw_tar_header;
 
     #[test]
     fn a_hung_file_wedges_its_device_only() {
@@ -1317,32 +1318,19 @@ mod tests {
         Char(String),
     }
 
-    fn raw_header(kind: tar::EntryType, name: &str, link: &str, size: u64) -> tar::Header {
-        let mut h = tar::Header::new_gnu();
-        h.set_entry_type(kind);
-        h.set_size(size);
-        h.set_mode(0o644);
-        h.set_mtime(0);
-        let gnu = h.as_gnu_mut().unwrap();
-        gnu.name[..name.len()].copy_from_slice(name.as_bytes());
-        gnu.linkname[..link.len()].copy_from_slice(link.as_bytes());
-        h.set_cksum();
-        h
-    }
-
     fn tar_of(entries: &[Crafted]) -> Vec<u8> {
         let mut b = tar::Builder::new(Vec::new());
         for e in entries {
             let (h, data): (tar::Header, &[u8]) = match e {
-                Crafted::Dir(n) => (raw_header(tar::EntryType::Directory, n, "", 0), &[]),
+                Crafted::Dir(n) => (raw_tar_header(tar::EntryType::Directory, n, "", 0), &[]),
                 Crafted::File(n, d) => (
-                    raw_header(tar::EntryType::Regular, n, "", d.len() as u64),
+                    raw_tar_header(tar::EntryType::Regular, n, "", d.len() as u64),
                     d.as_slice(),
                 ),
-                Crafted::Symlink(n, t) => (raw_header(tar::EntryType::Symlink, n, t, 0), &[]),
-                Crafted::HardLink(n, t) => (raw_header(tar::EntryType::Link, n, t, 0), &[]),
-                Crafted::Fifo(n) => (raw_header(tar::EntryType::Fifo, n, "", 0), &[]),
-                Crafted::Char(n) => (raw_header(tar::EntryType::Char, n, "", 0), &[]),
+                Crafted::Symlink(n, t) => (raw_tar_header(tar::EntryType::Symlink, n, t, 0), &[]),
+                Crafted::HardLink(n, t) => (raw_tar_header(tar::EntryType::Link, n, t, 0), &[]),
+                Crafted::Fifo(n) => (raw_tar_header(tar::EntryType::Fifo, n, "", 0), &[]),
+                Crafted::Char(n) => (raw_tar_header(tar::EntryType::Char, n, "", 0), &[]),
             };
             b.append(&h, data).unwrap();
         }
@@ -1578,7 +1566,7 @@ mod tests {
 
         // A header claiming 2 GiB is refused before any of its data is
         // read: the stream behind it is not there at all.
-        let h = raw_header(tar::EntryType::Regular, "zeros", "", 2 << 30);
+        let h = raw_tar_header(tar::EntryType::Regular, "zeros", "", 2 << 30);
         let dir = tempfile::tempdir().unwrap();
         let why = refusal(unpack(h.as_bytes().as_slice(), dir.path(), LIMITS, &|| {
             false
@@ -1588,7 +1576,7 @@ mod tests {
             "{why}"
         );
         // Even for an entry whose data would only be skipped.
-        let h = raw_header(tar::EntryType::Directory, "d", "", 2 << 30);
+        let h = raw_tar_header(tar::EntryType::Directory, "d", "", 2 << 30);
         let why = refusal(unpack(h.as_bytes().as_slice(), dir.path(), LIMITS, &|| {
             false
         }));

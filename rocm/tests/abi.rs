@@ -13,6 +13,7 @@
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use object::{Object, ObjectSymbol};
+use rocgate_fixtures::hostile::system_library;
 use rocgate_rocm::{hip, hsa};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -204,21 +205,6 @@ fn hip_headers() -> Result<Completion, Failed> {
     p.check(&include, "hip")
 }
 
-/// The first of `sonames` found in the usual library directories.
-fn library(sonames: &[&str]) -> Option<PathBuf> {
-    let dirs = [
-        "/opt/rocm/lib",
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/usr/lib64",
-        "/usr/lib",
-    ];
-    sonames
-        .iter()
-        .flat_map(|s| dirs.iter().map(move |d| Path::new(d).join(s)))
-        .find(|p| p.is_file())
-}
-
 /// Every name in `symbols` that `lib` does not export.
 fn unexported(lib: &Path, symbols: &[&str]) -> Result<Vec<String>, Failed> {
     let bytes = std::fs::read(lib).map_err(|e| format!("reading {}: {e}", lib.display()))?;
@@ -238,7 +224,7 @@ fn unexported(lib: &Path, symbols: &[&str]) -> Result<Vec<String>, Failed> {
 }
 
 fn check_exports(sonames: &[&str], symbols: &[&str]) -> Result<Completion, Failed> {
-    let Some(lib) = library(sonames) else {
+    let Some(lib) = system_library(sonames) else {
         return missing(&format!("none of {} is installed", sonames.join(", ")));
     };
     let gone = unexported(&lib, symbols)?;

@@ -23,26 +23,3 @@ pub mod worker_env;
 
 pub use context::{NodeContext, RunOptions};
 pub use layers::registry;
-
-#[cfg(test)]
-mod tests {
-    /// The suites are a library of checks: the front ends' machinery (test
-    /// harnesses, archives, the command line) lives with the front ends.
-    #[test]
-    fn the_suites_hold_no_front_end() {
-        let manifest = include_str!("../Cargo.toml");
-        let deps = manifest
-            .split("[dependencies]")
-            .nth(1)
-            .and_then(|rest| rest.split("\n[").next())
-            .unwrap_or_default();
-        for front_end in ["libtest-mimic", "tar", "zstd", "clap", "rocgate-fixtures"] {
-            assert!(
-                !deps
-                    .lines()
-                    .any(|l| l.starts_with(&format!("{front_end}."))),
-                "{front_end} in {deps}"
-            );
-        }
-    }
-}

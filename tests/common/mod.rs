@@ -324,18 +324,3 @@ pub fn missing(what: &str) -> Result<libtest_mimic::Completion, libtest_mimic::F
         )))
     }
 }
-
-/// The first of `sonames` in the usual library directories.
-pub fn system_library(sonames: &[&str]) -> Option<PathBuf> {
-    let dirs = [
-        "/opt/rocm/lib",
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/usr/lib64",
-        "/usr/lib",
-    ];
-    sonames
-        .iter()
-        .flat_map(|s| dirs.iter().map(move |d| Path::new(d).join(s)))
-        .find(|p| p.is_file())
-}
