@@ -70,16 +70,17 @@ fn markdown() -> String {
          above still run and show whether they work.\n\n\
          | code | layers | severity | category | meaning | default next step |\n|---|---|---|---|---|---|\n",
     );
+    let cell = |s: &str| s.replace('|', "\\|");
     for c in codes::ALL {
-        out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} |\n",
-            c.code,
+        let row = [
+            format!("`{}`", c.code),
             layers(c),
-            severity(c),
+            severity(c).to_string(),
             category(c),
-            c.meaning.replace('|', "\\|"),
-            c.next_step.replace('|', "\\|")
-        ));
+            cell(c.meaning),
+            cell(c.next_step),
+        ];
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
     }
     out
 }

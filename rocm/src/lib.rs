@@ -14,6 +14,7 @@ pub mod hsa;
 pub mod library;
 pub mod loader;
 pub mod miopen;
+pub mod range;
 pub mod rccl;
 pub mod rocblas;
 mod table;

@@ -7,6 +7,7 @@ use super::error::HipError;
 use super::sys::{self, RtcTable, Table};
 use crate::library::{Binding, Library, buffer_text};
 use crate::loader::{LibrarySpec, LoadError, MissingSymbol, Search, open_path};
+use crate::range::DeviceRange;
 use crate::table::release_on_drop;
 use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
@@ -251,8 +252,15 @@ release_on_drop!(Stream, hip.hipStreamDestroy(raw));
 /// Device memory, freed on drop.
 pub struct DeviceBuffer {
     hip: Arc<Hip>,
-    ptr: *mut c_void,
-    len: usize,
+    range: DeviceRange,
+}
+
+impl std::ops::Deref for DeviceBuffer {
+    type Target = DeviceRange;
+
+    fn deref(&self) -> &DeviceRange {
+        &self.range
+    }
 }
 
 impl DeviceBuffer {
@@ -264,24 +272,8 @@ impl DeviceBuffer {
         hip.check("hipMalloc", unsafe { f(&mut ptr, len) })?;
         Ok(DeviceBuffer {
             hip: Arc::clone(hip),
-            ptr,
-            len,
+            range: DeviceRange { ptr, len },
         })
-    }
-
-    /// The device address.
-    pub fn ptr(&self) -> *mut c_void {
-        self.ptr
-    }
-
-    /// Size in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Copies `src` (at most the buffer's length) to the device.

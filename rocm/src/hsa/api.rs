@@ -6,6 +6,7 @@
 use super::status::HsaError;
 use super::sys::{self, Agent, MemoryPool, Status, Table};
 use crate::library::{Binding, Library, buffer_text};
+use crate::range::DeviceRange;
 use crate::table::release_on_drop;
 use std::ffi::{CString, c_void};
 use std::sync::Arc;
@@ -417,9 +418,16 @@ release_on_drop!(Signal, hsa.hsa_signal_destroy(raw));
 /// Memory from a pool, freed on drop.
 pub struct PoolMemory {
     hsa: Arc<Hsa>,
-    ptr: *mut c_void,
-    len: usize,
+    range: DeviceRange,
     host_visible: bool,
+}
+
+impl std::ops::Deref for PoolMemory {
+    type Target = DeviceRange;
+
+    fn deref(&self) -> &DeviceRange {
+        &self.range
+    }
 }
 
 impl PoolMemory {
@@ -457,8 +465,7 @@ impl PoolMemory {
         }
         Ok(PoolMemory {
             hsa: Arc::clone(hsa),
-            ptr,
-            len,
+            range: DeviceRange { ptr, len },
             host_visible,
         })
     }
@@ -471,21 +478,6 @@ impl PoolMemory {
         self.hsa.check("hsa_amd_agents_allow_access", unsafe {
             f(n, agents.as_ptr(), std::ptr::null(), self.ptr)
         })
-    }
-
-    /// The address.
-    pub fn ptr(&self) -> *mut c_void {
-        self.ptr
-    }
-
-    /// The length in bytes.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the allocation is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The memory as `u32`s, for host-visible memory. Call it only between
