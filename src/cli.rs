@@ -42,6 +42,12 @@ pub enum Command {
     Run(RunArgs),
     /// Find the first broken layer, its likely cause and the next step.
     Doctor(DoctorArgs),
+    /// One-line health verdict for schedulers and monitoring (exit 0
+    /// healthy, 1 unhealthy, 2 unknown); drains and resumes a Slurm node
+    /// with --slurm.
+    Health(HealthArgs),
+    /// Read many nodes' reports together.
+    Fleet(FleetArgs),
     /// Show what the node has: GPUs, partitions, driver, kernel.
     Inventory(InventoryArgs),
     /// List the checks that would run.
@@ -152,15 +158,8 @@ pub struct RunArgs {
     /// Fail the GPU count check when fewer than N GPUs are on the PCI bus.
     #[arg(long, value_name = "N")]
     pub expect_gpus: Option<usize>,
-    /// Write JUnit XML here: a file is replaced atomically, a FIFO or
-    /// character device is written through, a symlink is followed, and
-    /// `/dev/stdout` joins rocgate's own output.
-    #[arg(long, value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Write JSON results here (as for `--junit`; not the same file, unless
-    /// a character device such as `/dev/null`).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub reports: ReportArgs,
     /// Run every selected check even when a check below it failed.
     #[arg(long)]
     pub no_gate: bool,
@@ -179,6 +178,89 @@ pub struct RunArgs {
     /// Print only the summary and failures.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+/// Where a run's reports go.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Write JUnit XML here: a file is replaced atomically, a FIFO or
+    /// character device is written through, a symlink is followed, and
+    /// `/dev/stdout` joins rocgate's own output.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write JSON results here (as for `--junit`; not the same file, unless
+    /// a character device such as `/dev/null`).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a Prometheus textfile here for node_exporter's textfile
+    /// collector (`DIR/rocgate.prom`; replaced atomically, no timestamps).
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<PathBuf>,
+}
+
+/// `rocgate health`.
+#[derive(Debug, Args)]
+pub struct HealthArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// How deep to look; a health check runs often, so quick by default.
+    #[arg(long, default_value = "quick")]
+    pub tier: Tier,
+    /// Seconds the whole check may take (Slurm kills a health check at
+    /// 60 s); checks still running then are cut short and, unless a fault
+    /// was already found, the verdict is unknown.
+    #[arg(long, value_name = "SECONDS", default_value_t = 50.0, value_parser = budget)]
+    pub budget: f64,
+    /// GPUs to check: inventory indices (0,3) or PCI addresses (0000:05:00.0).
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
+    /// Unhealthy when fewer than N GPUs are on the PCI bus.
+    #[arg(long, value_name = "N")]
+    pub expect_gpus: Option<usize>,
+    /// Act as Slurm's HealthCheckProgram: drain this node (SLURMD_NODENAME,
+    /// else the host name) with a `rocgate:` reason when unhealthy, resume
+    /// it when healthy if rocgate drained it; never touch a reason someone
+    /// else set, never drain on unknown.
+    #[arg(long)]
+    pub slurm: bool,
+    /// Act as a Slurm prolog: check only the job's GPUs (SLURM_JOB_GPUS,
+    /// else ROCR_VISIBLE_DEVICES), call no Slurm command, fail only for a
+    /// node fault, and say why on stderr for the job's log.
+    #[arg(long, conflicts_with_all = ["slurm", "slurm_epilog", "gpus"])]
+    pub slurm_prolog: bool,
+    /// As `--slurm-prolog`, after the job.
+    #[arg(long, conflicts_with_all = ["slurm", "gpus"])]
+    pub slurm_epilog: bool,
+    #[command(flatten)]
+    pub reports: ReportArgs,
+}
+
+/// `rocgate fleet`.
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: FleetAction,
+}
+
+/// `rocgate fleet` actions.
+#[derive(Debug, Subcommand)]
+pub enum FleetAction {
+    /// Many nodes' `rocgate run --json` reports as one table: nodes by
+    /// layers, failures by code, the nodes to drain (exit 0 every node
+    /// passed, 1 one failed, 2 a report unreadable).
+    Report(FleetReportArgs),
+}
+
+/// `rocgate fleet report`.
+#[derive(Debug, Args)]
+pub struct FleetReportArgs {
+    /// Run reports, or directories of them (every `*.json` inside).
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// markdown (for people and CI job summaries) or json.
+    #[arg(long, default_value = "markdown", value_parser = ["markdown", "json"])]
+    pub format: String,
 }
 
 /// `rocgate doctor`.
@@ -279,6 +361,19 @@ pub struct SnapshotArgs {
     /// Replace serial numbers and the host name, consistently.
     #[arg(long)]
     pub redact: bool,
+}
+
+/// Parses `--budget`: seconds from 1 to a day.
+fn budget(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if v.is_finite() && (1.0..=86_400.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("'{s}' is out of range: use 1 to 86400 seconds"))
+    }
 }
 
 /// Largest `--timeout-scale`: 1000x turns a 10 s check into almost 3 hours,

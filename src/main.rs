@@ -30,11 +30,15 @@ mod cli;
 mod codes_cmd;
 mod compare_cmd;
 mod doctor_cmd;
+mod fleet_cmd;
+mod health_cmd;
 mod inventory_cmd;
 mod list_cmd;
 mod matrix_cmd;
+mod reports;
 mod run_cmd;
 mod signals;
+mod slurm;
 mod snapshot_cmd;
 mod ui;
 mod worker_cmd;
@@ -53,6 +57,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Run(args) => run_cmd::run(&args),
         cli::Command::Doctor(args) => doctor_cmd::run(&args),
+        cli::Command::Health(args) => health_cmd::run(&args),
+        cli::Command::Fleet(args) => fleet_cmd::run(&args),
         cli::Command::Inventory(args) => inventory_cmd::run(&args),
         cli::Command::List(args) => list_cmd::run(&args),
         cli::Command::Compare(args) => compare_cmd::run(&args),

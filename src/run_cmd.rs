@@ -4,10 +4,9 @@ use crate::cli::RunArgs;
 use crate::signals;
 use crate::ui::{ladder, progress::Progress, style::Style};
 use rocgate::session::Session;
-use rocgate_harness::{ExecOptions, Plan, RunReport, ScopeKind, atomic, json, junit};
+use rocgate_harness::{ExecOptions, Plan, ScopeKind};
 use rocgate_suites::NodeContext;
 use std::collections::BTreeMap;
-use std::os::unix::fs::FileTypeExt;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -67,7 +66,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
             args.timeout_scale
         ));
     }
-    distinct_report_paths(args)?;
+    crate::reports::distinct_paths(&args.reports)?;
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
     let node = args.node.open()?;
@@ -100,7 +99,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     report.strict = args.strict;
     progress.finish();
 
-    let (written, not_written) = write_reports(args, &session, &report);
+    let (written, not_written) = crate::reports::write(&args.reports, &session, &report);
     if !args.quiet {
         outln!();
         out!("{}", ladder::ladder(&report, style));
@@ -128,62 +127,6 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// Refuses one destination for two reports: the second write would replace
-/// the first (or, in a FIFO, run into it), and the run would claim both.
-/// Paths are compared where they lead (`./r` and `r`, a symlink and its
-/// target). A character device is exempt: each report is written through
-/// to it and neither replaces the other (`--junit /dev/null --json /dev/null`).
-fn distinct_report_paths(args: &RunArgs) -> Result<(), String> {
-    if let (Some(junit), Some(json)) = (&args.junit, &args.json) {
-        let dest = atomic::destination(junit);
-        let char_device = std::fs::metadata(&dest).is_ok_and(|m| m.file_type().is_char_device());
-        if dest == atomic::destination(json) && !char_device {
-            return Err(format!(
-                "--junit {} and --json {} name the same file; give each report its own path",
-                junit.display(),
-                json.display()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Writes every report asked for; one that cannot be written does not stop
-/// the other. Returns the lines naming the reports written and the errors of
-/// those that were not.
-fn write_reports(
-    args: &RunArgs,
-    session: &Session,
-    report: &RunReport,
-) -> (Vec<String>, Vec<String>) {
-    let props = session.node_properties(report.tier);
-    let mut written = Vec::new();
-    let mut failed = Vec::new();
-    if let Some(path) = &args.junit {
-        match junit::render(report, &props).and_then(|xml| atomic::write(path, xml.as_bytes())) {
-            Ok(()) => written.push(format!("JUnit: {}", path.display())),
-            Err(e) => failed.push(format!(
-                "JUnit report not written to {}: {e}",
-                path.display()
-            )),
-        }
-    }
-    if let Some(path) = &args.json {
-        let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
-        let versions = session.versions(report);
-        match json::render(report, &tool, &props, &versions)
-            .and_then(|doc| atomic::write(path, doc.as_bytes()))
-        {
-            Ok(()) => written.push(format!("JSON:  {}", path.display())),
-            Err(e) => failed.push(format!(
-                "JSON report not written to {}: {e}",
-                path.display()
-            )),
-        }
-    }
-    (written, failed)
 }
 
 fn header(

@@ -73,6 +73,11 @@ impl Session {
         let mut results = execute(plan, Arc::clone(&self.ctx), opts, on_event);
         rocgate_suites::explain::explain_results(&mut results, &self.registry, &self.facts().gpus);
         let signal = opts.interrupt.load(std::sync::atomic::Ordering::SeqCst);
+        // The deadline passed with checks that never finished.
+        let cut_short = opts.deadline.is_some_and(|d| Instant::now() >= d)
+            && results
+                .iter()
+                .any(|r| r.skip_reason == Some(rocgate_harness::SkipReason::Interrupted));
         RunReport {
             tier: plan.tier,
             started_at,
@@ -84,7 +89,13 @@ impl Session {
                 .into_iter()
                 .filter(|(s, _)| s.gpu().is_some_and(|g| plan.gpus.contains(&g)))
                 .collect(),
-            interrupted: (signal != 0).then(|| rocgate_harness::signal::signal_name(signal)),
+            interrupted: if signal != 0 {
+                Some(rocgate_harness::signal::signal_name(signal))
+            } else if cut_short {
+                Some("time budget".to_string())
+            } else {
+                None
+            },
             strict: false,
         }
     }
@@ -216,10 +227,9 @@ impl Session {
             ("tier".to_string(), tier.to_string()),
             ("sysroot".to_string(), f.sysroot.to_string()),
         ];
-        if f.sysroot.is_live() {
-            if let Ok(Some(h)) = f.sysroot.read_opt("/proc/sys/kernel/hostname") {
-                p.push(("hostname".into(), h));
-            }
+        // Under --sysroot too: a captured node's reports name that node.
+        if let Ok(Some(h)) = f.sysroot.read_opt("/proc/sys/kernel/hostname") {
+            p.push(("hostname".into(), h.trim().to_string()));
         }
         if let Ok(k) = &f.kernel_release {
             p.push(("kernel".into(), k.clone()));

@@ -91,7 +91,12 @@ impl Fleet {
                     fleet.layers.push(r.layer.clone());
                 }
             }
-            let node = summarise(file, &report);
+            let mut node = summarise(file, &report);
+            // Two reports of one host name (a node run twice, copied
+            // fixtures) stay apart by their files.
+            if fleet.nodes.iter().any(|n: &FleetNode| n.node == node.node) {
+                node.node = format!("{} ({file})", node.node);
+            }
             if let Some(code) = node.code.as_ref().filter(|_| !node.passed) {
                 *fleet.codes.entry(code.clone()).or_default() += 1;
             }

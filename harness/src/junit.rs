@@ -11,7 +11,8 @@ use quick_xml::{Reader, Writer};
 
 /// Renders a run as JUnit XML.
 ///
-/// `node_properties` are added to the `node` suite (versions, sysroot, tier).
+/// `node_properties` are added to the `node` suite (versions, sysroot, tier);
+/// its `hostname`, when present, to every suite.
 /// Every string that enters the document (names, messages, properties,
 /// output) goes through [`xml_safe`]: a VBIOS string or a sysroot path may
 /// hold characters XML 1.0 cannot carry, and one of them makes the whole
@@ -31,6 +32,10 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
             for (k, v) in node_properties {
                 suite.add_property(Property::new(xml_safe(k), xml_safe(v)));
             }
+        } else if let Some((k, v)) = node_properties.iter().find(|(k, _)| k == "hostname") {
+            // Every suite names its node, so reports merged from a fleet
+            // still say where each GPU was.
+            suite.add_property(Property::new(xml_safe(k), xml_safe(v)));
         }
         for (k, v) in &report.scope_info(scope).properties {
             suite.add_property(Property::new(xml_safe(k), xml_safe(v)));

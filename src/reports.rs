@@ -1,0 +1,125 @@
+//! Writing a run's reports (JUnit, JSON, Prometheus textfile) where
+//! `ReportArgs` says: each through the atomic writer, one failure not
+//! stopping the others.
+
+use crate::cli::ReportArgs;
+use rocgate::session::Session;
+use rocgate_harness::prom::{self, PromContext};
+use rocgate_harness::{RunReport, atomic, json, junit};
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+
+/// Refuses one destination for two reports: the second write would replace
+/// the first (or, in a FIFO, run into it), and the run would claim both.
+/// Paths are compared where they lead (`./r` and `r`, a symlink and its
+/// target). A character device is exempt: each report is written through
+/// to it and neither replaces the other (`--junit /dev/null --json /dev/null`).
+pub fn distinct_paths(args: &ReportArgs) -> Result<(), String> {
+    let named = [
+        ("--junit", &args.junit),
+        ("--json", &args.json),
+        ("--prom", &args.prom),
+    ];
+    let given: Vec<(&str, &Path)> = named
+        .iter()
+        .filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p)))
+        .collect();
+    for (i, (flag_a, a)) in given.iter().enumerate() {
+        for (flag_b, b) in &given[i + 1..] {
+            let dest = atomic::destination(a);
+            let char_device =
+                std::fs::metadata(&dest).is_ok_and(|m| m.file_type().is_char_device());
+            if dest == atomic::destination(b) && !char_device {
+                return Err(format!(
+                    "{flag_a} {} and {flag_b} {} name the same file; give each report its own path",
+                    a.display(),
+                    b.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes every report asked for; one that cannot be written does not stop
+/// the others. Returns the lines naming the reports written and the errors
+/// of those that were not.
+pub fn write(
+    args: &ReportArgs,
+    session: &Session,
+    report: &RunReport,
+) -> (Vec<String>, Vec<String>) {
+    let props = session.node_properties(report.tier);
+    let mut written = Vec::new();
+    let mut failed = Vec::new();
+    let mut put = |what: &str, label: &str, path: &Path, text: Result<String, String>| match text
+        .and_then(|t| atomic::write(path, t.as_bytes()))
+    {
+        Ok(()) => written.push(format!("{label} {}", path.display())),
+        Err(e) => failed.push(format!(
+            "{what} report not written to {}: {e}",
+            path.display()
+        )),
+    };
+    if let Some(path) = &args.junit {
+        put("JUnit", "JUnit:", path, junit::render(report, &props));
+    }
+    if let Some(path) = &args.json {
+        let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
+        let versions = session.versions(report);
+        put(
+            "JSON",
+            "JSON: ",
+            path,
+            json::render(report, &tool, &props, &versions),
+        );
+    }
+    if let Some(path) = &args.prom {
+        put(
+            "Prometheus",
+            "Prom: ",
+            path,
+            Ok(textfile(path, &props, report)),
+        );
+    }
+    (written, failed)
+}
+
+/// The textfile for `report`, keeping the last success of the file it
+/// replaces at `path`.
+fn textfile(path: &Path, props: &[(String, String)], report: &RunReport) -> String {
+    let prop = |k: &str| {
+        props
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    let info = [
+        ("version", prop("rocgate_version")),
+        ("hostname", prop("hostname")),
+        ("kernel", prop("kernel")),
+        ("amdgpu_release", prop("amdgpu_release")),
+        ("rocm", prop("rocm")),
+        ("tier", prop("tier")),
+    ];
+    let codes: Vec<&str> = rocgate_suites::findings::codes::ALL
+        .iter()
+        .map(|c| c.code)
+        .collect();
+    // Only a regular file can hold an earlier run's figures; a FIFO must
+    // not be read here.
+    let previous = std::fs::metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .and_then(|_| std::fs::read_to_string(path).ok())
+        .and_then(|t| prom::previous_success(&t));
+    prom::render(
+        report,
+        &PromContext {
+            info: &info,
+            codes: &codes,
+            previous_success: previous,
+        },
+    )
+}
