@@ -114,6 +114,17 @@ fn nhc_check() -> Result<Completion, Failed> {
     if !have("bash") {
         return missing("bash is not installed");
     }
+    // Every shipped script parses in the shell that runs it.
+    for (shell, file) in [
+        ("bash", "rocgate.nhc"),
+        ("bash", "rocgate-fleet.sbatch"),
+        ("sh", "rocgate-healthcheck"),
+        ("sh", "rocgate-prolog"),
+    ] {
+        let path = repo().join("deploy/slurm").join(file);
+        let ok = Command::new(shell).arg("-n").arg(&path).status()?.success();
+        check(ok, format!("{shell} -n {}", path.display()))?;
+    }
     let script = repo().join("deploy/slurm/rocgate.nhc");
     let run = |root: &Path| -> Result<String, Failed> {
         let out = Command::new("bash")
@@ -276,16 +287,21 @@ impl Cluster {
         }
         let conf = d.join("slurm.conf");
         let health = d.join("healthcheck");
-        // slurmd runs the program with SLURMD_NODENAME set; it must reach
-        // this cluster's slurmctld through this configuration.
+        // The shipped HealthCheckProgram, told where this test's rocgate,
+        // node, textfile directory and cluster are. slurmd runs it with
+        // SLURMD_NODENAME set.
+        std::fs::create_dir_all(d.join("textfile"))?;
         std::fs::write(
             &health,
             format!(
                 "#!/bin/sh\nexport SLURM_CONF={conf}\nexport PATH=/usr/bin:/bin:/usr/sbin:/sbin\n\
-                 exec {bin} health --slurm --budget 20 --sysroot \"$(cat {d}/current)\" >> {d}/health.log 2>&1\n",
+                 export ROCGATE={bin} ROCGATE_BUDGET=20 ROCGATE_TEXTFILE_DIR={d}/textfile\n\
+                 export ROCGATE_ARGS=\"--sysroot $(cat {d}/current)\"\n\
+                 exec {wrapper} >> {d}/health.log 2>&1\n",
                 conf = conf.display(),
                 bin = rocgate_bin(),
-                d = d.display()
+                d = d.display(),
+                wrapper = repo().join("deploy/slurm/rocgate-healthcheck").display()
             ),
         )?;
         std::fs::set_permissions(&health, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
@@ -403,6 +419,12 @@ fn slurm_cluster() -> Result<Completion, Failed> {
     cluster.wait_for("the drain", |c| {
         c.reasons().starts_with("rocgate: kfd-missing node|")
     })?;
+    // The shipped wrapper also feeds the textfile collector.
+    let prom = std::fs::read_to_string(cluster.dir.path().join("textfile/rocgate.prom"))?;
+    check(
+        prom.contains("rocgate_check_failures{code=\"kfd-missing\"} 1"),
+        &prom,
+    )?;
     // Healthy again: rocgate resumes the node it drained.
     cluster.checks(&healthy.root)?;
     cluster.wait_for("the resume", |c| {
