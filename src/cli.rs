@@ -144,11 +144,9 @@ pub struct WorkerArgs {
     pub config: Option<PathBuf>,
 }
 
-/// `rocgate run`.
+/// Which checks run on which GPUs.
 #[derive(Debug, Args)]
-pub struct RunArgs {
-    #[command(flatten)]
-    pub node: NodeArgs,
+pub struct SelectArgs {
     /// How deep to go: quick, standard or extended.
     #[arg(long, default_value = "quick")]
     pub tier: Tier,
@@ -158,6 +156,15 @@ pub struct RunArgs {
     /// Fail the GPU count check when fewer than N GPUs are on the PCI bus.
     #[arg(long, value_name = "N")]
     pub expect_gpus: Option<usize>,
+}
+
+/// `rocgate run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    #[command(flatten)]
+    pub select: SelectArgs,
     #[command(flatten)]
     pub reports: ReportArgs,
     /// Run every selected check even when a check below it failed.
@@ -203,20 +210,13 @@ pub struct ReportArgs {
 pub struct HealthArgs {
     #[command(flatten)]
     pub node: NodeArgs,
-    /// How deep to look; a health check runs often, so quick by default.
-    #[arg(long, default_value = "quick")]
-    pub tier: Tier,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Seconds the whole check may take (Slurm kills a health check at
     /// 60 s); checks still running then are cut short and, unless a fault
     /// was already found, the verdict is unknown.
     #[arg(long, value_name = "SECONDS", default_value_t = 50.0, value_parser = budget)]
     pub budget: f64,
-    /// GPUs to check: inventory indices (0,3) or PCI addresses (0000:05:00.0).
-    #[arg(long, value_name = "LIST")]
-    pub gpus: Option<String>,
-    /// Unhealthy when fewer than N GPUs are on the PCI bus.
-    #[arg(long, value_name = "N")]
-    pub expect_gpus: Option<usize>,
     /// Act as Slurm's HealthCheckProgram: drain this node (SLURMD_NODENAME,
     /// else the host name) with a `rocgate:` reason when unhealthy, resume
     /// it when healthy if rocgate drained it; never touch a reason someone

@@ -96,15 +96,16 @@ fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, Strin
     let selector = if args.slurm_prolog || args.slurm_epilog {
         Some(job_gpus()?)
     } else {
-        args.gpus.clone()
+        args.select.gpus.clone()
     };
     let session = Session::open(
         node.sysroot(),
-        args.node.options(args.expect_gpus, selector.as_deref()),
+        args.node
+            .options(args.select.expect_gpus, selector.as_deref()),
     )?;
     let gpus = session.select_gpus(None)?;
     let plan = session
-        .plan(&gpus, args.tier)
+        .plan(&gpus, args.select.tier)
         .map_err(|e| format!("internal error: {e}"))?;
     let interrupt = crate::signals::interrupt_flag()?;
     let budget = Duration::from_secs_f64(args.budget);

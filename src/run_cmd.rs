@@ -72,11 +72,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let node = args.node.open()?;
     let session = Session::open(
         node.sysroot(),
-        args.node.options(args.expect_gpus, args.gpus.as_deref()),
+        args.node
+            .options(args.select.expect_gpus, args.select.gpus.as_deref()),
     )?;
     let gpus = session.select_gpus(None)?;
     let plan = session
-        .plan(&gpus, args.tier)
+        .plan(&gpus, args.select.tier)
         .map_err(|e| format!("internal error: {e}"))?;
     let timeouts = timeout_overrides(&args.timeouts, &session)?;
     let interrupt = signals::interrupt_flag()?;
