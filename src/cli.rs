@@ -217,6 +217,11 @@ pub struct HealthArgs {
     /// was already found, the verdict is unknown.
     #[arg(long, value_name = "SECONDS", default_value_t = 50.0, value_parser = budget)]
     pub budget: f64,
+    /// The longest any one check may take, in seconds (default: a third of
+    /// the budget), so that a hung GPU times out, and is named, within the
+    /// budget instead of leaving the verdict unknown.
+    #[arg(long, value_name = "SECONDS", value_parser = budget)]
+    pub check_timeout: Option<f64>,
     /// Act as Slurm's HealthCheckProgram: drain this node (SLURMD_NODENAME,
     /// else the host name) with a `rocgate:` reason when unhealthy, resume
     /// it when healthy if rocgate drained it; never touch a reason someone

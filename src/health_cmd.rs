@@ -108,14 +108,26 @@ fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, Strin
         .plan(&gpus, args.select.tier)
         .map_err(|e| format!("internal error: {e}"))?;
     let interrupt = crate::signals::interrupt_flag()?;
-    let budget = Duration::from_secs_f64(args.budget);
-    let opts = ExecOptions {
+    let for_checks = Duration::from_secs_f64(args.budget)
+        .saturating_sub(RESERVE)
+        .max(Duration::from_secs(1));
+    let mut opts = ExecOptions {
         interrupt: std::sync::Arc::clone(&interrupt),
         workers: crate::worker_cmd::threads(plan.gpus.len()),
         isolator: crate::worker_cmd::isolator(&session, &interrupt)?,
-        deadline: Some(started + budget.saturating_sub(RESERVE).max(Duration::from_secs(1))),
+        deadline: Some(started + for_checks),
         ..ExecOptions::default()
     };
+    // A hung GPU must time out inside the budget: a timeout is a finding
+    // (the node is drained), a run cut short by the budget decides nothing.
+    let cap = args
+        .check_timeout
+        .map_or(for_checks / 3, Duration::from_secs_f64);
+    for check in &session.registry {
+        if opts.timeout_of(check) > cap {
+            opts.timeouts.insert(check.id.to_string(), cap);
+        }
+    }
     let report = session.run(&plan, &opts, |_| {});
     let (_, not_written) = crate::reports::write(&args.reports, &session, &report);
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
@@ -144,7 +156,15 @@ fn judge(report: &RunReport, gpus: usize) -> Health {
         return Health::Unknown(format!("rocgate failed ({}): {}", own.check, own.message));
     }
     if let Some(fault) = diagnosis.findings.iter().find(stopping) {
-        return Health::Unhealthy(fault.clone());
+        // A node-wide finding that a GPU's own result shares (a wedged
+        // GPU) is told by that GPU, so the line and a drain reason name it.
+        let on_gpu = diagnosis.findings.iter().filter(stopping).find(|f| {
+            fault.scope == Scope::Node
+                && f.scope != Scope::Node
+                && f.code == fault.code
+                && f.layer == fault.layer
+        });
+        return Health::Unhealthy(on_gpu.unwrap_or(fault).clone());
     }
     if let Some(why) = &report.interrupted {
         return Health::Unknown(match why.as_str() {
@@ -188,11 +208,25 @@ fn one_line(health: &Health, gpus: &[(u32, String)]) -> String {
             "rocgate: {} {} {}",
             f.code,
             gpus_place(f, gpus),
-            f.message.lines().next().unwrap_or("")
+            without_gpu_label(f.message.lines().next().unwrap_or(""), f.scope)
         ),
         Health::Unknown(why) => format!("rocgate: unknown {}", why.lines().next().unwrap_or("")),
     };
     shorten(&line, MAX_LINE)
+}
+
+/// `message` without the GPU's own label at its start (`gpu3 (0000:65:00.0,
+/// AMD Instinct MI300X): `), which the line already gives as the address.
+fn without_gpu_label(message: &str, scope: Scope) -> &str {
+    let Scope::Gpu(i) = scope else {
+        return message;
+    };
+    message
+        .strip_prefix(&format!("gpu{i} ("))
+        .and_then(|rest| rest.split_once(')'))
+        .map_or(message, |(_, rest)| {
+            rest.trim_start_matches(':').trim_start()
+        })
 }
 
 /// `s` cut to `max` characters, ending in `...` when cut.

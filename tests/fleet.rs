@@ -85,9 +85,12 @@ fn a_budget_spent_before_the_stack_was_checked_is_unknown() {
     let start = Instant::now();
     let h = health(
         &n.root,
+        // Every check may outlast the budget here: a hang ends the run.
         &[
             "--budget",
             "6",
+            "--check-timeout",
+            "600",
             "--rocm-path",
             rocm.path().to_str().unwrap(),
         ],
@@ -105,6 +108,36 @@ fn a_budget_spent_before_the_stack_was_checked_is_unknown() {
     // Within the budget, with slack for a busy machine; the hung init's own
     // timeout is far longer.
     assert!(took < Duration::from_secs(6 + 20), "{took:?}");
+}
+
+#[test]
+fn a_gpu_that_hangs_times_out_inside_the_budget_and_is_named() {
+    let n = node("mi300x-8");
+    let rocm = fake_rocm();
+    let start = Instant::now();
+    // gpu3 (0000:65:00.0) hangs ROCr's start in every process that sees it;
+    // each check gets a third of the budget, so it times out in time.
+    let h = health(
+        &n.root,
+        &[
+            "--budget",
+            "30",
+            "--rocm-path",
+            rocm.path().to_str().unwrap(),
+        ],
+        &[
+            ("ROCGATE_FAKE_NODE", n.root.to_str().unwrap()),
+            ("ROCGATE_FAKE_FAULTS", "hsa_init@gpu3=hang"),
+        ],
+    );
+    let took = start.elapsed();
+    assert_eq!(h.code, 1, "{} {}", h.stdout, h.stderr);
+    assert!(
+        one_line(&h).starts_with("rocgate: gpu-wedged 0000:65:00.0 hangs on its own"),
+        "{}",
+        h.stdout
+    );
+    assert!(took < Duration::from_secs(30 + 20), "{took:?}");
 }
 
 /// A `scontrol` that answers `show node` from `state` and records every

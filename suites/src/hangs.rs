@@ -76,9 +76,27 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
             if hung.len() == 1 { "it" } else { "them" },
         );
         node.message = format!("{message} ({})", node.message);
-        node.finding = Some(codes::GPU_WEDGED.finding_next(message, format!(
-                "reset the GPU (`amd-smi reset -g {first}`) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset"
-            )));
+        let next = format!(
+            "reset the GPU (`amd-smi reset -g {first}`) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset"
+        );
+        node.finding = Some(codes::GPU_WEDGED.finding_next(message, next.clone()));
+        // Each hung GPU's own timeout says the same, so a report read by
+        // GPU (a health line, a drain reason) names the GPU itself.
+        for r in results.iter_mut().filter(|r| {
+            r.layer == layer
+                && r.status == Status::Timeout
+                && r.finding.is_none()
+                && r.scope.gpu().is_some_and(|g| hung.contains(&g))
+        }) {
+            let gpu = r.scope.gpu().map_or_else(String::new, label);
+            r.finding = Some(codes::GPU_WEDGED.finding_next(
+                format!(
+                    "{gpu} hangs on its own, in a process that sees only it: {}",
+                    r.message
+                ),
+                next.clone(),
+            ));
+        }
     }
 }
 
@@ -114,6 +132,15 @@ mod tests {
             f.message
         );
         assert!(f.next_step.contains("amd-smi reset -g 1"));
+        // The hung GPU's own result says so too; the others keep theirs.
+        let own = rs[2].finding.as_ref().unwrap();
+        assert_eq!(own.code, "gpu-wedged");
+        assert!(
+            own.message.starts_with("gpu1 hangs on its own"),
+            "{}",
+            own.message
+        );
+        assert!(rs[1].finding.is_none() && rs[3].finding.is_none());
     }
 
     #[test]
