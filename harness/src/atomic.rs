@@ -298,7 +298,7 @@ fn write_through(path: &Path, bytes: &[u8], stall_limit: Duration) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rocgate_fixtures::hostile::{char_device, is_char_device};
+    use rocgate_fixtures::hostile::{char_device, is_char_device, is_symlink};
     use std::os::unix::fs::symlink;
 
     #[test]
@@ -357,12 +357,7 @@ mod tests {
         let link = dir.path().join("link.xml");
         symlink("sub/target.xml", &link).unwrap();
         write(&link, b"new").unwrap();
-        assert!(
-            fs::symlink_metadata(&link)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        assert!(is_symlink(&link));
         assert_eq!(fs::read(&target).unwrap(), b"new");
         // No temporary file is left beside the link or the target.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
@@ -374,23 +369,13 @@ mod tests {
         symlink("sub/created.xml", dir.path().join("link2.xml")).unwrap();
         write(&dangling, b"made").unwrap();
         assert_eq!(fs::read(sub.join("created.xml")).unwrap(), b"made");
-        assert!(
-            fs::symlink_metadata(&dangling)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        assert!(is_symlink(&dangling));
 
         let null = char_device(dir.path(), "null", 3);
         let devnull = dir.path().join("null-link");
         symlink(&null, &devnull).unwrap();
         write(&devnull, b"gone").unwrap();
-        assert!(
-            fs::symlink_metadata(&devnull)
-                .unwrap()
-                .file_type()
-                .is_symlink()
-        );
+        assert!(is_symlink(&devnull));
         assert!(is_char_device(&null));
 
         let looped = dir.path().join("loop");

@@ -167,14 +167,12 @@ mod tests {
 
     #[test]
     fn package_versions_carry_their_module() {
-        assert_eq!(
-            package_module("1:6.8.5.60200-2009582.24.04").as_deref(),
-            Some("6.8.5")
-        );
-        assert_eq!(
-            package_module("6.16.6.30200000-2238411.el9").as_deref(),
-            Some("6.16.6")
-        );
-        assert_eq!(package_module("garbage"), None);
+        for (package, module) in [
+            ("1:6.8.5.60200-2009582.24.04", Some("6.8.5")),
+            ("6.16.6.30200000-2238411.el9", Some("6.16.6")),
+            ("garbage", None),
+        ] {
+            assert_eq!(package_module(package).as_deref(), module, "{package}");
+        }
     }
 }

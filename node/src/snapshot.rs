@@ -1568,19 +1568,20 @@ mod tests {
         // read: the stream behind it is not there at all.
         let h = raw_tar_header(tar::EntryType::Regular, "zeros", "", 2 << 30);
         let dir = tempfile::tempdir().unwrap();
-        let why = refusal(unpack(h.as_bytes().as_slice(), dir.path(), LIMITS, &|| {
-            false
-        }));
+        let why = refusal_of_header(&h, dir.path());
         assert!(
             why.contains("holds 2 GiB, over the 16 MiB limit for one file"),
             "{why}"
         );
         // Even for an entry whose data would only be skipped.
         let h = raw_tar_header(tar::EntryType::Directory, "d", "", 2 << 30);
-        let why = refusal(unpack(h.as_bytes().as_slice(), dir.path(), LIMITS, &|| {
-            false
-        }));
+        let why = refusal_of_header(&h, dir.path());
         assert!(why.contains("over the 16 MiB limit"), "{why}");
+    }
+
+    /// Why unpacking an archive of nothing but `h` into `dir` is refused.
+    fn refusal_of_header(h: &tar::Header, dir: &Path) -> String {
+        refusal(unpack(h.as_bytes().as_slice(), dir, LIMITS, &|| false))
     }
 
     #[test]
@@ -1590,9 +1591,7 @@ mod tests {
         h.set_size(1 << 30);
         h.set_cksum();
         let dir = tempfile::tempdir().unwrap();
-        let why = refusal(unpack(h.as_bytes().as_slice(), dir.path(), LIMITS, &|| {
-            false
-        }));
+        let why = refusal_of_header(&h, dir.path());
         assert!(
             why.contains("holds 1 GiB, over the 65536 bytes limit for names"),
             "{why}"

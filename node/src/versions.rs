@@ -314,19 +314,16 @@ mod tests {
             "NAME=\"Ubuntu\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nPRETTY_NAME=\"Ubuntu 24.04.3 LTS\"\n",
         );
         assert_eq!(os.short(), "ubuntu 24.04");
-        assert_eq!(
-            driver_release_of("1:6.8.5.60200-2009582.24.04").as_deref(),
-            Some("6.2.0")
-        );
-        assert_eq!(
-            driver_release_of("1:6.12.12.60401-2164967.24.04").as_deref(),
-            Some("6.4.1")
-        );
-        assert_eq!(
-            driver_release_of("1:6.14.14.30100000-2193512.24.04").as_deref(),
-            Some("30.10.0")
-        );
-        assert_eq!(driver_release_of("6.16.6"), None);
+        // The package version encodes the release: 60200 is 6.2.0,
+        // 30100000 is 30.10.0; a bare module version encodes none.
+        for (package, release) in [
+            ("1:6.8.5.60200-2009582.24.04", Some("6.2.0")),
+            ("1:6.12.12.60401-2164967.24.04", Some("6.4.1")),
+            ("1:6.14.14.30100000-2193512.24.04", Some("30.10.0")),
+            ("6.16.6", None),
+        ] {
+            assert_eq!(driver_release_of(package).as_deref(), release, "{package}");
+        }
     }
 
     #[test]

@@ -302,12 +302,18 @@ mod fixture {
             check(&self.ctx, scope).unwrap_or_else(|v| v)
         }
 
+        /// What `check` reports for `scope`, asserted to be a pass.
+        pub fn passes(&self, check: Run, scope: Scope) -> Verdict {
+            let v = self.verdict(check, scope);
+            assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+            v
+        }
+
         /// Asserts that each of `checks` passes on every GPU.
         pub fn assert_pass_on_every_gpu(&self, checks: &[Run]) {
             for scope in self.gpus() {
                 for check in checks {
-                    let v = self.verdict(*check, scope);
-                    assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
+                    self.passes(*check, scope);
                 }
             }
         }
@@ -495,13 +501,11 @@ source = "CPX fleet median"
         assert_eq!(v.status, Status::Fail);
         let Finding { code, message, .. } = v.finding.clone().unwrap();
         assert_eq!(code, codes::PERF_BELOW_FLOOR.code);
-        assert_eq!(
-            message,
-            format!(
-                "h2d_gbps is 47.4 GB/s, below the floor of 50.0 GB/s less 5% for {} (fleet median)",
-                gpu.product.as_deref().unwrap()
-            )
+        let product = gpu.product.as_deref().unwrap();
+        let want = format!(
+            "h2d_gbps is 47.4 GB/s, below the floor of 50.0 GB/s less 5% for {product} (fleet median)"
         );
+        assert_eq!(message, want);
         assert_eq!(metrics(&v), [("h2d_gbps", 47.4)]);
     }
 
@@ -511,13 +515,11 @@ source = "CPX fleet median"
         let v = judge_floor(&n.ctx, &gpu, "allreduce_busbw_gbps", 12.0, "GB/s");
         assert_eq!(v.status, Status::Skipped);
         assert_eq!(v.skip_reason, Some(SkipReason::NotConfigured));
-        assert_eq!(
-            v.message,
-            format!(
-                "measured 12.0 GB/s, but test floors has no allreduce_busbw_gbps floor for {} (see README: thresholds)",
-                gpu.product.as_deref().unwrap()
-            )
+        let product = gpu.product.as_deref().unwrap();
+        let want = format!(
+            "measured 12.0 GB/s, but test floors has no allreduce_busbw_gbps floor for {product} (see README: thresholds)"
         );
+        assert_eq!(v.message, want);
         assert_eq!(metrics(&v), [("allreduce_busbw_gbps", 12.0)]);
     }
 
