@@ -431,26 +431,68 @@ fn md(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-/// Appends a section `title` holding a table of `header` and `rows`;
-/// nothing when there are no rows.
-fn md_table(
-    out: &mut String,
-    title: &str,
-    header: &[&str],
-    rows: impl Iterator<Item = Vec<String>>,
-) {
-    let mut rows = rows.peekable();
-    if rows.peek().is_none() {
+/// A change as a row of the markdown report.
+trait MarkdownRow {
+    /// The columns' names.
+    const HEADER: &'static [&'static str];
+    /// This change's cells, escaped for a table.
+    fn cells(&self) -> Vec<String>;
+}
+
+impl MarkdownRow for Gone {
+    const HEADER: &'static [&'static str] = &["what", "before"];
+    fn cells(&self) -> Vec<String> {
+        vec![md(&self.what), self.before.clone()]
+    }
+}
+
+impl MarkdownRow for VersionChange {
+    const HEADER: &'static [&'static str] = &["scope", "component", "before", "after"];
+    fn cells(&self) -> Vec<String> {
+        let (before, after) = (md(opt(&self.before)), md(opt(&self.after)));
+        vec![self.scope.clone(), self.key.clone(), before, after]
+    }
+}
+
+impl MarkdownRow for StatusChange {
+    const HEADER: &'static [&'static str] = &["check", "before", "after", "message"];
+    fn cells(&self) -> Vec<String> {
+        let id = format!("`{}`", self.id);
+        let after = format!("**{}**", self.after);
+        vec![id, self.before.to_string(), after, md(&self.message)]
+    }
+}
+
+impl MarkdownRow for MetricChange {
+    const HEADER: &'static [&'static str] = &["check", "metric", "before", "after", "change"];
+    fn cells(&self) -> Vec<String> {
+        let value = |v: f64| format!("{v:.3} {}", self.unit);
+        let change = format!("**{:+.1}%**", self.change * 100.0);
+        let id = format!("`{}`", self.id);
+        vec![
+            id,
+            self.metric.clone(),
+            value(self.before),
+            value(self.after),
+            change,
+        ]
+    }
+}
+
+/// Appends a section `title` holding a table of `rows`; nothing when there
+/// are none.
+fn md_table<R: MarkdownRow>(out: &mut String, title: &str, rows: &[R]) {
+    if rows.is_empty() {
         return;
     }
     let _ = write!(
         out,
         "### {title}\n\n| {} |\n|{}\n",
-        header.join(" | "),
-        "---|".repeat(header.len())
+        R::HEADER.join(" | "),
+        "---|".repeat(R::HEADER.len())
     );
     for row in rows {
-        let _ = writeln!(out, "| {} |", row.join(" | "));
+        let _ = writeln!(out, "| {} |", row.cells().join(" | "));
     }
     out.push('\n');
 }
@@ -468,54 +510,11 @@ pub fn render_markdown(c: &Comparison) -> String {
     if let Some((b, a)) = c.gpu_count {
         let _ = writeln!(out, "**GPU count changed: {b} -> {a}**\n");
     }
-    md_table(
-        &mut out,
-        "Gone since the first run",
-        &["what", "before"],
-        c.gone
-            .iter()
-            .map(|g| vec![md(&g.what), g.before.to_string()]),
-    );
-    md_table(
-        &mut out,
-        "Versions",
-        &["scope", "component", "before", "after"],
-        c.versions.iter().map(|v| {
-            vec![
-                v.scope.clone(),
-                v.key.clone(),
-                md(opt(&v.before)),
-                md(opt(&v.after)),
-            ]
-        }),
-    );
-    md_table(
-        &mut out,
-        "Checks that stopped passing",
-        &["check", "before", "after", "message"],
-        c.regressions.iter().map(|r| {
-            vec![
-                format!("`{}`", r.id),
-                r.before.to_string(),
-                format!("**{}**", r.after),
-                md(&r.message),
-            ]
-        }),
-    );
-    md_table(
-        &mut out,
-        &format!("Metrics worse by more than {:.0}%", c.tolerance * 100.0),
-        &["check", "metric", "before", "after", "change"],
-        c.slower.iter().map(|m| {
-            vec![
-                format!("`{}`", m.id),
-                m.metric.clone(),
-                format!("{:.3} {}", m.before, m.unit),
-                format!("{:.3} {}", m.after, m.unit),
-                format!("**{:+.1}%**", m.change * 100.0),
-            ]
-        }),
-    );
+    md_table(&mut out, "Gone since the first run", &c.gone);
+    md_table(&mut out, "Versions", &c.versions);
+    md_table(&mut out, "Checks that stopped passing", &c.regressions);
+    let worse = format!("Metrics worse by more than {:.0}%", c.tolerance * 100.0);
+    md_table(&mut out, &worse, &c.slower);
     if !c.fixed.is_empty() {
         let _ = writeln!(
             out,

@@ -415,6 +415,19 @@ impl Signal {
 
 release_on_drop!(Signal, hsa.hsa_signal_destroy(raw));
 
+/// `ptr` as `call` returned it, refused when null: ROCr reported success
+/// but handed back `what`.
+fn non_null<T>(ptr: *mut T, call: &'static str, what: &str) -> Result<*mut T, HsaError> {
+    if ptr.is_null() {
+        Err(HsaError::Invalid {
+            call,
+            reason: format!("returned {what}"),
+        })
+    } else {
+        Ok(ptr)
+    }
+}
+
 /// Memory from a pool, freed on drop.
 pub struct PoolMemory {
     hsa: Arc<Hsa>,
@@ -457,12 +470,7 @@ impl PoolMemory {
         hsa.check("hsa_amd_memory_pool_allocate", unsafe {
             f(pool, len, 0, &mut ptr)
         })?;
-        if ptr.is_null() {
-            return Err(HsaError::Invalid {
-                call: "hsa_amd_memory_pool_allocate",
-                reason: "returned a null pointer".into(),
-            });
-        }
+        non_null(ptr, "hsa_amd_memory_pool_allocate", "a null pointer")?;
         Ok(PoolMemory {
             hsa: Arc::clone(hsa),
             range: DeviceRange { ptr, len },
@@ -564,12 +572,7 @@ impl Queue {
                 &mut raw,
             )
         })?;
-        if raw.is_null() {
-            return Err(HsaError::Invalid {
-                call: "hsa_queue_create",
-                reason: "returned a null queue".into(),
-            });
-        }
+        non_null(raw, "hsa_queue_create", "a null queue")?;
         Ok(Queue {
             hsa: Arc::clone(hsa),
             raw,
