@@ -478,11 +478,8 @@ mod tests {
             start.elapsed()
         );
         assert_eq!(v.status, crate::verdict::Status::Timeout);
-        assert!(
-            v.message.contains("did not finish within 0.5 s"),
-            "{}",
-            v.message
-        );
+        let said = &v.message;
+        assert!(said.contains("did not finish within 0.5 s"), "{said}");
     }
 
     #[test]

@@ -18,9 +18,13 @@ mod tests {
 
     #[test]
     fn names_the_signals_a_run_stops_on_and_numbers_the_rest() {
-        assert_eq!(signal_name(2), "SIGINT");
-        assert_eq!(signal_name(15), "SIGTERM");
-        assert_eq!(signal_name(1), "SIGHUP");
-        assert_eq!(signal_name(10), "signal 10");
+        for (number, name) in [
+            (2, "SIGINT"),
+            (15, "SIGTERM"),
+            (1, "SIGHUP"),
+            (10, "signal 10"),
+        ] {
+            assert_eq!(signal_name(number), name);
+        }
     }
 }

@@ -1254,7 +1254,7 @@ pub fn current_user(facts: &NodeFacts) -> Option<access::User> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use rocgate_fixtures::hostile::raw_tar_header;
+    use rocgate_fixtures::hostile::{put, raw_tar_header};
 
     #[test]
     fn a_hung_file_wedges_its_device_only() {
@@ -1682,9 +1682,12 @@ mod tests {
     #[test]
     fn a_snapshot_stores_nothing_beneath_a_link_and_replays_through_it() {
         let node = tempfile::tempdir().unwrap();
-        let dev = node.path().join("sys/devices/pci0000:00/0000:05:00.0");
-        std::fs::create_dir_all(&dev).unwrap();
-        std::fs::write(dev.join("vendor"), "0x1002\n").unwrap();
+        put(
+            node.path(),
+            "sys/devices/pci0000:00/0000:05:00.0/vendor",
+            "0x1002\n",
+        )
+        .unwrap();
         std::fs::create_dir_all(node.path().join("sys/class/drm/card0")).unwrap();
         std::os::unix::fs::symlink(
             "../../../devices/pci0000:00/0000:05:00.0",
@@ -1730,9 +1733,7 @@ mod tests {
         let dkms = node.path().join("var/lib/dkms/amdgpu");
         std::fs::create_dir_all(dkms.join("6.16.6-2255209.24.04")).unwrap();
         std::fs::write(dkms.join("notes"), "not read").unwrap();
-        let install = node.path().join("opt/rocm-6.2.0/.info");
-        std::fs::create_dir_all(&install).unwrap();
-        std::fs::write(install.join("version"), "6.2.0-66\n").unwrap();
+        put(node.path(), "opt/rocm-6.2.0/.info/version", "6.2.0-66\n").unwrap();
         // As the alternatives system lays it out: absolute, from the root.
         std::os::unix::fs::symlink("/opt/rocm-6.2.0", node.path().join("opt/rocm")).unwrap();
         let facts = NodeFacts::discover(Sysroot::recording(node.path()));

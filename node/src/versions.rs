@@ -307,6 +307,7 @@ fn read_gpu_versions(root: &Sysroot, sysfs_dir: &str) -> BTreeMap<String, String
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use rocgate_fixtures::hostile::put;
 
     #[test]
     fn parses_os_release_and_driver_releases() {
@@ -329,9 +330,7 @@ mod tests {
     #[test]
     fn finds_versioned_installs_when_opt_rocm_is_absent() {
         let dir = tempfile::tempdir().unwrap();
-        let info = dir.path().join("opt/rocm-6.2.0/.info");
-        std::fs::create_dir_all(&info).unwrap();
-        std::fs::write(info.join("version"), "6.2.0-66\n").unwrap();
+        put(dir.path(), "opt/rocm-6.2.0/.info/version", "6.2.0-66\n").unwrap();
         let root = Sysroot::at(dir.path());
         assert_eq!(rocm_release(&root).as_deref(), Some("6.2.0"));
         std::fs::create_dir_all(dir.path().join("opt/rocm-6.4.1")).unwrap();
@@ -339,9 +338,7 @@ mod tests {
         assert_eq!(rocm_release(&root), None, "two installs, no /opt/rocm");
         let installs: Vec<String> = rocm_installs(&root).into_iter().map(|(_, r)| r).collect();
         assert_eq!(installs, ["6.2.0", "6.4.1"]);
-        let opt = dir.path().join("opt/rocm/.info");
-        std::fs::create_dir_all(&opt).unwrap();
-        std::fs::write(opt.join("version"), "6.4.1-120\n").unwrap();
+        put(dir.path(), "opt/rocm/.info/version", "6.4.1-120\n").unwrap();
         assert_eq!(rocm_release(&root).as_deref(), Some("6.4.1"));
     }
 

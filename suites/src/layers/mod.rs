@@ -539,11 +539,8 @@ source = "CPX fleet median"
         // The whole GPU's d2h floor does not apply to a partition.
         let v = judge_floor(&n.ctx, &gpu, "d2h_gbps", 45.0, "GB/s");
         assert_eq!(v.skip_reason, Some(SkipReason::NotConfigured));
-        assert!(
-            v.message.contains("for a CPX partition of"),
-            "{}",
-            v.message
-        );
+        let said = &v.message;
+        assert!(said.contains("for a CPX partition of"), "{said}");
     }
 
     #[test]
