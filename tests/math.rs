@@ -8,26 +8,19 @@
 mod common;
 
 use common::{
-    entry, layer_statuses, node, on_sysroot, result, result_with_status, run_fake,
-    run_fake_scenario, run_fake_scenario_env, text,
+    FakeRun, assert_gpus_pass, entry, node, on_sysroot, result, result_timed_out,
+    result_with_finding, result_with_status, text,
 };
 
 #[test]
 fn the_standard_tier_passes_on_a_fake_8x_mi300x() {
-    let (code, stdout, json, junit) = run_fake_scenario("mi300x-8", "", &["--tier", "standard"]);
-    assert_eq!(code, 0, "{stdout}");
-    for gpu in 0..8 {
-        for layer in ["rocblas", "miopen"] {
-            let s = layer_statuses(&json, &format!("gpu{gpu}"), layer);
-            assert!(
-                !s.is_empty() && s.iter().all(|x| x == "pass"),
-                "gpu{gpu} {layer}: {s:?}"
-            );
-        }
-    }
+    let (json, junit) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "standard"])
+        .exits(0);
+    assert_gpus_pass(&json, 0..8, &["rocblas", "miopen"]);
     let ar = result_with_status(&json, "node.rccl.allreduce", "pass");
     assert!(ar["metrics"][0]["name"] == "allreduce_busbw");
-    assert_eq!(result(&json, "node.rccl.interconnect")["status"], "pass");
+    result_with_status(&json, "node.rccl.interconnect", "pass");
     assert!(
         text(&result(&json, "gpu3.rocblas.bf16gemm")["message"])
             .contains("matches the CPU reference")
@@ -42,27 +35,19 @@ fn the_standard_tier_passes_on_a_fake_8x_mi300x() {
 
 #[test]
 fn a_wrong_gemm_fails_that_gpu_with_a_next_step() {
-    let (code, _, json, _) = run_fake_scenario(
-        "mi300x-8",
-        "rocblas_gemm_ex@gpu2=wrong;miopenConvolutionForward@gpu5=wrong",
-        &["--tier", "standard"],
-    );
-    assert_eq!(code, 1);
+    let (json, _) = FakeRun::scenario("mi300x-8")
+        .faults("rocblas_gemm_ex@gpu2=wrong;miopenConvolutionForward@gpu5=wrong")
+        .args(&["--tier", "standard"])
+        .exits(1);
     for id in ["gpu2.rocblas.hgemm", "gpu2.rocblas.bf16gemm"] {
-        let r = result(&json, id);
-        assert_eq!(r["finding"]["code"], "rocblas-gemm-wrong", "{r}");
+        let r = result_with_finding(&json, id, "rocblas-gemm-wrong");
         assert!(text(&r["finding"]["next_step"]).contains("RAS/ECC"));
     }
-    assert_eq!(result(&json, "gpu2.rocblas.sgemm")["status"], "pass");
-    assert_eq!(result(&json, "gpu3.rocblas.hgemm")["status"], "pass");
-    assert_eq!(
-        result(&json, "gpu5.miopen.conv_fp32")["finding"]["code"],
-        "miopen-conv-wrong"
-    );
-    assert_eq!(
-        result(&json, "gpu5.miopen.conv_fp16")["finding"]["code"],
-        "miopen-conv-wrong"
-    );
+    result_with_status(&json, "gpu2.rocblas.sgemm", "pass");
+    result_with_status(&json, "gpu3.rocblas.hgemm", "pass");
+    for id in ["gpu5.miopen.conv_fp32", "gpu5.miopen.conv_fp16"] {
+        result_with_finding(&json, id, "miopen-conv-wrong");
+    }
     assert_eq!(json["first_failing_layer"], "rocblas");
 }
 
@@ -70,20 +55,14 @@ fn a_wrong_gemm_fails_that_gpu_with_a_next_step() {
 fn an_allreduce_hang_times_out_and_the_run_finishes() {
     // Only the hung check's timeout is shortened (120 s to 4 s); every other
     // check keeps its own, so a loaded machine cannot time them out.
-    let (code, _, json, junit) = run_fake_scenario(
-        "mi300x-8",
-        "ncclAllReduce@gpu3=hang",
-        &["--tier", "standard", "--timeout", "rccl::allreduce=4"],
-    );
-    assert_eq!(code, 1);
-    let r = result_with_status(&json, "node.rccl.allreduce", "timeout");
-    // The worker is killed at the timeout after a 1 s grace: far sooner than
-    // the check's own 120 s (slack for a busy machine).
-    assert!(
-        r["duration_ms"].as_f64().unwrap() < 4000.0 + 1000.0 + 10_000.0,
-        "{r}"
-    );
-    assert_eq!(result(&json, "gpu3.rocblas.sgemm")["status"], "pass");
+    let (json, junit) = FakeRun::scenario("mi300x-8")
+        .faults("ncclAllReduce@gpu3=hang")
+        .args(&["--tier", "standard"])
+        .timeout("rccl::allreduce", 4)
+        .exits(1);
+    // Far sooner than the check's own 120 s.
+    result_timed_out(&json, "node.rccl.allreduce", 4);
+    result_with_status(&json, "gpu3.rocblas.sgemm", "pass");
     assert!(junit.contains(r#"type="check-timeout""#));
     assert_eq!(json["first_failing_layer"], "rccl");
 }
@@ -92,15 +71,11 @@ fn an_allreduce_hang_times_out_and_the_run_finishes() {
 fn a_missing_rocblas_fails_its_layer_and_only_it() {
     // A file that is not a library: removing it would let the system
     // loader find a host's own rocBLAS.
-    let (code, _, json, _) = run_fake_scenario_env(
-        "mi300x-8",
-        "",
-        &["--tier", "standard"],
-        &[("DAMAGE", "librocblas.so.4")],
-    );
-    assert_eq!(code, 1);
-    let r = result(&json, "node.rocblas.runtime");
-    assert_eq!(r["finding"]["code"], "rocblas-library-missing", "{r}");
+    let (json, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "standard"])
+        .env("DAMAGE", "librocblas.so.4")
+        .exits(1);
+    let r = result_with_finding(&json, "node.rocblas.runtime", "rocblas-library-missing");
     assert!(
         r["message"].as_str().unwrap().contains("librocblas.so.4"),
         "names the library: {r}"
@@ -121,20 +96,17 @@ fn a_missing_rocblas_fails_its_layer_and_only_it() {
         let b = result_with_status(&json, id, "blocked");
         assert_eq!(b["blocked_by"], "node.rocblas.runtime");
     }
-    assert_eq!(result(&json, "gpu0.hip.vector_add")["status"], "pass");
+    result_with_status(&json, "gpu0.hip.vector_add", "pass");
 }
 
 #[test]
 fn rocblas_without_kernels_for_the_gpu_is_named() {
-    let (code, _, json, _) = run_fake_scenario_env(
-        "mi300x-8",
-        "",
-        &["--tier", "standard", "--gpus", "0"],
-        &[("ROCGATE_FAKE_MISSING_TENSILE", "1")],
-    );
-    assert_eq!(code, 1);
-    let r = result_with_status(&json, "gpu0.rocblas.sgemm", "crash");
-    assert_eq!(r["finding"]["code"], "rocblas-no-kernels-for-arch", "{r}");
+    let (json, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "standard", "--gpus", "0"])
+        .env("ROCGATE_FAKE_MISSING_TENSILE", "1")
+        .exits(1);
+    let r = result_with_finding(&json, "gpu0.rocblas.sgemm", "rocblas-no-kernels-for-arch");
+    assert_eq!(r["status"], "crash", "{r}");
     assert!(r["finding"]["message"].as_str().unwrap().contains("gfx942"));
     assert!(text(&r["finding"]["next_step"]).contains("AMDGPU_TARGETS=gfx942"));
 }
@@ -152,21 +124,11 @@ fn extended_floors_pass_fail_or_skip_with_their_source() {
         1,
     );
     std::fs::write(&t, thresholds).unwrap();
-    let (code, _, json, _) = run_fake(
-        &n.root,
-        "",
-        &[
-            "--tier",
-            "extended",
-            "--gpus",
-            "0,1",
-            "--thresholds",
-            t.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(code, 1);
-    let bw = result(&json, "gpu0.hip.bandwidth");
-    assert_eq!(bw["finding"]["code"], "perf-below-floor", "{bw}");
+    let (json, _) = FakeRun::on(&n.root)
+        .args(&["--tier", "extended", "--gpus", "0,1"])
+        .args(&["--thresholds", t.to_str().unwrap()])
+        .exits(1);
+    let bw = result_with_finding(&json, "gpu0.hip.bandwidth", "perf-below-floor");
     assert!(
         bw["message"].as_str().unwrap().contains("TransferBench"),
         "names the source: {bw}"
@@ -177,8 +139,7 @@ fn extended_floors_pass_fail_or_skip_with_their_source() {
         text(&tp["message"]).contains("4864x4096x8192 fp16 with A transposed"),
         "measured as the floor's source did: {tp}"
     );
-    let ar = result(&json, "node.rccl.allreduce_throughput");
-    assert_eq!(ar["finding"]["code"], "perf-below-floor", "{ar}");
+    result_with_finding(&json, "node.rccl.allreduce_throughput", "perf-below-floor");
 
     let bad = n.root.with_extension("bad.toml");
     std::fs::write(
@@ -198,15 +159,11 @@ fn extended_floors_pass_fail_or_skip_with_their_source() {
 fn throughput_is_judged_by_what_the_gpu_delivers() {
     // A simulated GPU at 300 TFLOP/s misses RVS's fp16 (639) and bf16 (581)
     // targets and meets its fp32 (100) and fp64 (70) ones.
-    let (code, _, json, _) = run_fake_scenario_env(
-        "mi300x-8",
-        "",
-        &["--tier", "extended", "--gpus", "0"],
-        &[("ROCGATE_FAKE_GEMM_TFLOPS", "300")],
-    );
-    assert_eq!(code, 1);
-    let tp = result(&json, "gpu0.rocblas.gemm_throughput");
-    assert_eq!(tp["finding"]["code"], "perf-below-floor", "{tp}");
+    let (json, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "extended", "--gpus", "0"])
+        .env("ROCGATE_FAKE_GEMM_TFLOPS", "300")
+        .exits(1);
+    let tp = result_with_finding(&json, "gpu0.rocblas.gemm_throughput", "perf-below-floor");
     let msg = tp["message"].as_str().unwrap();
     assert!(
         msg.contains("gemm_tflops.fp16") && msg.contains("ROCm Validation Suite"),
@@ -220,8 +177,9 @@ fn throughput_is_judged_by_what_the_gpu_delivers() {
 
 #[test]
 fn a_partition_is_never_judged_against_a_whole_gpu_floor() {
-    let (_, _, json, _) =
-        run_fake_scenario("mi300x-8-cpx", "", &["--tier", "extended", "--gpus", "0"]);
+    let (_, _, json, _) = FakeRun::scenario("mi300x-8-cpx")
+        .args(&["--tier", "extended", "--gpus", "0"])
+        .run();
     let tp = result_with_status(&json, "gpu0.rocblas.gemm_throughput", "skipped");
     assert_eq!(tp["skip_reason"], "not-configured", "{tp}");
     let bw = result(&json, "gpu0.hip.bandwidth");

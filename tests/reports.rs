@@ -34,6 +34,14 @@ fn run_reports(root: &Path, args: &[&Path]) -> (i32, String, String) {
     )
 }
 
+/// Makes `dir/name` a symbolic link to `target` (relative to `dir`, or
+/// absolute, and need not exist yet); the link's path.
+fn link_in(dir: &Path, name: &str, target: &str) -> PathBuf {
+    let link = dir.join(name);
+    symlink(target, &link).unwrap();
+    link
+}
+
 /// Whether XML 1.0 allows `c` anywhere in a document.
 fn is_xml_char(c: char) -> bool {
     matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
@@ -113,11 +121,9 @@ fn a_symlink_is_followed_to_its_target_and_stays_a_symlink() {
     fs::create_dir(&reports).unwrap();
     let target = reports.join("junit.xml");
     fs::write(&target, "old").unwrap();
-    let junit = dir.path().join("junit-link.xml");
-    symlink("reports/junit.xml", &junit).unwrap();
+    let junit = link_in(dir.path(), "junit-link.xml", "reports/junit.xml");
     // A dangling link: its target is created.
-    let json = dir.path().join("json-link.json");
-    symlink("reports/new.json", &json).unwrap();
+    let json = link_in(dir.path(), "json-link.json", "reports/new.json");
     let (code, stdout, stderr) = run_reports(
         &n.root,
         &[Path::new("--junit"), &junit, Path::new("--json"), &json],
@@ -209,8 +215,7 @@ fn a_report_to_rocgates_own_stdout_joins_what_it_prints() {
     let dir = tempfile::tempdir().unwrap();
     // `/dev/stdout` made here, so that a rocgate which replaced the link
     // would not take the host's own.
-    let stdout_link = dir.path().join("stdout");
-    symlink("/proc/self/fd/1", &stdout_link).unwrap();
+    let stdout_link = link_in(dir.path(), "stdout", "/proc/self/fd/1");
     // stdout redirected to a file (`--junit /dev/stdout >log`): the log is
     // not swapped for the report, and what follows the report still lands.
     let log = dir.path().join("log");
@@ -335,7 +340,7 @@ fn one_path_for_both_reports_is_refused_before_anything_runs() {
     let n = node("rx7900xtx-1");
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("target.xml"), "").unwrap();
-    symlink("target.xml", dir.path().join("link.xml")).unwrap();
+    link_in(dir.path(), "link.xml", "target.xml");
     for (junit, json) in [("r", "./r"), ("r", "sub/../r"), ("link.xml", "target.xml")] {
         fs::create_dir_all(dir.path().join("sub")).unwrap();
         let out = rocgate()

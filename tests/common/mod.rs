@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use assert_cmd::Command;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// A scenario written to a temporary directory.
@@ -58,7 +59,7 @@ pub fn fake_rocm() -> tempfile::TempDir {
 
 /// What a `rocgate run` left: its exit code, stdout, JSON results and JUnit
 /// text.
-pub type RunOutput = (i32, String, serde_json::Value, String);
+pub type RunOutput = (i32, String, Value, String);
 
 /// Runs `rocgate run` on `root` with the fake ROCm libraries simulating it,
 /// and `faults` injected.
@@ -94,15 +95,81 @@ pub fn run_fake_scenario(name: &str, faults: &str, extra: &[&str]) -> RunOutput 
     run_fake(&node(name).root, faults, extra)
 }
 
-/// [`run_fake_scenario`] with extra environment variables, as
-/// [`run_fake_env`] takes them.
-pub fn run_fake_scenario_env(
-    name: &str,
-    faults: &str,
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> RunOutput {
-    run_fake_env(&node(name).root, faults, extra, env)
+/// A `rocgate run` with the fake ROCm libraries simulating a node, put
+/// together from only what a test changes: the faults, arguments and
+/// environment it leaves unset stay as a plain fake run has them, so a test
+/// reads as what it injects rather than as placeholders for what it does not.
+pub struct FakeRun<'a> {
+    root: PathBuf,
+    // A scenario written for this run alone, kept on disk while it runs.
+    written: Option<Node>,
+    faults: &'a str,
+    args: Vec<String>,
+    env: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> FakeRun<'a> {
+    /// A run on scenario `name`, written for it alone (removed when the run
+    /// is dropped): for tests that need nothing of the node but its results.
+    pub fn scenario(name: &str) -> Self {
+        let node = node(name);
+        let mut run = Self::on(&node.root);
+        run.written = Some(node);
+        run
+    }
+
+    /// A run on a node the test wrote itself (to change it, or to run on it
+    /// more than once).
+    pub fn on(root: &Path) -> Self {
+        FakeRun {
+            root: root.to_path_buf(),
+            written: None,
+            faults: "",
+            args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Injects `faults` (`symbol@gpuN=kind`, `;`-separated) into the fakes.
+    pub fn faults(mut self, faults: &'a str) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// Adds `args` to the command line.
+    pub fn args(mut self, args: &[&str]) -> Self {
+        self.args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+
+    /// Cuts `check`'s timeout (`hsa::queue`) to `secs` seconds, for a check a
+    /// fault hangs; every other check keeps its own, so a loaded machine
+    /// cannot time them out.
+    pub fn timeout(self, check: &str, secs: u32) -> Self {
+        self.args(&["--timeout", &format!("{check}={secs}")])
+    }
+
+    /// Sets an environment variable for the run; a `DAMAGE` key damages a
+    /// library, as [`run_fake_env`] takes it.
+    pub fn env(mut self, key: &'a str, value: &'a str) -> Self {
+        self.env.push((key, value));
+        self
+    }
+
+    /// Runs it, whatever its exit code.
+    pub fn run(&self) -> RunOutput {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        run_fake_env(&self.root, self.faults, &args, &self.env)
+    }
+
+    /// Runs it and asserts it exited with `code`, showing what it printed
+    /// when it did not; its JSON results and JUnit text.
+    #[track_caller]
+    pub fn exits(&self, code: i32) -> (Value, String) {
+        let (got, stdout, json, junit) = self.run();
+        assert_eq!(got, code, "{stdout}");
+        (json, junit)
+    }
 }
 
 /// `rocgate ARGS --sysroot SYSROOT --rocm-path ROCM` as a process for the
@@ -162,8 +229,7 @@ pub fn run_with(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> RunOutput 
         .output()
         .unwrap();
     let code = out.status.code().unwrap_or(-1);
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let junit = std::fs::read_to_string(&junit).unwrap();
     (
         code,
@@ -188,7 +254,7 @@ pub fn assert_exit(out: &std::process::Output, code: i32) {
 
 /// Runs `rocgate doctor --json` on `root` with `extra` arguments; returns
 /// its exit code and diagnosis.
-pub fn doctor(root: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+pub fn doctor(root: &Path, extra: &[&str]) -> (Option<i32>, Value) {
     let out = rocgate()
         .args(["doctor", "--json", "--sysroot"])
         .arg(root)
@@ -207,7 +273,7 @@ pub fn doctor(root: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
 }
 
 /// The finding codes of a diagnosis, in its order.
-pub fn finding_codes(doc: &serde_json::Value) -> Vec<&str> {
+pub fn finding_codes(doc: &Value) -> Vec<&str> {
     doc["findings"]
         .as_array()
         .unwrap()
@@ -217,7 +283,7 @@ pub fn finding_codes(doc: &serde_json::Value) -> Vec<&str> {
 }
 
 /// The result with test id `id` from a JSON results document.
-pub fn result<'a>(json: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+pub fn result<'a>(json: &'a Value, id: &str) -> &'a Value {
     json["results"]
         .as_array()
         .unwrap()
@@ -228,20 +294,30 @@ pub fn result<'a>(json: &'a serde_json::Value, id: &str) -> &'a serde_json::Valu
 
 /// The result with test id `id`, asserted to have ended with `status`.
 #[track_caller]
-pub fn result_with_status<'a>(
-    json: &'a serde_json::Value,
-    id: &str,
-    status: &str,
-) -> &'a serde_json::Value {
+pub fn result_with_status<'a>(json: &'a Value, id: &str, status: &str) -> &'a Value {
+    result_holding(json, id, &["status"], status)
+}
+
+/// The result with test id `id`, asserted to carry finding `code`.
+#[track_caller]
+pub fn result_with_finding<'a>(json: &'a Value, id: &str, code: &str) -> &'a Value {
+    result_holding(json, id, &["finding", "code"], code)
+}
+
+/// The result with test id `id`, asserted to hold `want` at the key path
+/// `field`; a mismatch shows the whole result, which says why.
+#[track_caller]
+fn result_holding<'a>(json: &'a Value, id: &str, field: &[&str], want: &str) -> &'a Value {
     let r = result(json, id);
-    assert_eq!(r["status"], status, "{r}");
+    let got = field.iter().fold(r, |v, key| &v[*key]);
+    assert_eq!(got, want, "{id} {}: {r}", field.join("."));
     r
 }
 
 /// A JSON string (a message, a fact, a next step); a value of another kind
 /// fails the test naming it.
 #[track_caller]
-pub fn text(value: &serde_json::Value) -> &str {
+pub fn text(value: &Value) -> &str {
     value
         .as_str()
         .unwrap_or_else(|| panic!("not a string: {value}"))
@@ -250,7 +326,7 @@ pub fn text(value: &serde_json::Value) -> &str {
 /// The member of the JSON array `list` whose `key` is `value` (a scope of a
 /// results document, a component of a matrix check, a metric of a result).
 #[track_caller]
-pub fn entry<'a>(list: &'a serde_json::Value, key: &str, value: &str) -> &'a serde_json::Value {
+pub fn entry<'a>(list: &'a Value, key: &str, value: &str) -> &'a Value {
     list.as_array()
         .unwrap_or_else(|| panic!("not an array: {list}"))
         .iter()
@@ -258,18 +334,43 @@ pub fn entry<'a>(list: &'a serde_json::Value, key: &str, value: &str) -> &'a ser
         .unwrap_or_else(|| panic!("no {key} {value} in {list}"))
 }
 
-/// The statuses of the results of `layer` in `scope` (`node`, `gpu3`), in
-/// the document's order.
-pub fn layer_statuses(json: &serde_json::Value, scope: &str, layer: &str) -> Vec<String> {
-    results(json)
-        .iter()
-        .filter(|r| r["scope"] == scope && r["layer"] == layer)
-        .map(|r| text(&r["status"]).to_string())
-        .collect()
+/// The runtime layers, which every GPU a fault leaves alone must pass.
+pub const RUNTIME_LAYERS: &[&str] = &["hsa", "hip"];
+
+/// Asserts that each of `gpus` has results in each of `layers` and that
+/// every one of them passed: a layer with no results at all fails too, since
+/// it would otherwise pass by having nothing to check.
+#[track_caller]
+pub fn assert_gpus_pass(json: &Value, gpus: impl IntoIterator<Item = u32>, layers: &[&str]) {
+    for gpu in gpus {
+        let scope = format!("gpu{gpu}");
+        for layer in layers {
+            let mine: Vec<&Value> = results(json)
+                .iter()
+                .filter(|r| r["scope"] == scope.as_str() && r["layer"] == *layer)
+                .collect();
+            assert!(!mine.is_empty(), "no {layer} results for {scope}");
+            for r in mine {
+                assert_eq!(r["status"], "pass", "{scope} {layer}: {r}");
+            }
+        }
+    }
+}
+
+/// The result with test id `id`, asserted to have timed out well before its
+/// check's own timeout could have ended it: within the `secs` the test cut
+/// that timeout to, the worker's 1 s kill grace and 10 s of slack for a busy
+/// machine.
+#[track_caller]
+pub fn result_timed_out<'a>(json: &'a Value, id: &str, secs: u32) -> &'a Value {
+    let r = result_with_status(json, id, "timeout");
+    let bound = f64::from(secs) * 1000.0 + 1000.0 + 10_000.0;
+    assert!(r["duration_ms"].as_f64().unwrap() < bound, "{r}");
+    r
 }
 
 /// Every result of a JSON results document.
-pub fn results(json: &serde_json::Value) -> &Vec<serde_json::Value> {
+pub fn results(json: &Value) -> &Vec<Value> {
     json["results"].as_array().unwrap()
 }
 
