@@ -78,28 +78,29 @@ fn health_says_one_line_and_exits_healthy_unhealthy_or_unknown() {
     assert!(one_line(&h).starts_with("rocgate: unknown failed to open sysroot"));
 }
 
-#[test]
-fn a_budget_spent_before_the_stack_was_checked_is_unknown() {
+/// `rocgate health` with `args` on an 8x MI300X whose fake ROCm has
+/// `faults`, and how long it took.
+fn health_on_fake(faults: &str, args: &[&str]) -> (Health, Duration) {
     let n = node("mi300x-8");
     let rocm = fake_rocm();
+    let mut all = args.to_vec();
+    all.extend(["--rocm-path", rocm.path().to_str().unwrap()]);
     let start = Instant::now();
-    let h = health(
-        &n.root,
-        // Every check may outlast the budget here: a hang ends the run.
-        &[
-            "--budget",
-            "6",
-            "--check-timeout",
-            "600",
-            "--rocm-path",
-            rocm.path().to_str().unwrap(),
-        ],
-        &[
-            ("ROCGATE_FAKE_NODE", n.root.to_str().unwrap()),
-            ("ROCGATE_FAKE_FAULTS", "hsa_init@gpu*=hang"),
-        ],
+    let env = [
+        ("ROCGATE_FAKE_NODE", n.root.to_str().unwrap()),
+        ("ROCGATE_FAKE_FAULTS", faults),
+    ];
+    let h = health(&n.root, &all, &env);
+    (h, start.elapsed())
+}
+
+#[test]
+fn a_budget_spent_before_the_stack_was_checked_is_unknown() {
+    // Every check may outlast the budget here: a hang ends the run.
+    let (h, took) = health_on_fake(
+        "hsa_init@gpu*=hang",
+        &["--budget", "6", "--check-timeout", "600"],
     );
-    let took = start.elapsed();
     assert_eq!(h.code, 2, "{} {}", h.stdout, h.stderr);
     assert_eq!(
         one_line(&h),
@@ -112,25 +113,9 @@ fn a_budget_spent_before_the_stack_was_checked_is_unknown() {
 
 #[test]
 fn a_gpu_that_hangs_times_out_inside_the_budget_and_is_named() {
-    let n = node("mi300x-8");
-    let rocm = fake_rocm();
-    let start = Instant::now();
     // gpu3 (0000:65:00.0) hangs ROCr's start in every process that sees it;
     // each check gets a third of the budget, so it times out in time.
-    let h = health(
-        &n.root,
-        &[
-            "--budget",
-            "30",
-            "--rocm-path",
-            rocm.path().to_str().unwrap(),
-        ],
-        &[
-            ("ROCGATE_FAKE_NODE", n.root.to_str().unwrap()),
-            ("ROCGATE_FAKE_FAULTS", "hsa_init@gpu3=hang"),
-        ],
-    );
-    let took = start.elapsed();
+    let (h, took) = health_on_fake("hsa_init@gpu3=hang", &["--budget", "30"]);
     assert_eq!(h.code, 1, "{} {}", h.stdout, h.stderr);
     assert!(
         one_line(&h).starts_with("rocgate: gpu-wedged 0000:65:00.0 hangs on its own"),

@@ -102,6 +102,19 @@ const STATUS_NAMES: &[(Status, &str)] = &[
 /// A failed MIOpen call; its status is a `miopenStatus_t`.
 pub type MiopenError = crate::library::StatusError;
 
+/// An [`Owned`] MIOpen object made by `$create` and released by `$destroy`,
+/// both looked up in `$lib`'s table; errors name `$create`.
+macro_rules! owned {
+    ($lib:expr, $create:ident, $destroy:ident) => {
+        Owned::create(
+            &$lib,
+            stringify!($create),
+            &$lib.table.$create,
+            &$lib.table.$destroy,
+        )
+    };
+}
+
 /// An opened MIOpen.
 pub type Miopen = Library<Table>;
 
@@ -166,9 +179,8 @@ pub struct ConvRun {
 impl MiopenHandle {
     /// `miopenCreate`.
     pub fn new(lib: &Arc<Miopen>) -> Result<MiopenHandle, MiopenError> {
-        let t = &lib.table;
         Ok(MiopenHandle {
-            raw: Owned::create(lib, "miopenCreate", &t.miopenCreate, &t.miopenDestroy)?,
+            raw: owned!(lib, miopenCreate, miopenDestroy)?,
             lib: Arc::clone(lib),
         })
     }
@@ -176,11 +188,10 @@ impl MiopenHandle {
     fn tensor(&self, ty: DataType, dims: [usize; 4]) -> Result<Owned, MiopenError> {
         let t = &self.lib.table;
         let set = t.miopenSet4dTensorDescriptor.clone()?;
-        let owned = Owned::create(
-            &self.lib,
-            "miopenCreateTensorDescriptor",
-            &t.miopenCreateTensorDescriptor,
-            &t.miopenDestroyTensorDescriptor,
+        let owned = owned!(
+            self.lib,
+            miopenCreateTensorDescriptor,
+            miopenDestroyTensorDescriptor
         )?;
         let d = dims.map(|x| i32::try_from(x).unwrap_or(i32::MAX));
         // SAFETY: sets the descriptor just made.
@@ -214,11 +225,10 @@ impl MiopenHandle {
         let xd = self.tensor(ty, x_dims)?;
         let wd = self.tensor(ty, w_dims)?;
         let init = t.miopenInitConvolutionDescriptor.clone()?;
-        let conv = Owned::create(
-            &self.lib,
-            "miopenCreateConvolutionDescriptor",
-            &t.miopenCreateConvolutionDescriptor,
-            &t.miopenDestroyConvolutionDescriptor,
+        let conv = owned!(
+            self.lib,
+            miopenCreateConvolutionDescriptor,
+            miopenDestroyConvolutionDescriptor
         )?;
         let (p, s) = (
             i32::try_from(pad).unwrap_or(0),
