@@ -345,6 +345,11 @@ mod tests {
         Verdict::fail(code.finding(message))
     }
 
+    /// The parts combined, with a message for none that no test expects.
+    fn combined(parts: Vec<Verdict>) -> Verdict {
+        combine(parts, "no parts")
+    }
+
     fn metrics(v: &Verdict) -> Vec<(&str, f64)> {
         v.metrics
             .iter()
@@ -354,14 +359,11 @@ mod tests {
 
     #[test]
     fn combine_passes_when_every_part_passed_or_did_not_apply() {
-        let v = combine(
-            vec![
-                Verdict::pass("h2d ok").with_metric("h2d", 50.0, "GB/s"),
-                Verdict::not_applicable("no d2h on this GPU"),
-                Verdict::pass("d2h ok").with_metric("d2h", 40.0, "GB/s"),
-            ],
-            "no parts",
-        );
+        let v = combined(vec![
+            Verdict::pass("h2d ok").with_metric("h2d", 50.0, "GB/s"),
+            Verdict::not_applicable("no d2h on this GPU"),
+            Verdict::pass("d2h ok").with_metric("d2h", 40.0, "GB/s"),
+        ]);
         assert_eq!(v.status, Status::Pass);
         assert_eq!(v.message, "h2d ok; no d2h on this GPU; d2h ok");
         assert_eq!(metrics(&v), [("h2d", 50.0), ("d2h", 40.0)]);
@@ -369,15 +371,12 @@ mod tests {
 
     #[test]
     fn combine_reports_the_first_failure_with_every_part_s_metrics() {
-        let v = combine(
-            vec![
-                Verdict::pass("fp64 ok").with_metric("fp64", 70.0, "TFLOP/s"),
-                Verdict::unverifiable("fp16 could not be measured"),
-                fail(codes::PERF_BELOW_FLOOR, "fp32 is slow").with_metric("fp32", 1.0, "TFLOP/s"),
-                fail(codes::INTERNAL_ERROR, "bf16 broke"),
-            ],
-            "no parts",
-        );
+        let v = combined(vec![
+            Verdict::pass("fp64 ok").with_metric("fp64", 70.0, "TFLOP/s"),
+            Verdict::unverifiable("fp16 could not be measured"),
+            fail(codes::PERF_BELOW_FLOOR, "fp32 is slow").with_metric("fp32", 1.0, "TFLOP/s"),
+            fail(codes::INTERNAL_ERROR, "bf16 broke"),
+        ]);
         assert_eq!(v.status, Status::Fail);
         assert_eq!(v.message, "fp32 is slow");
         assert_eq!(code(&v), Some(codes::PERF_BELOW_FLOOR.code));
@@ -389,7 +388,7 @@ mod tests {
         let parts = |skips: Vec<Verdict>| {
             let mut all = vec![Verdict::pass("a passed").with_metric("a", 1.0, "count")];
             all.extend(skips);
-            combine(all, "no parts")
+            combined(all)
         };
         let v = parts(vec![Verdict::not_configured("b has no floor")]);
         assert_eq!(v.status, Status::Skipped);
@@ -411,13 +410,10 @@ mod tests {
 
     #[test]
     fn combine_of_parts_that_do_not_apply_does_not_apply() {
-        let v = combine(
-            vec![
-                Verdict::not_applicable("no fp16"),
-                Verdict::not_applicable("no bf16"),
-            ],
-            "no parts",
-        );
+        let v = combined(vec![
+            Verdict::not_applicable("no fp16"),
+            Verdict::not_applicable("no bf16"),
+        ]);
         assert_eq!(v.status, Status::Skipped);
         assert_eq!(v.skip_reason, Some(SkipReason::NotApplicable));
         assert_eq!(v.message, "no fp16; no bf16");
