@@ -249,7 +249,7 @@ mod fixture {
     use super::Run;
     use crate::context::{NodeContext, RunOptions};
     use crate::findings::Code;
-    use rocgate_harness::{Scope, Status, Verdict};
+    use rocgate_harness::{Check, Scope, ScopeKind, Status, Verdict};
     use rocgate_node::Sysroot;
 
     /// A fixture node opened for checking.
@@ -307,6 +307,31 @@ mod fixture {
             let v = self.verdict(check, scope);
             assert_eq!(v.status, Status::Pass, "{scope}: {}", v.message);
             v
+        }
+
+        /// Asserts that every check of `checks` (a layer's registry) that
+        /// calls a vendor library skips on each of its scopes, with a reason
+        /// and a message, when this node's runtime layers cannot run: a
+        /// check that could not call its library never passes and never
+        /// fails. The library's own checks say that the runtime is off.
+        pub fn assert_skip_without_runtime(&self, checks: &[Check<NodeContext>]) {
+            let off = self.ctx.runtime.disabled.as_ref().map(|(kind, _)| *kind);
+            assert!(off.is_some(), "this node's runtime layers run");
+            let mut said_off = false;
+            for check in checks.iter().filter(|c| c.isolated) {
+                let scopes = match check.scope {
+                    ScopeKind::Node => vec![Scope::Node],
+                    ScopeKind::PerGpu => self.gpus(),
+                };
+                for scope in scopes {
+                    let v = self.verdict(check.run, scope);
+                    let id = check.id;
+                    assert_eq!(v.status, Status::Skipped, "{id} on {scope}: {}", v.message);
+                    assert!(v.skip_reason.is_some() && !v.message.is_empty(), "{id}");
+                    said_off |= v.skip_reason == off && v.message.contains("runtime layers");
+                }
+            }
+            assert!(said_off, "no check said that the runtime layers are off");
         }
 
         /// Asserts that each of `checks` passes on every GPU.

@@ -384,3 +384,15 @@ fn gemm_throughput(ctx: &NodeContext, scope: Scope) -> Outcome {
         "no GEMM data type of this GPU has a floor in the thresholds for its partition mode",
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::node;
+
+    #[test]
+    fn every_check_skips_saying_why_when_the_runtime_cannot_run() {
+        // A captured node without --rocm-path: the libraries are not run.
+        node("mi300x-8").assert_skip_without_runtime(&checks());
+    }
+}
