@@ -469,15 +469,3 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {
         (h2d, d2h),
     )
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::layers::fixture::node;
-
-    #[test]
-    fn every_check_skips_saying_why_when_the_runtime_cannot_run() {
-        // A captured node without --rocm-path: the libraries are not run.
-        node("mi300x-8").assert_skip_without_runtime(&checks());
-    }
-}

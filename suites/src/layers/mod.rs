@@ -383,6 +383,21 @@ mod tests {
     }
 
     #[test]
+    fn every_runtime_check_skips_saying_why_when_the_runtime_cannot_run() {
+        // A captured node without --rocm-path: the libraries are not run.
+        let n = node("mi300x-8");
+        for layer in [
+            hsa::checks(),
+            hip::checks(),
+            rocblas::checks(),
+            miopen::checks(),
+            rccl::checks(),
+        ] {
+            n.assert_skip_without_runtime(&layer);
+        }
+    }
+
+    #[test]
     fn combine_passes_when_every_part_passed_or_did_not_apply() {
         let v = combined(vec![
             Verdict::pass("h2d ok").with_metric("h2d", 50.0, "GB/s"),

@@ -370,28 +370,15 @@ mod tests {
     use crate::layers::fixture::node;
 
     #[test]
-    fn every_check_skips_saying_why_when_the_runtime_cannot_run() {
-        // A captured node without --rocm-path: the libraries are not run.
-        node("mi300x-8").assert_skip_without_runtime(&checks());
-    }
-
-    #[test]
     fn the_interconnect_is_read_from_kfd_links_hive_by_hive() {
-        let v = node("mi300x-8").passes(interconnect, Scope::Node);
-        assert!(
-            v.message
-                .starts_with("8 GPUs, 1 XGMI hives; 28 of 28 pairs"),
-            "{}",
-            v.message
-        );
         // Two hives of four: the pairs across them need no XGMI link.
-        let v = node("mi210-8-two-hives").passes(interconnect, Scope::Node);
-        assert!(
-            v.message
-                .starts_with("8 GPUs, 2 XGMI hives; 12 of 28 pairs"),
-            "{}",
-            v.message
-        );
+        for (scenario, found) in [
+            ("mi300x-8", "8 GPUs, 1 XGMI hives; 28 of 28 pairs"),
+            ("mi210-8-two-hives", "8 GPUs, 2 XGMI hives; 12 of 28 pairs"),
+        ] {
+            let v = node(scenario).passes(interconnect, Scope::Node);
+            assert!(v.message.starts_with(found), "{scenario}: {}", v.message);
+        }
         let single = node("rx7900xtx-1").verdict(interconnect, Scope::Node);
         assert_eq!(
             single.skip_reason,

@@ -388,11 +388,34 @@ fn gemm_throughput(ctx: &NodeContext, scope: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::node;
+    use crate::layers::fixture::{code, node};
+
+    fn gpu_of(target: &str) -> Gpu {
+        let mut gpu = node("mi300x-8").ctx.facts.gpus[0].clone();
+        gpu.gfx_target = Some(target.to_string());
+        gpu
+    }
 
     #[test]
-    fn every_check_skips_saying_why_when_the_runtime_cannot_run() {
-        // A captured node without --rocm-path: the libraries are not run.
-        node("mi300x-8").assert_skip_without_runtime(&checks());
+    fn bf16_gemm_is_skipped_only_where_the_gpu_has_none() {
+        assert!(supports(&gpu_of("gfx906"), Dtype::Bf16).is_err());
+        assert!(supports(&gpu_of("gfx942"), Dtype::Bf16).is_ok());
+        assert!(supports(&gpu_of("gfx906"), Dtype::F32).is_ok());
+    }
+
+    #[test]
+    fn an_architecture_mismatch_names_the_missing_kernels_and_the_target() {
+        let gpu = gpu_of("gfx1201");
+        let status = |status| BlasError::Status {
+            call: "rocblas_sgemm",
+            status,
+            name: "rocblas_status_x".into(),
+        };
+        let v = blas_fail(&gpu, codes::ROCBLAS_GEMM_FAILED, &status(15));
+        assert_eq!(code(&v), Some(codes::ROCBLAS_NO_KERNELS_FOR_ARCH.code));
+        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
+        assert!(next.contains("-DAMDGPU_TARGETS=gfx1201"), "{next}");
+        let v = blas_fail(&gpu, codes::ROCBLAS_GEMM_FAILED, &status(3));
+        assert_eq!(code(&v), Some(codes::ROCBLAS_GEMM_FAILED.code));
     }
 }
