@@ -185,6 +185,10 @@ pub struct RunArgs {
     /// Print only the summary and failures.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Inside GitHub Actions (GITHUB_ACTIONS=true), do not write the job
+    /// summary or the `::error`/`::warning` annotations.
+    #[arg(long)]
+    pub no_github: bool,
 }
 
 /// Where a run's reports go.

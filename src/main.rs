@@ -31,6 +31,7 @@ mod codes_cmd;
 mod compare_cmd;
 mod doctor_cmd;
 mod fleet_cmd;
+mod github;
 mod health_cmd;
 mod inventory_cmd;
 mod list_cmd;

@@ -119,6 +119,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     outln!("{}", ladder::summary(&report, style));
     written.iter().for_each(|l| outln!("{l}"));
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
+    if crate::github::active(args.no_github) {
+        let shown = crate::github::publication(
+            &report,
+            &rocgate_harness::doctor::diagnose(&report),
+            &session.node_properties(report.tier),
+            &session.versions(&report),
+        );
+        if let Err(e) = crate::github::publish(&shown) {
+            errln!("rocgate: {e}");
+        }
+    }
     Ok(if !not_written.is_empty() {
         ExitCode::from(EXIT_REPORT_NOT_WRITTEN)
     } else if report.interrupted.is_some() {

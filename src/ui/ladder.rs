@@ -32,6 +32,22 @@ fn cell(results: &[&CheckResult]) -> Option<Mark> {
     results.iter().map(|r| mark(r)).max_by_key(|&m| rank(m))
 }
 
+/// The worst outcome of `scope`'s checks in `layer`, if it has any.
+fn layer_mark(report: &RunReport, scope: Scope, layer: Layer) -> Option<Mark> {
+    let mine: Vec<&CheckResult> = report
+        .results
+        .iter()
+        .filter(|r| r.scope == scope && r.layer == layer)
+        .collect();
+    cell(&mine)
+}
+
+/// A ladder cell as text (`pass`, `FAIL`, `unverif`, `-`), for other views
+/// of the same ladder.
+pub fn layer_cell(report: &RunReport, scope: Scope, layer: Layer) -> &'static str {
+    cell_text(layer_mark(report, scope, layer))
+}
+
 fn cell_text(mark: Option<Mark>) -> &'static str {
     match mark {
         None => "-",
@@ -62,18 +78,9 @@ pub fn ladder(report: &RunReport, style: Style) -> String {
     let layers = report.layers();
     let mut rows: Vec<(Scope, Vec<Option<Mark>>, String)> = Vec::new();
     for scope in report.scope_list() {
-        let mine: Vec<&CheckResult> = report.results.iter().filter(|r| r.scope == scope).collect();
         let cells = layers
             .iter()
-            .map(|l| {
-                cell(
-                    &mine
-                        .iter()
-                        .copied()
-                        .filter(|r| r.layer == *l)
-                        .collect::<Vec<_>>(),
-                )
-            })
+            .map(|l| layer_mark(report, scope, *l))
             .collect();
         let info = report.scope_info(scope);
         let ident = [

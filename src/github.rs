@@ -1,0 +1,245 @@
+//! GitHub Actions: what the person looking at a run sees without opening
+//! an artifact. The job summary ($GITHUB_STEP_SUMMARY, markdown) gets the
+//! ladder as a table, the likely cause with its next step and the versions;
+//! the log gets workflow commands (`::error`, `::warning`) that GitHub turns
+//! into annotations, at most 10 of each (GitHub keeps 10 per step), most
+//! important first, each beginning with its finding code.
+
+use crate::ui::ladder::layer_cell;
+use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
+use rocgate_harness::{RunReport, SkipReason, Status};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+/// GitHub keeps this many annotations of each kind per step.
+const MAX_ANNOTATIONS: usize = 10;
+
+/// A job summary may hold at most 1 MiB; rocgate's stays well under it.
+const MAX_SUMMARY_BYTES: usize = 1 << 20;
+
+/// Whether to speak to GitHub Actions: inside it (GITHUB_ACTIONS=true),
+/// unless `--no-github`.
+pub fn active(no_github: bool) -> bool {
+    !no_github && std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true")
+}
+
+/// Workflow command data escaped as the Actions toolkit does.
+pub fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command property escaped as the Actions toolkit does.
+pub fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+/// What a run shows in GitHub: annotation lines and the summary.
+pub struct Publication {
+    /// `::error ...` and `::warning ...` lines, errors first.
+    pub annotations: Vec<String>,
+    /// The job summary's markdown.
+    pub summary: String,
+}
+
+/// One annotation: the finding code first, where it is, what was seen and
+/// what to do.
+fn annotation(kind: &str, f: &DiagnosedFault) -> String {
+    let title = format!("rocgate {} on {}", f.code, f.scope.label());
+    let text = format!(
+        "{} {} ({}): {}\nnext: {}",
+        f.code,
+        f.scope.label(),
+        f.check,
+        f.message,
+        f.next_step
+    );
+    format!(
+        "::{kind} title={}::{}",
+        escape_property(&title),
+        escape_data(&text)
+    )
+}
+
+/// The annotations and summary for `report`. `node` holds the node's
+/// properties (host name, kernel, driver, ROCm), `versions` each scope's.
+pub fn publication(
+    report: &RunReport,
+    diagnosis: &Diagnosis,
+    node: &[(String, String)],
+    versions: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Publication {
+    let advisory =
+        |f: &DiagnosedFault| report.results.iter().any(|r| r.id == f.check && r.advisory);
+    let errors: Vec<&DiagnosedFault> = diagnosis.findings.iter().filter(|f| !advisory(f)).collect();
+    let mut warnings: Vec<String> = diagnosis
+        .findings
+        .iter()
+        .filter(|f| advisory(f))
+        .map(|f| annotation("warning", f))
+        .collect();
+    // A check that could not look is worth a warning: the run is not the
+    // green it may seem.
+    warnings.extend(
+        report
+            .results
+            .iter()
+            .filter(|r| {
+                r.status == Status::Skipped && r.skip_reason == Some(SkipReason::Unverifiable)
+            })
+            .map(|r| {
+                let text = format!("unverifiable {}: {}", r.id, r.message);
+                format!(
+                    "::warning title={}::{}",
+                    escape_property(&format!("rocgate could not verify {}", r.id)),
+                    escape_data(&text)
+                )
+            }),
+    );
+    let mut annotations: Vec<String> = errors
+        .iter()
+        .take(MAX_ANNOTATIONS)
+        .map(|f| annotation("error", f))
+        .collect();
+    let more_errors = errors.len().saturating_sub(MAX_ANNOTATIONS);
+    let more_warnings = warnings.len().saturating_sub(MAX_ANNOTATIONS);
+    annotations.extend(warnings.into_iter().take(MAX_ANNOTATIONS));
+    let mut summary = summary(report, diagnosis, node, versions);
+    if more_errors + more_warnings > 0 {
+        let _ = writeln!(
+            summary,
+            "\nGitHub shows 10 annotations of each kind per step: {more_errors} more errors and {more_warnings} more warnings are in the table above and in the reports."
+        );
+    }
+    if summary.len() > MAX_SUMMARY_BYTES {
+        let mut end = MAX_SUMMARY_BYTES - 200;
+        while !summary.is_char_boundary(end) {
+            end -= 1;
+        }
+        summary.truncate(end);
+        summary.push_str(
+            "\n\n(summary cut at GitHub's 1 MiB limit; the JSON report has everything)\n",
+        );
+    }
+    Publication {
+        annotations,
+        summary,
+    }
+}
+
+/// Text for a table cell: pipes escaped, one line.
+fn md(s: &str) -> String {
+    one_line(s).replace('|', "\\|")
+}
+
+/// Text for a paragraph: one line.
+fn one_line(s: &str) -> String {
+    s.replace('\n', " ")
+}
+
+fn summary(
+    report: &RunReport,
+    diagnosis: &Diagnosis,
+    node: &[(String, String)],
+    versions: &BTreeMap<String, BTreeMap<String, String>>,
+) -> String {
+    let prop = |k: &str| {
+        node.iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    let verdict = if report.all_passed() {
+        "passed"
+    } else {
+        "FAILED"
+    };
+    let mut out = format!(
+        "## rocgate {verdict} on {} ({} tier)\n\n",
+        md(prop("hostname").unwrap_or("this node")),
+        report.tier
+    );
+    if let Some(f) = &diagnosis.likely_cause {
+        let _ = writeln!(
+            out,
+            "**First failing layer:** {}  \n**Likely cause:** `{}` on {}: {}  \n**Next step:** {}\n",
+            f.layer,
+            f.code,
+            f.scope.label(),
+            one_line(&f.message),
+            one_line(&f.next_step)
+        );
+    }
+    let layers = report.layers();
+    let _ = writeln!(
+        out,
+        "| scope | {} |\n|---|{}",
+        layers
+            .iter()
+            .map(|l| l.as_str())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        "---|".repeat(layers.len())
+    );
+    for scope in report.scope_list() {
+        let info = report.scope_info(scope);
+        let who = match info.get("pci_address") {
+            Some(pci) => format!("{} `{pci}`", scope.label()),
+            None => scope.label(),
+        };
+        let cells: Vec<String> = layers
+            .iter()
+            .map(|&layer| {
+                let cell = layer_cell(report, scope, layer);
+                let code = report
+                    .results
+                    .iter()
+                    .filter(|r| r.scope == scope && r.layer == layer && r.status.is_fault())
+                    .find_map(|r| r.finding.as_ref().map(|f| f.code.as_str()));
+                match code {
+                    Some(c) => format!("**{cell}** `{c}`"),
+                    None => cell.to_string(),
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "| {who} | {} |", cells.join(" | "));
+    }
+    out.push_str("\n<details><summary>Versions</summary>\n\n| scope | component | version |\n|---|---|---|\n");
+    for (scope, components) in versions {
+        for (k, v) in components {
+            let _ = writeln!(out, "| {scope} | {k} | {} |", md(v));
+        }
+    }
+    out.push_str("\n</details>\n");
+    out
+}
+
+/// Appends the summary to $GITHUB_STEP_SUMMARY (when set) and prints the
+/// annotations; an error names the summary file.
+pub fn publish(publication: &Publication) -> Result<(), String> {
+    for line in &publication.annotations {
+        outln!("{line}");
+    }
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        return Ok(());
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .map_err(|e| format!("GitHub job summary {}: {e}", path.to_string_lossy()))?;
+    file.write_all(publication.summary.as_bytes())
+        .map_err(|e| format!("GitHub job summary {}: {e}", path.to_string_lossy()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_commands_are_escaped_as_the_toolkit_does() {
+        assert_eq!(escape_data("50% off\r\nnext"), "50%25 off%0D%0Anext");
+        assert_eq!(escape_property("a:b,c%"), "a%3Ab%2Cc%25");
+    }
+}
