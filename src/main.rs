@@ -44,7 +44,7 @@ mod snapshot_cmd;
 mod ui;
 mod worker_cmd;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use std::process::ExitCode;
 
 /// Exit code for usage and configuration errors.
@@ -53,8 +53,38 @@ const EXIT_USAGE: u8 = 2;
 /// Exit code after SIGINT, SIGTERM or SIGHUP (128 + SIGINT, as shells report).
 const EXIT_INTERRUPTED: u8 = 130;
 
+/// `rocgate --version`: the release, then which GPUs this build carries
+/// kernels for and what built them (a GPU without them has its dispatch
+/// checks skipped as unverifiable).
+fn long_version() -> String {
+    let built: Vec<&str> = rocgate_kernels::CODE_OBJECTS
+        .iter()
+        .map(|c| c.target)
+        .collect();
+    let mut text = env!("CARGO_PKG_VERSION").to_string();
+    match rocgate_kernels::COMPILER {
+        Some(compiler) if !built.is_empty() => text.push_str(&format!(
+            "\nGPU kernels (code object v5) for {}\nbuilt by {compiler}",
+            built.join(", ")
+        )),
+        _ => text.push_str(
+            "\nno GPU kernels in this build: dispatch checks are skipped as unverifiable",
+        ),
+    }
+    for (target, why) in rocgate_kernels::SKIPPED_TARGETS {
+        text.push_str(&format!("\nno kernels for {target}: {why}"));
+    }
+    text
+}
+
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let matches = cli::Cli::command()
+        .long_version(long_version())
+        .get_matches();
+    let cli = match cli::Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         cli::Command::Run(args) => run_cmd::run(&args),
         cli::Command::Doctor(args) => doctor_cmd::run(&args),

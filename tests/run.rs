@@ -211,3 +211,31 @@ fn list_shows_checks_and_test_ids() {
     assert!(ids.lines().any(|l| l == "gpu0.kfd.topology_node"), "{ids}");
     assert!(ids.lines().any(|l| l == "node.amdgpu.module_live"));
 }
+
+#[test]
+fn the_long_version_names_the_gpus_this_build_has_kernels_for() {
+    let out = common::rocgate().arg("--version").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!("rocgate {}\n", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    let built: Vec<&str> = rocgate_kernels::CODE_OBJECTS
+        .iter()
+        .map(|c| c.target)
+        .collect();
+    if built.is_empty() {
+        assert!(text.contains("no GPU kernels in this build"), "{text}");
+    } else {
+        let line = format!("GPU kernels (code object v5) for {}\n", built.join(", "));
+        assert!(text.contains(&line), "{text}");
+        assert!(text.contains("built by "), "{text}");
+    }
+    for (target, _) in rocgate_kernels::SKIPPED_TARGETS {
+        assert!(
+            text.contains(&format!("no kernels for {target}: ")),
+            "{text}"
+        );
+    }
+}
