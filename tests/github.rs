@@ -117,3 +117,24 @@ fn no_github_writes_neither_summary_nor_annotations() {
     assert!(!stdout.contains("::error"), "{stdout}");
     assert_eq!(summary, "earlier step\n");
 }
+
+#[test]
+fn junit_faults_put_the_code_and_next_step_where_junit_reporters_look() {
+    let n = node("kfd-missing");
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("r.xml");
+    rocgate()
+        .args(["run", "--quiet", "--sysroot"])
+        .arg(&n.root)
+        .arg("--junit")
+        .arg(&junit)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    // The message: the code and one line; the body: that line, then the
+    // next step, as the reporters that show two lines of it do.
+    let open = r#"<failure message="kfd-missing: /dev/kfd does not exist" type="kfd-missing">/dev/kfd does not exist
+next step: "#;
+    assert!(xml.contains(open), "{xml}");
+}

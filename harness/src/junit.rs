@@ -56,6 +56,27 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
     drop_root_skipped_attribute(&xml)
 }
 
+/// A fault's `message` attribute and body, for the reporters that show only
+/// those (GitHub's JUnit actions read neither properties nor system-out):
+/// the message is the finding code and the first line of what was seen; the
+/// body's first line is that line, its second the next step, then the rest
+/// of the message and the code.
+fn fault_text(r: &CheckResult) -> (String, String) {
+    let (first, rest) = r.message.split_once('\n').unwrap_or((&r.message, ""));
+    match &r.finding {
+        Some(f) => {
+            let mut body = format!("{first}\nnext step: {}", f.next_step);
+            if !rest.is_empty() {
+                body.push('\n');
+                body.push_str(rest);
+            }
+            body.push_str(&format!("\ncode: {}", f.code));
+            (format!("{}: {first}", f.code), body)
+        }
+        None => (first.to_string(), r.message.clone()),
+    }
+}
+
 fn test_case(r: &CheckResult) -> TestCase {
     let status = match r.status {
         Status::Pass => TestCaseStatus::success(),
@@ -66,17 +87,13 @@ fn test_case(r: &CheckResult) -> TestCase {
                 NonSuccessKind::Failure
             };
             let mut s = TestCaseStatus::non_success(kind);
-            s.set_message(xml_safe(&r.message));
-            let mut text = r.message.clone();
-            match &r.finding {
-                Some(f) => {
-                    s.set_type(xml_safe(&f.code));
-                    text.push_str(&format!("\ncode: {}\nnext step: {}", f.code, f.next_step));
-                }
-                None => {
-                    s.set_type(r.status.as_str());
-                }
-            }
+            let (message, text) = fault_text(r);
+            s.set_message(xml_safe(&message));
+            s.set_type(xml_safe(
+                r.finding
+                    .as_ref()
+                    .map_or(r.status.as_str(), |f| f.code.as_str()),
+            ));
             s.set_description(xml_safe(&text));
             s
         }
@@ -576,26 +593,37 @@ mod tests {
                 match r.status {
                     Status::Pass => {}
                     Status::Fail | Status::Timeout | Status::Crash => {
-                        let (kind, text) = match &r.finding {
+                        // The reporters' contract, spelled out: the code and
+                        // the first line in the message, the next step on
+                        // the body's second line.
+                        let (first, rest) = r.message.split_once('\n').unwrap_or((&r.message, ""));
+                        let (kind, message, text) = match &r.finding {
                             Some(f) => (
                                 f.code.clone(),
+                                format!("{}: {first}", f.code),
                                 format!(
-                                    "{}\ncode: {}\nnext step: {}",
-                                    r.message, f.code, f.next_step
+                                    "{first}\nnext step: {}{}\ncode: {}",
+                                    f.next_step,
+                                    if rest.is_empty() {
+                                        String::new()
+                                    } else {
+                                        format!("\n{rest}")
+                                    },
+                                    f.code
                                 ),
                             ),
-                            None => (r.status.as_str().to_string(), r.message.clone()),
+                            None => (
+                                r.status.as_str().to_string(),
+                                first.to_string(),
+                                r.message.clone(),
+                            ),
                         };
                         let name = if r.status == Status::Crash {
                             "error"
                         } else {
                             "failure"
                         };
-                        want.push(el(
-                            name,
-                            kv(&[("message", r.message.clone()), ("type", kind)]),
-                            &text,
-                        ));
+                        want.push(el(name, kv(&[("message", message), ("type", kind)]), &text));
                     }
                     Status::Blocked | Status::Skipped => {
                         let (message, kind) = match r.skip_reason {
