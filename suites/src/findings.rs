@@ -169,6 +169,12 @@ pub mod codes {
         RENDER_NODE_MISSING = "render-node-missing", [AMDGPU], Stops, Missing,
             "the GPU's render node (/dev/dri/renderD*) does not exist",
             "on the host, udev did not create it: `sudo udevadm trigger`; in a container, pass it: `--device /dev/dri`";
+        CONTAINER_DEVICE_NOT_PASSED = "container-device-not-passed", [AMDGPU, KFD], Stops, Access,
+            "rocgate runs in a container started without the GPU's device nodes (/dev/kfd, /dev/dri)",
+            "start the container with `--device=/dev/kfd --device=/dev/dri` (GitHub Actions: `container: options: --device=/dev/kfd --device=/dev/dri`; Kubernetes: request amd.com/gpu through the AMD GPU device plugin)";
+        DEVICE_GID_MISMATCH = "device-gid-mismatch", [KFD], Stops, Access,
+            "in a container, a GPU device node belongs to a group id the container's process is not in (the image numbers render and video differently from the host)",
+            "add the device's group id, as a number, to the container: `--group-add <gid>` (GitHub Actions: `container: options: --group-add <gid>`)";
         KFD_MISSING = "kfd-missing", [KFD], Stops, Missing,
             "/dev/kfd or the KFD topology does not exist",
             "load amdgpu with KFD (`sudo modprobe amdgpu`; check `dmesg | grep -i kfd`); in a container, pass `--device /dev/kfd`";

@@ -5,6 +5,7 @@
 pub mod access;
 pub mod blacklist;
 pub mod capture;
+pub mod container;
 pub mod dkms;
 pub mod drm;
 pub mod gpus;
@@ -46,6 +47,8 @@ pub struct NodeFacts {
     pub groups: Vec<access::Group>,
     /// The node's GPUs.
     pub gpus: Vec<gpus::Gpu>,
+    /// The container rocgate runs in, if it runs in one.
+    pub container: Option<container::Container>,
     kernel_log: OnceLock<Result<kernel_log::KernelLog, String>>,
     firmware_events: OnceLock<Vec<kernel_log::FirmwareEvent>>,
 }
@@ -67,6 +70,7 @@ impl NodeFacts {
             blacklist: blacklist::scan(&sysroot, &cmdline),
             dkms: dkms::scan(&sysroot),
             groups: access::read_groups(&sysroot),
+            container: container::detect(&sysroot),
             capture,
             user,
             gpus,

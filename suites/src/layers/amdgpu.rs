@@ -171,7 +171,14 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Outcome {
         message.push_str("; /proc/modules lists it");
     }
     let kernel = running_kernel(facts);
-    let next = if !facts.blacklist.entries.is_empty() {
+    let next = if let Some(c) = &facts.container {
+        // A container shares the host's kernel: only the host loads modules.
+        message.push_str(&format!(
+            " (inside a {} container: this is the host's kernel)",
+            c.runtime
+        ));
+        "load amdgpu on the host, not in the container (`sudo modprobe amdgpu` there, then `dmesg | grep -i amdgpu`); the container sees the host's /sys/module".to_string()
+    } else if !facts.blacklist.entries.is_empty() {
         "amdgpu is disabled (see node.amdgpu.blacklist): remove that setting and reboot, or `sudo modprobe amdgpu` to load it now".to_string()
     } else if facts.dkms.is_installed() && facts.dkms.build_for(&kernel).is_none() {
         format!(
@@ -262,6 +269,9 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     if ctx.facts.sysroot.exists(&path) {
         return Ok(Verdict::pass(format!("{path} exists")));
     }
+    if let Some(v) = super::device_access::not_passed(&ctx.facts, &path) {
+        return Err(v);
+    }
     Ok(Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
             "{path} (the render node of {}) does not exist",
             gpu.pci_address
@@ -283,6 +293,29 @@ mod tests {
             n.passes(check, Scope::Node);
         }
         n.assert_pass_on_every_gpu(&[bound, render_node]);
+    }
+
+    #[test]
+    fn in_a_container_the_host_loads_amdgpu_and_passes_the_render_nodes() {
+        let v = fails_with(
+            "container-amdgpu-not-loaded",
+            module_live,
+            Scope::Node,
+            codes::AMDGPU_NOT_LOADED,
+        );
+        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
+        assert!(
+            next.starts_with("load amdgpu on the host, not in the container"),
+            "{next}"
+        );
+        let n = node("container-devices-not-passed");
+        let v = n.verdict(render_node, n.gpus()[0]);
+        assert_eq!(
+            code(&v),
+            Some(codes::CONTAINER_DEVICE_NOT_PASSED.code),
+            "{}",
+            v.message
+        );
     }
 
     #[test]

@@ -5,6 +5,19 @@ use rocgate_harness::{Finding, Verdict};
 use rocgate_node::facts::NodeFacts;
 use rocgate_node::facts::access::{Access, group_name};
 
+/// In a container, the finding for a device node `path` that does not
+/// exist: the container was started without it. `None` on a host.
+pub fn not_passed(facts: &NodeFacts, path: &str) -> Option<Verdict> {
+    let c = facts.container.as_ref()?;
+    Some(Verdict::fail(codes::CONTAINER_DEVICE_NOT_PASSED.finding_next(
+        format!(
+            "{path} does not exist inside this {} container ({}): it was started without the GPU's devices",
+            c.runtime, c.evidence
+        ),
+        "start the container with `--device=/dev/kfd --device=/dev/dri` (GitHub Actions: `container:` `options: --device=/dev/kfd --device=/dev/dri --group-add video --group-add render`; Kubernetes: request amd.com/gpu through the AMD GPU device plugin)",
+    )))
+}
+
 /// The verdict for opening `path` read-write. `missing_code` is the finding
 /// code when the node does not exist.
 pub fn verdict(facts: &NodeFacts, path: &str, missing_code: Code) -> Verdict {
@@ -17,7 +30,7 @@ pub fn verdict(facts: &NodeFacts, path: &str, missing_code: Code) -> Verdict {
         Access::Unknown { reason } => {
             Verdict::unverifiable(format!("cannot tell whether {path} opens: {reason}"))
         }
-        Access::Missing => Verdict::fail(missing_code.finding_next(format!("{path} does not exist"), "on the host, check that amdgpu is loaded and udev created the node; in a container, pass it with --device")),
+        Access::Missing => not_passed(facts, path).unwrap_or_else(|| Verdict::fail(missing_code.finding_next(format!("{path} does not exist"), "on the host, check that amdgpu is loaded and udev created the node"))),
         Access::Failed { error } => Verdict::fail(codes::DEVICE_OPEN_FAILED.finding_next(format!("opening {path} read-write fails: {error}"), "the driver refused the open: read `dmesg | grep -i -e kfd -e amdgpu`; errors such as ENOMEM or EFAULT here usually mean an IOMMU problem (try iommu=pt) or an amdgpu driver that does not match this ROCm release")),
         Access::Denied { errno, gid } => Verdict::fail(denied(facts, path, &who, &errno, gid)),
     }
@@ -37,6 +50,20 @@ fn denied(facts: &NodeFacts, path: &str, who: &str, errno: &str, gid: Option<u32
         Some(gid) => {
             let group = group_name(&facts.groups, gid);
             let member = user.map(|u| u.groups.contains(&gid));
+            if let (Some(c), Some(false)) = (&facts.container, member) {
+                let groups = user.map_or_else(String::new, |u| {
+                    u.groups.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                });
+                return codes::DEVICE_GID_MISMATCH.finding_next(
+                    format!(
+                        "{who} cannot open {path} read-write (EACCES): it belongs to gid {gid} ({group} here), which is not among this {} container's groups ({groups}): the image's render and video groups are numbered differently from the host's",
+                        c.runtime
+                    ),
+                    format!(
+                        "add the host's gid to the container as a number: `--group-add {gid}` (GitHub Actions: `container:` `options: --group-add {gid}`)"
+                    ),
+                );
+            }
             if member == Some(true) {
                 codes::KFD_PERMISSION.finding_next(format!(
                         "{who} cannot open {path} read-write (EACCES) although it is in the device's group {group}: the node's mode does not give the group read-write"

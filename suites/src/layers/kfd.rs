@@ -134,6 +134,9 @@ fn dev_kfd(ctx: &NodeContext, _: Scope) -> Outcome {
     if facts.sysroot.exists("/dev/kfd") {
         return Ok(Verdict::pass("/dev/kfd exists"));
     }
+    if let Some(v) = super::device_access::not_passed(facts, "/dev/kfd") {
+        return Err(v);
+    }
     let topo = if facts.sysroot.exists("/sys/class/kfd") {
         ""
     } else {
@@ -572,6 +575,29 @@ mod tests {
             compute_units,
             render_minor,
         ]);
+    }
+
+    #[test]
+    fn in_a_container_a_missing_or_foreign_device_says_how_to_start_it() {
+        let v = fails_with(
+            "container-devices-not-passed",
+            dev_kfd,
+            Scope::Node,
+            codes::CONTAINER_DEVICE_NOT_PASSED,
+        );
+        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
+        assert!(
+            next.contains("--device=/dev/kfd --device=/dev/dri"),
+            "{next}"
+        );
+        let v = fails_with(
+            "container-gid-mismatch",
+            dev_kfd_access,
+            Scope::Node,
+            codes::DEVICE_GID_MISMATCH,
+        );
+        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
+        assert!(next.contains("--group-add 110"), "{next}");
     }
 
     #[test]
