@@ -50,33 +50,34 @@ fn runtime_in_cgroup(text: &str) -> Option<&'static str> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    #[test]
-    fn markers_and_cgroups_name_the_runtime() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = Sysroot::at(dir.path());
-        assert_eq!(detect(&root), None);
-        std::fs::create_dir_all(dir.path().join("proc/1")).unwrap();
-        std::fs::write(dir.path().join("proc/1/cgroup"), "0::/\n").unwrap();
-        assert_eq!(detect(&root), None, "a host's PID 1 sits at the root");
-        std::fs::write(
-            dir.path().join("proc/1/cgroup"),
-            "0::/kubepods/burstable/pod1234/abcd\n",
-        )
-        .unwrap();
-        assert_eq!(detect(&root).unwrap().runtime, "kubernetes");
-        std::fs::write(dir.path().join(".dockerenv"), "").unwrap();
-        let docker = detect(&root).unwrap();
-        assert_eq!(
-            (docker.runtime.as_str(), docker.evidence.as_str()),
-            ("docker", "/.dockerenv")
-        );
-    }
+    use rocgate_fixtures::hostile::put;
 
     proptest! {
         #[test]
         fn any_cgroup_text_is_read_without_panic(text in ".{0,200}") {
             let _ = runtime_in_cgroup(&text);
         }
+    }
+
+    #[test]
+    fn markers_and_cgroups_name_the_runtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Sysroot::at(dir.path());
+        assert_eq!(detect(&root), None);
+        put(dir.path(), "proc/1/cgroup", "0::/\n").unwrap();
+        assert_eq!(detect(&root), None, "a host's PID 1 sits at the root");
+        put(
+            dir.path(),
+            "proc/1/cgroup",
+            "0::/kubepods/burstable/pod1234/abcd\n",
+        )
+        .unwrap();
+        assert_eq!(detect(&root).unwrap().runtime, "kubernetes");
+        put(dir.path(), ".dockerenv", "").unwrap();
+        let docker = detect(&root).unwrap();
+        assert_eq!(
+            (docker.runtime.as_str(), docker.evidence.as_str()),
+            ("docker", "/.dockerenv")
+        );
     }
 }

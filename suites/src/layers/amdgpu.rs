@@ -283,7 +283,7 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::{code, fails_with, node};
+    use crate::layers::fixture::{code, fails_with, next_step, node};
     use rocgate_harness::{SkipReason, Status};
 
     #[test]
@@ -303,7 +303,7 @@ mod tests {
             Scope::Node,
             codes::AMDGPU_NOT_LOADED,
         );
-        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
+        let next = next_step(&v);
         assert!(
             next.starts_with("load amdgpu on the host, not in the container"),
             "{next}"

@@ -557,7 +557,7 @@ fn render_access(ctx: &NodeContext, scope: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::{code, fails_with, node};
+    use crate::layers::fixture::{code, fails_with, next_step, node};
     use rocgate_harness::{SkipReason, Status};
 
     #[test]
@@ -579,25 +579,23 @@ mod tests {
 
     #[test]
     fn in_a_container_a_missing_or_foreign_device_says_how_to_start_it() {
-        let v = fails_with(
-            "container-devices-not-passed",
-            dev_kfd,
-            Scope::Node,
-            codes::CONTAINER_DEVICE_NOT_PASSED,
-        );
-        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
-        assert!(
-            next.contains("--device=/dev/kfd --device=/dev/dri"),
-            "{next}"
-        );
-        let v = fails_with(
-            "container-gid-mismatch",
-            dev_kfd_access,
-            Scope::Node,
-            codes::DEVICE_GID_MISMATCH,
-        );
-        let next = v.finding.map(|f| f.next_step).unwrap_or_default();
-        assert!(next.contains("--group-add 110"), "{next}");
+        for (scenario, check, want, fix) in [
+            (
+                "container-devices-not-passed",
+                dev_kfd as super::super::Run,
+                codes::CONTAINER_DEVICE_NOT_PASSED,
+                "--device=/dev/kfd --device=/dev/dri",
+            ),
+            (
+                "container-gid-mismatch",
+                dev_kfd_access,
+                codes::DEVICE_GID_MISMATCH,
+                "--group-add 110",
+            ),
+        ] {
+            let next = next_step(&fails_with(scenario, check, Scope::Node, want));
+            assert!(next.contains(fix), "{scenario}: {next}");
+        }
     }
 
     #[test]

@@ -352,6 +352,14 @@ mod fixture {
         v
     }
 
+    /// The verdict's next step, if it failed.
+    pub(super) fn next_step(v: &Verdict) -> String {
+        v.finding
+            .as_ref()
+            .map(|f| f.next_step.clone())
+            .unwrap_or_default()
+    }
+
     /// The verdict's finding code, if it failed.
     pub(super) fn code(v: &Verdict) -> Option<&str> {
         v.finding.as_ref().map(|f| f.code.as_str())
