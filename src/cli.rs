@@ -240,6 +240,10 @@ pub struct HealthArgs {
     /// As `--slurm-prolog`, after the job.
     #[arg(long, conflicts_with_all = ["slurm", "gpus"])]
     pub slurm_epilog: bool,
+    /// Unhealthy when a check could not verify what it checks (by default
+    /// the line counts them: `rocgate: ok 8 GPUs; 2 unverified`).
+    #[arg(long, env = "ROCGATE_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
+    pub strict: bool,
     #[command(flatten)]
     pub reports: ReportArgs,
 }

@@ -29,6 +29,11 @@ enum Health {
     Healthy {
         gpus: usize,
         advisory: Option<DiagnosedFault>,
+        /// Checks that could not look: the line says so, never hides it.
+        unverified: usize,
+        /// Checks not run here (the runtime layers on a capture without
+        /// `--rocm-path`): counted, not passed.
+        not_run: usize,
     },
     /// A fault stops the stack; the lowest one.
     Unhealthy(DiagnosedFault),
@@ -128,7 +133,8 @@ fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, Strin
             opts.timeouts.insert(check.id.to_string(), cap);
         }
     }
-    let report = session.run(&plan, &opts, |_| {});
+    let mut report = session.run(&plan, &opts, |_| {});
+    report.strict = args.strict;
     let (_, not_written) = crate::reports::write(&args.reports, &session, &report);
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
     let places = session
@@ -138,13 +144,15 @@ fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, Strin
         .filter(|g| plan.gpus.contains(&g.index))
         .map(|g| (g.index, g.pci_address.clone()))
         .collect();
-    Ok((judge(&report, plan.gpus.len()), places))
+    Ok((judge(&report, plan.gpus.len(), args.strict), places))
 }
 
 /// The verdict on a run: the lowest fault that stops the stack makes the
 /// node unhealthy, even in a run cut short; a run cut short without one,
-/// or a fault of rocgate's own, decides nothing.
-fn judge(report: &RunReport, gpus: usize) -> Health {
+/// or a fault of rocgate's own, decides nothing. Checks that could not look
+/// are counted in the line; under `--strict` the first of them makes the
+/// node unhealthy.
+fn judge(report: &RunReport, gpus: usize, strict: bool) -> Health {
     let diagnosis = doctor::diagnose(report);
     let stopping = |f: &&DiagnosedFault| {
         report
@@ -172,9 +180,22 @@ fn judge(report: &RunReport, gpus: usize) -> Health {
             signal => format!("interrupted by {signal} before every layer was checked"),
         });
     }
+    let unverified = report.unverified();
+    if let (true, Some(r)) = (strict, unverified.first()) {
+        return Health::Unhealthy(DiagnosedFault {
+            code: "unverified".into(),
+            layer: r.layer,
+            scope: r.scope,
+            check: r.id.clone(),
+            message: format!("{}: {}", r.id, r.message),
+            next_step: String::new(),
+        });
+    }
     Health::Healthy {
         gpus,
         advisory: diagnosis.findings.first().cloned(),
+        unverified: unverified.len(),
+        not_run: report.count_skipped(rocgate_harness::SkipReason::NotConfigured),
     }
 }
 
@@ -193,16 +214,23 @@ fn gpus_place(f: &DiagnosedFault, gpus: &[(u32, String)]) -> String {
 /// `rocgate: unknown <why>`, at most [`MAX_LINE`] characters.
 fn one_line(health: &Health, gpus: &[(u32, String)]) -> String {
     let line = match health {
-        Health::Healthy { gpus: n, advisory } => {
+        Health::Healthy {
+            gpus: n,
+            advisory,
+            unverified,
+            not_run,
+        } => {
             let plural = if *n == 1 { "" } else { "s" };
-            match advisory {
-                Some(f) => format!(
-                    "rocgate: ok {n} GPU{plural}; advisory {} {}",
-                    f.code,
-                    gpus_place(f, gpus)
-                ),
-                None => format!("rocgate: ok {n} GPU{plural}"),
+            let mut line = format!("rocgate: ok {n} GPU{plural}");
+            if let Some(f) = advisory {
+                line.push_str(&format!("; advisory {} {}", f.code, gpus_place(f, gpus)));
             }
+            for (count, what) in [(unverified, "unverified"), (not_run, "not run")] {
+                if *count > 0 {
+                    line.push_str(&format!("; {count} {what}"));
+                }
+            }
+            line
         }
         Health::Unhealthy(f) => format!(
             "rocgate: {} {} {}",

@@ -55,7 +55,30 @@ fn health_says_one_line_and_exits_healthy_unhealthy_or_unknown() {
     let ok = node("mi300x-8");
     let h = health(&ok.root, &[], &[]);
     assert_eq!(h.code, 0, "{}", h.stderr);
-    assert_eq!(one_line(&h), "rocgate: ok 8 GPUs");
+    // Healthy as far as it looked: the runtime layers do not run on a
+    // capture without --rocm-path, and the line says so.
+    let line = one_line(&h);
+    assert!(
+        line.starts_with("rocgate: ok 8 GPUs; ") && line.ends_with(" not run"),
+        "{line}"
+    );
+
+    // A check that could not look is counted; --strict fails on it.
+    let no_rocm = node("mi210-8-two-hives");
+    let h = health(&no_rocm.root, &[], &[]);
+    assert_eq!(h.code, 0, "{}", h.stderr);
+    assert!(
+        one_line(&h).starts_with("rocgate: ok 8 GPUs; 1 unverified"),
+        "{}",
+        h.stdout
+    );
+    let h = health(&no_rocm.root, &["--strict"], &[]);
+    assert_eq!(h.code, 1, "{}", h.stderr);
+    assert!(
+        one_line(&h).starts_with("rocgate: unverified node node.compat.combination: "),
+        "{}",
+        h.stdout
+    );
 
     let broken = node("firmware-load-failed");
     let h = health(&broken.root, &[], &[]);
@@ -242,7 +265,7 @@ fn a_prolog_checks_only_the_jobs_gpus_and_calls_no_slurm_command() {
         assert!(h.stdout.is_empty(), "{}", h.stdout);
         let line = h.stderr.lines().next().unwrap_or_default();
         if code == 0 {
-            assert_eq!(line, "rocgate: ok 2 GPUs");
+            assert!(line.starts_with("rocgate: ok 2 GPUs"), "{line}");
         } else {
             assert!(
                 line.starts_with("rocgate: firmware-load-failed 0000:65:00.0"),

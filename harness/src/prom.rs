@@ -43,7 +43,7 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
         &mut out,
         "rocgate_layer_up",
         "gauge",
-        "1 when every check of the layer in the scope passed or was skipped, 0 when one failed, hung, crashed or was blocked by a layer below.",
+        "1 when the layer's checks in the scope passed (or did not apply), 0 when one failed, hung, crashed or was blocked by a layer below, or when none could look.",
     );
     for scope in report.scope_list() {
         let pci = report
@@ -155,15 +155,27 @@ fn layers_in(report: &RunReport, scope: Scope) -> Vec<Layer> {
     layers
 }
 
-/// Whether `layer` works in `scope`: no check of it stopped the stack or
-/// was kept from running. Advisory failures (a slow link) leave it up and
-/// show in the per-code counts.
+/// Whether `layer` is known to work in `scope`: no check of it stopped the
+/// stack or was kept from running, and it was looked at (a check passed, or
+/// none applies). A layer whose checks all skipped for want of a look (no
+/// runtime, unverifiable, cut short) is not up: a skip is not a pass.
+/// Advisory failures (a slow link) leave it up and show in the per-code
+/// counts.
 fn layer_up(report: &RunReport, scope: Scope, layer: Layer) -> bool {
-    !report
-        .results
-        .iter()
-        .filter(|r| r.scope == scope && r.layer == layer)
-        .any(|r| r.status == Status::Blocked || (r.status.is_fault() && !r.advisory))
+    let mine = || {
+        report
+            .results
+            .iter()
+            .filter(move |r| r.scope == scope && r.layer == layer)
+    };
+    let broken =
+        mine().any(|r| r.status == Status::Blocked || (r.status.is_fault() && !r.advisory));
+    let looked = mine().any(|r| {
+        r.status == Status::Pass
+            || r.status.is_fault()
+            || r.skip_reason == Some(crate::verdict::SkipReason::NotApplicable)
+    });
+    !broken && looked
 }
 
 fn bool_value(b: bool) -> f64 {
@@ -231,6 +243,7 @@ mod tests {
             result(Scope::Gpu(0), B, Status::Fail, Some("broken")),
             result(Scope::Gpu(0), C, Status::Blocked, None),
             result(Scope::Gpu(1), B, Status::Pass, None),
+            result(Scope::Gpu(1), C, Status::Skipped, None),
         ]);
         let mut info = crate::result::ScopeInfo::default();
         info.push("pci_address", "0000:05:00.0");
@@ -247,6 +260,8 @@ mod tests {
             r#"rocgate_layer_up{scope="gpu0",pci_address="0000:05:00.0",layer="b"} 0"#,
             r#"rocgate_layer_up{scope="gpu0",pci_address="0000:05:00.0",layer="c"} 0"#,
             r#"rocgate_layer_up{scope="gpu1",pci_address="",layer="b"} 1"#,
+            // Only skipped: never looked at, so not up.
+            r#"rocgate_layer_up{scope="gpu1",pci_address="",layer="c"} 0"#,
             r#"rocgate_check_failures{code="broken"} 1"#,
             r#"rocgate_check_failures{code="slow"} 0"#,
             "rocgate_run_passed 0",
