@@ -145,11 +145,7 @@ fn summary(
     node: &[(String, String)],
     versions: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> String {
-    let prop = |k: &str| {
-        node.iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.as_str())
-    };
+    let prop = |k: &str| crate::reports::node_property(node, k);
     let verdict = if report.all_passed() {
         "passed"
     } else {

@@ -85,16 +85,19 @@ pub fn write(
     (written, failed)
 }
 
+/// The node property `key` (`hostname`, `kernel`) among `props`, as the
+/// session lists them for every report.
+pub fn node_property<'a>(props: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    props
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
 /// The textfile for `report`, keeping the last success of the file it
 /// replaces at `path`.
 fn textfile(path: &Path, props: &[(String, String)], report: &RunReport) -> String {
-    let prop = |k: &str| {
-        props
-            .iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
+    let prop = |k: &str| node_property(props, k).unwrap_or_default().to_string();
     let info = [
         ("version", prop("rocgate_version")),
         ("hostname", prop("hostname")),
