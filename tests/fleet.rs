@@ -63,37 +63,44 @@ fn health_says_one_line_and_exits_healthy_unhealthy_or_unknown() {
         "{line}"
     );
 
-    // A check that could not look is counted; --strict fails on it.
-    let no_rocm = node("mi210-8-two-hives");
-    let h = health(&no_rocm.root, &[], &[]);
-    assert_eq!(h.code, 0, "{}", h.stderr);
-    assert!(
-        one_line(&h).starts_with("rocgate: ok 8 GPUs; 1 unverified"),
-        "{}",
-        h.stdout
-    );
-    let h = health(&no_rocm.root, &["--strict"], &[]);
-    assert_eq!(h.code, 1, "{}", h.stderr);
-    assert!(
-        one_line(&h).starts_with("rocgate: unverified node node.compat.combination: "),
-        "{}",
-        h.stdout
-    );
-
-    let broken = node("firmware-load-failed");
-    let h = health(&broken.root, &[], &[]);
-    assert_eq!(h.code, 1, "{}", h.stderr);
-    assert!(
-        one_line(&h).starts_with("rocgate: firmware-load-failed 0000:65:00.0 "),
-        "{}",
-        h.stdout
-    );
-
-    // A slow link is advisory: the node stays in service, the line says it.
-    let slow = node("pcie-link-degraded");
-    let h = health(&slow.root, &[], &[]);
-    assert_eq!(h.code, 0, "{}", h.stderr);
-    assert!(one_line(&h).starts_with("rocgate: ok 8 GPUs; advisory pcie-link-degraded"));
+    // A check that could not look is counted, and --strict fails on it; a
+    // broken layer is unhealthy; a slow link is advisory: the node stays in
+    // service and the line says it.
+    for (scenario, args, code, starts) in [
+        (
+            "mi210-8-two-hives",
+            &[][..],
+            0,
+            "rocgate: ok 8 GPUs; 1 unverified",
+        ),
+        (
+            "mi210-8-two-hives",
+            &["--strict"][..],
+            1,
+            "rocgate: unverified node node.compat.combination: ",
+        ),
+        (
+            "firmware-load-failed",
+            &[][..],
+            1,
+            "rocgate: firmware-load-failed 0000:65:00.0 ",
+        ),
+        (
+            "pcie-link-degraded",
+            &[][..],
+            0,
+            "rocgate: ok 8 GPUs; advisory pcie-link-degraded",
+        ),
+    ] {
+        let n = node(scenario);
+        let h = health(&n.root, args, &[]);
+        assert_eq!(h.code, code, "{scenario} {args:?}: {}", h.stderr);
+        assert!(
+            one_line(&h).starts_with(starts),
+            "{scenario} {args:?}: {}",
+            h.stdout
+        );
+    }
 
     // rocgate could not read the node: unknown, never unhealthy.
     let h = health(Path::new("/nonexistent/node"), &[], &[]);
