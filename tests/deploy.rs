@@ -390,8 +390,10 @@ impl Cluster {
                     std::fs::read_to_string(self.dir.path().join("health.log")).unwrap_or_default();
                 let slurmd =
                     std::fs::read_to_string(self.dir.path().join("slurmd.log")).unwrap_or_default();
+                let ctld = std::fs::read_to_string(self.dir.path().join("slurmctld.log"))
+                    .unwrap_or_default();
                 return Err(format!(
-                    "waited 60 s for {what}; sinfo -R: {:?}, state: {:?}\nhealth log:\n{log}\nslurmd log:\n{slurmd}",
+                    "waited 60 s for {what}; sinfo -R: {:?}, state: {:?}\nhealth log:\n{log}\nslurmd log:\n{slurmd}\nslurmctld log:\n{ctld}",
                     self.reasons(),
                     self.state()
                 )
@@ -403,14 +405,25 @@ impl Cluster {
     }
 }
 
+/// Whether munged issues and checks a credential: a socket file alone may
+/// be left by a munged that no longer runs.
+fn munged_answers() -> bool {
+    Command::new("sh")
+        .args(["-c", "munge -n | unmunge"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 fn slurm_cluster() -> Result<Completion, Failed> {
     for tool in ["slurmctld", "slurmd", "scontrol", "sinfo"] {
         if !have(tool) {
             return missing(&format!("{tool} (Slurm) is not installed"));
         }
     }
-    if !Path::new("/run/munge/munge.socket.2").exists() {
-        return missing("munged is not running (/run/munge/munge.socket.2)");
+    if !munged_answers() {
+        return missing("munged does not answer (`munge -n | unmunge` fails)");
     }
     if !nix::unistd::Uid::effective().is_root() {
         return missing("the Slurm daemons need root");
