@@ -207,6 +207,11 @@ pub struct ReportArgs {
     /// collector (`DIR/rocgate.prom`; replaced atomically, no timestamps).
     #[arg(long, value_name = "FILE")]
     pub prom: Option<PathBuf>,
+    /// Write a self-contained HTML page here (the GPUs x layers grid, the
+    /// likely cause, measurements, every check's details; no script, no
+    /// request to any address).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `rocgate health`.
@@ -271,8 +276,9 @@ pub struct FleetReportArgs {
     /// Run reports, or directories of them (every `*.json` inside).
     #[arg(required = true, value_name = "FILE|DIR")]
     pub inputs: Vec<PathBuf>,
-    /// markdown (for people and CI job summaries) or json.
-    #[arg(long, default_value = "markdown", value_parser = ["markdown", "json"])]
+    /// markdown (for people and CI job summaries), json, or html (one
+    /// self-contained page).
+    #[arg(long, default_value = "markdown", value_parser = ["markdown", "json", "html"])]
     pub format: String,
 }
 

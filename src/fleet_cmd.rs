@@ -25,6 +25,7 @@ pub fn run(args: &FleetArgs) -> Result<ExitCode, String> {
             let fleet = Fleet::read(&texts, &layers)?;
             match report.format.as_str() {
                 "json" => outln!("{}", fleet.json()?),
+                "html" => out!("{}", crate::html::fleet_page(&fleet)),
                 _ => out!("{}", fleet.markdown()),
             }
             Ok(if fleet.all_passed() {

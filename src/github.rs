@@ -5,7 +5,7 @@
 //! into annotations, at most 10 of each (GitHub keeps 10 per step), most
 //! important first, each beginning with its finding code.
 
-use crate::ui::ladder::layer_cell;
+use crate::ui::ladder::{layer_cell, layer_fault};
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
 use rocgate_harness::{RunReport, SkipReason, Status};
 use std::collections::BTreeMap;
@@ -71,13 +71,11 @@ pub fn publication(
     node: &[(String, String)],
     versions: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Publication {
-    let advisory =
-        |f: &DiagnosedFault| report.results.iter().any(|r| r.id == f.check && r.advisory);
-    let errors: Vec<&DiagnosedFault> = diagnosis.findings.iter().filter(|f| !advisory(f)).collect();
+    let errors: Vec<&DiagnosedFault> = diagnosis.findings.iter().filter(|f| !f.advisory).collect();
     let mut warnings: Vec<String> = diagnosis
         .findings
         .iter()
-        .filter(|f| advisory(f))
+        .filter(|f| f.advisory)
         .map(|f| annotation("warning", f))
         .collect();
     // A check that could not look is worth a warning: the run is not the
@@ -188,11 +186,9 @@ fn summary(
             .iter()
             .map(|&layer| {
                 let cell = layer_cell(report, scope, layer);
-                let code = report
-                    .results
-                    .iter()
-                    .filter(|r| r.scope == scope && r.layer == layer && r.status.is_fault())
-                    .find_map(|r| r.finding.as_ref().map(|f| f.code.as_str()));
+                let code = layer_fault(report, scope, layer)
+                    .and_then(|r| r.finding.as_ref())
+                    .map(|f| f.code.as_str());
                 match code {
                     Some(c) => format!("**{cell}** `{c}`"),
                     None => cell.to_string(),

@@ -154,19 +154,13 @@ fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, Strin
 /// node unhealthy.
 fn judge(report: &RunReport, gpus: usize, strict: bool) -> Health {
     let diagnosis = doctor::diagnose(report);
-    let stopping = |f: &&DiagnosedFault| {
-        report
-            .results
-            .iter()
-            .any(|r| r.id == f.check && !r.advisory)
-    };
     if let Some(own) = diagnosis.findings.iter().find(|f| f.code == INTERNAL_ERROR) {
         return Health::Unknown(format!("rocgate failed ({}): {}", own.check, own.message));
     }
-    if let Some(fault) = diagnosis.findings.iter().find(stopping) {
+    if let Some(fault) = diagnosis.findings.iter().find(|f| !f.advisory) {
         // A node-wide finding that a GPU's own result shares (a wedged
         // GPU) is told by that GPU, so the line and a drain reason name it.
-        let on_gpu = diagnosis.findings.iter().filter(stopping).find(|f| {
+        let on_gpu = diagnosis.findings.iter().filter(|f| !f.advisory).find(|f| {
             fault.scope == Scope::Node
                 && f.scope != Scope::Node
                 && f.code == fault.code
@@ -189,6 +183,7 @@ fn judge(report: &RunReport, gpus: usize, strict: bool) -> Health {
             check: r.id.clone(),
             message: format!("{}: {}", r.id, r.message),
             next_step: String::new(),
+            advisory: false,
         });
     }
     Health::Healthy {

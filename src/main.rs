@@ -33,6 +33,7 @@ mod doctor_cmd;
 mod fleet_cmd;
 mod github;
 mod health_cmd;
+mod html;
 mod inventory_cmd;
 mod list_cmd;
 mod matrix_cmd;

@@ -1,4 +1,4 @@
-//! Writing a run's reports (JUnit, JSON, Prometheus textfile) where
+//! Writing a run's reports (JUnit, JSON, Prometheus textfile, HTML) where
 //! `ReportArgs` says: each through the atomic writer, one failure not
 //! stopping the others.
 
@@ -19,6 +19,7 @@ pub fn distinct_paths(args: &ReportArgs) -> Result<(), String> {
         ("--junit", &args.junit),
         ("--json", &args.json),
         ("--prom", &args.prom),
+        ("--html", &args.html),
     ];
     let given: Vec<(&str, &Path)> = named
         .iter()
@@ -81,6 +82,15 @@ pub fn write(
             path,
             Ok(textfile(path, &props, report)),
         );
+    }
+    if let Some(path) = &args.html {
+        let page = crate::html::run_page(
+            report,
+            &rocgate_harness::doctor::diagnose(report),
+            &props,
+            &session.versions(report),
+        );
+        put("HTML", "HTML: ", path, Ok(page));
     }
     (written, failed)
 }

@@ -66,3 +66,29 @@ fn inventory_reports() {
         });
     }
 }
+
+#[test]
+fn fleet_html_report() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["mi300x-8", "kfd-missing", "pcie-link-degraded"] {
+        let n = node(name);
+        let report = dir.path().join(format!("{name}.json"));
+        on_sysroot(&["run", "--json", report.to_str().unwrap()], &n.root)
+            .output()
+            .unwrap();
+    }
+    let out = common::rocgate()
+        .args(["fleet", "report", "--format", "html"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let mut s = settings(dir.path());
+    // The style sheet is the same on every page; the snapshot holds what
+    // the page says. One element per line, so that a change reads as a diff.
+    s.add_filter(r"(?s)<style>.*</style>", "<style>[style.css]</style>");
+    s.add_filter(
+        "(<(?:h1|h2|table|thead|tbody|tr|ul|li|p|footer)[ >])",
+        "\n$1",
+    );
+    s.bind(|| insta::assert_snapshot!("fleet-html", String::from_utf8_lossy(&out.stdout)));
+}

@@ -20,6 +20,9 @@ pub struct DiagnosedFault {
     pub message: String,
     /// What to do next.
     pub next_step: String,
+    /// Whether the check is advisory: its fault does not stop the stack.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub advisory: bool,
 }
 
 /// The doctor's summary of a run.
@@ -51,6 +54,7 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
                     check: r.id.clone(),
                     message: f.message.clone(),
                     next_step: f.next_step.clone(),
+                    advisory: r.advisory,
                 },
                 // The suites name every fault; a stack that does not still
                 // gets the fault diagnosed, by its status.
@@ -61,6 +65,7 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
                     check: r.id.clone(),
                     message: r.message.clone(),
                     next_step: "no finding names this fault; read the check's output".to_string(),
+                    advisory: r.advisory,
                 },
             };
             (order, located)
@@ -68,7 +73,7 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
         .collect();
     // Faults that stop the stack first, advisories after them: a degraded
     // PCIe link is not the likely cause when /dev/kfd is missing.
-    findings.sort_by_key(|(order, f)| (report.results[*order].advisory, f.layer, f.scope, *order));
+    findings.sort_by_key(|(order, f)| (f.advisory, f.layer, f.scope, *order));
     let findings: Vec<DiagnosedFault> = findings.into_iter().map(|(_, f)| f).collect();
     Diagnosis {
         schema_version: 1,

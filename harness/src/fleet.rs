@@ -40,6 +40,18 @@ pub struct FleetNode {
     pub drain: bool,
 }
 
+impl FleetNode {
+    /// Where the fault was found, as people read it: `gpu3 (0000:65:00.0)`,
+    /// `node`, or empty when the node has none.
+    pub fn gpu(&self) -> String {
+        match (&self.scope, &self.pci_address) {
+            (Some(s), Some(a)) => format!("{s} ({a})"),
+            (Some(s), None) => s.clone(),
+            _ => String::new(),
+        }
+    }
+}
+
 /// A fleet's reports, read.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Fleet {
@@ -143,7 +155,7 @@ impl Fleet {
                     .map(|c| format!("`{c}`"))
                     .unwrap_or_default(),
             );
-            row.push(gpu(n));
+            row.push(n.gpu());
             let _ = writeln!(out, "| {} |", row.join(" | "));
         }
         if !self.codes.is_empty() {
@@ -161,7 +173,7 @@ impl Fleet {
                     "- {}: `{}` on {}",
                     md(&n.node),
                     n.code.as_deref().unwrap_or("?"),
-                    gpu(n)
+                    n.gpu()
                 );
             }
         }
@@ -260,14 +272,6 @@ fn rank(cell: &str) -> u8 {
         "warn" => 2,
         "pass" => 1,
         _ => 0,
-    }
-}
-
-fn gpu(n: &FleetNode) -> String {
-    match (&n.scope, &n.pci_address) {
-        (Some(s), Some(a)) => format!("{s} ({a})"),
-        (Some(s), None) => s.clone(),
-        _ => String::new(),
     }
 }
 

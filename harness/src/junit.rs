@@ -311,6 +311,7 @@ mod tests {
             name: nasty.into(),
             value: 1.0,
             unit: nasty.into(),
+            floor: None,
         }];
         r.facts.insert(nasty.into(), nasty.into());
         let mut info = ScopeInfo::default();
@@ -427,6 +428,7 @@ mod tests {
                             name: code,
                             value,
                             unit: next,
+                            floor: Some(value),
                         }],
                         facts: facts.into_iter().collect(),
                     }

@@ -142,6 +142,11 @@ pub struct Metric {
     pub value: f64,
     /// Its unit (`GB/s`, `count`).
     pub unit: String,
+    /// The least value the check accepted, when it judged the value against
+    /// a floor (the published figure less the margin): reports draw the
+    /// value against it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub floor: Option<f64>,
 }
 
 /// What a check returns: pass, fail with a finding, or skipped with a reason,
@@ -248,6 +253,20 @@ impl Verdict {
             name: name.to_string(),
             value,
             unit: unit.to_string(),
+            floor: None,
+        });
+        self
+    }
+
+    /// Attaches a metric that was judged against `floor`, the least value
+    /// the check accepted.
+    #[must_use]
+    pub fn with_metric_against(mut self, name: &str, value: f64, unit: &str, floor: f64) -> Self {
+        self.metrics.push(Metric {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+            floor: Some(floor),
         });
         self
     }

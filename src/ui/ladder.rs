@@ -48,6 +48,15 @@ pub fn layer_cell(report: &RunReport, scope: Scope, layer: Layer) -> &'static st
     cell_text(layer_mark(report, scope, layer))
 }
 
+/// The first fault of `scope`'s checks in `layer`, which names the cell in
+/// views that have room for a finding code.
+pub fn layer_fault(report: &RunReport, scope: Scope, layer: Layer) -> Option<&CheckResult> {
+    report
+        .results
+        .iter()
+        .find(|r| r.scope == scope && r.layer == layer && r.status.is_fault())
+}
+
 fn cell_text(mark: Option<Mark>) -> &'static str {
     match mark {
         None => "-",

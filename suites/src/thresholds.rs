@@ -187,7 +187,12 @@ impl Thresholds {
 
     /// Whether `measured` meets `floor`.
     pub fn meets(&self, floor: &Floor, measured: f64) -> bool {
-        measured >= floor.value * (1.0 - floor.margin.unwrap_or(self.margin))
+        measured >= self.least(floor)
+    }
+
+    /// The least value that meets `floor`: the figure less its margin.
+    pub fn least(&self, floor: &Floor) -> f64 {
+        floor.value * (1.0 - floor.margin.unwrap_or(self.margin))
     }
 }
 

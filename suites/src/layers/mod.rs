@@ -149,6 +149,7 @@ fn judge_floor(ctx: &NodeContext, gpu: &Gpu, metric: &str, measured: f64, unit: 
         .with_metric(metric, measured, unit);
     };
     let margin = floor.margin.unwrap_or(t.margin);
+    let least = t.least(floor);
     let origin = match &floor.workload {
         Some(w) => format!("{}; its workload: {w}", floor.source),
         None => floor.source.clone(),
@@ -159,14 +160,14 @@ fn judge_floor(ctx: &NodeContext, gpu: &Gpu, metric: &str, measured: f64, unit: 
             floor.value,
             margin * 100.0,
         ))
-        .with_metric(metric, measured, unit);
+        .with_metric_against(metric, measured, unit, least);
     }
     Verdict::fail(codes::PERF_BELOW_FLOOR.finding(format!(
         "{metric} is {measured:.1} {unit}, below the floor of {:.1} {unit} less {:.0}% for {who} ({origin})",
         floor.value,
         margin * 100.0,
     )))
-    .with_metric(metric, measured, unit)
+    .with_metric_against(metric, measured, unit, least)
 }
 
 /// A host->device->host copy of `sent` that came back as `got`, the two

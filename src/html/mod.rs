@@ -1,0 +1,146 @@
+//! HTML reports: one self-contained page for a run (`--html`) or a fleet
+//! (`fleet report --format html`). Everything is inline (CSS, SVG bars); the
+//! page has no script and its Content-Security-Policy forbids any request,
+//! so it opens the same from a CI artifact, a mail or an air-gapped node.
+//! Text is escaped by the templates (maud), never pasted.
+
+mod fleet;
+mod run;
+
+pub use fleet::fleet_page;
+pub use run::run_page;
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+
+/// The page's style sheet, inlined into every page.
+const STYLE: &str = include_str!("style.css");
+
+/// What the page may load: nothing but its own inline style and data
+/// images. A browser enforces this, so a report can never call out.
+const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+/// A complete page titled `title` around `body`.
+fn page(title: &str, body: Markup) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy" content=(POLICY);
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                // Without it a browser asks the server for /favicon.ico.
+                link rel="icon" href="data:,";
+                title { (title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                (body)
+                footer {
+                    "rocgate " (env!("CARGO_PKG_VERSION"))
+                    " · a self-contained page: no script, no request to any address"
+                }
+            }
+        }
+    }
+    .into_string()
+}
+
+/// The style class of a cell or badge whose text is `text`, as the ladder
+/// and the fleet table write it (`pass`, `FAIL`, `unverif`, `warn`, `-`).
+fn class_of(text: &str) -> &'static str {
+    match text.to_ascii_lowercase().as_str() {
+        "pass" => "pass",
+        "fail" => "fail",
+        "timeout" => "timeout",
+        "crash" => "crash",
+        "warn" => "warn",
+        "blocked" => "blocked",
+        "unverif" | "unverifiable" => "unverif",
+        "skip" | "skipped" => "skip",
+        _ => "none",
+    }
+}
+
+/// The legend of the grid's colours.
+fn legend(entries: &[(&str, &str)]) -> Markup {
+    html! {
+        p.legend {
+            @for (text, meaning) in entries {
+                span class=(class_of(text)) { (text) } (meaning) " "
+            }
+        }
+    }
+}
+
+/// A number as reports print measurements: three significant figures
+/// or so, never in exponent form.
+fn number(v: f64) -> String {
+    match v.abs() {
+        a if !a.is_finite() => v.to_string(),
+        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 1.0 => format!("{v:.1}"),
+        _ => format!("{v:.3}"),
+    }
+}
+
+/// A small horizontal bar of `value` on a scale of `0..scale`, with a mark
+/// at `floor` when the value was judged against one; red when below it.
+fn bar(value: f64, floor: Option<f64>, scale: f64) -> Markup {
+    const WIDTH: f64 = 100.0;
+    if !(value.is_finite() && scale.is_finite() && scale > 0.0) {
+        return html! {};
+    }
+    let x = |v: f64| (v / scale * WIDTH).clamp(0.0, WIDTH);
+    let class = match floor {
+        Some(f) if value < f => "value low",
+        Some(_) => "value",
+        None => "value plain",
+    };
+    let label = match floor {
+        Some(f) => format!("{} against a floor of {}", number(value), number(f)),
+        None => number(value),
+    };
+    html! {
+        svg.bar width="100" height="14" viewBox="0 0 100 14" role="img" aria-label=(label) {
+            title { (label) }
+            rect.track x="0" y="3" width="100" height="8" {}
+            rect class=(class) x="0" y="3" width=(format!("{:.1}", x(value))) height="8" {}
+            @if let Some(f) = floor.filter(|f| f.is_finite()) {
+                line.floor x1=(format!("{:.1}", x(f))) x2=(format!("{:.1}", x(f))) y1="0" y2="14" {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bar_below_its_floor_is_red_and_marks_the_floor() {
+        let low = bar(50.0, Some(80.0), 100.0).into_string();
+        assert!(low.contains("value low"), "{low}");
+        assert!(low.contains(r#"x1="80.0""#), "{low}");
+        let ok = bar(90.0, Some(80.0), 100.0).into_string();
+        assert!(ok.contains(r#"class="value""#), "{ok}");
+        assert!(!bar(90.0, None, 100.0).into_string().contains("line"));
+    }
+
+    #[test]
+    fn a_bar_without_a_sane_scale_is_left_out_rather_than_drawn_wrong() {
+        assert!(bar(f64::NAN, None, 1.0).into_string().is_empty());
+        assert!(bar(1.0, None, 0.0).into_string().is_empty());
+        assert_eq!(number(f64::INFINITY), "inf");
+        assert_eq!(number(1234.5), "1234");
+        assert_eq!(number(0.01234), "0.012");
+    }
+
+    #[test]
+    fn text_is_escaped_and_the_page_forbids_requests() {
+        let page = page("<script>x</script>", html! { p { "a & b <i>" } });
+        assert!(page.contains("&lt;script&gt;x&lt;/script&gt;"));
+        assert!(page.contains("a &amp; b &lt;i&gt;"));
+        assert!(page.contains("default-src 'none'"));
+        assert!(!page.contains("http://") && !page.contains("https://"));
+    }
+}

@@ -1,0 +1,368 @@
+//! One run as a page: the likely cause and next step on top, the GPUs x
+//! layers grid with the finding code in each faulty cell, measurements as
+//! bars against their floors, identity and versions, and every check's
+//! details.
+
+use super::{bar, class_of, legend, number, page};
+use crate::reports::node_property;
+use crate::ui::ladder::{layer_cell, layer_fault};
+use maud::{Markup, html};
+use rocgate_harness::doctor::Diagnosis;
+use rocgate_harness::{CheckResult, Layer, Metric, RunReport, Scope, Status};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The page for `report`: `diagnosis` its doctor's summary, `node` the
+/// node's properties (host name, kernel, driver, ROCm), `versions` each
+/// scope's component versions.
+pub fn run_page(
+    report: &RunReport,
+    diagnosis: &Diagnosis,
+    node: &[(String, String)],
+    versions: &BTreeMap<String, BTreeMap<String, String>>,
+) -> String {
+    let host = node_property(node, "hostname").unwrap_or("this node");
+    let verdict = if report.all_passed() {
+        "passed"
+    } else {
+        "FAILED"
+    };
+    let title = format!("rocgate {verdict} on {host}");
+    let body = html! {
+        header {
+            h1 {
+                "rocgate "
+                span.verdict.(if report.all_passed() { "pass" } else { "fail" }) { (verdict) }
+                " on " (host)
+            }
+            p.meta {
+                (report.tier) " tier · started " (report.started_at.format("%Y-%m-%d %H:%M:%S %z"))
+                " · " (elapsed(report.duration)) " · "
+                (counts(report))
+                @if report.strict { " · --strict" }
+            }
+        }
+        (cause(report, diagnosis))
+        h2 { "GPUs by layer" }
+        (grid(report))
+        (legend(&[
+            ("pass", "every check passed"),
+            ("FAIL", "a fault stops the stack"),
+            ("warn", "an advisory fault"),
+            ("blocked", "a layer below failed"),
+            ("unverif", "a check could not look"),
+            ("skip", "not applicable here"),
+        ]))
+        (metrics(report))
+        (identity(report, node, versions))
+        h2 { "Checks" }
+        @for scope in report.scope_list() {
+            (checks(report, scope))
+        }
+    };
+    page(&title, body)
+}
+
+/// A run's or check's wall time: milliseconds under a second.
+fn elapsed(d: std::time::Duration) -> String {
+    match d.as_secs_f64() {
+        s if s < 1.0 => format!("{:.1} ms", s * 1e3),
+        s => format!("{s:.1} s"),
+    }
+}
+
+/// `N checks: a pass, b fail, ...` for the statuses that occurred.
+fn counts(report: &RunReport) -> String {
+    let parts: Vec<String> = Status::ALL
+        .into_iter()
+        .map(|s| (s, report.count(s)))
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{n} {s}"))
+        .collect();
+    format!("{} checks: {}", report.results.len(), parts.join(", "))
+}
+
+/// `gpu3 · 0000:65:00.0 · AMD Instinct MI300X · gfx942`.
+fn identity_line(report: &RunReport, scope: Scope) -> String {
+    let info = report.scope_info(scope);
+    ["pci_address", "product", "gfx_target"]
+        .into_iter()
+        .filter_map(|k| info.get(k))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The box on top: what broke first and what to do, or that nothing did.
+fn cause(report: &RunReport, diagnosis: &Diagnosis) -> Markup {
+    let unverified = report.unverified();
+    html! {
+        @if let Some(f) = &diagnosis.likely_cause {
+            section.cause.(if f.advisory { "unsure" } else { "stop" }) {
+                @if f.advisory {
+                    p { strong { "No fault stops the stack; the first advisory finding is in layer " } (f.layer) }
+                } @else {
+                    p { strong { "First failing layer: " } (f.layer) }
+                }
+                p {
+                    strong { "Likely cause: " } code { (f.code) } " on " (f.scope.label())
+                    @let ident = identity_line(report, f.scope);
+                    @if !ident.is_empty() { " (" (ident) ")" }
+                    ": " (f.message)
+                }
+                p.next { "Next step: " (f.next_step) }
+                @if diagnosis.findings.len() > 1 {
+                    p { (diagnosis.findings.len() - 1) " more findings below, bottom-up." }
+                }
+            }
+        } @else if !unverified.is_empty() {
+            section.cause.unsure {
+                p { strong { "No fault found, but " (unverified.len()) " checks could not look:" } }
+                ul {
+                    @for r in unverified.iter().take(10) {
+                        li { a href=(format!("#{}", r.id)) { code { (r.id) } } ": " (r.message) }
+                    }
+                }
+                p.next { "Next step: give rocgate what those checks need (see each one), or run with --strict to fail on them." }
+            }
+        } @else {
+            section.cause.ok { p { strong { "Every layer passed on every GPU." } } }
+        }
+        @if let Some(why) = &report.interrupted {
+            section.cause.unsure { p { strong { "The run was interrupted: " } (why) } }
+        }
+    }
+}
+
+/// The grid: a row per scope, a column per layer, coloured by the worst
+/// result, the finding code in a faulty cell, each cell linking to the
+/// check that decided it.
+fn grid(report: &RunReport) -> Markup {
+    let layers = report.layers();
+    html! {
+        table.grid #grid {
+            thead {
+                tr {
+                    th { "scope" }
+                    th { "identity" }
+                    @for l in &layers { th { (l) } }
+                }
+            }
+            tbody {
+                @for scope in report.scope_list() {
+                    tr {
+                        th { a href=(format!("#scope-{}", scope.label())) { (scope.label()) } }
+                        td.ident { (identity_line(report, scope)) }
+                        @for &layer in &layers { (cell(report, scope, layer)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn cell(report: &RunReport, scope: Scope, layer: Layer) -> Markup {
+    let text = layer_cell(report, scope, layer);
+    let fault = layer_fault(report, scope, layer);
+    let first = report
+        .results
+        .iter()
+        .find(|r| r.scope == scope && r.layer == layer);
+    // A cell whose every fault is advisory does not stop the stack.
+    let advisory = fault.is_some()
+        && report
+            .results
+            .iter()
+            .filter(|r| r.scope == scope && r.layer == layer && r.status.is_fault())
+            .all(|r| r.advisory);
+    let class = if advisory { "warn" } else { class_of(text) };
+    let shown = fault
+        .and_then(|r| r.finding.as_ref().map(|f| f.code.as_str()))
+        .unwrap_or(text);
+    let decided_by = fault.or(first);
+    html! {
+        td.cell.(class) title=(decided_by.map(|r| format!("{}: {}", r.id, r.message)).unwrap_or_default()) {
+            @match decided_by {
+                Some(r) => a href=(format!("#{}", r.id)) { (shown) },
+                None => "-",
+            }
+        }
+    }
+}
+
+/// Every measurement, one row per check and metric with a column per
+/// scope, so a slow GPU stands out beside its peers. Rates (GB/s,
+/// TFLOP/s) and values judged against a floor get a bar; bars of one row
+/// share a scale, and a floor is drawn as a mark.
+fn metrics(report: &RunReport) -> Markup {
+    type Row<'a> = BTreeMap<Scope, (&'a CheckResult, &'a Metric)>;
+    // Rows in the order the checks ran: bottom-up through the layers.
+    let mut rows: Vec<((&str, &str, &str), Row<'_>)> = Vec::new();
+    for r in &report.results {
+        for m in &r.metrics {
+            let key = (r.check.as_str(), m.name.as_str(), m.unit.as_str());
+            let at = match rows.iter().position(|(k, _)| *k == key) {
+                Some(at) => at,
+                None => {
+                    rows.push((key, Row::new()));
+                    rows.len() - 1
+                }
+            };
+            rows[at].1.insert(r.scope, (r, m));
+        }
+    }
+    if rows.is_empty() {
+        return html! {};
+    }
+    let scopes: Vec<Scope> = report
+        .scope_list()
+        .into_iter()
+        .filter(|s| rows.iter().any(|(_, row)| row.contains_key(s)))
+        .collect();
+    html! {
+        h2 { "Measurements" }
+        table.metrics {
+            thead {
+                tr {
+                    th { "check" } th { "metric" } th { "floor" }
+                    @for s in &scopes { th { (s.label()) } }
+                }
+            }
+            tbody {
+                @for ((check, name, unit), row) in &rows {
+                    @let floors: BTreeSet<String> = row.values().filter_map(|(_, m)| m.floor).map(number).collect();
+                    @let drawn = !floors.is_empty() || unit.ends_with("/s");
+                    @let scale = row.values().map(|(_, m)| m.value.max(m.floor.unwrap_or(0.0))).filter(|v| v.is_finite()).fold(0.0, f64::max) * 1.1;
+                    tr {
+                        td { code { (check) } }
+                        td { (name) " (" (unit) ")" }
+                        td.num { (floors.into_iter().collect::<Vec<_>>().join(", ")) }
+                        @for s in &scopes {
+                            @match row.get(s) {
+                                Some((r, m)) => td.num title=(r.id) {
+                                    a href=(format!("#{}", r.id)) { (quantity(m.value, unit)) }
+                                    @if drawn { br; (bar(m.value, m.floor, scale)) }
+                                },
+                                None => td {},
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A measured value in its unit as people read it: byte counts in GiB.
+fn quantity(value: f64, unit: &str) -> String {
+    match unit {
+        "bytes" if value >= f64::from(1u32 << 30) => {
+            format!("{} GiB", number(value / f64::from(1u32 << 30)))
+        }
+        _ => number(value),
+    }
+}
+
+/// The node's properties, then every scope's versions side by side.
+fn identity(
+    report: &RunReport,
+    node: &[(String, String)],
+    versions: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Markup {
+    // The node first, then the GPUs in order, as the grid lists them.
+    let mut scopes: Vec<&String> = versions.keys().collect();
+    let order = |label: &str| match label {
+        "node" => (0, 0),
+        l => (
+            1,
+            l.trim_start_matches("gpu")
+                .parse::<u64>()
+                .unwrap_or(u64::MAX),
+        ),
+    };
+    scopes.sort_by_key(|s| order(s));
+    let components: BTreeSet<&String> = versions.values().flat_map(|v| v.keys()).collect();
+    html! {
+        h2 { "Node and versions" }
+        table.node {
+            @for (k, v) in node { tr { th { (k) } td.mono { (v) } } }
+        }
+        @if !components.is_empty() {
+            h3 { "Versions by scope" }
+            table.versions {
+                thead { tr { th { "component" } @for s in &scopes { th { (s) } } } }
+                tbody {
+                    @for c in &components {
+                        tr {
+                            th { (c) }
+                            @for s in &scopes {
+                                td.mono { (versions[*s].get(*c).map_or("-", String::as_str)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        @let gpus: Vec<Scope> = report.scope_list().into_iter().filter(|s| *s != Scope::Node).collect();
+        @if !gpus.is_empty() {
+            h3 { "GPUs" }
+            table.gpus {
+                @for s in gpus {
+                    tr {
+                        th { (s.label()) }
+                        // Versions are in the table above; the rest is identity.
+                        @let known = versions.get(&s.label());
+                        td.mono {
+                            @for (k, v) in report.scope_info(s).properties {
+                                @if known.is_none_or(|vs| !vs.contains_key(&k)) { (k) "=" (v) " " }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One scope's checks, each in a `<details>` (open when it found a fault).
+fn checks(report: &RunReport, scope: Scope) -> Markup {
+    let mine: Vec<&CheckResult> = report.results.iter().filter(|r| r.scope == scope).collect();
+    html! {
+        section id=(format!("scope-{}", scope.label())) {
+            h3 {
+                (scope.label())
+                @let ident = identity_line(report, scope);
+                @if !ident.is_empty() { " · " (ident) }
+            }
+            @for r in mine { (check(r)) }
+        }
+    }
+}
+
+fn check(r: &CheckResult) -> Markup {
+    let shown = match (r.status, r.advisory) {
+        (s, true) if s.is_fault() => "warn",
+        _ => r.status.as_str(),
+    };
+    html! {
+        details id=(r.id) open[r.status.is_fault()] {
+            summary {
+                span.badge.(class_of(shown)) { (r.status) }
+                code { (r.id) } " " (r.message)
+            }
+            div {
+                @if let Some(f) = &r.finding {
+                    p { strong { "Finding: " } code { (f.code) } " " (f.message) }
+                    p { strong { "Next step: " } (f.next_step) }
+                }
+                @if let Some(reason) = r.skip_reason { p { "Skipped: " (reason.as_str()) } }
+                @if let Some(root) = &r.blocked_by {
+                    p { "Blocked by " a href=(format!("#{root}")) { code { (root) } } }
+                }
+                p.meta { "layer " (r.layer) " · " (elapsed(r.duration)) @if r.advisory { " · advisory" } }
+                @if !r.facts.is_empty() {
+                    table { @for (k, v) in &r.facts { tr { th { (k) } td.mono { (v) } } } }
+                }
+                @if !r.output.is_empty() { pre { (r.output) } }
+            }
+        }
+    }
+}
