@@ -45,6 +45,14 @@ fn append(path: &Path, text: &str) {
     fs::write(path, s).unwrap();
 }
 
+fn thp_never(root: &Path) {
+    fs::write(
+        root.join("sys/kernel/mm/transparent_hugepage/enabled"),
+        "always madvise [never]\n",
+    )
+    .unwrap();
+}
+
 fn node_breaks(root: &Path) {
     // gpu0 (KFD node 2): its PCI device gone, KFD still lists it.
     fs::remove_file(root.join("sys/bus/pci/devices/0000:05:00.0")).unwrap();
@@ -189,6 +197,12 @@ fn cases() -> Vec<Case> {
         codes,
     };
     vec![
+        case(
+            "transparent huge pages disabled",
+            "mi300x-8",
+            thp_never,
+            &["thp-disabled"],
+        ),
         case(
             "node breaks",
             "mi300x-8",

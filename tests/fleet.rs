@@ -432,7 +432,7 @@ fn the_fleet_report_reads_a_directory_of_runs() {
         "{md}"
     );
     assert!(
-        md.contains("| firmware-load-failed | pass | **fail** | blocked |"),
+        md.contains("| firmware-load-failed | pass | pass | **fail** | blocked |"),
         "{md}"
     );
     assert!(md.contains("- kfd-missing: `kfd-missing` on node"), "{md}");

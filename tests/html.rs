@@ -274,11 +274,11 @@ fn run_page_in_chromium() -> Result<Completion, Failed> {
     check(
         layers[2..]
             == [
-                "pci", "firmware", "amdgpu", "kfd", "compat", "hsa", "hip", "rccl",
+                "system", "pci", "firmware", "amdgpu", "kfd", "compat", "hsa", "hip", "rccl",
             ],
         format!("grid columns {layers:?}"),
     )?;
-    let kfd = shown.all("#grid tbody tr:first-child td.cell")[3];
+    let kfd = shown.all("#grid tbody tr:first-child td.cell")[4];
     check(
         kfd.value().classes().any(|c| c == "fail")
             && kfd.text().collect::<String>().trim() == "kfd-missing",

@@ -79,6 +79,9 @@ pub struct Comparison {
     pub fixed: Vec<StatusChange>,
     /// Metrics worse by more than the tolerance.
     pub slower: Vec<MetricChange>,
+    /// Error counters (RAS errors, retired pages) that grew, by any amount;
+    /// `change` is the increase.
+    pub grew: Vec<MetricChange>,
     /// The tolerance used.
     pub tolerance: f64,
 }
@@ -88,14 +91,32 @@ impl Comparison {
     pub fn regressed(&self) -> bool {
         !self.regressions.is_empty()
             || !self.slower.is_empty()
+            || !self.grew.is_empty()
             || !self.gone.is_empty()
             || self.gpu_count.is_some()
     }
 }
 
-/// Whether larger values of a metric in `unit` are better.
-fn higher_is_better(unit: &str) -> bool {
-    !matches!(unit, "ms" | "s" | "us" | "ns")
+/// How a metric in `unit` is compared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    /// Bandwidth, throughput, counts of things present: a drop is worse.
+    HigherIsBetter,
+    /// Times: a rise is worse.
+    LowerIsBetter,
+    /// Error counters (`errors`, `pages`): any rise is worse, from zero too.
+    Counter,
+    /// Readings of the moment (`°C`, `W`): not compared.
+    Reading,
+}
+
+fn direction(unit: &str) -> Direction {
+    match unit {
+        "ms" | "s" | "us" | "ns" => Direction::LowerIsBetter,
+        "errors" | "pages" => Direction::Counter,
+        "°C" | "W" => Direction::Reading,
+        _ => Direction::HigherIsBetter,
+    }
 }
 
 /// A scope's identity across runs: `node`, or a GPU's PCI address (its
@@ -320,24 +341,34 @@ pub fn compare(before: &Value, after: &Value, tolerance: f64) -> Comparison {
             let Some((after, _)) = ma.get(name) else {
                 continue;
             };
-            if *before == 0.0 || !before.is_finite() || !after.is_finite() {
+            if !before.is_finite() || !after.is_finite() {
+                continue;
+            }
+            let change_of = |change: f64| MetricChange {
+                id: id.clone(),
+                metric: name.clone(),
+                unit: unit.clone(),
+                before: *before,
+                after: *after,
+                change,
+            };
+            let kind = direction(unit);
+            if kind == Direction::Counter {
+                if after > before {
+                    c.grew.push(change_of(after - before));
+                }
+                continue;
+            }
+            if *before == 0.0 || kind == Direction::Reading {
                 continue;
             }
             let change = after / before - 1.0;
-            let worse = if higher_is_better(unit) {
-                change < -tolerance
-            } else {
-                change > tolerance
+            let worse = match kind {
+                Direction::LowerIsBetter => change > tolerance,
+                _ => change < -tolerance,
             };
             if worse {
-                c.slower.push(MetricChange {
-                    id: id.clone(),
-                    metric: name.clone(),
-                    unit: unit.clone(),
-                    before: *before,
-                    after: *after,
-                    change,
-                });
+                c.slower.push(change_of(change));
             }
         }
     }
@@ -403,6 +434,16 @@ pub fn render_text(c: &Comparison) -> String {
                 m.after,
                 m.unit,
                 m.change * 100.0
+            )
+        }),
+    );
+    text_list(
+        &mut out,
+        "Error counters that grew",
+        c.grew.iter().map(|m| {
+            format!(
+                "{} {} {} -> {} {} (+{})",
+                m.id, m.metric, m.before, m.after, m.unit, m.change
             )
         }),
     );
@@ -515,6 +556,7 @@ pub fn render_markdown(c: &Comparison) -> String {
     md_table(&mut out, "Checks that stopped passing", &c.regressions);
     let worse = format!("Metrics worse by more than {:.0}%", c.tolerance * 100.0);
     md_table(&mut out, &worse, &c.slower);
+    md_table(&mut out, "Error counters that grew", &c.grew);
     if !c.fixed.is_empty() {
         let _ = writeln!(
             out,
@@ -557,6 +599,29 @@ mod tests {
         let md = render_markdown(&c);
         assert!(md.contains("| node | amdgpu | 6.8.5 | 6.10.5 |"), "{md}");
         assert!(render_text(&c).contains("REGRESSED"));
+    }
+
+    #[test]
+    fn error_counters_regress_on_any_rise_and_readings_never_do() {
+        let run = |ce: f64, temp: f64| {
+            json!({"results": [{
+                "id": "gpu0.amdgpu.ras_errors", "status": "pass", "message": "",
+                "metrics": [
+                    {"name": "ras_ce.umc", "value": ce, "unit": "errors"},
+                    {"name": "temp_junction", "value": temp, "unit": "°C"}
+                ]
+            }]})
+        };
+        let c = compare(&run(0.0, 40.0), &run(3.0, 90.0), 0.05);
+        assert_eq!(c.grew.len(), 1, "{c:?}");
+        assert_eq!(
+            (c.grew[0].before, c.grew[0].after, c.grew[0].change),
+            (0.0, 3.0, 3.0)
+        );
+        assert!(c.slower.is_empty() && c.regressed());
+        assert!(render_text(&c).contains("ras_ce.umc 0 -> 3 errors (+3)"));
+        let steady = compare(&run(3.0, 90.0), &run(3.0, 40.0), 0.05);
+        assert!(!steady.regressed(), "{steady:?}");
     }
 
     #[test]

@@ -118,6 +118,15 @@ pub mod codes {
     use super::{Category, Code, Severity};
 
     catalogue! {
+        IOMMU_NOT_PASSTHROUGH = "iommu-not-passthrough", [SYSTEM], Advisory, Configuration,
+            "the IOMMU translates the GPUs' DMA instead of passing it through, which slows host<->GPU and peer-to-peer traffic (AMD: iommu=pt)",
+            "add `iommu=pt` (Intel hosts: `intel_iommu=on iommu=pt`) to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then `sudo update-grub`) and reboot; AMD's MI300X system optimization guide requires it";
+        NUMA_BALANCING_ENABLED = "numa-balancing-enabled", [SYSTEM], Advisory, Configuration,
+            "automatic NUMA balancing is on: the kernel migrates pages under the GPUs' host buffers, which AMD's MI300X guide says to disable",
+            "`sudo sh -c 'echo 0 > /proc/sys/kernel/numa_balancing'` now, and `kernel.numa_balancing = 0` in /etc/sysctl.d/ (or `numa_balancing=disable` on the kernel command line) to keep it";
+        THP_DISABLED = "thp-disabled", [SYSTEM], Advisory, Configuration,
+            "transparent huge pages are disabled; AMD's Instinct system acceptance lists transparent_hugepage=always",
+            "`echo always | sudo tee /sys/kernel/mm/transparent_hugepage/enabled` (or madvise), and `transparent_hugepage=always` on the kernel command line to keep it";
         PCI_SYSFS_UNREADABLE = "pci-sysfs-unreadable", [PCI], Stops, Access,
             "the PCI bus in sysfs cannot be read, so no GPU can be found",
             "run rocgate on the host (or in a container with /sys mounted), or pass --sysroot with a captured node";
@@ -169,6 +178,15 @@ pub mod codes {
         RENDER_NODE_MISSING = "render-node-missing", [AMDGPU], Stops, Missing,
             "the GPU's render node (/dev/dri/renderD*) does not exist",
             "on the host, udev did not create it: `sudo udevadm trigger`; in a container, pass it: `--device /dev/dri`";
+        RAS_UNCORRECTABLE = "ras-uncorrectable", [AMDGPU], Stops, Hardware,
+            "the GPU counted uncorrectable (UE) RAS errors or consumed poisoned data: its results cannot be trusted",
+            "drain the GPU; read its counters (`grep . /sys/bus/pci/devices/<address>/ras/*`, `amd-smi metric --ecc`) and `dmesg | grep -i -e uncorrectable -e poison`; a reboot clears the counters, not the fault: if uncorrectable errors return, follow AMD's Service Action Guide and RMA the GPU";
+        RAS_BAD_PAGES = "ras-bad-pages", [AMDGPU], Advisory, Hardware,
+            "the GPU has retired VRAM pages near or past the driver's bad-page threshold (amdgpu.bad_page_threshold), past which the driver marks it bad",
+            "plan to replace the GPU (AMD's Service Action Guide); the retired pages are listed in /sys/bus/pci/devices/<address>/ras/gpu_vram_bad_pages and `amd-smi bad-pages`; raising the threshold only postpones it";
+        GPU_AT_LIMIT_IDLE = "gpu-at-limit-idle", [AMDGPU], Advisory, Hardware,
+            "before rocgate loaded it, the GPU was within 5 °C of a temperature limit or at 95% of its power cap",
+            "check what runs on it (`amd-smi process`), the node's fans and airflow, and the inlet temperature (`amd-smi metric --temperature --power`); a GPU this hot at rest throttles under load";
         CONTAINER_DEVICE_NOT_PASSED = "container-device-not-passed", [AMDGPU, KFD], Stops, Access,
             "rocgate runs in a container started without the GPU's device nodes (/dev/kfd, /dev/dri)",
             "start the container with `--device=/dev/kfd --device=/dev/dri` (GitHub Actions: `container: options: --device=/dev/kfd --device=/dev/dri`; Kubernetes: request amd.com/gpu through the AMD GPU device plugin)";

@@ -4,32 +4,35 @@
 
 use rocgate_harness::Layer;
 
+/// The host settings the GPUs depend on (IOMMU, NUMA balancing, huge
+/// pages): advisory, below everything.
+pub const SYSTEM: Layer = Layer::new("system", 0);
 /// Silicon on the PCI bus.
-pub const PCI: Layer = Layer::new("pci", 0);
+pub const PCI: Layer = Layer::new("pci", 1);
 /// Microcode loaded by amdgpu at probe.
-pub const FIRMWARE: Layer = Layer::new("firmware", 1);
+pub const FIRMWARE: Layer = Layer::new("firmware", 2);
 /// The DRM kernel driver.
-pub const AMDGPU: Layer = Layer::new("amdgpu", 2);
+pub const AMDGPU: Layer = Layer::new("amdgpu", 3);
 /// The compute kernel driver (amdkfd) and its topology.
-pub const KFD: Layer = Layer::new("kfd", 3);
+pub const KFD: Layer = Layer::new("kfd", 4);
 /// Whether the node's versions (firmware, driver, kernel, OS, ROCm) are a
 /// supported combination.
-pub const COMPAT: Layer = Layer::new("compat", 4);
+pub const COMPAT: Layer = Layer::new("compat", 5);
 /// The ROCr/HSA runtime.
-pub const HSA: Layer = Layer::new("hsa", 5);
+pub const HSA: Layer = Layer::new("hsa", 6);
 /// The HIP runtime.
-pub const HIP: Layer = Layer::new("hip", 6);
+pub const HIP: Layer = Layer::new("hip", 7);
 /// rocBLAS.
-pub const ROCBLAS: Layer = Layer::new("rocblas", 7);
+pub const ROCBLAS: Layer = Layer::new("rocblas", 8);
 /// MIOpen.
-pub const MIOPEN: Layer = Layer::new("miopen", 8);
+pub const MIOPEN: Layer = Layer::new("miopen", 9);
 /// RCCL collectives.
-pub const RCCL: Layer = Layer::new("rccl", 9);
+pub const RCCL: Layer = Layer::new("rccl", 10);
 
 /// Every layer, bottom-up: what turns a layer named in a saved report back
 /// into a [`Layer`] ([`rocgate_harness::SavedResult::resolve`]).
 pub const LAYERS: &[Layer] = &[
-    PCI, FIRMWARE, AMDGPU, KFD, COMPAT, HSA, HIP, ROCBLAS, MIOPEN, RCCL,
+    SYSTEM, PCI, FIRMWARE, AMDGPU, KFD, COMPAT, HSA, HIP, ROCBLAS, MIOPEN, RCCL,
 ];
 
 #[cfg(test)]
@@ -50,8 +53,8 @@ mod tests {
         assert_eq!(
             LAYERS.iter().map(|l| l.as_str()).collect::<Vec<_>>(),
             [
-                "pci", "firmware", "amdgpu", "kfd", "compat", "hsa", "hip", "rocblas", "miopen",
-                "rccl"
+                "system", "pci", "firmware", "amdgpu", "kfd", "compat", "hsa", "hip", "rocblas",
+                "miopen", "rccl"
             ]
         );
     }

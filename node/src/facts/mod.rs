@@ -9,12 +9,15 @@ pub mod container;
 pub mod dkms;
 pub mod drm;
 pub mod gpus;
+pub mod hwmon;
 pub mod ids;
 pub mod kernel_log;
 pub mod kfd;
 pub mod module;
 pub mod pci;
 pub mod properties;
+pub mod ras;
+pub mod system;
 
 use crate::{ReadError, Sysroot};
 use std::sync::OnceLock;

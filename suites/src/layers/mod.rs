@@ -11,8 +11,10 @@ pub mod hsa;
 pub mod kfd;
 pub mod miopen;
 pub mod pci;
+pub mod ras;
 pub mod rccl;
 pub mod rocblas;
+pub mod system;
 
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
@@ -29,9 +31,11 @@ type Run = fn(&NodeContext, Scope) -> Outcome;
 /// causes come before checks that find their symptoms.
 pub fn registry() -> Vec<Check<NodeContext>> {
     let mut all = Vec::new();
+    all.extend(system::checks());
     all.extend(pci::checks());
     all.extend(firmware::checks());
     all.extend(amdgpu::checks());
+    all.extend(ras::checks());
     all.extend(kfd::checks());
     all.extend(compat::checks());
     all.extend(hsa::checks());

@@ -1,0 +1,340 @@
+//! amdgpu's view of the GPU's health: RAS error counters and retired VRAM
+//! pages (`ras/`, amdgpu_ras.c), RAS events in the kernel log, and the
+//! GPU's temperatures and power against their limits (hwmon). These read
+//! what amdgpu exposes, so they sit in the amdgpu layer.
+
+use super::check;
+use crate::context::NodeContext;
+use crate::findings::codes;
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::NodeFacts;
+use rocgate_node::facts::hwmon;
+use rocgate_node::facts::ras::{self, Ras};
+
+/// The GPU-health checks of the amdgpu layer.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![
+        Check {
+            deps: super::NEEDS_LIVE_AMDGPU,
+            ..check(
+                "amdgpu::ras_errors",
+                stack::AMDGPU,
+                ScopeKind::PerGpu,
+                "the GPU has no uncorrectable RAS errors (ras/*_err_count, kernel log)",
+                ras_errors,
+            )
+        },
+        Check {
+            deps: super::NEEDS_LIVE_AMDGPU,
+            gates: false,
+            ..check(
+                "amdgpu::ras_bad_pages",
+                stack::AMDGPU,
+                ScopeKind::PerGpu,
+                "the GPU's retired VRAM pages are clear of the driver's threshold",
+                ras_bad_pages,
+            )
+        },
+        Check {
+            deps: super::NEEDS_LIVE_AMDGPU,
+            gates: false,
+            ..check(
+                "amdgpu::thermals",
+                stack::AMDGPU,
+                ScopeKind::PerGpu,
+                "the GPU is below its temperature and power limits before any load (hwmon)",
+                thermals,
+            )
+        },
+    ]
+}
+
+/// The GPU's RAS directory, or why the check cannot look.
+fn ras_of(ctx: &NodeContext, address: &str) -> Result<Ras, Verdict> {
+    ras::read(&ctx.facts.sysroot, address)
+        .map_err(|e| Verdict::unverifiable(e.to_string()))?
+        .ok_or_else(|| {
+            Verdict::not_applicable(format!(
+                "{address} has no ras/ directory: RAS is not supported on this GPU or disabled (amdgpu.ras_enable=0)"
+            ))
+        })
+}
+
+/// Kernel log lines about `address` that contain any of `needles`; none
+/// when the log cannot be read (the counters still tell).
+fn log_lines(facts: &NodeFacts, address: &str, needles: &[&str]) -> Vec<String> {
+    let Ok(log) = facts.kernel_log() else {
+        return Vec::new();
+    };
+    log.lines
+        .iter()
+        .filter(|l| l.contains(address))
+        .filter(|l| {
+            let lower = l.to_ascii_lowercase();
+            needles.iter().any(|n| lower.contains(n))
+        })
+        .cloned()
+        .collect()
+}
+
+/// What amdgpu prints for an uncorrectable error or consumed poison
+/// (amdgpu_ras.c: "uncorrectable hardware error(...) detected!", "N
+/// uncorrectable hardware errors detected in <block> block", "GPU reset for
+/// <block> RAS poison consumption is issued!"; kfd_int_process_v9.c:
+/// "poison is consumed by client N").
+const UE_LOG: &[&str] = &[
+    "uncorrectable hardware error",
+    "poison consumption",
+    "poison is consumed",
+];
+
+fn ras_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let address = gpu.physical_address();
+    let found = ras_of(ctx, address)?;
+    let verdict_metrics = |v: Verdict| {
+        let mut v = v
+            .with_fact("ras_ue", found.total_ue().to_string())
+            .with_fact("ras_ce", found.total_ce().to_string());
+        for b in &found.blocks {
+            v = v
+                .with_metric(&format!("ras_ue.{}", b.block), b.ue as f64, "errors")
+                .with_metric(&format!("ras_ce.{}", b.block), b.ce as f64, "errors");
+        }
+        v
+    };
+    let bad: Vec<String> = found
+        .uncorrectable()
+        .map(|b| format!("{}: {} uncorrectable", b.block, b.ue))
+        .collect();
+    let logged = log_lines(&ctx.facts, address, UE_LOG);
+    if !bad.is_empty() || !logged.is_empty() {
+        let what = if bad.is_empty() {
+            format!("the kernel log reports uncorrectable errors: {}", logged[0])
+        } else {
+            format!("RAS counts {}", bad.join(", "))
+        };
+        return Ok(verdict_metrics(Verdict::fail(
+            codes::RAS_UNCORRECTABLE.finding_next(
+                format!("{}: {what}", gpu.label()),
+                format!(
+                    "drain the GPU; read its counters (`grep . /sys/bus/pci/devices/{address}/ras/*`, `amd-smi metric --ecc`) and `dmesg | grep -i -e uncorrectable -e poison`; a reboot clears the counters, not the fault: if uncorrectable errors return, follow AMD's Service Action Guide and RMA the GPU"
+                ),
+            ),
+        ))
+        .with_output(logged.join("\n")));
+    }
+    if !found.malformed.is_empty() {
+        return Err(Verdict::unverifiable(format!(
+            "RAS counters unreadable: {}",
+            found.malformed.join("; ")
+        )));
+    }
+    Ok(verdict_metrics(Verdict::pass(format!(
+        "no uncorrectable errors in {} RAS blocks ({} correctable)",
+        found.blocks.len(),
+        found.total_ce()
+    ))))
+}
+
+/// Share of the threshold at which the driver itself warns ("RAS
+/// records:%u exceeds 90%% of threshold:%d", amdgpu_ras_eeprom.c).
+const NEAR_THRESHOLD: f64 = 0.9;
+
+/// What amdgpu_ras_eeprom.c prints as retired pages near or past the
+/// threshold ("exceeds 90% of threshold", "exceed threshold", "reaches
+/// threshold value", "in BAD status").
+const THRESHOLD_LOG: &[&str] = &["threshold", "bad status"];
+
+fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let address = gpu.physical_address();
+    let found = ras_of(ctx, address)?;
+    let pages = found.bad_pages.as_ref().ok_or_else(|| {
+        Verdict::not_applicable(format!(
+            "{address} has no gpu_vram_bad_pages: page retirement is off (amdgpu.bad_page_threshold=0) or its VRAM has no ECC"
+        ))
+    })?;
+    let count = pages.len();
+    let param = ctx
+        .facts
+        .sysroot
+        .read_opt("/sys/module/amdgpu/parameters/bad_page_threshold")
+        .ok()
+        .flatten()
+        .and_then(|t| t.trim().parse::<i64>().ok());
+    // A positive threshold is the user's; a negative one the driver
+    // derives, and how changed across kernels (-1 was 1 page per 100 MiB
+    // of VRAM up to the EEPROM's record limit; 2025 kernels take a default
+    // from the reserved VRAM), so only its own log says how near it is.
+    let (threshold, how) = match param {
+        Some(t) if t > 0 => (Some(t as u64), format!("bad_page_threshold={t}")),
+        Some(t) => (
+            None,
+            format!("bad_page_threshold={t}: the driver derives the threshold"),
+        ),
+        None => (None, "bad_page_threshold unreadable".to_string()),
+    };
+    let logged = log_lines(&ctx.facts, address, THRESHOLD_LOG);
+    let near = threshold.is_some_and(|t| count as f64 >= NEAR_THRESHOLD * t as f64);
+    let v = if near || !logged.is_empty() {
+        Verdict::fail(codes::RAS_BAD_PAGES.finding(format!(
+            "{}: {count} retired VRAM pages ({how}){}",
+            gpu.label(),
+            logged
+                .first()
+                .map(|l| format!("; kernel log: {l}"))
+                .unwrap_or_default()
+        )))
+        .with_output(logged.join("\n"))
+    } else {
+        Verdict::pass(format!("{count} retired VRAM pages ({how})"))
+    };
+    Ok(v.with_fact("ras_bad_pages", count.to_string()).with_metric(
+        "ras_bad_pages",
+        count as f64,
+        "pages",
+    ))
+}
+
+/// How close to a temperature limit counts as at it: within 5 °C.
+const AT_LIMIT_C: f64 = 5.0;
+
+/// Share of the power cap that counts as at it.
+const AT_CAP: f64 = 0.95;
+
+fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let address = gpu.physical_address();
+    let sensors = hwmon::read(&ctx.facts.sysroot, address)
+        .map_err(|e| Verdict::unverifiable(e.to_string()))?
+        .ok_or_else(|| Verdict::not_applicable(format!("{address} has no hwmon device")))?;
+    let mut hot = Vec::new();
+    let mut shown = Vec::new();
+    let mut metrics = Vec::new();
+    for t in &sensors.temperatures {
+        shown.push(format!("{} {:.0} °C", t.label, t.celsius));
+        metrics.push((format!("temp_{}", t.label), t.celsius, "°C"));
+        if let Some((limit, name)) = t
+            .crit
+            .map(|c| (c, "critical"))
+            .or(t.emergency.map(|e| (e, "emergency")))
+            .filter(|(limit, _)| t.celsius >= limit - AT_LIMIT_C)
+        {
+            hot.push(format!(
+                "{} at {:.0} °C, {name} limit {limit:.0} °C",
+                t.label, t.celsius
+            ));
+        }
+    }
+    if let Some((watts, file)) = sensors.power {
+        shown.push(format!("{watts:.0} W ({file})"));
+        metrics.push(("power".to_string(), watts, "W"));
+        if let Some(cap) = sensors
+            .power_cap
+            .filter(|c| *c > 0.0 && watts >= AT_CAP * c)
+        {
+            hot.push(format!("drawing {watts:.0} W of its {cap:.0} W cap"));
+        }
+    }
+    let v = if hot.is_empty() {
+        Verdict::pass(if shown.is_empty() {
+            format!("{} reports no temperature or power", sensors.dir)
+        } else {
+            shown.join(", ")
+        })
+    } else {
+        Verdict::fail(codes::GPU_AT_LIMIT_IDLE.finding(format!(
+            "{} before rocgate loaded it: {}",
+            gpu.label(),
+            hot.join("; ")
+        )))
+    };
+    Ok(metrics.into_iter().fold(v, |v, (name, value, unit)| {
+        v.with_metric(&name, value, unit)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{code, fails_with, node};
+
+    #[test]
+    fn a_healthy_node_has_no_ras_errors_no_retired_pages_near_the_threshold_and_cool_gpus() {
+        let n = node("mi300x-8");
+        n.assert_pass_on_every_gpu(&[ras_errors, ras_bad_pages, thermals]);
+        let v = n.passes(thermals, n.gpus()[0]);
+        // The MI300 series has no edge sensor and only an instantaneous power
+        // reading (amdgpu_pm.c, smu_v13_0_6).
+        assert!(
+            v.message.contains("junction") && !v.message.contains("edge"),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("power1_input"), "{}", v.message);
+    }
+
+    #[test]
+    fn a_consumer_gpu_without_ras_is_not_applicable() {
+        let n = node("rx7900xtx-1");
+        let v = n.verdict(ras_errors, n.gpus()[0]);
+        assert_eq!(
+            v.skip_reason,
+            Some(rocgate_harness::SkipReason::NotApplicable),
+            "{}",
+            v.message
+        );
+        n.passes(thermals, n.gpus()[0]);
+    }
+
+    #[test]
+    fn uncorrectable_errors_fail_their_gpu_only_naming_block_and_count() {
+        let n = node("ras-uncorrectable");
+        let bad = n.gpu("0000:65:00.0");
+        let v = n.verdict(ras_errors, bad);
+        assert_eq!(code(&v), Some("ras-uncorrectable"), "{}", v.message);
+        assert!(v.message.contains("umc: 2 uncorrectable"), "{}", v.message);
+        assert!(
+            v.metrics
+                .iter()
+                .any(|m| m.name == "ras_ce.umc" && m.value == 31.0)
+        );
+        for scope in n.gpus().into_iter().filter(|s| *s != bad) {
+            n.passes(ras_errors, scope);
+        }
+    }
+
+    #[test]
+    fn retired_pages_near_a_set_threshold_are_an_advisory_with_the_count() {
+        let v = fails_with(
+            "ras-bad-pages",
+            ras_bad_pages,
+            Scope::Gpu(5),
+            codes::RAS_BAD_PAGES,
+        );
+        assert!(
+            v.message
+                .contains("470 retired VRAM pages (bad_page_threshold=512)"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn a_gpu_at_its_limit_before_any_load_is_named() {
+        let v = fails_with(
+            "gpu-hot-idle",
+            thermals,
+            Scope::Gpu(2),
+            codes::GPU_AT_LIMIT_IDLE,
+        );
+        assert!(
+            v.message
+                .contains("junction at 97 °C, critical limit 100 °C"),
+            "{}",
+            v.message
+        );
+    }
+}
