@@ -82,6 +82,9 @@ pub struct GpuEntry {
     pub drm_render_minor: Option<u64>,
     /// Bound PCI driver.
     pub driver: Option<String>,
+    /// RAS totals and retired pages (`ras_ue`, `ras_ce`, `ras_bad_pages`),
+    /// junction temperature (°C) and power (W), as far as the GPU has them.
+    pub health: std::collections::BTreeMap<String, String>,
 }
 
 fn hex64(v: Option<u64>) -> Option<String> {
@@ -90,6 +93,7 @@ fn hex64(v: Option<u64>) -> Option<String> {
 
 /// Builds the inventory from the node's facts.
 pub fn build(facts: &NodeFacts) -> Inventory {
+    let mut health = rocgate_node::versions::gpu_health_within(facts, GPU_VERSIONS_WAIT);
     let gpus = facts
         .gpus
         .iter()
@@ -121,6 +125,7 @@ pub fn build(facts: &NodeFacts) -> Inventory {
                 hive_id: hex64(k.and_then(|k| k.hive_id)),
                 drm_render_minor: k.and_then(|k| k.drm_render_minor),
                 driver: g.pci.as_ref().and_then(|p| p.driver.clone()),
+                health: health.remove(&g.index).unwrap_or_default(),
             }
         })
         .collect();

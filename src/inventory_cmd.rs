@@ -164,6 +164,19 @@ fn render(inv: &Inventory, style: Style) -> String {
             }
         }
     }
+    let health: Vec<String> = inv
+        .gpus
+        .iter()
+        .filter(|g| !g.health.is_empty())
+        .map(|g| {
+            let facts: Vec<String> = g.health.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            format!("  gpu{:<4} {}\n", g.index, facts.join(" · "))
+        })
+        .collect();
+    if !health.is_empty() {
+        out.push_str("\nhealth (RAS errors, retired pages, °C, W)\n");
+        health.iter().for_each(|l| out.push_str(l));
+    }
     // Versions are listed above; what remains is why a library gave none.
     let problems: Vec<_> = inv
         .runtime

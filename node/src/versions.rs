@@ -225,6 +225,30 @@ pub fn gpu_versions_within(
     facts: &NodeFacts,
     wait: Duration,
 ) -> BTreeMap<u32, BTreeMap<String, String>> {
+    per_device_within(facts, wait, "versions", read_gpu_versions)
+}
+
+/// Each GPU's RAS counts, retired pages, temperatures and power
+/// (`ras_ue`, `ras_ce`, `ras_bad_pages`, `temp_junction`, `power_w`), read
+/// as [`gpu_versions_within`] reads versions: a device at a time on helper
+/// threads, within `wait`.
+pub fn gpu_health_within(
+    facts: &NodeFacts,
+    wait: Duration,
+) -> BTreeMap<u32, BTreeMap<String, String>> {
+    per_device_within(facts, wait, "health", read_gpu_health)
+}
+
+/// `read` of every GPU's PCI function directory, each device on its own
+/// helper thread so that a wedged GPU can hang neither the caller nor the
+/// other GPUs: a GPU not read within `wait` gets a single `what` entry
+/// saying so, and its thread is abandoned (it ends with the process).
+fn per_device_within(
+    facts: &NodeFacts,
+    wait: Duration,
+    what: &'static str,
+    read: fn(&Sysroot, &str) -> BTreeMap<String, String>,
+) -> BTreeMap<u32, BTreeMap<String, String>> {
     // Partitions share their device's sysfs directory: read each once.
     let mut by_dir: BTreeMap<String, Vec<u32>> = BTreeMap::new();
     let mut out = BTreeMap::new();
@@ -248,7 +272,7 @@ pub fn gpu_versions_within(
         let _ = std::thread::Builder::new()
             .name("rocgate-versions".into())
             .spawn(move || {
-                let _ = tx.send((indices, read_gpu_versions(&root, &dir)));
+                let _ = tx.send((indices, read(&root, &dir)));
             });
     }
     drop(tx);
@@ -265,12 +289,40 @@ pub fn gpu_versions_within(
     for index in by_dir.into_values().flatten() {
         out.entry(index).or_insert_with(|| {
             BTreeMap::from([(
-                "versions".to_string(),
+                what.to_string(),
                 format!("unread: this GPU's sysfs did not answer within {wait:?}"),
             )])
         });
     }
     out
+}
+
+/// RAS totals, retired pages, junction (else edge) temperature and power of
+/// the GPU whose PCI function is at `sysfs_dir`; what it lacks is left out.
+fn read_gpu_health(root: &Sysroot, sysfs_dir: &str) -> BTreeMap<String, String> {
+    let mut h = BTreeMap::new();
+    let address = sysfs_dir.rsplit('/').next().unwrap_or_default();
+    if let Ok(Some(ras)) = crate::facts::ras::read(root, address) {
+        h.insert("ras_ue".into(), ras.total_ue().to_string());
+        h.insert("ras_ce".into(), ras.total_ce().to_string());
+        if let Some(pages) = &ras.bad_pages {
+            h.insert("ras_bad_pages".into(), pages.len().to_string());
+        }
+    }
+    if let Ok(Some(hw)) = crate::facts::hwmon::read(root, address) {
+        let temp = hw
+            .temperatures
+            .iter()
+            .find(|t| t.label == "junction")
+            .or(hw.temperatures.first());
+        if let Some(t) = temp {
+            h.insert(format!("temp_{}", t.label), format!("{:.0}", t.celsius));
+        }
+        if let Some((w, _)) = hw.power {
+            h.insert("power_w".into(), format!("{w:.0}"));
+        }
+    }
+    h
 }
 
 /// VBIOS and firmware versions under one PCI function's sysfs directory.
