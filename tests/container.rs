@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{missing, node};
+use common::{check, have, missing, node};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -40,14 +40,6 @@ fn rocgate_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_rocgate"))
 }
 
-fn check(cond: bool, what: impl Into<String>) -> Result<(), Failed> {
-    if cond {
-        Ok(())
-    } else {
-        Err(what.into().into())
-    }
-}
-
 fn output(cmd: &mut Command) -> Result<String, Failed> {
     let out = cmd.stderr(Stdio::piped()).output()?;
     check(
@@ -59,14 +51,6 @@ fn output(cmd: &mut Command) -> Result<String, Failed> {
         ),
     )?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// The Containerfile's instructions as `dockerfile-parse` reads them:

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{missing, node};
+use common::{check, have, missing, node};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -38,22 +38,6 @@ fn repo() -> &'static Path {
 
 fn rocgate_bin() -> &'static str {
     env!("CARGO_BIN_EXE_rocgate")
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn check(cond: bool, what: impl Into<String>) -> Result<(), Failed> {
-    if cond {
-        Ok(())
-    } else {
-        Err(what.into().into())
-    }
 }
 
 fn kubernetes_manifests() -> Result<Completion, Failed> {

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{FakeRun, missing, node, on_sysroot};
+use common::{FakeRun, check, have, missing, node, on_sysroot};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use scraper::{Html, Selector};
 use std::io::{BufRead, BufReader, Write};
@@ -45,14 +45,6 @@ fn main() {
         ),
     ];
     libtest_mimic::run(&Arguments::from_args(), trials).exit();
-}
-
-fn check(cond: bool, what: impl Into<String>) -> Result<(), Failed> {
-    if cond {
-        Ok(())
-    } else {
-        Err(what.into().into())
-    }
 }
 
 /// A proxy that answers every request with 502 and remembers its first
@@ -211,6 +203,19 @@ impl Rendered {
     }
 }
 
+/// `page` rendered, held to asking for nothing: no request reached the
+/// witness and no attribute names an address.
+fn render_self_contained(page: &Path) -> Result<Rendered, Failed> {
+    let witness = Witness::start();
+    let shown = render(page, &witness)?;
+    check(
+        witness.requests().is_empty(),
+        format!("the page made requests: {:?}", witness.requests()),
+    )?;
+    no_address_in(&shown)?;
+    Ok(shown)
+}
+
 /// Fails when any attribute of the page, or its style sheet, names an
 /// address other than a fragment of the page itself or inline data.
 fn no_address_in(shown: &Rendered) -> Result<(), Failed> {
@@ -240,16 +245,8 @@ const PASS_BG: u32 = 0xdafbe1;
 const BLOCKED_BG: u32 = 0xeadfd0;
 const GRID_PIXELS: usize = 20_000;
 
-fn have_chromium() -> bool {
-    Command::new("sh")
-        .args(["-c", "command -v chromium"])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 fn run_page_in_chromium() -> Result<Completion, Failed> {
-    if !have_chromium() {
+    if !have("chromium") {
         return missing("chromium is not installed");
     }
     let node = node("kfd-missing");
@@ -257,13 +254,7 @@ fn run_page_in_chromium() -> Result<Completion, Failed> {
     let page = dir.path().join("run.html");
     let out = on_sysroot(&["run", "--html", page.to_str().unwrap()], &node.root).output()?;
     check(out.status.code() == Some(1), format!("{out:?}"))?;
-    let witness = Witness::start();
-    let shown = render(&page, &witness)?;
-    check(
-        witness.requests().is_empty(),
-        format!("the page made requests: {:?}", witness.requests()),
-    )?;
-    no_address_in(&shown)?;
+    let shown = render_self_contained(&page)?;
     // One row per scope, a column per layer, the code where KFD broke.
     let rows = shown.text("#grid tbody tr th");
     check(
@@ -320,7 +311,7 @@ fn run_page_in_chromium() -> Result<Completion, Failed> {
 }
 
 fn witness_catches_requests() -> Result<Completion, Failed> {
-    if !have_chromium() {
+    if !have("chromium") {
         return missing("chromium is not installed");
     }
     let dir = tempfile::tempdir()?;
@@ -341,7 +332,7 @@ fn witness_catches_requests() -> Result<Completion, Failed> {
 }
 
 fn fleet_page_in_chromium() -> Result<Completion, Failed> {
-    if !have_chromium() {
+    if !have("chromium") {
         return missing("chromium is not installed");
     }
     let dir = tempfile::tempdir()?;
@@ -359,13 +350,7 @@ fn fleet_page_in_chromium() -> Result<Completion, Failed> {
     check(out.status.code() == Some(1), format!("{out:?}"))?;
     let page = dir.path().join("fleet.html");
     std::fs::write(&page, &out.stdout)?;
-    let witness = Witness::start();
-    let shown = render(&page, &witness)?;
-    check(
-        witness.requests().is_empty(),
-        format!("the page made requests: {:?}", witness.requests()),
-    )?;
-    no_address_in(&shown)?;
+    let shown = render_self_contained(&page)?;
     let nodes = shown.text("#grid tbody th");
     check(
         nodes == ["firmware-load-failed", "kfd-missing", "mi300x-8"],
@@ -389,7 +374,7 @@ fn fleet_page_in_chromium() -> Result<Completion, Failed> {
 }
 
 fn hostile_text_in_chromium() -> Result<Completion, Failed> {
-    if !have_chromium() {
+    if !have("chromium") {
         return missing("chromium is not installed");
     }
     let node = node("mi300x-8");
@@ -398,13 +383,7 @@ fn hostile_text_in_chromium() -> Result<Completion, Failed> {
     let dir = tempfile::tempdir()?;
     let page = dir.path().join("run.html");
     on_sysroot(&["run", "--html", page.to_str().unwrap()], &node.root).output()?;
-    let witness = Witness::start();
-    let shown = render(&page, &witness)?;
-    check(
-        witness.requests().is_empty(),
-        format!("the page made requests: {:?}", witness.requests()),
-    )?;
-    no_address_in(&shown)?;
+    let shown = render_self_contained(&page)?;
     check(
         shown.all("img").is_empty() && shown.all("script").is_empty(),
         "the host name became markup",

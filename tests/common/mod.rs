@@ -428,3 +428,21 @@ pub fn missing(what: &str) -> Result<libtest_mimic::Completion, libtest_mimic::F
         )))
     }
 }
+
+/// Whether `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A trial's assertion: `Ok` when `cond` holds, else the failure `what`.
+pub fn check(cond: bool, what: impl Into<String>) -> Result<(), libtest_mimic::Failed> {
+    if cond {
+        Ok(())
+    } else {
+        Err(what.into().into())
+    }
+}
