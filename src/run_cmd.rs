@@ -97,6 +97,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     }
     let mut progress = Progress::new(plan.instances.len(), args.quiet);
     let mut report = session.run(&plan, &opts, |e| progress.on_event(e));
+    if opts.isolator.is_some() {
+        if let Ok(program) = std::env::current_exe() {
+            session.narrow_collectives(&mut report, &opts, &program);
+        }
+    }
     report.strict = args.strict;
     progress.finish();
 

@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 /// Time a timed-out worker gets between SIGTERM and SIGKILL.
 pub const WORKER_KILL_GRACE: Duration = Duration::from_secs(1);
 
+/// The longest one try of the all-reduce search may take: the search makes
+/// at most 12, so a hang costs minutes, not hours.
+pub const NARROW_TRY_LIMIT: Duration = Duration::from_secs(15);
+
 /// A node opened for checking.
 pub struct Session {
     /// What the checks read.
@@ -100,6 +104,64 @@ impl Session {
         }
     }
 
+    /// When the all-reduce across the GPUs failed or timed out, runs it
+    /// again on halves and pairs of them ([`rocgate_suites::narrow`]), each
+    /// try in a fresh node worker that sees only those GPUs' selection and
+    /// under the check's own timeout capped at [`NARROW_TRY_LIMIT`], and
+    /// names the GPU that keeps it from completing in the result's finding
+    /// (`rccl-hang-isolated`). Nothing happens for fewer than three GPUs,
+    /// or when the run was interrupted.
+    pub fn narrow_collectives(
+        &self,
+        report: &mut RunReport,
+        opts: &ExecOptions,
+        program: &std::path::Path,
+    ) {
+        use rocgate_harness::isolate::Isolator as _;
+        use rocgate_suites::narrow;
+        let Some(at) = report.results.iter().position(|r| {
+            r.check == narrow::ALLREDUCE
+                && r.scope == rocgate_harness::Scope::Node
+                && r.status.is_fault()
+        }) else {
+            return;
+        };
+        let gpus: Vec<u32> = report.scopes.iter().filter_map(|(s, _)| s.gpu()).collect();
+        if gpus.len() < 3 || report.interrupted.is_some() {
+            return;
+        }
+        let Some(check) = self.registry.iter().find(|c| c.id == narrow::ALLREDUCE) else {
+            return;
+        };
+        let per_try = opts.timeout_of(check).min(NARROW_TRY_LIMIT);
+        let started = Instant::now();
+        let interrupt = Arc::clone(&opts.interrupt);
+        let narrowed = narrow::narrow(&gpus, |set| {
+            let selection: Vec<String> = set.iter().map(u32::to_string).collect();
+            let Ok(pool) = self.worker_pool_selecting(
+                program,
+                Arc::clone(&interrupt),
+                Some(selection.join(",")),
+            ) else {
+                return false;
+            };
+            let v = pool.run(narrow::ALLREDUCE, rocgate_harness::Scope::Node, per_try);
+            v.status == rocgate_harness::Status::Pass
+        });
+        let r = &mut report.results[at];
+        let tried = narrow::log(&narrowed);
+        if let Some(f) = narrow::finding(self.facts(), &narrowed) {
+            r.message = f.message.clone();
+            r.finding = Some(f);
+        }
+        r.output = if r.output.is_empty() {
+            tried
+        } else {
+            format!("{}\n{tried}", r.output)
+        };
+        report.duration += started.elapsed();
+    }
+
     /// Worker processes for isolated checks: `program __worker --scope S`
     /// with this session's node and options. A thresholds file or matrix
     /// given by the user reaches the workers as this session parsed it (a
@@ -109,9 +171,23 @@ impl Session {
         program: &std::path::Path,
         interrupt: Arc<std::sync::atomic::AtomicUsize>,
     ) -> Result<WorkerPool, String> {
+        self.worker_pool_selecting(program, interrupt, None)
+    }
+
+    /// [`Session::worker_pool`] whose workers check the GPUs `gpus` selects
+    /// (`--gpus`) instead of the run's.
+    fn worker_pool_selecting(
+        &self,
+        program: &std::path::Path,
+        interrupt: Arc<std::sync::atomic::AtomicUsize>,
+        gpus: Option<String>,
+    ) -> Result<WorkerPool, String> {
         let program = program.to_path_buf();
         let sysroot = self.facts().sysroot.clone();
-        let options = self.ctx.options.clone();
+        let mut options = self.ctx.options.clone();
+        if gpus.is_some() {
+            options.gpus = gpus;
+        }
         let user_rocr = std::env::var("ROCR_VISIBLE_DEVICES").ok();
         let ctx = Arc::clone(&self.ctx);
         let config = if options.thresholds.is_some() || options.matrix.is_some() {

@@ -334,6 +334,12 @@ fn cases() -> Vec<Case> {
             &["hsa-init-failed", "hip-no-device"],
         ),
         fault(
+            "an all-reduce that hangs whenever gpu3 takes part",
+            "ncclAllReduce@gpu3=hang",
+            &["--tier", "standard", "--timeout", "rccl::allreduce=4"],
+            &["rccl-hang-isolated"],
+        ),
+        fault(
             "a wedged GPU",
             "hsa_init@gpu3=hang",
             &["--timeout", "hsa::init=4", "--timeout", "hsa::agent=8"],

@@ -61,9 +61,20 @@ fn an_allreduce_hang_times_out_and_the_run_finishes() {
         .timeout("rccl::allreduce", 4)
         .exits(1);
     // Far sooner than the check's own 120 s.
-    result_timed_out(&json, "node.rccl.allreduce", 4);
+    let r = result_timed_out(&json, "node.rccl.allreduce", 4);
+    // Then the all-reduce ran on halves and pairs of the GPUs, each in its
+    // own worker under the same 4 s: it completes wherever gpu3 is absent.
+    assert_eq!(r["finding"]["code"], "rccl-hang-isolated", "{r}");
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains("gpu3 (0000:65:00.0)"), "{r}");
+    let output = r["output"].as_str().unwrap();
+    assert!(
+        output.contains("all-reduce on gpu4,gpu5,gpu6,gpu7: completed")
+            && output.contains("all-reduce on gpu0,gpu1,gpu2,gpu3: did not complete"),
+        "{output}"
+    );
     result_with_status(&json, "gpu3.rocblas.sgemm", "pass");
-    assert!(junit.contains(r#"type="check-timeout""#));
+    assert!(junit.contains(r#"type="rccl-hang-isolated""#));
     assert_eq!(json["first_failing_layer"], "rccl");
 }
 

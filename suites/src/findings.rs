@@ -394,6 +394,9 @@ pub mod codes {
         RCCL_ALLREDUCE_FAILED = "rccl-allreduce-failed", [RCCL], Stops, Runtime,
             "an RCCL all-reduce returned an error",
             "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release";
+        RCCL_HANG_ISOLATED = "rccl-hang-isolated", [RCCL], Stops, Hang,
+            "the all-reduce hangs or fails whenever one GPU takes part and completes without it: that GPU (or its links) is the culprit",
+            "drain the named GPU; check its XGMI/PCIe links (`rocgate run --gpus <it>`, `amd-smi xgmi`, `dmesg | grep -i -e xgmi -e <its address>`), reset it (`amd-smi reset -G <n>`) or power-cycle the node; if it persists, RMA the GPU";
         RCCL_ALLREDUCE_HANG = "rccl-allreduce-hang", [RCCL], Stops, Hang,
             "an RCCL all-reduce did not complete",
             "run rccl-tests' all_reduce_perf on halves of the GPUs to find the one or link that hangs (NCCL_DEBUG=INFO); check `dmesg | grep -i -e xgmi -e amdgpu`";

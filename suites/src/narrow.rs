@@ -1,0 +1,193 @@
+//! The GPU behind a collective that hangs or fails: when the all-reduce
+//! across every GPU does not complete, it is run again on halves of the
+//! GPUs, then on pairs, each try in a fresh worker under its own short
+//! deadline, and the GPU present in every failing try and absent from every
+//! completing one is named (`rccl-hang-isolated`). The search is bounded:
+//! it never recurses into both halves (two failing halves mean more than
+//! one GPU, or the fabric), so 8 GPUs take at most 8 tries.
+
+use crate::findings::codes;
+use rocgate_harness::Finding;
+use rocgate_node::facts::NodeFacts;
+
+/// The check whose failure starts the search.
+pub const ALLREDUCE: &str = "rccl::allreduce";
+
+/// The most tries one search makes.
+pub const MAX_TRIES: usize = 12;
+
+/// What the search found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Narrowed {
+    /// The GPUs (inventory indices) every failing try had and every
+    /// completing try lacked; empty when none stands out.
+    pub culprits: Vec<u32>,
+    /// Each try: the GPUs and whether the all-reduce completed.
+    pub tries: Vec<(Vec<u32>, bool)>,
+}
+
+/// Searches `gpus` for the GPU that keeps the all-reduce from completing;
+/// `completes` runs the all-reduce on a subset of two or more GPUs.
+pub fn narrow(gpus: &[u32], mut completes: impl FnMut(&[u32]) -> bool) -> Narrowed {
+    let mut found = Narrowed::default();
+    let mut run = |set: &[u32], found: &mut Narrowed| -> Option<bool> {
+        if found.tries.len() >= MAX_TRIES {
+            return None;
+        }
+        let ok = completes(set);
+        found.tries.push((set.to_vec(), ok));
+        Some(ok)
+    };
+    // The suspects shrink while a known-good GPU is kept to pair them with.
+    let mut suspects = gpus.to_vec();
+    let mut good: Option<u32> = None;
+    while suspects.len() >= 4 {
+        let (a, b) = suspects.split_at(suspects.len() / 2);
+        let (a, b) = (a.to_vec(), b.to_vec());
+        let (Some(a_ok), Some(b_ok)) = (run(&a, &mut found), run(&b, &mut found)) else {
+            return found;
+        };
+        match (a_ok, b_ok) {
+            (false, true) => {
+                good = b.first().copied();
+                suspects = a;
+            }
+            (true, false) => {
+                good = a.first().copied();
+                suspects = b;
+            }
+            // Both complete: it takes every GPU together; both fail: more
+            // than one GPU, or the fabric. Either way no single GPU.
+            _ => return found,
+        }
+    }
+    // Two or three suspects left: each with a GPU known to be good, or,
+    // without one (three GPUs in all), each pair of them.
+    let verdicts: Vec<(u32, bool)> = match good {
+        Some(g) => suspects
+            .iter()
+            .map_while(|&s| run(&[s, g], &mut found).map(|ok| (s, ok)))
+            .collect(),
+        None => {
+            let pairs: Vec<[u32; 2]> = suspects
+                .iter()
+                .enumerate()
+                .flat_map(|(i, &x)| suspects[i + 1..].iter().map(move |&y| [x, y]))
+                .collect();
+            let results: Vec<([u32; 2], bool)> = pairs
+                .iter()
+                .map_while(|p| run(p, &mut found).map(|ok| (*p, ok)))
+                .collect();
+            // Guilty: in every pair that failed, in none that completed.
+            suspects
+                .iter()
+                .map(|&s| {
+                    let guilty = results.iter().all(|(p, ok)| p.contains(&s) != *ok);
+                    (s, !guilty)
+                })
+                .collect()
+        }
+    };
+    let failing: Vec<u32> = verdicts
+        .iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(s, _)| *s)
+        .collect();
+    // One GPU, not all of them: otherwise the pairs say nothing of a GPU.
+    if failing.len() == 1 {
+        found.culprits = failing;
+    }
+    found
+}
+
+/// The finding for a search that named its GPUs, or `None`.
+pub fn finding(facts: &NodeFacts, narrowed: &Narrowed) -> Option<Finding> {
+    if narrowed.culprits.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = narrowed
+        .culprits
+        .iter()
+        .map(|&i| match facts.gpu(i) {
+            Some(g) => format!("gpu{i} ({})", g.pci_address),
+            None => format!("gpu{i}"),
+        })
+        .collect();
+    let (bad, good) = narrowed.tries.iter().partition::<Vec<_>, _>(|(_, ok)| !ok);
+    let first = narrowed.culprits[0];
+    let address = facts
+        .gpu(first)
+        .map_or_else(|| format!("gpu{first}"), |g| g.pci_address.clone());
+    Some(codes::RCCL_HANG_ISOLATED.finding_next(
+        format!(
+            "the all-reduce does not complete with {}: {} tries with it failed, {} without it completed",
+            named.join(", "),
+            bad.len(),
+            good.len()
+        ),
+        format!(
+            "drain gpu{first}; check it alone (`rocgate run --tier standard --gpus {first}`), its links (`amd-smi xgmi`, `dmesg | grep -i {address}`), reset it (`amd-smi reset -G {first}`) or power-cycle the node; if the all-reduce still hangs with it, RMA the GPU"
+        ),
+    ))
+}
+
+/// The tries as lines for the result's output.
+pub fn log(narrowed: &Narrowed) -> String {
+    narrowed
+        .tries
+        .iter()
+        .map(|(set, ok)| {
+            let gpus: Vec<String> = set.iter().map(|g| format!("gpu{g}")).collect();
+            format!(
+                "all-reduce on {}: {}",
+                gpus.join(","),
+                if *ok { "completed" } else { "did not complete" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hangs_with(culprits: &'static [u32]) -> impl FnMut(&[u32]) -> bool {
+        move |set| !set.iter().any(|g| culprits.contains(g))
+    }
+
+    #[test]
+    fn one_bad_gpu_among_eight_is_found_in_a_few_tries() {
+        for bad in 0..8 {
+            let culprit: &'static [u32] = Box::leak(Box::new([bad]));
+            let n = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], hangs_with(culprit));
+            assert_eq!(n.culprits, vec![bad], "{n:?}");
+            assert!(n.tries.len() <= 8, "{} tries", n.tries.len());
+        }
+    }
+
+    #[test]
+    fn three_gpus_are_settled_by_their_pairs() {
+        let n = narrow(&[0, 1, 2], hangs_with(&[1]));
+        assert_eq!(n.culprits, vec![1], "{n:?}");
+    }
+
+    #[test]
+    fn two_bad_gpus_or_a_fabric_fault_name_no_single_gpu() {
+        let n = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], hangs_with(&[1, 6]));
+        assert!(n.culprits.is_empty(), "{n:?}");
+        assert_eq!(n.tries.len(), 2);
+        let all = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |_| false);
+        assert!(all.culprits.is_empty());
+        let together = narrow(&[0, 1, 2, 3], |_| true);
+        assert!(together.culprits.is_empty());
+    }
+
+    #[test]
+    fn the_search_is_bounded() {
+        let gpus: Vec<u32> = (0..64).collect();
+        let n = narrow(&gpus, hangs_with(&[37]));
+        assert!(n.tries.len() <= MAX_TRIES, "{}", n.tries.len());
+        assert_eq!(n.culprits, vec![37]);
+    }
+}
