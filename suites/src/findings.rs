@@ -127,6 +127,9 @@ pub mod codes {
         THP_DISABLED = "thp-disabled", [SYSTEM], Advisory, Configuration,
             "transparent huge pages are disabled; AMD's Instinct system acceptance lists transparent_hugepage=always",
             "`echo always | sudo tee /sys/kernel/mm/transparent_hugepage/enabled` (or madvise), and `transparent_hugepage=always` on the kernel command line to keep it";
+        AMDGPU_CHECKS_WEAKENED = "amdgpu-checks-weakened", [SYSTEM], Advisory, Configuration,
+            "an amdgpu module parameter turns off what the GPU-health checks read (amdgpu.ras_enable=0, amdgpu.bad_page_threshold=0)",
+            "remove the parameter from the kernel command line and /etc/modprobe.d (`grep -r amdgpu /etc/modprobe.d`), update the initramfs and reboot, so that RAS errors are counted and failing pages retired";
         PCI_SYSFS_UNREADABLE = "pci-sysfs-unreadable", [PCI], Stops, Access,
             "the PCI bus in sysfs cannot be read, so no GPU can be found",
             "run rocgate on the host (or in a container with /sys mounted), or pass --sysroot with a captured node";

@@ -50,14 +50,29 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-/// The GPU's RAS directory, or why the check cannot look.
+/// amdgpu's module parameter `name`, when readable as a number.
+fn amdgpu_parameter(ctx: &NodeContext, name: &str) -> Option<i64> {
+    ctx.facts
+        .sysroot
+        .read_opt(&format!("/sys/module/amdgpu/parameters/{name}"))
+        .ok()
+        .flatten()
+        .and_then(|t| t.trim().parse().ok())
+}
+
+/// The GPU's RAS directory, or why the check cannot look: a GPU without
+/// RAS has nothing to check, but one whose RAS the driver was told to turn
+/// off (`amdgpu.ras_enable=0`) hides its errors.
 fn ras_of(ctx: &NodeContext, address: &str) -> Result<Ras, Verdict> {
     ras::read(&ctx.facts.sysroot, address)
         .map_err(|e| Verdict::unverifiable(e.to_string()))?
-        .ok_or_else(|| {
-            Verdict::not_applicable(format!(
-                "{address} has no ras/ directory: RAS is not supported on this GPU or disabled (amdgpu.ras_enable=0)"
-            ))
+        .ok_or_else(|| match amdgpu_parameter(ctx, "ras_enable") {
+            Some(0) => Verdict::unverifiable(format!(
+                "{address} has no ras/ directory because amdgpu.ras_enable=0 turned RAS off: its errors are not counted"
+            )),
+            _ => Verdict::not_applicable(format!(
+                "{address} has no ras/ directory: this GPU has no RAS"
+            )),
         })
 }
 
@@ -151,19 +166,16 @@ fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gpu = ctx.gpu(scope)?;
     let address = gpu.physical_address();
     let found = ras_of(ctx, address)?;
-    let pages = found.bad_pages.as_ref().ok_or_else(|| {
-        Verdict::not_applicable(format!(
-            "{address} has no gpu_vram_bad_pages: page retirement is off (amdgpu.bad_page_threshold=0) or its VRAM has no ECC"
-        ))
+    let param = amdgpu_parameter(ctx, "bad_page_threshold");
+    let pages = found.bad_pages.as_ref().ok_or_else(|| match param {
+        Some(0) => Verdict::unverifiable(format!(
+            "{address} retires no pages: amdgpu.bad_page_threshold=0 turned page retirement off"
+        )),
+        _ => Verdict::not_applicable(format!(
+            "{address} has no gpu_vram_bad_pages: its VRAM has no ECC"
+        )),
     })?;
     let count = pages.len();
-    let param = ctx
-        .facts
-        .sysroot
-        .read_opt("/sys/module/amdgpu/parameters/bad_page_threshold")
-        .ok()
-        .flatten()
-        .and_then(|t| t.trim().parse::<i64>().ok());
     // A positive threshold is the user's; a negative one the driver
     // derives, and how changed across kernels (-1 was 1 page per 100 MiB
     // of VRAM up to the EEPROM's record limit; 2025 kernels take a default
@@ -287,6 +299,19 @@ mod tests {
             v.message
         );
         n.passes(thermals, n.gpus()[0]);
+    }
+
+    #[test]
+    fn ras_turned_off_by_the_driver_cannot_be_verified() {
+        let n = node("ras-disabled");
+        let v = n.verdict(ras_errors, n.gpus()[0]);
+        assert_eq!(
+            v.skip_reason,
+            Some(rocgate_harness::SkipReason::Unverifiable),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("amdgpu.ras_enable=0"), "{}", v.message);
     }
 
     #[test]

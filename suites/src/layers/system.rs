@@ -34,6 +34,13 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             numa_balancing,
         ),
         check(
+            "system::amdgpu_parameters",
+            stack::SYSTEM,
+            ScopeKind::Node,
+            "no amdgpu module parameter turns off what the GPU checks read (RAS, page retirement)",
+            amdgpu_parameters,
+        ),
+        check(
             "system::transparent_hugepages",
             stack::SYSTEM,
             ScopeKind::Node,
@@ -98,6 +105,43 @@ fn numa_balancing(ctx: &NodeContext, _: Scope) -> Outcome {
     ))))
 }
 
+/// amdgpu parameters that hide what the GPU-health checks read
+/// (amdgpu_drv.c: `ras_enable` "0 = disabled", `bad_page_threshold` "0 =
+/// disable bad page retirement").
+const WEAKENING: &[(&str, &str, &str)] = &[
+    ("ras_enable", "0", "RAS is off: no error is counted"),
+    (
+        "bad_page_threshold",
+        "0",
+        "bad-page retirement is off: failing VRAM stays in use",
+    ),
+];
+
+fn amdgpu_parameters(ctx: &NodeContext, _: Scope) -> Outcome {
+    let dir = "/sys/module/amdgpu/parameters";
+    if !ctx.facts.sysroot.exists(dir) {
+        return Err(Verdict::not_applicable("amdgpu is not loaded"));
+    }
+    let mut set = Vec::new();
+    for (name, value, meaning) in WEAKENING {
+        let path = format!("{dir}/{name}");
+        let Some(text) = ctx.facts.sysroot.read_opt(&path).map_err(unreadable)? else {
+            continue;
+        };
+        if text.trim() == *value {
+            set.push(format!("amdgpu.{name}={value} ({meaning})"));
+        }
+    }
+    if set.is_empty() {
+        return Ok(Verdict::pass(
+            "amdgpu's RAS and page retirement are as the driver sets them",
+        ));
+    }
+    Ok(Verdict::fail(
+        codes::AMDGPU_CHECKS_WEAKENED.finding(set.join("; ")),
+    ))
+}
+
 fn transparent_hugepages(ctx: &NodeContext, _: Scope) -> Outcome {
     let mode = system::transparent_hugepages(&ctx.facts.sysroot)
         .map_err(unreadable)?
@@ -118,7 +162,12 @@ mod tests {
     #[test]
     fn a_node_set_up_as_amd_says_passes_the_system_layer() {
         let n = node("mi300x-8");
-        for run in [iommu, numa_balancing, transparent_hugepages] {
+        for run in [
+            iommu,
+            numa_balancing,
+            transparent_hugepages,
+            amdgpu_parameters,
+        ] {
             n.passes(run, Scope::Node);
         }
         assert_eq!(stack::SYSTEM.rank(), 0);
@@ -133,6 +182,13 @@ mod tests {
             codes::IOMMU_NOT_PASSTHROUGH,
         );
         assert!(v.message.contains("DMA-FQ"), "{}", v.message);
+        let v = fails_with(
+            "ras-disabled",
+            amdgpu_parameters,
+            Scope::Node,
+            codes::AMDGPU_CHECKS_WEAKENED,
+        );
+        assert!(v.message.contains("amdgpu.ras_enable=0"), "{}", v.message);
         fails_with(
             "numa-balancing-enabled",
             numa_balancing,
