@@ -250,12 +250,16 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
             hot.push(format!("drawing {watts:.0} W of its {cap:.0} W cap"));
         }
     }
+    // A hwmon device whose sensors all refused to read showed nothing:
+    // that is not a GPU below its limits.
+    if shown.is_empty() {
+        return Err(Verdict::unverifiable(format!(
+            "{} reports no temperature or power",
+            sensors.dir
+        )));
+    }
     let v = if hot.is_empty() {
-        Verdict::pass(if shown.is_empty() {
-            format!("{} reports no temperature or power", sensors.dir)
-        } else {
-            shown.join(", ")
-        })
+        Verdict::pass(shown.join(", "))
     } else {
         Verdict::fail(codes::GPU_AT_LIMIT_IDLE.finding(format!(
             "{} before rocgate loaded it: {}",
