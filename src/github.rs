@@ -5,6 +5,7 @@
 //! into annotations, at most 10 of each (GitHub keeps 10 per step), most
 //! important first, each beginning with its finding code.
 
+use crate::reports::Presented;
 use crate::ui::ladder::{layer_cell, layer_fault};
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
 use rocgate_harness::{RunReport, SkipReason, Status};
@@ -63,14 +64,10 @@ fn annotation(kind: &str, f: &DiagnosedFault) -> String {
     )
 }
 
-/// The annotations and summary for `report`. `node` holds the node's
-/// properties (host name, kernel, driver, ROCm), `versions` each scope's.
-pub fn publication(
-    report: &RunReport,
-    diagnosis: &Diagnosis,
-    node: &[(String, String)],
-    versions: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Publication {
+/// The annotations and summary for a run.
+pub fn publication(run: &Presented<'_>) -> Publication {
+    let (report, diagnosis) = (run.report, &run.diagnosis);
+    let (node, versions) = (&run.node, &run.versions);
     let errors: Vec<&DiagnosedFault> = diagnosis.findings.iter().filter(|f| !f.advisory).collect();
     let mut warnings: Vec<String> = diagnosis
         .findings

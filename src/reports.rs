@@ -4,8 +4,10 @@
 
 use crate::cli::ReportArgs;
 use rocgate::session::Session;
+use rocgate_harness::doctor::{self, Diagnosis};
 use rocgate_harness::prom::{self, PromContext};
 use rocgate_harness::{RunReport, atomic, json, junit};
+use std::collections::BTreeMap;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
@@ -40,6 +42,32 @@ pub fn distinct_paths(args: &ReportArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A finished run with what the reports people read show beside its
+/// results: the doctor's summary, the node's properties (host name, kernel,
+/// driver, ROCm) and each scope's component versions.
+pub struct Presented<'a> {
+    /// The run.
+    pub report: &'a RunReport,
+    /// Its doctor's summary.
+    pub diagnosis: Diagnosis,
+    /// The node's properties, as every report lists them.
+    pub node: Vec<(String, String)>,
+    /// Each scope's component versions.
+    pub versions: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl<'a> Presented<'a> {
+    /// `report` of the node `session` opened.
+    pub fn of(session: &Session, report: &'a RunReport) -> Self {
+        Presented {
+            report,
+            diagnosis: doctor::diagnose(report),
+            node: session.node_properties(report.tier),
+            versions: session.versions(report),
+        }
+    }
 }
 
 /// Writes every report asked for; one that cannot be written does not stop
@@ -84,12 +112,7 @@ pub fn write(
         );
     }
     if let Some(path) = &args.html {
-        let page = crate::html::run_page(
-            report,
-            &rocgate_harness::doctor::diagnose(report),
-            &props,
-            &session.versions(report),
-        );
+        let page = crate::html::run_page(&Presented::of(session, report));
         put("HTML", "HTML: ", path, Ok(page));
     }
     (written, failed)

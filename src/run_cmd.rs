@@ -125,12 +125,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     written.iter().for_each(|l| outln!("{l}"));
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
     if crate::github::active(args.no_github) {
-        let shown = crate::github::publication(
-            &report,
-            &rocgate_harness::doctor::diagnose(&report),
-            &session.node_properties(report.tier),
-            &session.versions(&report),
-        );
+        let shown = crate::github::publication(&crate::reports::Presented::of(&session, &report));
         if let Err(e) = crate::github::publish(&shown) {
             errln!("rocgate: {e}");
         }

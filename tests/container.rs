@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{check, have, missing, node};
+use common::{check, have, missing, node, repo, rocgate_bin};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,14 +30,6 @@ fn main() {
         ),
     ];
     libtest_mimic::run(&Arguments::from_args(), trials).exit();
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rocgate_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_rocgate"))
 }
 
 fn output(cmd: &mut Command) -> Result<String, Failed> {

@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::{check, have, missing, node};
+use common::{check, have, missing, node, repo, rocgate_bin};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -30,14 +30,6 @@ fn main() {
         ),
     ];
     libtest_mimic::run(&Arguments::from_args(), trials).exit();
-}
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn rocgate_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rocgate")
 }
 
 fn kubernetes_manifests() -> Result<Completion, Failed> {
@@ -287,7 +279,7 @@ impl Cluster {
                  export ROCGATE_ARGS=\"--sysroot $(cat {d}/current)\"\n\
                  exec {wrapper} >> {d}/health.log 2>&1\n",
                 conf = conf.display(),
-                bin = rocgate_bin(),
+                bin = rocgate_bin().display(),
                 d = d.display(),
                 wrapper = repo().join("deploy/slurm/rocgate-healthcheck").display()
             ),

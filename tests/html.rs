@@ -23,19 +23,19 @@ use std::time::Duration;
 
 fn main() {
     let trials = vec![
-        Trial::ignorable_test(
+        in_chromium(
             "a_run_page_shows_its_grid_in_chromium_and_requests_nothing",
             run_page_in_chromium,
         ),
-        Trial::ignorable_test(
+        in_chromium(
             "the_request_witness_catches_a_page_that_calls_out",
             witness_catches_requests,
         ),
-        Trial::ignorable_test(
+        in_chromium(
             "a_fleet_page_shows_nodes_by_layer_in_chromium",
             fleet_page_in_chromium,
         ),
-        Trial::ignorable_test(
+        in_chromium(
             "markup_in_node_text_stays_text_in_chromium",
             hostile_text_in_chromium,
         ),
@@ -45,6 +45,17 @@ fn main() {
         ),
     ];
     libtest_mimic::run(&Arguments::from_args(), trials).exit();
+}
+
+/// A trial that needs Chromium: without it, `missing` (a failure on CI,
+/// ignored elsewhere), never a pass.
+fn in_chromium(name: &str, test: fn() -> Result<(), Failed>) -> Trial {
+    Trial::ignorable_test(name, move || {
+        if !have("chromium") {
+            return missing("chromium is not installed");
+        }
+        test().map(|()| Completion::Completed)
+    })
 }
 
 /// A proxy that answers every request with 502 and remembers its first
@@ -245,10 +256,7 @@ const PASS_BG: u32 = 0xdafbe1;
 const BLOCKED_BG: u32 = 0xeadfd0;
 const GRID_PIXELS: usize = 20_000;
 
-fn run_page_in_chromium() -> Result<Completion, Failed> {
-    if !have("chromium") {
-        return missing("chromium is not installed");
-    }
+fn run_page_in_chromium() -> Result<(), Failed> {
     let node = node("kfd-missing");
     let dir = tempfile::tempdir()?;
     let page = dir.path().join("run.html");
@@ -307,13 +315,10 @@ fn run_page_in_chromium() -> Result<Completion, Failed> {
             shown.count(BLOCKED_BG)
         ),
     )?;
-    Ok(Completion::Completed)
+    Ok(())
 }
 
-fn witness_catches_requests() -> Result<Completion, Failed> {
-    if !have("chromium") {
-        return missing("chromium is not installed");
-    }
+fn witness_catches_requests() -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let page = dir.path().join("calls-out.html");
     std::fs::write(
@@ -328,13 +333,10 @@ fn witness_catches_requests() -> Result<Completion, Failed> {
         seen.iter().any(|l| l.contains("cdn.rocgate.invalid")),
         format!("the proxy saw {seen:?}, not the page's requests"),
     )?;
-    Ok(Completion::Completed)
+    Ok(())
 }
 
-fn fleet_page_in_chromium() -> Result<Completion, Failed> {
-    if !have("chromium") {
-        return missing("chromium is not installed");
-    }
+fn fleet_page_in_chromium() -> Result<(), Failed> {
     let dir = tempfile::tempdir()?;
     let reports = dir.path().join("reports");
     std::fs::create_dir(&reports)?;
@@ -370,13 +372,10 @@ fn fleet_page_in_chromium() -> Result<Completion, Failed> {
         shown.count(PASS_BG) > GRID_PIXELS,
         format!("no coloured grid: {} pass pixels", shown.count(PASS_BG)),
     )?;
-    Ok(Completion::Completed)
+    Ok(())
 }
 
-fn hostile_text_in_chromium() -> Result<Completion, Failed> {
-    if !have("chromium") {
-        return missing("chromium is not installed");
-    }
+fn hostile_text_in_chromium() -> Result<(), Failed> {
     let node = node("mi300x-8");
     let evil = "<img src=http://evil.rocgate.invalid/x><script>document.title='owned'</script>";
     std::fs::write(node.root.join("proc/sys/kernel/hostname"), evil)?;
@@ -393,7 +392,7 @@ fn hostile_text_in_chromium() -> Result<Completion, Failed> {
         title.first().is_some_and(|t| t.contains(evil)),
         format!("the host name is not shown as text: {title:?}"),
     )?;
-    Ok(Completion::Completed)
+    Ok(())
 }
 
 fn measurements_against_floors() -> Result<(), Failed> {

@@ -196,16 +196,28 @@ impl FromStr for Scope {
 /// needs no ROCm layer.
 #[cfg(test)]
 pub(crate) mod test_stack {
-    use super::{Layer, ScopeKind};
+    use super::{Layer, Scope, ScopeKind};
     use crate::check::Check;
+    use crate::check::Outcome;
     use crate::verdict::Verdict;
     use std::time::Duration;
 
     /// A quick, gating, in-process check that passes within a second.
     pub fn passing(id: &'static str, layer: Layer, scope: ScopeKind) -> Check<()> {
-        Check::new(id, layer, scope, Duration::from_secs(1), "", |_, _| {
-            Ok(Verdict::pass("ok"))
-        })
+        Check {
+            timeout: Duration::from_secs(1),
+            ..timed(id, layer, scope, |_, _| Ok(Verdict::pass("ok")))
+        }
+    }
+
+    /// A quick, gating, in-process check running `run` with a 300 ms timeout.
+    pub fn timed(
+        id: &'static str,
+        layer: Layer,
+        scope: ScopeKind,
+        run: fn(&(), Scope) -> Outcome,
+    ) -> Check<()> {
+        Check::new(id, layer, scope, Duration::from_millis(300), "", run)
     }
 
     /// The bottom layer.

@@ -353,6 +353,17 @@ impl Sysroot {
         Ok(names)
     }
 
+    /// As [`Sysroot::list_dir`], with `None` for a directory that does not
+    /// exist (a device without that feature), apart from one that did not
+    /// read.
+    pub fn list_dir_if_present(&self, host: &str) -> Result<Option<Vec<String>>, ReadError> {
+        match self.list_dir(host) {
+            Ok(names) => Ok(Some(names)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The last component of a symbolic link's target (`amdgpu` for a
     /// `driver` link), or `None` when there is no link.
     pub fn link_name(&self, host: &str) -> Result<Option<String>, ReadError> {

@@ -4,22 +4,17 @@
 //! details.
 
 use super::{bar, class_of, legend, number, page};
-use crate::reports::node_property;
+use crate::reports::{Presented, node_property};
 use crate::ui::ladder::{layer_cell, layer_fault};
 use maud::{Markup, html};
 use rocgate_harness::doctor::Diagnosis;
 use rocgate_harness::{CheckResult, Layer, Metric, RunReport, Scope, Status};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The page for `report`: `diagnosis` its doctor's summary, `node` the
-/// node's properties (host name, kernel, driver, ROCm), `versions` each
-/// scope's component versions.
-pub fn run_page(
-    report: &RunReport,
-    diagnosis: &Diagnosis,
-    node: &[(String, String)],
-    versions: &BTreeMap<String, BTreeMap<String, String>>,
-) -> String {
+/// The page for a run.
+pub fn run_page(run: &Presented<'_>) -> String {
+    let (report, diagnosis) = (run.report, &run.diagnosis);
+    let (node, versions) = (&run.node, &run.versions);
     let host = node_property(node, "hostname").unwrap_or("this node");
     let verdict = if report.all_passed() {
         "passed"

@@ -429,6 +429,16 @@ pub fn missing(what: &str) -> Result<libtest_mimic::Completion, libtest_mimic::F
     }
 }
 
+/// The checkout's root.
+pub fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The `rocgate` binary under test.
+pub fn rocgate_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_rocgate"))
+}
+
 /// Whether `tool` is on the PATH.
 pub fn have(tool: &str) -> bool {
     std::process::Command::new("sh")

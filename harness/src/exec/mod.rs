@@ -172,22 +172,13 @@ pub fn execute<C: Send + Sync + 'static>(
 mod tests {
     use super::*;
     use crate::check::Check;
-    use crate::model::test_stack::{A, B, C, D, E};
+    use crate::model::test_stack::{A, B, C, D, E, timed as check};
     use crate::model::{Layer, Scope, ScopeKind, Tier};
     use crate::plan::plan;
     use crate::verdict::{Finding, SkipReason, Status, Verdict};
     use std::sync::Mutex;
     use std::sync::atomic::Ordering;
     use std::time::Instant;
-
-    fn check(
-        id: &'static str,
-        layer: Layer,
-        scope: ScopeKind,
-        run: fn(&(), Scope) -> crate::check::Outcome,
-    ) -> Check<()> {
-        Check::new(id, layer, scope, Duration::from_millis(300), "", run)
-    }
 
     fn fail_on_gpu1(_: &(), s: Scope) -> crate::check::Outcome {
         if s == Scope::Gpu(1) {

@@ -39,11 +39,7 @@ pub struct Hwmon {
 /// none.
 pub fn read(sysroot: &Sysroot, address: &str) -> Result<Option<Hwmon>, ReadError> {
     let base = format!("/sys/bus/pci/devices/{address}/hwmon");
-    let entries = match sysroot.list_dir(&base) {
-        Ok(e) => e,
-        Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(e),
-    };
+    let entries = sysroot.list_dir_if_present(&base)?.unwrap_or_default();
     let Some(name) = entries.into_iter().find(|n| n.starts_with("hwmon")) else {
         return Ok(None);
     };

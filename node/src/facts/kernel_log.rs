@@ -18,29 +18,25 @@ pub struct KernelLog {
     pub lines: Vec<String>,
 }
 
+/// Reads a live host's kernel log, or says why it could not.
+type LiveReader = fn() -> Result<Vec<String>, String>;
+
 /// Reads the kernel log: on a live host from /dev/kmsg, else `journalctl -k
 /// -b`, else /var/log/kern.log; in a sysroot from its var/log/kern.log.
 /// `Err` says why none was readable (a limitation, not a node fault).
 pub fn read(root: &Sysroot) -> Result<KernelLog, String> {
     let mut tried = Vec::new();
     if root.is_live() {
-        match read_kmsg() {
-            Ok(lines) => {
-                return Ok(KernelLog {
-                    source: "/dev/kmsg".into(),
-                    lines,
-                });
+        let live: [(&str, LiveReader); 2] =
+            [("/dev/kmsg", read_kmsg), ("journalctl -k -b", read_journal)];
+        for (source, read) in live {
+            match read() {
+                Ok(lines) => {
+                    let source = source.to_string();
+                    return Ok(KernelLog { source, lines });
+                }
+                Err(e) => tried.push(format!("{source}: {e}")),
             }
-            Err(e) => tried.push(format!("/dev/kmsg: {e}")),
-        }
-        match read_journal() {
-            Ok(lines) => {
-                return Ok(KernelLog {
-                    source: "journalctl -k -b".into(),
-                    lines,
-                });
-            }
-            Err(e) => tried.push(format!("journalctl -k -b: {e}")),
         }
     }
     let host = "/var/log/kern.log";

@@ -218,14 +218,11 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
 
 /// Numbered subdirectories of `dir`; a missing directory is empty.
 fn list_sub(root: &Sysroot, dir: &str) -> Result<Vec<String>, ReadError> {
-    match root.list_dir(dir) {
-        Ok(names) => Ok(names
-            .into_iter()
-            .filter(|n| n.parse::<u32>().is_ok())
-            .collect()),
-        Err(e) if e.is_not_found() => Ok(Vec::new()),
-        Err(e) => Err(e),
-    }
+    let names = root.list_dir_if_present(dir)?.unwrap_or_default();
+    Ok(names
+        .into_iter()
+        .filter(|n| n.parse::<u32>().is_ok())
+        .collect())
 }
 
 #[cfg(test)]

@@ -90,10 +90,8 @@ impl Ras {
 /// has none.
 pub fn read(sysroot: &Sysroot, address: &str) -> Result<Option<Ras>, ReadError> {
     let dir = format!("/sys/bus/pci/devices/{address}/ras");
-    let names = match sysroot.list_dir(&dir) {
-        Ok(names) => names,
-        Err(e) if e.is_not_found() => return Ok(None),
-        Err(e) => return Err(e),
+    let Some(names) = sysroot.list_dir_if_present(&dir)? else {
+        return Ok(None);
     };
     let mut ras = Ras::default();
     for name in &names {

@@ -40,7 +40,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 &[],
                 TIMEOUT_S,
                 "MIOpen loads and reports its version",
-                runtime,
+                |ctx, _| LIBRARY.loaded(&**ctx.runtime.miopen()?),
             )
         },
         Check {
@@ -139,18 +139,13 @@ fn databases(ctx: &NodeContext, _: Scope) -> Outcome {
     Ok(Verdict::pass(format!("writable: {}", ok.join(", "))))
 }
 
-fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
-    let lib = ctx.runtime.miopen()?;
-    super::loaded_with_version(lib.path(), lib.version(), &LIBRARY)
-}
-
 /// How MIOpen is named in reports and reinstalled.
-const LIBRARY: super::LibraryName = super::LibraryName {
-    name: "MIOpen",
-    facts: "miopen",
-    package: "miopen-hip",
-    missing: codes::MIOPEN_LIBRARY_MISSING,
-};
+const LIBRARY: super::LibraryName = super::LibraryName::new(
+    "MIOpen",
+    "miopen",
+    "miopen-hip",
+    codes::MIOPEN_LIBRARY_MISSING,
+);
 
 fn next_step() -> &'static str {
     "check that MIOpen matches the installed ROCm release and supports this gfx target; with MIOPEN_ENABLE_LOGGING=1 MIOpen names the failing solver; read `dmesg | grep -i amdgpu`"

@@ -30,20 +30,21 @@ type Run = fn(&NodeContext, Scope) -> Outcome;
 /// Every check rocgate knows, bottom-up; within a layer, checks that find
 /// causes come before checks that find their symptoms.
 pub fn registry() -> Vec<Check<NodeContext>> {
-    let mut all = Vec::new();
-    all.extend(system::checks());
-    all.extend(pci::checks());
-    all.extend(firmware::checks());
-    all.extend(amdgpu::checks());
-    all.extend(ras::checks());
-    all.extend(kfd::checks());
-    all.extend(compat::checks());
-    all.extend(hsa::checks());
-    all.extend(hip::checks());
-    all.extend(rocblas::checks());
-    all.extend(miopen::checks());
-    all.extend(rccl::checks());
-    all
+    let layers: [fn() -> Vec<Check<NodeContext>>; 12] = [
+        system::checks,
+        pci::checks,
+        firmware::checks,
+        amdgpu::checks,
+        ras::checks,
+        kfd::checks,
+        compat::checks,
+        hsa::checks,
+        hip::checks,
+        rocblas::checks,
+        miopen::checks,
+        rccl::checks,
+    ];
+    layers.into_iter().flat_map(|checks| checks()).collect()
 }
 
 /// The dependency of every check that reads what the loaded amdgpu exposes
@@ -98,30 +99,74 @@ struct LibraryName {
     missing: Code,
 }
 
-/// A library's runtime check: it loaded from `path` and reports `version`
-/// (a library that cannot say its version is damaged or not that library).
-fn loaded_with_version<E: std::fmt::Display>(
-    path: &std::path::Path,
-    version: Result<String, E>,
-    lib: &LibraryName,
-) -> Outcome {
-    let path = path.display().to_string();
-    let LibraryName {
-        name,
-        facts,
-        package,
-        missing,
-    } = lib;
-    let version = version.map_err(|e| {
-        Verdict::fail(missing.finding_next(
-            format!("{path} loaded but does not report its version: {e}"),
-            format!("the {name} library is damaged or not {name}; reinstall the {package} package"),
-        ))
-    })?;
-    Ok(Verdict::pass(format!("loaded {path}: {name} {version}"))
-        .with_fact(&format!("{facts}_library"), path)
-        .with_fact(&format!("{facts}_version"), version))
+impl LibraryName {
+    /// A library named `name` in reports, `facts` in facts, installed by `package`.
+    const fn new(
+        name: &'static str,
+        facts: &'static str,
+        package: &'static str,
+        missing: Code,
+    ) -> Self {
+        Self {
+            name,
+            facts,
+            package,
+            missing,
+        }
+    }
+
+    /// The library's runtime check: it loaded and reports its version (a
+    /// library that cannot say its version is damaged or not that library).
+    fn loaded(&self, lib: &dyn Versioned) -> Outcome {
+        let path = lib.path().display().to_string();
+        let version = lib.version();
+        let Self {
+            name,
+            facts,
+            package,
+            missing,
+        } = self;
+        let version = version.map_err(|e| {
+            Verdict::fail(missing.finding_next(
+                format!("{path} loaded but does not report its version: {e}"),
+                format!(
+                    "the {name} library is damaged or not {name}; reinstall the {package} package"
+                ),
+            ))
+        })?;
+        Ok(Verdict::pass(format!("loaded {path}: {name} {version}"))
+            .with_fact(&format!("{facts}_library"), path)
+            .with_fact(&format!("{facts}_version"), version))
+    }
 }
+
+/// A loaded vendor library that says its version.
+trait Versioned {
+    /// Where it was loaded from.
+    fn path(&self) -> &std::path::Path;
+    /// Its version, or why it did not say.
+    fn version(&self) -> Result<String, String>;
+}
+
+/// Implements [`Versioned`] for libraries whose binding has `path` and
+/// `version` methods.
+macro_rules! versioned {
+    ($($lib:ty),*) => {$(
+        impl Versioned for $lib {
+            fn path(&self) -> &std::path::Path {
+                <$lib>::path(self)
+            }
+            fn version(&self) -> Result<String, String> {
+                <$lib>::version(self).map_err(|e| e.to_string())
+            }
+        }
+    )*};
+}
+versioned!(
+    rocgate_rocm::rocblas::Rocblas,
+    rocgate_rocm::miopen::Miopen,
+    rocgate_rocm::rccl::Rccl
+);
 
 /// The GPU's PCI function. Without one the GPU's absence from the bus is
 /// pci.identity's finding; checks that read the function do not apply.
@@ -254,7 +299,7 @@ mod fixture {
     use super::Run;
     use crate::context::{NodeContext, RunOptions};
     use crate::findings::Code;
-    use rocgate_harness::{Check, Scope, ScopeKind, Status, Verdict};
+    use rocgate_harness::{Check, Scope, ScopeKind, SkipReason, Status, Verdict};
     use rocgate_node::Sysroot;
 
     /// A fixture node opened for checking.
@@ -314,6 +359,13 @@ mod fixture {
             v
         }
 
+        /// What `check` reports for `scope`, asserted to be a skip for `reason`.
+        pub fn skips(&self, check: Run, scope: Scope, reason: SkipReason) -> Verdict {
+            let v = self.verdict(check, scope);
+            assert_eq!(v.skip_reason, Some(reason), "{scope}: {}", v.message);
+            v
+        }
+
         /// Asserts that every check of `checks` (a layer's registry) that
         /// calls a vendor library skips on each of its scopes, with a reason
         /// and a message, when this node's runtime layers cannot run: a
@@ -355,6 +407,12 @@ mod fixture {
         let v = node(scenario).verdict(check, scope);
         assert_eq!(code(&v), Some(want.code), "{}", v.message);
         v
+    }
+
+    /// As [`fails_with`], and the failure's message says `says`.
+    pub(super) fn fails_saying(scenario: &str, check: Run, scope: Scope, want: Code, says: &str) {
+        let v = fails_with(scenario, check, scope, want);
+        assert!(v.message.contains(says), "{scenario}: {}", v.message);
     }
 
     /// The verdict's next step, if it failed.

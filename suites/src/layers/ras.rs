@@ -275,7 +275,8 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::{code, fails_with, node};
+    use crate::layers::fixture::{code, fails_saying, node};
+    use rocgate_harness::SkipReason;
 
     #[test]
     fn a_healthy_node_has_no_ras_errors_no_retired_pages_near_the_threshold_and_cool_gpus() {
@@ -295,26 +296,14 @@ mod tests {
     #[test]
     fn a_consumer_gpu_without_ras_is_not_applicable() {
         let n = node("rx7900xtx-1");
-        let v = n.verdict(ras_errors, n.gpus()[0]);
-        assert_eq!(
-            v.skip_reason,
-            Some(rocgate_harness::SkipReason::NotApplicable),
-            "{}",
-            v.message
-        );
+        n.skips(ras_errors, n.gpus()[0], SkipReason::NotApplicable);
         n.passes(thermals, n.gpus()[0]);
     }
 
     #[test]
     fn ras_turned_off_by_the_driver_cannot_be_verified() {
         let n = node("ras-disabled");
-        let v = n.verdict(ras_errors, n.gpus()[0]);
-        assert_eq!(
-            v.skip_reason,
-            Some(rocgate_harness::SkipReason::Unverifiable),
-            "{}",
-            v.message
-        );
+        let v = n.skips(ras_errors, n.gpus()[0], SkipReason::Unverifiable);
         assert!(v.message.contains("amdgpu.ras_enable=0"), "{}", v.message);
     }
 
@@ -336,34 +325,20 @@ mod tests {
     }
 
     #[test]
-    fn retired_pages_near_a_set_threshold_are_an_advisory_with_the_count() {
-        let v = fails_with(
+    fn pages_near_the_threshold_and_a_gpu_hot_at_rest_are_advisories_on_their_gpu() {
+        fails_saying(
             "ras-bad-pages",
             ras_bad_pages,
             Scope::Gpu(5),
             codes::RAS_BAD_PAGES,
+            "470 retired VRAM pages (bad_page_threshold=512)",
         );
-        assert!(
-            v.message
-                .contains("470 retired VRAM pages (bad_page_threshold=512)"),
-            "{}",
-            v.message
-        );
-    }
-
-    #[test]
-    fn a_gpu_at_its_limit_before_any_load_is_named() {
-        let v = fails_with(
+        fails_saying(
             "gpu-hot-idle",
             thermals,
             Scope::Gpu(2),
             codes::GPU_AT_LIMIT_IDLE,
-        );
-        assert!(
-            v.message
-                .contains("junction at 97 °C, critical limit 100 °C"),
-            "{}",
-            v.message
+            "junction at 97 °C, critical limit 100 °C",
         );
     }
 }

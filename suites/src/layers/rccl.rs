@@ -36,7 +36,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 &[],
                 60,
                 "RCCL loads and reports its version",
-                runtime,
+                |ctx, _| LIBRARY.loaded(&**ctx.runtime.rccl()?),
             )
         },
         Check {
@@ -67,18 +67,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
-    let rccl = ctx.runtime.rccl()?;
-    super::loaded_with_version(rccl.path(), rccl.version(), &LIBRARY)
-}
-
 /// How RCCL is named in reports and reinstalled.
-const LIBRARY: super::LibraryName = super::LibraryName {
-    name: "RCCL",
-    facts: "rccl",
-    package: "rccl",
-    missing: codes::RCCL_LIBRARY_MISSING,
-};
+const LIBRARY: super::LibraryName =
+    super::LibraryName::new("RCCL", "rccl", "rccl", codes::RCCL_LIBRARY_MISSING);
 
 /// Physical devices (function-0 address) and the KFD nodes of each.
 fn devices(gpus: &[Gpu]) -> BTreeMap<String, Vec<&Gpu>> {

@@ -29,7 +29,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 &[],
                 TIMEOUT_S,
                 "rocBLAS loads and reports its version",
-                runtime,
+                |ctx, _| LIBRARY.loaded(&**ctx.runtime.rocblas()?),
             )
         },
         Check {
@@ -108,18 +108,13 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ]
 }
 
-fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
-    let blas = ctx.runtime.rocblas()?;
-    super::loaded_with_version(blas.path(), blas.version(), &LIBRARY)
-}
-
 /// How rocBLAS is named in reports and reinstalled.
-const LIBRARY: super::LibraryName = super::LibraryName {
-    name: "rocBLAS",
-    facts: "rocblas",
-    package: "rocblas",
-    missing: codes::ROCBLAS_LIBRARY_MISSING,
-};
+const LIBRARY: super::LibraryName = super::LibraryName::new(
+    "rocBLAS",
+    "rocblas",
+    "rocblas",
+    codes::ROCBLAS_LIBRARY_MISSING,
+);
 
 /// The next step when rocBLAS has nothing for this GPU.
 fn no_kernels_next(gpu: &Gpu) -> String {

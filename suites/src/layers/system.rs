@@ -157,7 +157,9 @@ fn transparent_hugepages(ctx: &NodeContext, _: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::{fails_with, node};
+    use crate::findings::Code;
+    use crate::layers::Run;
+    use crate::layers::fixture::{fails_saying, node};
 
     #[test]
     fn a_node_set_up_as_amd_says_passes_the_system_layer() {
@@ -175,25 +177,28 @@ mod tests {
 
     #[test]
     fn each_setting_off_the_guide_is_named() {
-        let v = fails_with(
-            "iommu-translated",
-            iommu,
-            Scope::Node,
-            codes::IOMMU_NOT_PASSTHROUGH,
-        );
-        assert!(v.message.contains("DMA-FQ"), "{}", v.message);
-        let v = fails_with(
-            "ras-disabled",
-            amdgpu_parameters,
-            Scope::Node,
-            codes::AMDGPU_CHECKS_WEAKENED,
-        );
-        assert!(v.message.contains("amdgpu.ras_enable=0"), "{}", v.message);
-        fails_with(
-            "numa-balancing-enabled",
-            numa_balancing,
-            Scope::Node,
-            codes::NUMA_BALANCING_ENABLED,
-        );
+        let cases: [(&str, Run, Code, &str); 3] = [
+            (
+                "iommu-translated",
+                iommu,
+                codes::IOMMU_NOT_PASSTHROUGH,
+                "DMA-FQ",
+            ),
+            (
+                "ras-disabled",
+                amdgpu_parameters,
+                codes::AMDGPU_CHECKS_WEAKENED,
+                "amdgpu.ras_enable=0",
+            ),
+            (
+                "numa-balancing-enabled",
+                numa_balancing,
+                codes::NUMA_BALANCING_ENABLED,
+                "numa_balancing",
+            ),
+        ];
+        for (scenario, check, code, says) in cases {
+            fails_saying(scenario, check, Scope::Node, code, says);
+        }
     }
 }
