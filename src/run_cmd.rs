@@ -109,6 +109,11 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     if !args.quiet {
         outln!();
         out!("{}", ladder::ladder(&report, style));
+        let matrices = ladder::matrices(&report, style);
+        if !matrices.is_empty() {
+            outln!();
+            out!("{matrices}");
+        }
     }
     let failures = ladder::failures(&report, style);
     if !failures.is_empty() {

@@ -173,7 +173,7 @@ fn broken_hiprtc(dir: &Path) {
 }
 
 /// A thresholds file whose host-to-device floor no link meets.
-const FLOORS: &str = "schema_version = 1\nmargin = 0.05\n\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 1.6e-2\n\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"h2d_gbps\"\nvalue = 1000000.0\nsource = \"a floor no link meets\"\n";
+const FLOORS: &str = "schema_version = 1\nmargin = 0.05\n\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 1.6e-2\n\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"h2d_gbps\"\nvalue = 1000000.0\nsource = \"a floor no link meets\"\n\n[memtest]\nvram_share = 0.0001\n";
 
 fn cases() -> Vec<Case> {
     let case = |name, scenario, node: fn(&Path), codes| Case {
@@ -345,6 +345,39 @@ fn cases() -> Vec<Case> {
             &["--timeout", "hsa::init=4", "--timeout", "hsa::agent=8"],
             &["gpu-wedged"],
         ),
+        Case {
+            // GEMMs as fast as can be, so the extended tier's time goes to
+            // the peer copies.
+            env: &[
+                ("ROCGATE_FAKE_GEMM_TFLOPS", "100000"),
+                ("ROCGATE_FAKE_P2P_GBPS", "xgmi=400"),
+            ],
+            ..fault(
+                "a peer-to-peer copy that arrives corrupted, and a stuck VRAM bit",
+                "hipMemcpyPeer@gpu1=wrong;memtest_write@gpu2=wrong",
+                &[
+                    "--tier",
+                    "extended",
+                    "--gpus",
+                    "0,1,2",
+                    "--thresholds",
+                    "FLOORS",
+                ],
+                &["p2p-copy-corrupt", "vram-test-failed"],
+            )
+        },
+        Case {
+            env: &[
+                ("ROCGATE_FAKE_GEMM_TFLOPS", "100000"),
+                ("ROCGATE_FAKE_P2P_GBPS", "xgmi=400"),
+            ],
+            ..fault(
+                "a GPU that refuses its peer access",
+                "hipDeviceEnablePeerAccess@gpu2=error:217",
+                &["--tier", "extended", "--gpus", "0,2"],
+                &["p2p-copy-failed"],
+            )
+        },
         Case {
             env: &[("ROCR_VISIBLE_DEVICES", "0")],
             ..fault(

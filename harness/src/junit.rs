@@ -124,15 +124,19 @@ fn test_case(r: &CheckResult) -> TestCase {
 }
 
 /// What a result's `system-out` says before cleaning: a pass's message,
-/// its metrics, then its captured output.
+/// its metrics (those between two scopes as matrices), then its captured
+/// output.
 fn system_out(r: &CheckResult) -> String {
     let mut out = String::new();
     if r.status == Status::Pass {
         out.push_str(&r.message);
         out.push('\n');
     }
-    for m in &r.metrics {
+    for m in r.metrics.iter().filter(|m| m.between.is_none()) {
         out.push_str(&format!("metric {} = {} {}\n", m.name, m.value, m.unit));
+    }
+    for m in crate::matrix::matrices(&r.metrics) {
+        out.push_str(&m.text());
     }
     out.push_str(&r.output);
     out
@@ -312,6 +316,7 @@ mod tests {
             value: 1.0,
             unit: nasty.into(),
             floor: None,
+            between: None,
         }];
         r.facts.insert(nasty.into(), nasty.into());
         let mut info = ScopeInfo::default();
@@ -429,6 +434,7 @@ mod tests {
                             value,
                             unit: next,
                             floor: Some(value),
+                            between: None,
                         }],
                         facts: facts.into_iter().collect(),
                     }

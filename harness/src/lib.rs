@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod isolate;
 pub mod json;
 pub mod junit;
+pub mod matrix;
 pub mod model;
 pub mod output;
 pub mod plan;

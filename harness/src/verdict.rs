@@ -147,6 +147,11 @@ pub struct Metric {
     /// value against it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub floor: Option<f64>,
+    /// For a measurement between two scopes (a copy from `gpu0` to `gpu1`),
+    /// the pair, from first: reports draw such metrics as a matrix
+    /// ([`crate::matrix`]); the name is then [`crate::matrix::pair_name`].
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub between: Option<(String, String)>,
 }
 
 /// What a check returns: pass, fail with a finding, or skipped with a reason,
@@ -254,6 +259,7 @@ impl Verdict {
             value,
             unit: unit.to_string(),
             floor: None,
+            between: None,
         });
         self
     }
@@ -267,7 +273,20 @@ impl Verdict {
             value,
             unit: unit.to_string(),
             floor: Some(floor),
+            between: None,
         });
+        self
+    }
+
+    /// Marks the metrics of `other` as measured from scope `from` to scope
+    /// `to` and attaches them, named [`crate::matrix::pair_name`].
+    #[must_use]
+    pub fn with_metrics_between(mut self, other: Vec<Metric>, from: &str, to: &str) -> Self {
+        for mut m in other {
+            m.name = crate::matrix::pair_name(&m.name, from, to);
+            m.between = Some((from.to_string(), to.to_string()));
+            self.metrics.push(m);
+        }
         self
     }
 }

@@ -28,6 +28,40 @@ __kernel void fill(__global uint32_t *out, uint32_t value, uint32_t n) {
   }
 }
 
+// The device-memory test's patterns: mode 0 stores in each word its own
+// index plus a seed (address in address: a word that lands at the wrong
+// address, or an address line stuck, reads back another word's value);
+// mode 1 a single 1 bit at a position that moves with the index and the seed
+// (walking ones: a data bit stuck at 0 or 1 shows in the pass that walks it).
+static inline uint32_t memtest_pattern(uint32_t mode, uint32_t seed, uint64_t i) {
+  return mode == 0 ? (uint32_t)i + seed : 1u << ((uint32_t)(i + seed) & 31u);
+}
+
+__kernel void memtest_write(__global uint32_t *buf, uint32_t mode, uint32_t seed, uint32_t n) {
+  uint64_t i = global_id_x();
+  if (i < n) {
+    buf[i] = memtest_pattern(mode, seed, i);
+  }
+}
+
+// Counts the words that do not hold their pattern in errors[0] and records
+// the first `capacity` of them as (word index, bits that differ) pairs after it.
+__kernel void memtest_check(__global const uint32_t *buf, uint32_t mode, uint32_t seed, uint32_t n,
+                            __global uint32_t *errors, uint32_t capacity) {
+  uint64_t i = global_id_x();
+  if (i < n) {
+    uint32_t want = memtest_pattern(mode, seed, i);
+    uint32_t got = buf[i];
+    if (got != want) {
+      uint32_t k = __atomic_fetch_add(&errors[0], 1u, __ATOMIC_RELAXED);
+      if (k < capacity) {
+        errors[1 + 2 * k] = (uint32_t)i;
+        errors[2 + 2 * k] = got ^ want;
+      }
+    }
+  }
+}
+
 // STREAM triad: a[i] = b[i] + scalar * c[i], for memory bandwidth.
 __kernel void triad(__global float *a, __global const float *b, __global const float *c, float scalar, uint32_t n) {
   uint64_t i = global_id_x();

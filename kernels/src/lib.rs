@@ -1,6 +1,7 @@
 //! rocgate's GPU kernels, embedded as AMDGPU code objects.
 //!
-//! `device/kernels.cl` holds `vector_add`, `fill` and `triad`; the build
+//! `device/kernels.cl` holds `vector_add`, `fill`, `triad` and the
+//! device-memory test's `memtest_write` and `memtest_check`; the build
 //! compiles it for every supported gfx target when an AMDGPU-capable clang is
 //! available. Checks look their GPU's target up with [`code_object`] and skip
 //! with [`missing_reason`] when this build has none.
@@ -39,7 +40,13 @@ pub fn code_object_version(elf: &[u8]) -> Option<u8> {
 }
 
 /// Kernel names in every code object.
-pub const KERNELS: [&str; 3] = ["vector_add", "fill", "triad"];
+pub const KERNELS: [&str; 5] = [
+    "vector_add",
+    "fill",
+    "triad",
+    "memtest_write",
+    "memtest_check",
+];
 
 /// The code object for `target` (`gfx942`; feature suffixes such as
 /// `:sramecc+:xnack-` are ignored).

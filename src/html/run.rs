@@ -48,6 +48,7 @@ pub fn run_page(run: &Presented<'_>) -> String {
             ("skip", "not applicable here"),
         ]))
         (metrics(report))
+        (matrices(report))
         (identity(report, node, versions))
         h2 { "Checks" }
         @for scope in report.scope_list() {
@@ -192,7 +193,8 @@ fn metrics(report: &RunReport) -> Markup {
     // Rows in the order the checks ran: bottom-up through the layers.
     let mut rows: Vec<((&str, &str, &str), Row<'_>)> = Vec::new();
     for r in &report.results {
-        for m in &r.metrics {
+        // Measurements between two scopes are drawn as matrices instead.
+        for m in r.metrics.iter().filter(|m| m.between.is_none()) {
             let key = (r.check.as_str(), m.name.as_str(), m.unit.as_str());
             let at = match rows.iter().position(|(k, _)| *k == key) {
                 Some(at) => at,
@@ -237,6 +239,41 @@ fn metrics(report: &RunReport) -> Markup {
                                     @if drawn { br; (bar(m.value, m.floor, scale)) }
                                 },
                                 None => td {},
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every measurement taken between two scopes (peer-to-peer bandwidth), a
+/// matrix per check and family: rows where it starts, columns where it
+/// ends, cells below their floor marked as failures.
+fn matrices(report: &RunReport) -> Markup {
+    html! {
+        @for r in &report.results {
+            @for m in rocgate_harness::matrix::matrices(&r.metrics) {
+                h2 { "Between GPUs: " (m.family) " (" (m.unit) ")" }
+                p { "From the row to the column, measured by "
+                    a href=(format!("#{}", r.id)) { code { (r.id) } }
+                    "; a red cell is below the floor of its link." }
+                table.matrix {
+                    thead { tr { th { "from \\ to" } @for to in &m.scopes { th { (to) } } } }
+                    tbody {
+                        @for from in &m.scopes {
+                            tr {
+                                th { (from) }
+                                @for to in &m.scopes {
+                                    @match m.cell(from, to) {
+                                        _ if from == to => td.num { "-" },
+                                        Some(c) if c.below_floor() => td.num.fail title=(format!("floor {}", c.floor.map(number).unwrap_or_default())) { (number(c.value)) },
+                                        Some(c) if c.floor.is_some() => td.num.pass { (number(c.value)) },
+                                        Some(c) => td.num title="no floor" { (number(c.value)) },
+                                        None => td.num { "." },
+                                    }
+                                }
                             }
                         }
                     }

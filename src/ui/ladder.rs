@@ -213,6 +213,34 @@ pub fn failures(report: &RunReport, style: Style) -> String {
     out
 }
 
+/// Every measurement taken between two scopes (peer-to-peer bandwidth), as
+/// a matrix per check and family, values below their floor in red.
+pub fn matrices(report: &RunReport, style: Style) -> String {
+    let mut out = String::new();
+    for r in &report.results {
+        for m in rocgate_harness::matrix::matrices(&r.metrics) {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            let _ = writeln!(out, "{}", style.bold(&format!("Between GPUs: {}", r.id)));
+            for line in m.text().lines() {
+                let line: Vec<String> = line
+                    .split_inclusive(' ')
+                    .map(|cell| {
+                        if cell.trim_end().ends_with('!') {
+                            style.red(cell)
+                        } else {
+                            cell.to_string()
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(out, "{}", line.concat());
+            }
+        }
+    }
+    out
+}
+
 /// The checks that could not look, and why: they are not passes, and
 /// `--strict` fails the run on them.
 pub fn unverified(report: &RunReport, style: Style) -> String {

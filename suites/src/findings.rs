@@ -322,6 +322,15 @@ pub mod codes {
         HIP_MEMCPY_CORRUPT = "hip-memcpy-corrupt", [HIP], Stops, Correctness,
             "a hipMemcpy round trip came back different",
             "data is corrupted through the GPU: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors";
+        VRAM_TEST_FAILED = "vram-test-failed", [HIP], Stops, Hardware,
+            "the device-memory test read back words different from what it wrote (walking ones or address in address): the GPU's memory is faulty",
+            "drain the GPU; read its memory RAS counters and retired pages (`grep . /sys/bus/pci/devices/<address>/ras/*umc*`, `amd-smi bad-pages`) and `dmesg | grep -i -e umc -e uncorrectable`; rerun with a larger `[memtest] vram_share`; faults that return after a reboot mean the GPU needs AMD's Service Action Guide (RMA)";
+        P2P_COPY_FAILED = "p2p-copy-failed", [HIP], Advisory, Runtime,
+            "two GPUs cannot copy peer-to-peer: HIP refuses peer access or a hipMemcpyPeer between them fails",
+            "RCCL and hipMemcpyPeer need peer access between GPUs: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches (see the system layer), Above 4G decoding/large BARs are on in the BIOS, and `dmesg | grep -i -e xgmi -e amdgpu`";
+        P2P_COPY_CORRUPT = "p2p-copy-corrupt", [HIP], Advisory, Correctness,
+            "a peer-to-peer copy between two GPUs arrived different",
+            "data is corrupted between the named GPUs: drain the node, read the XGMI and PCIe error counters (`grep . /sys/bus/pci/devices/<address>/ras/*xgmi*`, `amd-smi metric --ecc`, `dmesg | grep -i -e aer -e xgmi`) and rerun TransferBench between the pair";
         HIP_MODULE_LOAD_FAILED = "hip-module-load-failed", [HIP], Stops, Compatibility,
             "hipModuleLoadData rejects rocgate's code object",
             "read `dmesg | grep -i amdgpu`; check that the HIP runtime matches the installed ROCm and driver and that the release supports this gfx target";

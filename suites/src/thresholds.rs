@@ -98,6 +98,33 @@ pub struct Floor {
     pub source: String,
 }
 
+/// The extended tier's device-memory test.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Memtest {
+    /// The share of each GPU's VRAM written and read back (0.1 = 10%).
+    #[serde(deserialize_with = "vram_share")]
+    pub vram_share: f64,
+}
+
+impl Default for Memtest {
+    fn default() -> Self {
+        Memtest { vram_share: 0.1 }
+    }
+}
+
+// Above 0.9 the allocation competes with the runtime's own reservations.
+fn vram_share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if v.is_finite() && v > 0.0 && v <= 0.9 {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "vram_share must be a fraction above 0 and at most 0.9 (0.1 = 10%), not {v}"
+        )))
+    }
+}
+
 fn whole_gpu() -> String {
     "SPX".to_string()
 }
@@ -116,13 +143,16 @@ pub struct Thresholds {
     /// Floors, first match wins.
     #[serde(default, rename = "floor")]
     pub floors: Vec<Floor>,
+    /// How much the extended tier's device-memory test covers.
+    #[serde(default)]
+    pub memtest: Memtest,
     /// Where the thresholds came from (for messages).
     #[serde(skip)]
     pub origin: String,
 }
 
 /// Metrics a floor may name.
-pub const METRICS: [&str; 7] = [
+pub const METRICS: [&str; 9] = [
     "gemm_tflops.fp32",
     "gemm_tflops.fp64",
     "gemm_tflops.fp16",
@@ -130,6 +160,8 @@ pub const METRICS: [&str; 7] = [
     "h2d_gbps",
     "d2h_gbps",
     "allreduce_busbw_gbps",
+    "p2p_gbps.xgmi",
+    "p2p_gbps.pcie",
 ];
 
 impl Thresholds {

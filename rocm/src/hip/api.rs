@@ -63,6 +63,28 @@ impl Hip {
         self.check("hipSetDevice", unsafe { f(device) })
     }
 
+    /// `hipDeviceCanAccessPeer`: whether `device` can map `peer`'s memory.
+    pub fn can_access_peer(&self, device: i32, peer: i32) -> Result<bool, HipError> {
+        let f = self.table.hipDeviceCanAccessPeer.clone()?;
+        let mut can = 0;
+        // SAFETY: writes one int.
+        self.check("hipDeviceCanAccessPeer", unsafe {
+            f(&mut can, device, peer)
+        })?;
+        Ok(can != 0)
+    }
+
+    /// `hipDeviceEnablePeerAccess(peer, 0)` from the current device; access
+    /// enabled before counts as enabled.
+    pub fn enable_peer_access(&self, peer: i32) -> Result<(), HipError> {
+        let f = self.table.hipDeviceEnablePeerAccess.clone()?;
+        // SAFETY: by value; flags must be 0.
+        match unsafe { f(peer, 0) } {
+            sys::ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+            status => self.check("hipDeviceEnablePeerAccess", status),
+        }
+    }
+
     /// `hipDeviceGetAttribute`.
     pub fn attribute(&self, attr: i32, device: i32) -> Result<i32, HipError> {
         let f = self.table.hipDeviceGetAttribute.clone()?;
@@ -205,6 +227,74 @@ impl Hip {
         // SAFETY: as documented; sizes checked above.
         unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
     }
+
+    /// Launches rocgate's `memtest_write(buf, mode, seed, n)`: fills the
+    /// first `n` words of `buf` with pattern `mode` (0 address in address,
+    /// 1 walking ones) moved by `seed`. `f` must be that kernel.
+    pub fn launch_memtest_write(
+        &self,
+        f: Function<'_>,
+        buf: &DeviceBuffer,
+        pattern: (u32, u32),
+        n: u32,
+    ) -> Result<(), HipError> {
+        words_fit(buf, n, "memtest_write")?;
+        let (mut pb, mut mode, mut seed, mut pn) = (buf.ptr, pattern.0, pattern.1, n);
+        let mut args: [*mut c_void; 4] = [
+            (&raw mut pb).cast(),
+            (&raw mut mode).cast(),
+            (&raw mut seed).cast(),
+            (&raw mut pn).cast(),
+        ];
+        // SAFETY: the arguments match memtest_write's signature; the buffer
+        // holds `n` words (checked above).
+        unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
+    }
+
+    /// Launches rocgate's `memtest_check(buf, mode, seed, n, errors,
+    /// capacity)`: counts the words of `buf` not holding the pattern in
+    /// `errors[0]` and records up to `capacity` (index, differing bits)
+    /// pairs after it. `errors` must hold `1 + 2 * capacity` words.
+    pub fn launch_memtest_check(
+        &self,
+        f: Function<'_>,
+        buf: &DeviceBuffer,
+        pattern: (u32, u32),
+        n: u32,
+        errors: &DeviceBuffer,
+        capacity: u32,
+    ) -> Result<(), HipError> {
+        words_fit(buf, n, "memtest_check")?;
+        words_fit(errors, 1 + 2 * capacity, "memtest_check")?;
+        let (mut pb, mut mode, mut seed, mut pn) = (buf.ptr, pattern.0, pattern.1, n);
+        let (mut pe, mut cap) = (errors.ptr, capacity);
+        let mut args: [*mut c_void; 6] = [
+            (&raw mut pb).cast(),
+            (&raw mut mode).cast(),
+            (&raw mut seed).cast(),
+            (&raw mut pn).cast(),
+            (&raw mut pe).cast(),
+            (&raw mut cap).cast(),
+        ];
+        // SAFETY: the arguments match memtest_check's signature; both
+        // buffers are large enough (checked above).
+        unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
+    }
+}
+
+/// Refuses a launch over `n` 32-bit words of a smaller buffer.
+fn words_fit(buf: &DeviceBuffer, n: u32, kernel: &str) -> Result<(), HipError> {
+    let need = n as usize * 4;
+    if buf.len < need {
+        return Err(HipError::Invalid {
+            call: "hipModuleLaunchKernel",
+            reason: format!(
+                "{kernel} over {n} words needs a {need}-byte buffer, not {}",
+                buf.len
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// A HIP stream on the device current when it was created, destroyed on drop.
@@ -292,6 +382,22 @@ impl DeviceBuffer {
         // SAFETY: the whole allocation.
         self.hip.check("hipMemset", unsafe {
             f(self.ptr, i32::from(value), self.len)
+        })
+    }
+
+    /// `hipMemcpyPeer`: copies `src` on `src_device` (at most this buffer's
+    /// length) into this buffer on `device`.
+    pub fn copy_from_peer(
+        &self,
+        device: i32,
+        src: &DeviceBuffer,
+        src_device: i32,
+    ) -> Result<(), HipError> {
+        let f = self.hip.table.hipMemcpyPeer.clone()?;
+        let n = src.len.min(self.len);
+        // SAFETY: both device ranges are valid for `n` bytes.
+        self.hip.check("hipMemcpyPeer", unsafe {
+            f(self.ptr, device, src.ptr, src_device, n)
         })
     }
 

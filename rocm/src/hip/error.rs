@@ -72,10 +72,13 @@ pub const ERROR_NAMES: &[(i32, &str)] = &[
     (200, "hipErrorInvalidImage"),
     (209, "hipErrorNoBinaryForGpu"),
     (214, "hipErrorECCNotCorrectable"),
+    (217, "hipErrorPeerAccessUnsupported"),
     (400, "hipErrorInvalidHandle"),
     (500, "hipErrorNotFound"),
     (600, "hipErrorNotReady"),
     (700, "hipErrorIllegalAddress"),
+    (704, "hipErrorPeerAccessAlreadyEnabled"),
+    (705, "hipErrorPeerAccessNotEnabled"),
     (719, "hipErrorLaunchFailure"),
     (999, "hipErrorUnknown"),
 ];

@@ -24,6 +24,7 @@ c_constants! {
     pub CONSTANTS {
         SUCCESS: Error = "hipSuccess" => 0;
         ERROR_NOT_READY: Error = "hipErrorNotReady" => 600;
+        ERROR_PEER_ACCESS_ALREADY_ENABLED: Error = "hipErrorPeerAccessAlreadyEnabled" => 704;
         ATTR_MAX_THREADS_PER_BLOCK: i32 = "hipDeviceAttributeMaxThreadsPerBlock" => 56;
         ATTR_MULTIPROCESSOR_COUNT: i32 = "hipDeviceAttributeMultiprocessorCount" => 63;
         ATTR_TOTAL_GLOBAL_MEM: i32 = "hipDeviceAttributeTotalGlobalMem" => 84;
@@ -55,6 +56,9 @@ symbol_table! {
         hipHostFree: fn(*mut c_void) -> Error;
         hipMemcpy: fn(*mut c_void, *const c_void, usize, i32) -> Error;
         hipMemset: fn(*mut c_void, i32, usize) -> Error;
+        hipDeviceCanAccessPeer: fn(*mut i32, i32, i32) -> Error;
+        hipDeviceEnablePeerAccess: fn(i32, u32) -> Error;
+        hipMemcpyPeer: fn(*mut c_void, i32, *const c_void, i32, usize) -> Error;
         hipModuleLoadData: fn(*mut Module, *const c_void) -> Error;
         hipModuleUnload: fn(Module) -> Error;
         hipModuleGetFunction: fn(*mut Function, Module, *const c_char) -> Error;

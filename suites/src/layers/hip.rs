@@ -1,16 +1,12 @@
 //! hip: the HIP runtime on each GPU. Every check runs in the scope's worker.
 
-use super::hip_device::{HipDevice, Matched, find_device, hip_fail};
+use super::hip_device::{HipDevice, Matched, find_device, hip_fail, load_module};
 use super::isolated;
 use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
-use rocgate_node::facts::gpus::Gpu;
-use rocgate_rocm::hip::{
-    DeviceBuffer, Hip, HipError, HostBuffer, Module, Rtc, format_version, sys,
-};
-use std::sync::Arc;
+use rocgate_rocm::hip::{DeviceBuffer, HipError, HostBuffer, Module, Rtc, format_version, sys};
 use std::time::Instant;
 
 const NEEDS_DEVICE: &[&str] = &["hip::device"];
@@ -253,22 +249,6 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Outcome {
 }
 
 /// The embedded code object loaded as a module, or the skip verdict.
-fn load_module(gpu: &Gpu, hip: &Arc<Hip>) -> Result<Module, Verdict> {
-    let target = gpu.gfx_target.clone().unwrap_or_default();
-    let Some(co) = rocgate_kernels::code_object(&target) else {
-        return Err(Verdict::unverifiable(rocgate_kernels::missing_reason(
-            &target,
-        )));
-    };
-    Module::load(hip, co.bytes).map_err(|e| {
-        let next = match e.code() {
-            Some(200 | 209) => "the HIP runtime rejects code for this GPU (hipErrorInvalidImage/NoBinaryForGpu): this ROCm release may not support the gfx target; check the compatibility matrix",
-            _ => "read `dmesg | grep -i amdgpu`; check that the HIP runtime matches the installed ROCm and driver",
-        };
-        hip_fail(codes::HIP_MODULE_LOAD_FAILED, &e, next)
-    })
-}
-
 fn module_load(ctx: &NodeContext, scope: Scope) -> Outcome {
     let HipDevice { gpu, hip, .. } = find_device(ctx, scope)?;
     let module = load_module(gpu, hip)?;

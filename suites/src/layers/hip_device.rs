@@ -6,7 +6,7 @@ use crate::context::NodeContext;
 use crate::findings::{Code, codes};
 use rocgate_harness::{Scope, Verdict};
 use rocgate_node::facts::gpus::Gpu;
-use rocgate_rocm::hip::{Hip, HipError};
+use rocgate_rocm::hip::{Hip, HipError, Module};
 use std::sync::Arc;
 
 /// A failed HIP call as a failure with `code` and the next step `next`.
@@ -161,6 +161,47 @@ pub(super) fn find_device(ctx: &NodeContext, scope: Scope) -> Result<HipDevice<'
         hip,
         index,
         matched,
+    })
+}
+
+/// The selected GPUs' HIP device indices, in inventory order; each GPU must
+/// be its own device (two GPUs matched to one HIP device would make RCCL
+/// reduce a GPU with itself).
+pub(super) fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict> {
+    let (hip, n) = ctx.runtime.hip_ready()?;
+    let devices: Vec<(u32, i32)> = ctx
+        .selected_gpus()
+        .into_iter()
+        .filter_map(|i| ctx.facts.gpu(i))
+        .filter(|g| g.kfd.is_some())
+        .map(|g| hip_index(hip, n, g, &ctx.facts.gpus).map(|(d, _)| (g.index, d)))
+        .collect::<Result<_, _>>()?;
+    let mut ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Verdict::fail(codes::HIP_DEVICE_MISSING.finding_next(format!(
+                "two GPUs map to HIP device {}: HIP's PCI bus ids cannot tell them apart",
+                w[0]
+            ), "report this with `rocgate inventory --json` and `rocminfo`; meanwhile run the all-reduce on GPUs of distinct PCI devices with --gpus")));
+    }
+    Ok(devices)
+}
+
+/// rocgate's kernels for `gpu`, loaded into HIP; a build without a code
+/// object for its target cannot look.
+pub(super) fn load_module(gpu: &Gpu, hip: &Arc<Hip>) -> Result<Module, Verdict> {
+    let target = gpu.gfx_target.clone().unwrap_or_default();
+    let Some(co) = rocgate_kernels::code_object(&target) else {
+        return Err(Verdict::unverifiable(rocgate_kernels::missing_reason(
+            &target,
+        )));
+    };
+    Module::load(hip, co.bytes).map_err(|e| {
+        let next = match e.code() {
+            Some(200 | 209) => "the HIP runtime rejects code for this GPU (hipErrorInvalidImage/NoBinaryForGpu): this ROCm release may not support the gfx target; check the compatibility matrix",
+            _ => "read `dmesg | grep -i amdgpu`; check that the HIP runtime matches the installed ROCm and driver",
+        };
+        hip_fail(codes::HIP_MODULE_LOAD_FAILED, &e, next)
     })
 }
 

@@ -9,7 +9,10 @@ pub mod hip;
 mod hip_device;
 pub mod hsa;
 pub mod kfd;
+mod links;
+pub mod memtest;
 pub mod miopen;
+pub mod p2p;
 pub mod pci;
 pub mod ras;
 pub mod rccl;
@@ -30,7 +33,7 @@ type Run = fn(&NodeContext, Scope) -> Outcome;
 /// Every check rocgate knows, bottom-up; within a layer, checks that find
 /// causes come before checks that find their symptoms.
 pub fn registry() -> Vec<Check<NodeContext>> {
-    let layers: [fn() -> Vec<Check<NodeContext>>; 12] = [
+    let layers: [fn() -> Vec<Check<NodeContext>>; 14] = [
         system::checks,
         pci::checks,
         firmware::checks,
@@ -40,6 +43,8 @@ pub fn registry() -> Vec<Check<NodeContext>> {
         compat::checks,
         hsa::checks,
         hip::checks,
+        p2p::checks,
+        memtest::checks,
         rocblas::checks,
         miopen::checks,
         rccl::checks,

@@ -1,17 +1,16 @@
 //! rccl: the GPUs' interconnect as KFD describes it, and an all-reduce across
 //! the node's GPUs with RCCL, verified, with bus bandwidth.
 
-use super::hip_device::hip_index;
+use super::hip_device::hip_devices;
+use super::links::Links;
 use super::{check, isolated};
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
-use rocgate_node::facts::gpus::{Gpu, function_zero};
-use rocgate_node::facts::kfd::{LINK_TYPE_PCIE, LINK_TYPE_XGMI};
 use rocgate_rocm::hip::{DeviceBuffer, Stream};
 use rocgate_rocm::rccl::Comms;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// The rccl layer's checks.
@@ -72,97 +71,25 @@ const LIBRARY: super::LibraryName =
     super::LibraryName::new("RCCL", "rccl", "rccl", codes::RCCL_LIBRARY_MISSING);
 
 /// Physical devices (function-0 address) and the KFD nodes of each.
-fn devices(gpus: &[Gpu]) -> BTreeMap<String, Vec<&Gpu>> {
-    let mut d: BTreeMap<String, Vec<&Gpu>> = BTreeMap::new();
-    for g in gpus.iter().filter(|g| g.kfd.is_some()) {
-        d.entry(function_zero(&g.pci_address).unwrap_or_else(|| g.pci_address.clone()))
-            .or_default()
-            .push(g);
-    }
-    d
-}
-
 fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
-    let devs = devices(&ctx.facts.gpus);
-    if devs.len() < 2 {
+    let links = Links::of(&ctx.facts.gpus);
+    let n = links.devices.len();
+    if n < 2 {
         return Err(Verdict::not_applicable(
             "fewer than two GPUs in KFD: no interconnect to check",
         ));
     }
-    let names: Vec<&String> = devs.keys().collect();
-    let node_of: BTreeMap<u64, usize> = devs
-        .values()
-        .enumerate()
-        .flat_map(|(i, gs)| {
-            gs.iter()
-                .filter_map(move |g| g.kfd.as_ref().map(|k| (u64::from(k.id), i)))
-        })
-        .collect();
-    // links[a][b]: the best link type seen from device a to device b.
-    let n = devs.len();
-    let mut xgmi = vec![vec![false; n]; n];
-    let mut pcie = vec![vec![false; n]; n];
-    let mut no_p2p = BTreeSet::new();
-    for (a, gs) in devs.values().enumerate() {
-        for link in gs
-            .iter()
-            .filter_map(|g| g.kfd.as_ref())
-            .flat_map(|k| &k.io_links)
-        {
-            let Some(&b) = node_of.get(&link.node_to) else {
-                continue;
-            };
-            if a == b {
-                continue;
-            }
-            let enabled = link.flags & 0x1 != 0;
-            if link.link_type == LINK_TYPE_XGMI && enabled {
-                xgmi[a][b] = true;
-                xgmi[b][a] = true;
-            } else if link.link_type == LINK_TYPE_PCIE && enabled {
-                pcie[a][b] = true;
-            }
-            if link.flags & 0x10 != 0 {
-                no_p2p.insert((a.min(b), a.max(b)));
-            }
-        }
-    }
-    let hive = |gs: &Vec<&Gpu>| {
-        gs.iter()
-            .find_map(|g| g.kfd.as_ref().and_then(|k| k.hive_id))
-            .filter(|&h| h != 0)
-    };
-    let hives: Vec<Option<u64>> = devs.values().map(hive).collect();
+    let names: Vec<&String> = links.devices.iter().map(|(name, _)| name).collect();
+    let hives: Vec<Option<u64>> = (0..n).map(|a| links.hive(a)).collect();
     let mut missing = Vec::new();
     for a in 0..n {
         for b in a + 1..n {
-            if hives[a].is_some() && hives[a] == hives[b] && !xgmi[a][b] {
+            if hives[a].is_some() && hives[a] == hives[b] && !links.xgmi(a, b) {
                 missing.push(format!("{} <-> {}", names[a], names[b]));
             }
         }
     }
-    // The observed topology, as a matrix.
-    let mut table = format!("{:<14}", "");
-    for (i, _) in names.iter().enumerate() {
-        table.push_str(&format!("{:>6}", format!("d{i}")));
-    }
-    table.push('\n');
-    for a in 0..n {
-        table.push_str(&format!("d{a} {:<11}", names[a]));
-        for b in 0..n {
-            let cell = if a == b {
-                "-"
-            } else if xgmi[a][b] {
-                "XGMI"
-            } else if pcie[a][b] || pcie[b][a] {
-                "PCIe"
-            } else {
-                "host"
-            };
-            table.push_str(&format!("{cell:>6}"));
-        }
-        table.push('\n');
-    }
+    let table = links.table();
     let distinct: BTreeSet<u64> = hives.iter().flatten().copied().collect();
     if !missing.is_empty() {
         return Err(Verdict::fail(codes::XGMI_LINK_MISSING.finding(format!(
@@ -172,8 +99,9 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
         )))
         .with_output(table));
     }
-    if !no_p2p.is_empty() {
-        let pairs: Vec<String> = no_p2p
+    if !links.no_p2p.is_empty() {
+        let pairs: Vec<String> = links
+            .no_p2p
             .iter()
             .map(|&(a, b)| format!("{} <-> {}", names[a], names[b]))
             .collect();
@@ -183,36 +111,13 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
     let pairs = n * (n - 1) / 2;
     let linked = (0..n)
         .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
-        .filter(|&(a, b)| xgmi[a][b])
+        .filter(|&(a, b)| links.xgmi(a, b))
         .count();
     Ok(Verdict::pass(format!(
         "{n} GPUs, {} XGMI hives; {linked} of {pairs} pairs linked by XGMI; peer-to-peer DMA enabled",
         distinct.len()
     ))
     .with_output(table))
-}
-
-/// The selected GPUs' HIP device indices, in inventory order; each GPU must
-/// be its own device (two GPUs matched to one HIP device would make RCCL
-/// reduce a GPU with itself).
-fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict> {
-    let (hip, n) = ctx.runtime.hip_ready()?;
-    let devices: Vec<(u32, i32)> = ctx
-        .selected_gpus()
-        .into_iter()
-        .filter_map(|i| ctx.facts.gpu(i))
-        .filter(|g| g.kfd.is_some())
-        .map(|g| hip_index(hip, n, g, &ctx.facts.gpus).map(|(d, _)| (g.index, d)))
-        .collect::<Result<_, _>>()?;
-    let mut ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
-    ids.sort_unstable();
-    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Verdict::fail(codes::HIP_DEVICE_MISSING.finding_next(format!(
-                "two GPUs map to HIP device {}: HIP's PCI bus ids cannot tell them apart",
-                w[0]
-            ), "report this with `rocgate inventory --json` and `rocminfo`; meanwhile run the all-reduce on GPUs of distinct PCI devices with --gpus")));
-    }
-    Ok(devices)
 }
 
 /// One all-reduce of `count` floats per GPU; returns (seconds, busbw GB/s).

@@ -1,0 +1,204 @@
+//! hip, extended tier: a device-memory test over a share of each GPU's VRAM
+//! (`[memtest] vram_share` in the thresholds): rocgate's kernels write
+//! address-in-address and walking-ones patterns and read them back on the
+//! GPU, so a faulty cell, data bit or address line shows as the addresses
+//! that read back wrong and the bits that differ.
+
+use super::hip_device::{HipDevice, find_device, hip_fail, load_module};
+use super::isolated;
+use crate::context::NodeContext;
+use crate::findings::codes;
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
+use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The largest buffer one pass covers: the kernels index words with 32 bits.
+const CHUNK_BYTES: usize = 1 << 30;
+/// Failing words each pass records (all are counted).
+const CAPACITY: u32 = 64;
+/// Failing addresses a report lists.
+const LISTED: usize = 32;
+
+/// The memory test.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![Check {
+        tier: Tier::Extended,
+        ..isolated(
+            "hip::memtest",
+            stack::HIP,
+            ScopeKind::PerGpu,
+            &["hip::vector_add"],
+            600,
+            "a share of the GPU's VRAM holds walking-ones and address-in-address patterns",
+            memtest,
+        )
+    }]
+}
+
+/// The passes, as (mode, seed): address in address twice (the second seed
+/// flips most bits of the first), then a walking one at every bit position.
+fn passes() -> impl Iterator<Item = (u32, u32)> {
+    [(0, 0), (0, 0x9E37_79B9)]
+        .into_iter()
+        .chain((0..32).map(|bit| (1, bit)))
+}
+
+/// Addresses that read back wrong, with every bit seen to differ.
+type Failing = BTreeMap<u64, u32>;
+
+fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let HipDevice {
+        gpu, hip, index, ..
+    } = find_device(ctx, scope)?;
+    let module = load_module(gpu, hip)?;
+    let next = "the memory test's kernels did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'` and the RAS counters; a GPU that fails launches needs a reset (`amd-smi reset -g N`)";
+    let fail = |e: HipError| hip_fail(codes::HIP_LAUNCH_FAILED, &e, next);
+    let write = module.function("memtest_write").map_err(fail)?;
+    let check = module.function("memtest_check").map_err(fail)?;
+    let share = ctx.thresholds.memtest.vram_share;
+    let total = hip.total_mem(index).map_err(fail)?;
+    let (chunks, short) = allocate(hip, (total as f64 * share) as usize)?;
+    let covered: usize = chunks.iter().map(|c| c.len()).sum();
+    let errors = DeviceBuffer::new(hip, (1 + 2 * CAPACITY as usize) * 4).map_err(fail)?;
+    let mut failing = Failing::new();
+    let mut wrong_reads = 0u64;
+    let t = Instant::now();
+    for pattern in passes() {
+        for chunk in &chunks {
+            let n = u32::try_from(chunk.len() / 4).unwrap_or(u32::MAX);
+            hip.launch_memtest_write(write, chunk, pattern, n)
+                .map_err(fail)?;
+            errors.fill(0).map_err(fail)?;
+            hip.launch_memtest_check(check, chunk, pattern, n, &errors, CAPACITY)
+                .map_err(fail)?;
+            hip.synchronize().map_err(fail)?;
+            let mut raw = vec![0u8; errors.len()];
+            errors.download(&mut raw).map_err(fail)?;
+            wrong_reads += record(&raw, chunk.ptr() as u64, &mut failing);
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let gib = covered as f64 / f64::from(1u32 << 30);
+    let percent = covered as f64 / total.max(1) as f64 * 100.0;
+    let what = format!(
+        "{gib:.2} GiB ({} of {:.0} GiB VRAM{short}) in {} passes",
+        if percent < 1.0 {
+            format!("{percent:.2}%")
+        } else {
+            format!("{percent:.0}%")
+        },
+        total as f64 / f64::from(1u32 << 30),
+        passes().count()
+    );
+    let gbps = covered as f64 * 2.0 * passes().count() as f64 / secs.max(1e-9) / 1e9;
+    let measured = |v: Verdict| {
+        v.with_metric("memtest_gib", gib, "GiB")
+            .with_metric("memtest_gbps", gbps, "GB/s")
+    };
+    if wrong_reads > 0 {
+        return Err(
+            measured(Verdict::fail(codes::VRAM_TEST_FAILED.finding(format!(
+                "{wrong_reads} words read back wrong over {what}, at {} address{}: {}",
+                failing.len(),
+                if failing.len() == 1 { "" } else { "es" },
+                super::list(&described(&failing), 4)
+            ))))
+            .with_output(described(&failing).join("\n")),
+        );
+    }
+    Ok(measured(Verdict::pass(format!(
+        "{what} read back intact (walking ones, address in address), {gbps:.0} GB/s"
+    ))))
+}
+
+/// Buffers covering `target` bytes in chunks; when the GPU runs out of
+/// free memory part-way, what was allocated, and a note that says so.
+fn allocate(hip: &Arc<Hip>, target: usize) -> Result<(Vec<DeviceBuffer>, String), Verdict> {
+    let mut chunks: Vec<DeviceBuffer> = Vec::new();
+    let mut covered = 0;
+    while covered < target {
+        let len = (target - covered).min(CHUNK_BYTES) & !3;
+        if len == 0 {
+            break;
+        }
+        match DeviceBuffer::new(hip, len) {
+            Ok(b) => {
+                covered += len;
+                chunks.push(b);
+            }
+            Err(e) if chunks.is_empty() => {
+                return Err(Verdict::unverifiable(format!(
+                    "no VRAM to test: {e} (another process may hold the GPU's memory; `amd-smi process`)"
+                )));
+            }
+            Err(_) => {
+                return Ok((chunks, ", all the GPU had free".into()));
+            }
+        }
+    }
+    Ok((chunks, String::new()))
+}
+
+/// Adds the failing words `memtest_check` recorded in `raw` (its count,
+/// then (word index, differing bits) pairs) for the chunk at device
+/// address `base`; returns the count.
+fn record(raw: &[u8], base: u64, failing: &mut Failing) -> u64 {
+    let words: Vec<u32> = raw
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    let count = words.first().copied().unwrap_or(0);
+    for pair in words[1..]
+        .chunks_exact(2)
+        .take(count.min(CAPACITY) as usize)
+    {
+        *failing.entry(base + u64::from(pair[0]) * 4).or_insert(0) |= pair[1];
+    }
+    u64::from(count)
+}
+
+/// Each failing address with the bits that differed there.
+fn described(failing: &Failing) -> Vec<String> {
+    failing
+        .iter()
+        .take(LISTED)
+        .map(|(address, bits)| {
+            let which: Vec<String> = (0..32)
+                .filter(|b| bits & (1 << b) != 0)
+                .map(|b| b.to_string())
+                .collect();
+            format!("0x{address:x} (bit {})", which.join(", "))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_check_buffer_becomes_addresses_with_their_bits() {
+        let mut raw = Vec::new();
+        for w in [2u32, 5, 0x20, 9, 0x21, 77, 77] {
+            raw.extend(w.to_le_bytes());
+        }
+        let mut failing = Failing::new();
+        assert_eq!(record(&raw, 0x1000, &mut failing), 2);
+        assert_eq!(failing.len(), 2, "only the recorded pairs");
+        assert_eq!(described(&failing), ["0x1014 (bit 5)", "0x1024 (bit 0, 5)"]);
+        assert_eq!(passes().count(), 34);
+    }
+
+    proptest! {
+        #[test]
+        fn any_check_buffer_is_read_without_panicking(raw in proptest::collection::vec(any::<u8>(), 0..600)) {
+            let mut failing = Failing::new();
+            let _ = record(&raw, u64::MAX - 3, &mut failing);
+            let _ = described(&failing);
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! hip, extended tier: peer-to-peer copies between every pair of GPU
+//! devices, checked for integrity and timed, as a GB/s matrix judged
+//! against the floor of each pair's link (XGMI or PCIe). Partitions of one
+//! device share its links, so one partition stands for its device.
+
+use super::hip_device::{hip_devices, hip_fail};
+use super::isolated;
+use super::links::{LinkKind, Links};
+use crate::context::NodeContext;
+use crate::findings::codes;
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, SkipReason, Status, Tier, Verdict};
+use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Bytes of each timed copy: TransferBench's healthcheck moves hundreds of
+/// MiB per transfer, enough that launch overhead does not count.
+const TIMED_BYTES: usize = 256 << 20;
+/// Bytes of each pair's integrity copy.
+const CHECKED_BYTES: usize = 1 << 20;
+/// The metric family of the matrix.
+const FAMILY: &str = "p2p_gbps";
+
+/// The peer-to-peer check.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![Check {
+        tier: Tier::Extended,
+        gates: false,
+        ..isolated(
+            "hip::p2p_bandwidth",
+            stack::HIP,
+            ScopeKind::Node,
+            &["hip::device", "hip::memcpy"],
+            300,
+            "every pair of GPUs copies peer-to-peer intact, at or above its link's floor (a GB/s matrix)",
+            p2p_bandwidth,
+        )
+    }]
+}
+
+/// One GPU standing for its device: inventory index, HIP ordinal, device.
+struct Peer {
+    gpu: u32,
+    ordinal: i32,
+    device: usize,
+    small: DeviceBuffer,
+    large: DeviceBuffer,
+}
+
+/// What went wrong between two GPUs, by pair.
+#[derive(Default)]
+struct Faults {
+    corrupt: Vec<String>,
+    failed: Vec<String>,
+    below: Vec<String>,
+}
+
+fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
+    let (hip, _) = ctx.runtime.hip_ready()?;
+    let links = Links::of(&ctx.facts.gpus);
+    let peers = peers(ctx, hip, &links)?;
+    let pattern: Vec<u8> = (0..CHECKED_BYTES).map(|i| (i % 251) as u8).collect();
+    let mut faults = Faults::default();
+    let mut measured = Verdict::pass("");
+    let mut judged = Vec::new();
+    for from in &peers {
+        for to in peers.iter().filter(|p| p.gpu != from.gpu) {
+            let pair = format!("gpu{}>gpu{}", from.gpu, to.gpu);
+            let kind = links.kind(from.device, to.device);
+            match copy_pair(hip, from, to, &pattern) {
+                Ok(Some(gbps)) => {
+                    let v = judge(ctx, from.gpu, kind, gbps);
+                    if v.status == Status::Fail {
+                        faults
+                            .below
+                            .push(format!("{pair} {gbps:.1} GB/s ({})", kind.label()));
+                    }
+                    let from_scope = format!("gpu{}", from.gpu);
+                    let to_scope = format!("gpu{}", to.gpu);
+                    measured =
+                        measured.with_metrics_between(v.metrics.clone(), &from_scope, &to_scope);
+                    judged.push(v);
+                }
+                Ok(None) => faults.corrupt.push(format!("{pair} ({})", kind.label())),
+                Err(e) => faults
+                    .failed
+                    .push(format!("{pair} ({}): {e}", kind.label())),
+            }
+        }
+    }
+    let pairs = peers.len() * (peers.len() - 1);
+    let verdict = summarise(&faults, &judged, pairs);
+    Ok(Verdict {
+        metrics: measured.metrics,
+        ..verdict
+    })
+}
+
+/// One GPU of each device among those selected, with its buffers.
+fn peers(ctx: &NodeContext, hip: &Arc<Hip>, links: &Links<'_>) -> Result<Vec<Peer>, Verdict> {
+    let mut devices = BTreeSet::new();
+    let mut peers = Vec::new();
+    let fail = |e: HipError| hip_fail(codes::P2P_COPY_FAILED, &e, "see hip.memcpy on this GPU");
+    for (gpu, ordinal) in hip_devices(ctx)? {
+        let Some(device) = links.device_of(gpu).filter(|d| devices.insert(*d)) else {
+            continue;
+        };
+        hip.set_device(ordinal).map_err(fail)?;
+        peers.push(Peer {
+            gpu,
+            ordinal,
+            device,
+            small: DeviceBuffer::new(hip, CHECKED_BYTES).map_err(fail)?,
+            large: DeviceBuffer::new(hip, TIMED_BYTES).map_err(fail)?,
+        });
+    }
+    if peers.len() < 2 {
+        return Err(Verdict::not_applicable(
+            "peer-to-peer copies need two or more GPU devices",
+        ));
+    }
+    Ok(peers)
+}
+
+/// Copies `pattern` from `from` to `to` and back to the host, then times
+/// large copies (a warm-up, then the best of three). `Ok(None)`: the data
+/// arrived different.
+fn copy_pair(hip: &Hip, from: &Peer, to: &Peer, pattern: &[u8]) -> Result<Option<f64>, HipError> {
+    // Peer access is what HIP and RCCL use between linked GPUs; without
+    // it hipMemcpyPeer stages through host memory, which is the fault.
+    if !hip.can_access_peer(to.ordinal, from.ordinal)? {
+        return Err(HipError::Invalid {
+            call: "hipDeviceCanAccessPeer",
+            reason: "the GPU cannot access its peer's memory".into(),
+        });
+    }
+    hip.set_device(to.ordinal)?;
+    hip.enable_peer_access(from.ordinal)?;
+    from.small.upload(pattern)?;
+    to.small.fill(0)?;
+    to.small
+        .copy_from_peer(to.ordinal, &from.small, from.ordinal)?;
+    let mut back = vec![0u8; pattern.len()];
+    to.small.download(&mut back)?;
+    if back != pattern {
+        return Ok(None);
+    }
+    let mut best = f64::INFINITY;
+    for i in 0..4 {
+        let t = Instant::now();
+        to.large
+            .copy_from_peer(to.ordinal, &from.large, from.ordinal)?;
+        hip.synchronize()?;
+        if i > 0 {
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+    }
+    Ok(Some(TIMED_BYTES as f64 / best.max(1e-9) / 1e9))
+}
+
+/// `gbps` against the floor of its link kind, recorded as the family.
+fn judge(ctx: &NodeContext, gpu: u32, kind: LinkKind, gbps: f64) -> Verdict {
+    let floor_metric = match kind {
+        LinkKind::Xgmi => "p2p_gbps.xgmi",
+        LinkKind::Pcie | LinkKind::Host => "p2p_gbps.pcie",
+    };
+    let Some(g) = ctx.facts.gpu(gpu) else {
+        return Verdict::not_applicable("not in the inventory").with_metric(FAMILY, gbps, "GB/s");
+    };
+    let mut v = super::judge_floor(ctx, g, floor_metric, gbps, "GB/s");
+    for m in &mut v.metrics {
+        m.name = FAMILY.to_string();
+    }
+    v
+}
+
+/// The check's verdict from what every pair showed.
+fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
+    if !faults.corrupt.is_empty() {
+        return Verdict::fail(codes::P2P_COPY_CORRUPT.finding(format!(
+            "{} of {pairs} GPU pairs corrupted a peer-to-peer copy: {}",
+            faults.corrupt.len(),
+            super::list(&faults.corrupt, 6)
+        )));
+    }
+    if !faults.failed.is_empty() {
+        return Verdict::fail(codes::P2P_COPY_FAILED.finding(format!(
+            "{} of {pairs} GPU pairs cannot copy peer-to-peer: {}",
+            faults.failed.len(),
+            super::list(&faults.failed, 4)
+        )));
+    }
+    if !faults.below.is_empty() {
+        return Verdict::fail(codes::PERF_BELOW_FLOOR.finding(format!(
+            "{} of {pairs} GPU pairs copy below their link's floor: {}",
+            faults.below.len(),
+            super::list(&faults.below, 6)
+        )));
+    }
+    let values: Vec<f64> = judged
+        .iter()
+        .flat_map(|v| v.metrics.iter().map(|m| m.value))
+        .collect();
+    let least = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let unjudged = judged
+        .iter()
+        .filter(|v| v.skip_reason == Some(SkipReason::NotConfigured))
+        .count();
+    if unjudged == pairs {
+        return Verdict::not_configured(format!(
+            "{pairs} GPU pairs copy intact, slowest {least:.1} GB/s; no p2p_gbps floor for these GPUs' links (see README: thresholds)"
+        ));
+    }
+    Verdict::pass(format!(
+        "{pairs} GPU pairs copy intact, slowest {least:.1} GB/s; {} judged against their link's floor, all at or above it{}",
+        pairs - unjudged,
+        if unjudged > 0 {
+            format!(" ({unjudged} have no floor)")
+        } else {
+            String::new()
+        }
+    ))
+}
