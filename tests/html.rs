@@ -403,10 +403,11 @@ fn measurements_against_floors() -> Result<(), Failed> {
             "--tier",
             "extended",
             "--gpus",
-            "0",
+            "0,1",
             "--html",
             page.to_str().unwrap(),
         ])
+        .env("ROCGATE_FAKE_P2P_GBPS", "xgmi=4000;gpu0>gpu1=10")
         .run();
     // The fakes copy memory at host speed, far under an MI300X's PCIe
     // floor, and report GEMM rates far over its GEMM floors: one metric of
@@ -433,5 +434,22 @@ fn measurements_against_floors() -> Result<(), Failed> {
     check(
         gemm.contains("class=\"value\"") && gemm.contains("class=\"floor\""),
         format!("fp64 GEMM row: {gemm}"),
+    )?;
+    // Copies between GPUs are a matrix, not rows: gpu0's row holds the
+    // diagonal, then its slow copy to gpu1 marked below the floor.
+    check(row("p2p_gbps").is_empty(), "p2p_gbps has a measurement row")?;
+    let cells: Vec<(String, String)> = html
+        .select(&Selector::parse("table.matrix tbody tr td").unwrap())
+        .map(|td| {
+            let class = td.value().attr("class").unwrap_or_default().to_string();
+            (class, td.text().collect())
+        })
+        .collect();
+    check(
+        cells.len() == 4
+            && cells[0].1 == "-"
+            && cells[1].0.contains("fail")
+            && cells[2].0.contains("pass"),
+        format!("matrix cells: {cells:?}"),
     )
 }
