@@ -148,8 +148,25 @@ impl Session {
             let v = pool.run(narrow::ALLREDUCE, rocgate_harness::Scope::Node, per_try);
             v.status == rocgate_harness::Status::Pass
         });
+        // Peer copies say whether a link is what fails: a copy that hangs
+        // or fails between two GPUs names the pair.
+        let copies = narrow::peer_copy_set(&gpus, &narrowed);
+        let selection: Vec<String> = copies.iter().map(u32::to_string).collect();
+        let copied = self
+            .worker_pool_selecting(program, Arc::clone(&interrupt), Some(selection.join(",")))
+            .map(|pool| pool.run(narrow::PEER_COPIES, rocgate_harness::Scope::Node, per_try));
+        let mut tried = narrow::log(&narrowed);
+        let among: Vec<String> = copies.iter().map(|g| format!("gpu{g}")).collect();
+        tried.push_str(&match copied {
+            Ok(v) => format!(
+                "\npeer copies among {}: {}: {}",
+                among.join(","),
+                v.status,
+                v.message
+            ),
+            Err(e) => format!("\npeer copies among {}: not run: {e}", among.join(",")),
+        });
         let r = &mut report.results[at];
-        let tried = narrow::log(&narrowed);
         if let Some(f) = narrow::finding(self.facts(), &narrowed) {
             r.message = f.message.clone();
             r.finding = Some(f);

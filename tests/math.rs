@@ -73,6 +73,12 @@ fn an_allreduce_hang_times_out_and_the_run_finishes() {
             && output.contains("all-reduce on gpu0,gpu1,gpu2,gpu3: did not complete"),
         "{output}"
     );
+    // Then peer copies between gpu3 and a GPU that completed: they work, so
+    // the fault is in the collective on gpu3, not the link.
+    assert!(
+        output.contains("peer copies among gpu3,gpu4: pass: 2 GPU pairs copy intact"),
+        "{output}"
+    );
     result_with_status(&json, "gpu3.rocblas.sgemm", "pass");
     assert!(junit.contains(r#"type="rccl-hang-isolated""#));
     assert_eq!(json["first_failing_layer"], "rccl");

@@ -13,6 +13,10 @@ use rocgate_node::facts::NodeFacts;
 /// The check whose failure starts the search.
 pub const ALLREDUCE: &str = "rccl::allreduce";
 
+/// The check whose peer copies follow a search: between the GPU it named
+/// and one that completed, or among all the GPUs when none stood out.
+pub const PEER_COPIES: &str = "hip::p2p_bandwidth";
+
 /// The most tries one search makes.
 pub const MAX_TRIES: usize = 12;
 
@@ -131,6 +135,23 @@ pub fn finding(facts: &NodeFacts, narrowed: &Narrowed) -> Option<Finding> {
     ))
 }
 
+/// The GPUs whose peer copies say whether a link is at fault: the first GPU
+/// the search named and a GPU of a completing try, or all of `gpus` when
+/// the search named none (a link between two GPUs fails every try that
+/// holds both, so it can name neither).
+pub fn peer_copy_set(gpus: &[u32], narrowed: &Narrowed) -> Vec<u32> {
+    let good = narrowed
+        .tries
+        .iter()
+        .filter(|(_, ok)| *ok)
+        .flat_map(|(set, _)| set)
+        .find(|g| !narrowed.culprits.contains(g));
+    match (narrowed.culprits.first(), good) {
+        (Some(&culprit), Some(&good)) => vec![culprit.min(good), culprit.max(good)],
+        _ => gpus.to_vec(),
+    }
+}
+
 /// The tries as lines for the result's output.
 pub fn log(narrowed: &Narrowed) -> String {
     narrowed
@@ -189,5 +210,19 @@ mod tests {
         let n = narrow(&gpus, hangs_with(&[37]));
         assert!(n.tries.len() <= MAX_TRIES, "{}", n.tries.len());
         assert_eq!(n.culprits, vec![37]);
+    }
+
+    #[test]
+    fn peer_copies_pair_the_named_gpu_with_a_completing_one_else_take_all() {
+        let named = Narrowed {
+            culprits: vec![3],
+            tries: vec![(vec![0, 1, 2, 3], false), (vec![4, 5, 6, 7], true)],
+        };
+        assert_eq!(peer_copy_set(&[0, 1, 2, 3, 4, 5, 6, 7], &named), [3, 4]);
+        let none = Narrowed {
+            culprits: vec![],
+            tries: vec![(vec![0, 1], false), (vec![2, 3], false)],
+        };
+        assert_eq!(peer_copy_set(&[0, 1, 2, 3], &none), [0, 1, 2, 3]);
     }
 }
