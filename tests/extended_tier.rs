@@ -10,8 +10,15 @@ mod common;
 use common::{FakeRun, result_with_finding, result_with_status};
 use serde_json::{Value, json};
 
-/// GEMMs as fast as can be, so the extended tier's time goes to the copies.
-const FAST_GEMMS: (&str, &str) = ("ROCGATE_FAKE_GEMM_TFLOPS", "100000");
+/// The extended tier on `gpus` of `scenario`, with GEMMs as fast as can be
+/// (the tier's time goes to what a test looks at) and peer copies at
+/// `p2p` (`ROCGATE_FAKE_P2P_GBPS`).
+fn extended<'a>(scenario: &str, gpus: &str, p2p: &'a str) -> FakeRun<'a> {
+    FakeRun::scenario(scenario)
+        .args(&["--tier", "extended", "--gpus", gpus])
+        .env("ROCGATE_FAKE_GEMM_TFLOPS", "100000")
+        .env("ROCGATE_FAKE_P2P_GBPS", p2p)
+}
 
 /// The metric of the copy `pair` (`gpu2>gpu5`) among a result's metrics.
 fn pair<'a>(r: &'a Value, pair: &str) -> &'a Value {
@@ -24,11 +31,8 @@ fn pair<'a>(r: &'a Value, pair: &str) -> &'a Value {
 
 #[test]
 fn a_slow_link_is_named_by_its_pair_and_every_report_shows_the_matrix() {
-    let (code, stdout, json, junit) = FakeRun::scenario("mi300x-8")
-        .args(&["--tier", "extended", "--gpus", "0,2,5,7"])
-        .env(FAST_GEMMS.0, FAST_GEMMS.1)
-        .env("ROCGATE_FAKE_P2P_GBPS", "xgmi=4000;gpu2>gpu5=10")
-        .run();
+    let (code, stdout, json, junit) =
+        extended("mi300x-8", "0,2,5,7", "xgmi=4000;gpu2>gpu5=10").run();
     assert_eq!(code, 1, "{stdout}");
     let r = result_with_finding(&json, "node.hip.p2p_bandwidth", "perf-below-floor");
     let message = r["message"].as_str().unwrap();
@@ -68,11 +72,7 @@ fn a_slow_link_is_named_by_its_pair_and_every_report_shows_the_matrix() {
 fn partitions_of_one_device_stand_as_that_device() {
     // Two CPX partitions of the first MI300X and one of the second: one
     // pair of devices, so two copies, between the first partitions.
-    let (code, stdout, json, _) = FakeRun::scenario("mi300x-8-cpx")
-        .args(&["--tier", "extended", "--gpus", "0,1,8"])
-        .env(FAST_GEMMS.0, FAST_GEMMS.1)
-        .env("ROCGATE_FAKE_P2P_GBPS", "xgmi=4000")
-        .run();
+    let (code, stdout, json, _) = extended("mi300x-8-cpx", "0,1,8", "xgmi=4000").run();
     let r = common::result(&json, "node.hip.p2p_bandwidth");
     let names: Vec<&str> = r["metrics"]
         .as_array()
@@ -113,11 +113,8 @@ fn a_stuck_vram_bit_is_named_by_its_address_and_stops_only_its_gpu() {
     // and reads back, with bit 5 of one word on gpu1 stuck at 1.
     let dir = tempfile::tempdir().unwrap();
     let thresholds = memtest_thresholds(dir.path(), "0.0001");
-    let (code, stdout, json, _) = FakeRun::scenario("mi300x-8")
-        .args(&["--tier", "extended", "--gpus", "0,1", "--thresholds"])
-        .args(&[thresholds.to_str().unwrap()])
-        .env(FAST_GEMMS.0, FAST_GEMMS.1)
-        .env("ROCGATE_FAKE_P2P_GBPS", "xgmi=4000")
+    let (code, stdout, json, _) = extended("mi300x-8", "0,1", "xgmi=4000")
+        .args(&["--thresholds", thresholds.to_str().unwrap()])
         .faults("memtest_write@gpu1=wrong")
         .run();
     assert_eq!(code, 1, "{stdout}");

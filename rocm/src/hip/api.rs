@@ -173,6 +173,17 @@ impl Hip {
     }
 }
 
+/// Launches kernel `$f` over `$n` work-items in blocks of 256, its
+/// arguments the mutable locals `$arg`, in order.
+macro_rules! launch {
+    ($hip:expr, $f:expr, $n:expr; $($arg:ident),+) => {{
+        let mut args = [$((&raw mut $arg).cast::<c_void>()),+];
+        // SAFETY: every caller binds locals of the kernel's parameter types,
+        // in order, and checks its buffers' sizes against `$n` first.
+        unsafe { $hip.launch($f, $n.div_ceil(256), 256, &mut args) }
+    }};
+}
+
 impl Hip {
     /// Launches rocgate's `vector_add(a, b, c, n)`: `c = a + b` over `n`
     /// floats. `f` must be that kernel; the buffers must hold `n` floats.
@@ -192,15 +203,7 @@ impl Hip {
             });
         }
         let (mut pa, mut pb, mut pc, mut n_arg) = (a.ptr, b.ptr, c.ptr, n);
-        let mut args: [*mut c_void; 4] = [
-            (&raw mut pa).cast(),
-            (&raw mut pb).cast(),
-            (&raw mut pc).cast(),
-            (&raw mut n_arg).cast(),
-        ];
-        // SAFETY: the arguments match vector_add's signature and the buffers
-        // are large enough (checked above).
-        unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
+        launch!(self, f, n; pa, pb, pc, n_arg)
     }
 
     /// Launches a `name(float* x, float s, unsigned n)` kernel scaling `x` in
@@ -219,13 +222,7 @@ impl Hip {
             });
         }
         let (mut px, mut ps, mut pn) = (x.ptr, s, n);
-        let mut args: [*mut c_void; 3] = [
-            (&raw mut px).cast(),
-            (&raw mut ps).cast(),
-            (&raw mut pn).cast(),
-        ];
-        // SAFETY: as documented; sizes checked above.
-        unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
+        launch!(self, f, n; px, ps, pn)
     }
 
     /// Launches rocgate's `memtest_write(buf, mode, seed, n)`: fills the
@@ -240,15 +237,7 @@ impl Hip {
     ) -> Result<(), HipError> {
         words_fit(buf, n, "memtest_write")?;
         let (mut pb, mut mode, mut seed, mut pn) = (buf.ptr, pattern.0, pattern.1, n);
-        let mut args: [*mut c_void; 4] = [
-            (&raw mut pb).cast(),
-            (&raw mut mode).cast(),
-            (&raw mut seed).cast(),
-            (&raw mut pn).cast(),
-        ];
-        // SAFETY: the arguments match memtest_write's signature; the buffer
-        // holds `n` words (checked above).
-        unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
+        launch!(self, f, n; pb, mode, seed, pn)
     }
 
     /// Launches rocgate's `memtest_check(buf, mode, seed, n, errors,
@@ -268,17 +257,7 @@ impl Hip {
         words_fit(errors, 1 + 2 * capacity, "memtest_check")?;
         let (mut pb, mut mode, mut seed, mut pn) = (buf.ptr, pattern.0, pattern.1, n);
         let (mut pe, mut cap) = (errors.ptr, capacity);
-        let mut args: [*mut c_void; 6] = [
-            (&raw mut pb).cast(),
-            (&raw mut mode).cast(),
-            (&raw mut seed).cast(),
-            (&raw mut pn).cast(),
-            (&raw mut pe).cast(),
-            (&raw mut cap).cast(),
-        ];
-        // SAFETY: the arguments match memtest_check's signature; both
-        // buffers are large enough (checked above).
-        unsafe { self.launch(f, n.div_ceil(256), 256, &mut args) }
+        launch!(self, f, n; pb, mode, seed, pn, pe, cap)
     }
 }
 
