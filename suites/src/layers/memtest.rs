@@ -151,11 +151,10 @@ fn record(raw: &[u8], base: u64, failing: &mut Failing) -> u64 {
         .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
         .collect();
     let count = words.first().copied().unwrap_or(0);
-    for pair in words[1..]
-        .chunks_exact(2)
-        .take(count.min(CAPACITY) as usize)
-    {
-        *failing.entry(base + u64::from(pair[0]) * 4).or_insert(0) |= pair[1];
+    let pairs = words.get(1..).unwrap_or_default().chunks_exact(2);
+    for pair in pairs.take(count.min(CAPACITY) as usize) {
+        let address = base.wrapping_add(u64::from(pair[0]) * 4);
+        *failing.entry(address).or_insert(0) |= pair[1];
     }
     u64::from(count)
 }
