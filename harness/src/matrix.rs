@@ -13,6 +13,18 @@ pub fn pair_name(family: &str, from: &str, to: &str) -> String {
     format!("{family}.{from}>{to}")
 }
 
+/// The family of a metric measured between two scopes (`p2p_gbps` of
+/// `p2p_gbps.gpu0>gpu1`); a metric of one scope is its own family.
+pub fn family(m: &Metric) -> &str {
+    match &m.between {
+        Some((from, to)) => m
+            .name
+            .strip_suffix(&format!(".{from}>{to}"))
+            .unwrap_or(&m.name),
+        None => &m.name,
+    }
+}
+
 /// One measured cell.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
@@ -51,11 +63,7 @@ pub fn matrices(metrics: &[Metric]) -> Vec<Matrix> {
         let Some((from, to)) = &m.between else {
             continue;
         };
-        let family = m
-            .name
-            .strip_suffix(&format!(".{from}>{to}"))
-            .unwrap_or(&m.name)
-            .to_string();
+        let family = family(m).to_string();
         let at = match out.iter().position(|x| x.family == family) {
             Some(i) => i,
             None => {

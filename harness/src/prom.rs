@@ -89,6 +89,28 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
 
     family(
         &mut out,
+        "rocgate_measured_between",
+        "gauge",
+        "Measurements of the last run taken between two scopes (peer-to-peer copy GB/s), by check, metric, unit, and from and to scope.",
+    );
+    for r in &report.results {
+        for m in r.metrics.iter() {
+            let Some((from, to)) = &m.between else {
+                continue;
+            };
+            let labels = [
+                ("check", r.check.clone()),
+                ("metric", crate::matrix::family(m).to_string()),
+                ("unit", m.unit.clone()),
+                ("from", from.clone()),
+                ("to", to.clone()),
+            ];
+            sample(&mut out, "rocgate_measured_between", &labels, m.value);
+        }
+    }
+
+    family(
+        &mut out,
         "rocgate_run_passed",
         "gauge",
         "1 when the last run passed.",
@@ -248,6 +270,15 @@ mod tests {
         let mut info = crate::result::ScopeInfo::default();
         info.push("pci_address", "0000:05:00.0");
         r.scopes.push((Scope::Gpu(0), info));
+        r.results[0].metrics = crate::verdict::Verdict::pass("")
+            .with_metrics_between(
+                crate::verdict::Verdict::pass("")
+                    .with_metric("p2p_gbps", 47.5, "GB/s")
+                    .metrics,
+                "gpu0",
+                "gpu1",
+            )
+            .metrics;
         let info = [
             ("version", "0.1.0".to_string()),
             ("hostname", "n\"1".to_string()),
@@ -265,6 +296,7 @@ mod tests {
             r#"rocgate_check_failures{code="broken"} 1"#,
             r#"rocgate_check_failures{code="slow"} 0"#,
             "rocgate_run_passed 0",
+            r#"rocgate_measured_between{check="a::x",metric="p2p_gbps",unit="GB/s",from="gpu0",to="gpu1"} 47.5"#,
             "rocgate_last_success_timestamp_seconds 1000",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
