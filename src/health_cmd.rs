@@ -134,6 +134,13 @@ fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, Strin
         }
     }
     let mut report = session.run(&plan, &opts, |_| {});
+    // A failed all-reduce is narrowed down to its GPU while the budget lasts,
+    // so a drain reason can name the GPU rather than the node.
+    if opts.isolator.is_some() {
+        if let Ok(program) = std::env::current_exe() {
+            session.narrow_collectives(&mut report, &opts, &program);
+        }
+    }
     report.strict = args.strict;
     let (_, not_written) = crate::reports::write(&args.reports, &session, &report);
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));

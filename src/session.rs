@@ -136,25 +136,34 @@ impl Session {
         let per_try = opts.timeout_of(check).min(NARROW_TRY_LIMIT);
         let started = Instant::now();
         let interrupt = Arc::clone(&opts.interrupt);
+        // Under a time budget (`health`) a try starts only if it can end
+        // inside it; the search stops there, on the evidence it has.
+        let in_time = || opts.deadline.is_none_or(|d| Instant::now() + per_try <= d);
         let narrowed = narrow::narrow(&gpus, |set| {
+            if !in_time() {
+                return None;
+            }
             let selection: Vec<String> = set.iter().map(u32::to_string).collect();
             let Ok(pool) = self.worker_pool_selecting(
                 program,
                 Arc::clone(&interrupt),
                 Some(selection.join(",")),
             ) else {
-                return false;
+                return Some(false);
             };
             let v = pool.run(narrow::ALLREDUCE, rocgate_harness::Scope::Node, per_try);
-            v.status == rocgate_harness::Status::Pass
+            Some(v.status == rocgate_harness::Status::Pass)
         });
         // Peer copies say whether a link is what fails: a copy that hangs
         // or fails between two GPUs names the pair.
         let copies = narrow::peer_copy_set(&gpus, &narrowed);
         let selection: Vec<String> = copies.iter().map(u32::to_string).collect();
-        let copied = self
-            .worker_pool_selecting(program, Arc::clone(&interrupt), Some(selection.join(",")))
-            .map(|pool| pool.run(narrow::PEER_COPIES, rocgate_harness::Scope::Node, per_try));
+        let copied = if in_time() {
+            self.worker_pool_selecting(program, Arc::clone(&interrupt), Some(selection.join(",")))
+                .map(|pool| pool.run(narrow::PEER_COPIES, rocgate_harness::Scope::Node, per_try))
+        } else {
+            Err("the time budget ran out".to_string())
+        };
         let mut tried = narrow::log(&narrowed);
         let among: Vec<String> = copies.iter().map(|g| format!("gpu{g}")).collect();
         tried.push_str(&match copied {

@@ -155,6 +155,41 @@ fn a_gpu_that_hangs_times_out_inside_the_budget_and_is_named() {
     assert!(took < Duration::from_secs(30 + 20), "{took:?}");
 }
 
+#[test]
+fn a_hung_all_reduce_is_narrowed_to_its_gpu_while_the_budget_lasts() {
+    // The all-reduce hangs whenever gpu3 takes part; 4 s a try, so the
+    // search fits a 60 s budget and the line names the GPU, not the node.
+    let args = [
+        "--tier",
+        "standard",
+        "--budget",
+        "60",
+        "--check-timeout",
+        "4",
+    ];
+    let (h, took) = health_on_fake("ncclAllReduce@gpu3=hang", &args);
+    assert_eq!(h.code, 1, "{} {}", h.stdout, h.stderr);
+    assert!(
+        one_line(&h).starts_with("rocgate: rccl-hang-isolated 0000:65:00.0 the all-reduce"),
+        "{}",
+        h.stdout
+    );
+    assert!(took < Duration::from_secs(60 + 20), "{took:?}");
+    // With too little budget left the search stops on what it has: the
+    // node's hang, never a guess at a GPU.
+    let args = [
+        "--tier",
+        "standard",
+        "--budget",
+        "14",
+        "--check-timeout",
+        "4",
+    ];
+    let (h, _) = health_on_fake("ncclAllReduce@gpu3=hang", &args);
+    assert!(one_line(&h).starts_with("rocgate: "), "{}", h.stdout);
+    assert!(!h.stdout.contains("rccl-hang-isolated"), "{}", h.stdout);
+}
+
 /// A `scontrol` that answers `show node` from `state` and records every
 /// call, one per line, in `calls`.
 struct FakeScontrol {

@@ -12,7 +12,7 @@ pub struct DiagnosedFault {
     pub code: String,
     /// The layer of the check that found it.
     pub layer: Layer,
-    /// Node or GPU.
+    /// Node or GPU: the result's, or the one its finding blames.
     pub scope: Scope,
     /// The test id of that check.
     pub check: String,
@@ -50,7 +50,7 @@ pub fn diagnose(report: &RunReport) -> Diagnosis {
                 Some(f) => DiagnosedFault {
                     code: f.code.clone(),
                     layer: r.layer,
-                    scope: r.scope,
+                    scope: f.blames.unwrap_or(r.scope),
                     check: r.id.clone(),
                     message: f.message.clone(),
                     next_step: f.next_step.clone(),

@@ -1,5 +1,6 @@
 //! What a check says about itself, and the outcomes the engine records.
 
+use crate::model::Scope;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -116,6 +117,11 @@ pub struct Finding {
     pub message: String,
     /// The next thing an engineer should do.
     pub next_step: String,
+    /// The scope the finding names as the cause, when it is not the
+    /// result's own: a node-wide check that one GPU keeps from completing.
+    /// Diagnoses, drain reasons and the HTML grid place the fault there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blames: Option<Scope>,
 }
 
 impl Finding {
@@ -129,6 +135,7 @@ impl Finding {
             code: code.into(),
             message: message.into(),
             next_step: next_step.into(),
+            blames: None,
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{bar, class_of, legend, number, page};
 use crate::reports::{Presented, node_property};
-use crate::ui::ladder::{layer_cell, layer_fault};
+use crate::ui::ladder::{concerns, layer_cell, layer_fault};
 use maud::{Markup, html};
 use rocgate_harness::doctor::Diagnosis;
 use rocgate_harness::{CheckResult, Layer, Metric, RunReport, Scope, Status};
@@ -161,13 +161,13 @@ fn cell(report: &RunReport, scope: Scope, layer: Layer) -> Markup {
     let first = report
         .results
         .iter()
-        .find(|r| r.scope == scope && r.layer == layer);
+        .find(|r| concerns(r, scope) && r.layer == layer);
     // A cell whose every fault is advisory does not stop the stack.
     let advisory = fault.is_some()
         && report
             .results
             .iter()
-            .filter(|r| r.scope == scope && r.layer == layer && r.status.is_fault())
+            .filter(|r| concerns(r, scope) && r.layer == layer && r.status.is_fault())
             .all(|r| r.advisory);
     let class = if advisory { "warn" } else { class_of(text) };
     let shown = fault

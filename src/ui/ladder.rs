@@ -32,12 +32,18 @@ fn cell(results: &[&CheckResult]) -> Option<Mark> {
     results.iter().map(|r| mark(r)).max_by_key(|&m| rank(m))
 }
 
+/// Whether `r` speaks of `scope`: it ran there, or its finding blames it
+/// (a node-wide all-reduce one GPU keeps from completing marks that GPU).
+pub fn concerns(r: &CheckResult, scope: Scope) -> bool {
+    r.scope == scope || r.finding.as_ref().and_then(|f| f.blames) == Some(scope)
+}
+
 /// The worst outcome of `scope`'s checks in `layer`, if it has any.
 fn layer_mark(report: &RunReport, scope: Scope, layer: Layer) -> Option<Mark> {
     let mine: Vec<&CheckResult> = report
         .results
         .iter()
-        .filter(|r| r.scope == scope && r.layer == layer)
+        .filter(|r| concerns(r, scope) && r.layer == layer)
         .collect();
     cell(&mine)
 }
@@ -54,7 +60,7 @@ pub fn layer_fault(report: &RunReport, scope: Scope, layer: Layer) -> Option<&Ch
     report
         .results
         .iter()
-        .find(|r| r.scope == scope && r.layer == layer && r.status.is_fault())
+        .find(|r| concerns(r, scope) && r.layer == layer && r.status.is_fault())
 }
 
 fn cell_text(mark: Option<Mark>) -> &'static str {

@@ -7,7 +7,7 @@
 //! one GPU, or the fabric), so 8 GPUs take at most 8 tries.
 
 use crate::findings::codes;
-use rocgate_harness::Finding;
+use rocgate_harness::{Finding, Scope};
 use rocgate_node::facts::NodeFacts;
 
 /// The check whose failure starts the search.
@@ -28,17 +28,25 @@ pub struct Narrowed {
     pub culprits: Vec<u32>,
     /// Each try: the GPUs and whether the all-reduce completed.
     pub tries: Vec<(Vec<u32>, bool)>,
+    /// Why the search stopped before it could decide, when it did.
+    pub stopped: Option<&'static str>,
 }
 
 /// Searches `gpus` for the GPU that keeps the all-reduce from completing;
-/// `completes` runs the all-reduce on a subset of two or more GPUs.
-pub fn narrow(gpus: &[u32], mut completes: impl FnMut(&[u32]) -> bool) -> Narrowed {
+/// `completes` runs the all-reduce on a subset of two or more GPUs, or
+/// returns `None` to end the search (no time left for another try): the
+/// tries made so far stand, and name a GPU only if they already do.
+pub fn narrow(gpus: &[u32], mut completes: impl FnMut(&[u32]) -> Option<bool>) -> Narrowed {
     let mut found = Narrowed::default();
     let mut run = |set: &[u32], found: &mut Narrowed| -> Option<bool> {
         if found.tries.len() >= MAX_TRIES {
+            found.stopped = Some("it made the most tries a search may");
             return None;
         }
-        let ok = completes(set);
+        let Some(ok) = completes(set) else {
+            found.stopped = Some("no time was left for another try");
+            return None;
+        };
         found.tries.push((set.to_vec(), ok));
         Some(ok)
     };
@@ -122,7 +130,7 @@ pub fn finding(facts: &NodeFacts, narrowed: &Narrowed) -> Option<Finding> {
     let address = facts
         .gpu(first)
         .map_or_else(|| format!("gpu{first}"), |g| g.pci_address.clone());
-    Some(codes::RCCL_HANG_ISOLATED.finding_next(
+    let finding = codes::RCCL_HANG_ISOLATED.finding_next(
         format!(
             "the all-reduce does not complete with {}: {} tries with it failed, {} without it completed",
             named.join(", "),
@@ -132,7 +140,11 @@ pub fn finding(facts: &NodeFacts, narrowed: &Narrowed) -> Option<Finding> {
         format!(
             "drain gpu{first}; check it alone (`rocgate run --tier standard --gpus {first}`), its links (`amd-smi xgmi`, `dmesg | grep -i {address}`), reset it (`amd-smi reset -G {first}`) or power-cycle the node; if the all-reduce still hangs with it, RMA the GPU"
         ),
-    ))
+    );
+    Some(Finding {
+        blames: Some(Scope::Gpu(first)),
+        ..finding
+    })
 }
 
 /// The GPUs whose peer copies say whether a link is at fault: the first GPU
@@ -154,27 +166,24 @@ pub fn peer_copy_set(gpus: &[u32], narrowed: &Narrowed) -> Vec<u32> {
 
 /// The tries as lines for the result's output.
 pub fn log(narrowed: &Narrowed) -> String {
-    narrowed
-        .tries
-        .iter()
-        .map(|(set, ok)| {
-            let gpus: Vec<String> = set.iter().map(|g| format!("gpu{g}")).collect();
-            format!(
-                "all-reduce on {}: {}",
-                gpus.join(","),
-                if *ok { "completed" } else { "did not complete" }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    let tries = narrowed.tries.iter().map(|(set, ok)| {
+        let gpus: Vec<String> = set.iter().map(|g| format!("gpu{g}")).collect();
+        format!(
+            "all-reduce on {}: {}",
+            gpus.join(","),
+            if *ok { "completed" } else { "did not complete" }
+        )
+    });
+    let stopped = narrowed.stopped.map(|why| format!("search stopped: {why}"));
+    tries.chain(stopped).collect::<Vec<_>>().join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn hangs_with(culprits: &'static [u32]) -> impl FnMut(&[u32]) -> bool {
-        move |set| !set.iter().any(|g| culprits.contains(g))
+    fn hangs_with(culprits: &'static [u32]) -> impl FnMut(&[u32]) -> Option<bool> {
+        move |set| Some(!set.iter().any(|g| culprits.contains(g)))
     }
 
     #[test]
@@ -198,10 +207,23 @@ mod tests {
         let n = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], hangs_with(&[1, 6]));
         assert!(n.culprits.is_empty(), "{n:?}");
         assert_eq!(n.tries.len(), 2);
-        let all = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |_| false);
+        let all = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |_| Some(false));
         assert!(all.culprits.is_empty());
-        let together = narrow(&[0, 1, 2, 3], |_| true);
+        let together = narrow(&[0, 1, 2, 3], |_| Some(true));
         assert!(together.culprits.is_empty());
+    }
+
+    #[test]
+    fn a_search_out_of_time_names_nobody_on_half_the_evidence() {
+        let mut left = 2;
+        let mut tries = hangs_with(&[3]);
+        let n = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |set| {
+            left -= 1;
+            if left < 0 { None } else { tries(set) }
+        });
+        assert_eq!(n.tries.len(), 2, "{n:?}");
+        assert!(n.culprits.is_empty(), "{n:?}");
+        assert!(log(&n).ends_with("search stopped: no time was left for another try"));
     }
 
     #[test]
@@ -217,11 +239,13 @@ mod tests {
         let named = Narrowed {
             culprits: vec![3],
             tries: vec![(vec![0, 1, 2, 3], false), (vec![4, 5, 6, 7], true)],
+            stopped: None,
         };
         assert_eq!(peer_copy_set(&[0, 1, 2, 3, 4, 5, 6, 7], &named), [3, 4]);
         let none = Narrowed {
             culprits: vec![],
             tries: vec![(vec![0, 1], false), (vec![2, 3], false)],
+            stopped: None,
         };
         assert_eq!(peer_copy_set(&[0, 1, 2, 3], &none), [0, 1, 2, 3]);
     }

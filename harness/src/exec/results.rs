@@ -56,6 +56,7 @@ pub(super) fn completed_result<C>(
                 code: output::clean(&f.code, 128),
                 message: output::clean(&f.message, output_limit),
                 next_step: output::clean(&f.next_step, output_limit),
+                blames: f.blames,
             }),
             skip_reason: v.skip_reason,
             duration: elapsed,
