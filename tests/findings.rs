@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
-const PCI: &str = "sys/devices/pci0000:00";
+/// Where a test reaches a GPU's sysfs files: through its bus entry, wherever
+/// the device sits below its bridges.
+const PCI: &str = "sys/bus/pci/devices";
 
 /// One way to make rocgate report findings.
 struct Case {

@@ -46,9 +46,7 @@ fn correctable_errors_that_grow_between_runs_are_a_regression() {
     fs::write(&before, json.to_string()).unwrap();
     // The same GPU, later: 5 correctable UMC errors (MI300X counts through
     // ACA), and hotter, which is not a regression.
-    let aca = n
-        .root
-        .join("sys/devices/pci0000:00/0000:26:00.0/ras/aca_umc");
+    let aca = n.root.join("sys/bus/pci/devices/0000:26:00.0/ras/aca_umc");
     fs::write(&aca, "ue: 0\nce: 5\nde: 0\n").unwrap();
     let (code, _, after, _) = run(&n.root, &[]);
     assert_eq!(code, 0, "correctable errors alone do not fail a run");
