@@ -55,6 +55,20 @@ fn thp_never(root: &Path) {
     .unwrap();
 }
 
+/// gpu3's root port with ACS P2P Egress Control on (the ACS Control
+/// register the fixture lays at 0x16e), and one CPU on schedutil.
+fn host_slows_gpu_traffic(root: &Path) {
+    let config = root.join(format!("{PCI}/0000:60:01.1/config"));
+    let mut bytes = fs::read(&config).unwrap();
+    bytes[0x16e] = 0x20;
+    fs::write(&config, bytes).unwrap();
+    fs::write(
+        root.join("sys/devices/system/cpu/cpufreq/policy3/scaling_governor"),
+        "schedutil\n",
+    )
+    .unwrap();
+}
+
 fn node_breaks(root: &Path) {
     // gpu0 (KFD node 2): its PCI device gone, KFD still lists it.
     fs::remove_file(root.join("sys/bus/pci/devices/0000:05:00.0")).unwrap();
@@ -204,6 +218,12 @@ fn cases() -> Vec<Case> {
             "mi300x-8",
             thp_never,
             &["thp-disabled"],
+        ),
+        case(
+            "egress control on a root port, one CPU on schedutil",
+            "mi300x-8",
+            host_slows_gpu_traffic,
+            &["pcie-acs-enabled", "cpu-governor-not-performance"],
         ),
         case(
             "node breaks",
