@@ -28,16 +28,16 @@ fn node_layer_checks_fail_on_their_breaks() {
     set_prop(root, 5, "gfx_target_version", "91600");
     set_prop(root, 5, "device_id", "4660");
     fs::write(
-        root.join("sys/devices/pci0000:00/0000:65:00.0/device"),
+        root.join("sys/bus/pci/devices/0000:65:00.0/device"),
         "0x1234\n",
     )
     .unwrap();
     set_prop(root, 6, "drm_render_minor", "0");
     // gpu5: render node file missing; gpu6: driver unbound; gpu7: MEC firmware 0.
     fs::remove_file(root.join("dev/dri/renderD133")).unwrap();
-    fs::remove_file(root.join("sys/devices/pci0000:00/0000:c6:00.0/driver")).unwrap();
+    fs::remove_file(root.join("sys/bus/pci/devices/0000:c6:00.0/driver")).unwrap();
     fs::write(
-        root.join("sys/devices/pci0000:00/0000:e5:00.0/fw_version/mec_fw_version"),
+        root.join("sys/bus/pci/devices/0000:e5:00.0/fw_version/mec_fw_version"),
         "0x00000000\n",
     )
     .unwrap();

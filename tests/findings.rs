@@ -14,7 +14,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
-const PCI: &str = "sys/devices/pci0000:00";
+/// Where a test reaches a GPU's sysfs files: through its bus entry, wherever
+/// the device sits below its bridges.
+const PCI: &str = "sys/bus/pci/devices";
 
 /// One way to make rocgate report findings.
 struct Case {
@@ -49,6 +51,20 @@ fn thp_never(root: &Path) {
     fs::write(
         root.join("sys/kernel/mm/transparent_hugepage/enabled"),
         "always madvise [never]\n",
+    )
+    .unwrap();
+}
+
+/// gpu3's root port with ACS P2P Egress Control on (the ACS Control
+/// register the fixture lays at 0x16e), and one CPU on schedutil.
+fn host_slows_gpu_traffic(root: &Path) {
+    let config = root.join(format!("{PCI}/0000:60:01.1/config"));
+    let mut bytes = fs::read(&config).unwrap();
+    bytes[0x16e] = 0x20;
+    fs::write(&config, bytes).unwrap();
+    fs::write(
+        root.join("sys/devices/system/cpu/cpufreq/policy3/scaling_governor"),
+        "schedutil\n",
     )
     .unwrap();
 }
@@ -202,6 +218,12 @@ fn cases() -> Vec<Case> {
             "mi300x-8",
             thp_never,
             &["thp-disabled"],
+        ),
+        case(
+            "egress control on a root port, one CPU on schedutil",
+            "mi300x-8",
+            host_slows_gpu_traffic,
+            &["pcie-acs-enabled", "cpu-governor-not-performance"],
         ),
         case(
             "node breaks",

@@ -1,13 +1,17 @@
 //! A GPU's health beyond pass/fail, through the real binary: RAS counts and
 //! retired pages in the reports and the inventory, a GPU whose correctable
 //! errors grow between two runs caught by `compare`, and the system layer
-//! advising without blocking.
+//! advising without blocking (IOMMU, PCIe ACS on the bridges above the
+//! GPUs, the CPU frequency governor).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use common::{HANG_GUARD, entry, node, result_with_finding, rocgate, run};
+use common::{
+    HANG_GUARD, entry, node, on_sysroot, result_with_finding, result_with_status, results, rocgate,
+    run, text,
+};
 use serde_json::Value;
 use std::fs;
 
@@ -46,9 +50,7 @@ fn correctable_errors_that_grow_between_runs_are_a_regression() {
     fs::write(&before, json.to_string()).unwrap();
     // The same GPU, later: 5 correctable UMC errors (MI300X counts through
     // ACA), and hotter, which is not a regression.
-    let aca = n
-        .root
-        .join("sys/devices/pci0000:00/0000:26:00.0/ras/aca_umc");
+    let aca = n.root.join("sys/bus/pci/devices/0000:26:00.0/ras/aca_umc");
     fs::write(&aca, "ue: 0\nce: 5\nde: 0\n").unwrap();
     let (code, _, after, _) = run(&n.root, &[]);
     assert_eq!(code, 0, "correctable errors alone do not fail a run");
@@ -70,27 +72,111 @@ fn correctable_errors_that_grow_between_runs_are_a_regression() {
     );
 }
 
-#[test]
-fn the_system_layer_advises_without_blocking_what_works() {
-    let n = node("iommu-translated");
-    let (code, stdout, json, _) = run(&n.root, &[]);
-    assert_eq!(code, 1, "{stdout}");
-    let v = result_with_finding(&json, "node.system.iommu", "iommu-not-passthrough");
+/// Runs scenario `name`, which the system layer's check `id` advises on
+/// with `code` without blocking anything above it; returns the node and
+/// that check's result.
+fn advises(name: &str, id: &str, code: &str) -> (common::Node, Value) {
+    let n = node(name);
+    let (exit, stdout, json, _) = run(&n.root, &[]);
+    assert_eq!(exit, 1, "{stdout}");
+    let v = result_with_finding(&json, id, code);
     assert_eq!(v["advisory"], true, "{v}");
     assert!(
-        v["finding"]["next_step"]
-            .as_str()
-            .unwrap()
-            .contains("iommu=pt"),
+        results(&json).iter().all(|r| r["status"] != "blocked"),
+        "{stdout}"
+    );
+    let v = v.clone();
+    (n, v)
+}
+
+#[test]
+fn the_system_layer_advises_without_blocking_what_works() {
+    let (_, v) = advises(
+        "iommu-translated",
+        "node.system.iommu",
+        "iommu-not-passthrough",
+    );
+    assert!(text(&v["finding"]["next_step"]).contains("iommu=pt"), "{v}");
+}
+
+#[test]
+fn bridges_that_redirect_gpu_traffic_are_named_and_a_user_capture_is_unverifiable() {
+    let (n, v) = advises(
+        "pcie-acs-enabled",
+        "node.system.pcie_acs",
+        "pcie-acs-enabled",
+    );
+    let message = text(&v["message"]);
+    assert!(
+        message.contains("at 8 of 24 bridges")
+            && message.contains("0000:e4:00.0 (ReqRedir CmpltRedir on; above 0000:e5:00.0)"),
+        "{message}"
+    );
+    let next = text(&v["finding"]["next_step"]);
+    assert!(
+        next.contains("setpci -s $b ECAP_ACS+0x6.w=0000") && next.contains("0000:04:00.0"),
+        "{next}"
+    );
+
+    // A redacted snapshot keeps each bridge's config byte for byte: the
+    // replay finds the same bridges.
+    let archive = n.root.with_extension("tar.zst");
+    let out = on_sysroot(&["snapshot", "--redact"], &n.root)
+        .arg("--out")
+        .arg(&archive)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _, replayed, _) = run(&archive, &[]);
+    let r = result_with_finding(&replayed, "node.system.pcie_acs", "pcie-acs-enabled");
+    assert_eq!(r["message"], v["message"], "{r}");
+
+    // What sysfs gives a reader without CAP_SYS_ADMIN: 64 bytes of each
+    // config. The check could not look, and says how it could.
+    for entry in fs::read_dir(n.root.join("sys/bus/pci/devices")).unwrap() {
+        let config = entry.unwrap().path().join("config");
+        if let Ok(bytes) = fs::read(&config) {
+            fs::write(&config, &bytes[..64]).unwrap();
+        }
+    }
+    let (code, stdout, json, _) = run(&n.root, &["--strict"]);
+    assert_eq!(code, 1, "--strict fails on what could not look: {stdout}");
+    let v = result_with_status(&json, "node.system.pcie_acs", "skipped");
+    assert_eq!(v["skip_reason"], "unverifiable", "{v}");
+    let message = text(&v["message"]);
+    assert!(
+        message.contains("24 of 24 bridges") && message.contains("run rocgate as root"),
         "{v}"
     );
-    // Nothing above it is blocked.
     assert!(
-        json["results"]
+        json["unverified"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|r| r["status"] != "blocked"),
-        "{stdout}"
+            .any(|id| id == "node.system.pcie_acs"),
+        "{}",
+        json["unverified"]
+    );
+}
+
+#[test]
+fn cpus_off_the_performance_governor_are_counted_without_blocking() {
+    let (_, v) = advises(
+        "cpu-governor-powersave",
+        "node.system.cpu_governor",
+        "cpu-governor-not-performance",
+    );
+    assert!(
+        text(&v["message"]).contains("powersave on 8 of 8 CPUs"),
+        "{v}"
+    );
+    assert!(
+        text(&v["finding"]["next_step"]).contains("cpupower frequency-set -g performance"),
+        "{v}"
     );
 }

@@ -68,7 +68,7 @@ fn reports() -> (Vec<common::Node>, Vec<PathBuf>) {
     let n = node("mi300x-8");
     let fw = n
         .root
-        .join("sys/devices/pci0000:00/0000:05:00.0/fw_version/mec_fw_version");
+        .join("sys/bus/pci/devices/0000:05:00.0/fw_version/mec_fw_version");
     std::fs::write(&fw, b"\x1b[31m<b>0x\x07zz</b>&\x1b[0m\x01\n").unwrap();
     let (code, _, json, junit) = run(&n.root, &[]);
     assert_eq!(code, 1);

@@ -25,7 +25,7 @@ fn make_hang(path: &std::path::Path) {
 
 fn mec(root: &std::path::Path, bus: &str) -> std::path::PathBuf {
     root.join(format!(
-        "sys/devices/pci0000:00/0000:{bus}:00.0/fw_version/mec_fw_version"
+        "sys/bus/pci/devices/0000:{bus}:00.0/fw_version/mec_fw_version"
     ))
 }
 
@@ -163,7 +163,7 @@ fn damaged_files_are_named_not_fatal() {
     // NUL padding is what real captures look like; it must still parse.
     std::fs::write(mec(&n.root, "05"), b"0x0000009a\n\0\0\0\0\0\0\0\0").unwrap();
     std::fs::write(
-        n.root.join("sys/devices/pci0000:00/0000:85:00.0/class"),
+        n.root.join("sys/bus/pci/devices/0000:85:00.0/class"),
         b"display\n",
     )
     .unwrap();

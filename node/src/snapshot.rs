@@ -204,6 +204,15 @@ impl Redactor {
     }
 }
 
+/// Whether a file is text that redaction may rewrite: UTF-8 with no NUL
+/// before its padding. A binary file (a PCI `config`, whose offsets a
+/// reader walks) may happen to be valid UTF-8, and a replaced value of
+/// another length would move every register after it.
+fn is_text(bytes: &[u8]) -> bool {
+    let end = bytes.len() - bytes.iter().rev().take_while(|&&b| b == 0).count();
+    std::str::from_utf8(bytes).is_ok() && !bytes[..end].contains(&0)
+}
+
 /// dpkg's status, cut to the packages of the GPU stack.
 fn gpu_packages(status: &str) -> String {
     status
@@ -567,7 +576,7 @@ fn write_to<W: Write>(
                 if host == "/var/lib/dpkg/status" {
                     bytes = gpu_packages(&String::from_utf8_lossy(&bytes)).into_bytes();
                 }
-                if redact && std::str::from_utf8(&bytes).is_ok() {
+                if redact && is_text(&bytes) {
                     bytes = redactor
                         .apply(String::from_utf8_lossy(&bytes).into_owned())
                         .into_bytes();
@@ -1677,6 +1686,41 @@ mod tests {
         let dir = extract(&out, &|| false).unwrap();
         let replay = Sysroot::at(dir.path());
         (dir, replay)
+    }
+
+    #[test]
+    fn a_binary_config_is_stored_byte_for_byte_even_when_redacting() {
+        let node = tempfile::tempdir().unwrap();
+        put(node.path(), "proc/sys/kernel/hostname", "gpu-node-07\n").unwrap();
+        // A bridge's config space that happens to be valid UTF-8 and to
+        // hold the host name's bytes: redaction must not touch it.
+        let mut config = vec![0u8; 0x1000];
+        config[..4].copy_from_slice(&[0x22, 0x10, 0x2b, 0x14]);
+        config[0x200..0x20b].copy_from_slice(b"gpu-node-07");
+        config[0x16e] = 0x1d;
+        assert!(
+            std::str::from_utf8(&config).is_ok(),
+            "the case redaction could break"
+        );
+        let dev = "sys/devices/pci0000:00/0000:00:01.1";
+        std::fs::create_dir_all(node.path().join(dev)).unwrap();
+        std::fs::write(node.path().join(dev).join("config"), &config).unwrap();
+        std::fs::create_dir_all(node.path().join("sys/bus/pci/devices")).unwrap();
+        std::os::unix::fs::symlink(
+            format!("../../../{}", dev.trim_start_matches("sys/")),
+            node.path().join("sys/bus/pci/devices/0000:00:01.1"),
+        )
+        .unwrap();
+        let facts = NodeFacts::discover(Sysroot::recording(node.path()));
+        let host = "/sys/bus/pci/devices/0000:00:01.1/config";
+        assert_eq!(facts.sysroot.read_bytes(host, 0x1000).unwrap(), config);
+        let out = node.path().join("snap.tar.zst");
+        let summary = write(&facts, &out, true, &|| false).unwrap();
+        assert!(summary.redacted > 0, "the host name was redacted elsewhere");
+        let dir = extract(&out, &|| false).unwrap();
+        let replay = Sysroot::at(dir.path());
+        assert_eq!(replay.read_bytes(host, 0x1000).unwrap(), config);
+        assert!(is_text(b"0x1002\n\0\0") && !is_text(&config) && !is_text(&[0xff]));
     }
 
     #[test]

@@ -367,10 +367,17 @@ impl Sysroot {
     /// The last component of a symbolic link's target (`amdgpu` for a
     /// `driver` link), or `None` when there is no link.
     pub fn link_name(&self, host: &str) -> Result<Option<String>, ReadError> {
+        Ok(self
+            .link_target(host)?
+            .and_then(|t| t.file_name().map(|n| n.to_string_lossy().into_owned())))
+    }
+
+    /// A symbolic link's target as written (`../../../devices/pci0000:00/...`
+    /// for a PCI device), or `None` when there is no link.
+    pub fn link_target(&self, host: &str) -> Result<Option<PathBuf>, ReadError> {
         self.note(host, PathUse::Linked);
-        let path = self.path(host);
-        match std::fs::read_link(&path) {
-            Ok(target) => Ok(target.file_name().map(|n| n.to_string_lossy().into_owned())),
+        match std::fs::read_link(self.path(host)) {
+            Ok(target) => Ok(Some(target)),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) if e.kind() == ErrorKind::InvalidInput => {
                 Err(ReadError::malformed(host, "expected a symbolic link"))

@@ -130,6 +130,12 @@ pub mod codes {
         AMDGPU_CHECKS_WEAKENED = "amdgpu-checks-weakened", [SYSTEM], Advisory, Configuration,
             "an amdgpu module parameter turns off what the GPU-health checks read (amdgpu.ras_enable=0, amdgpu.bad_page_threshold=0)",
             "remove the parameter from the kernel command line and /etc/modprobe.d (`grep -r amdgpu /etc/modprobe.d`), update the initramfs and reboot, so that RAS errors are counted and failing pages retired";
+        PCIE_ACS_ENABLED = "pcie-acs-enabled", [SYSTEM], Advisory, Configuration,
+            "a PCIe bridge above the GPUs has ACS P2P Request Redirect, Completion Redirect or Egress Control on, which forces peer-to-peer traffic (GPU<->GPU, GPU<->NIC RDMA) up to the root complex; AMD's cluster networking guide says to disable ACS",
+            "clear the ACS Control register of each bridge named: `sudo setpci -s <bdf> ECAP_ACS+0x6.w=0000`, as the disable_acs.sh of AMD's MI300X workload optimization guide does for every device with ACS, or disable ACS in the BIOS; setpci does not survive a reboot, so run it at boot; keep ACS on if the GPUs are passed through to virtual machines";
+        CPU_GOVERNOR_NOT_PERFORMANCE = "cpu-governor-not-performance", [SYSTEM], Advisory, Configuration,
+            "a CPU's frequency governor is not `performance`: the host side of GPU work (launches, copies, collectives' proxy threads) runs at lowered clocks; AMD's Instinct system optimization guides set only C-states (`cpupower idle-set -d 2`), while AMD's MLPerf Inference v5.1 reproduction sets `cpupower frequency-set -g performance`",
+            "`sudo cpupower frequency-set -g performance` (cpupower comes in linux-tools-common on Ubuntu, cpupower on RHEL and SLES), and keep it across reboots with the distribution's service (the cpupower service's GOVERNOR='performance', or tuned's throughput-performance profile)";
         PCI_SYSFS_UNREADABLE = "pci-sysfs-unreadable", [PCI], Stops, Access,
             "the PCI bus in sysfs cannot be read, so no GPU can be found",
             "run rocgate on the host (or in a container with /sys mounted), or pass --sysroot with a captured node";

@@ -3,6 +3,7 @@
 //! report.
 
 pub mod access;
+pub mod acs;
 pub mod blacklist;
 pub mod capture;
 pub mod container;

@@ -306,6 +306,7 @@ mod fixture {
     use crate::findings::Code;
     use rocgate_harness::{Check, Scope, ScopeKind, SkipReason, Status, Verdict};
     use rocgate_node::Sysroot;
+    use std::path::Path;
 
     /// A fixture node opened for checking.
     pub(super) struct Node {
@@ -322,10 +323,21 @@ mod fixture {
 
     /// The fixture `scenario`, opened with `options`.
     pub(super) fn node_with(scenario: &str, options: RunOptions) -> Node {
+        node_changed_with(scenario, options, |_| {})
+    }
+
+    /// The fixture `scenario` with its written tree changed by `change`
+    /// (given the sysroot directory), opened with the default options.
+    pub(super) fn node_changed(scenario: &str, change: impl FnOnce(&Path)) -> Node {
+        node_changed_with(scenario, RunOptions::default(), change)
+    }
+
+    fn node_changed_with(scenario: &str, options: RunOptions, change: impl FnOnce(&Path)) -> Node {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("node");
         let fixture = rocgate_fixtures::scenario(scenario).unwrap();
         fixture.spec.write(&root).unwrap();
+        change(&root);
         let ctx = NodeContext::open(Sysroot::at(&root), options, None).unwrap();
         Node { ctx, _dir: dir }
     }

@@ -8,12 +8,26 @@
 //! Instinct system acceptance kernel parameters (instinct.docs.amd.com,
 //! system-acceptance, common/kernel-parameters: `iommu=pt` required,
 //! `numa_balancing=disable` and `transparent_hugepage=always` optional).
+//! PCIe ACS: AMD's "Multi-node network configuration for AMD Instinct
+//! accelerators" (rocm.docs.amd.com/projects/gpu-cluster-networking,
+//! how-to/multi-node-config.html: "Disable ACS (ACS forces P2P transactions
+//! through the PCIe root complex)"; with virtual devices ACS should stay
+//! on) and "AMD Instinct MI300X workload optimization"
+//! (rocm.docs.amd.com/en/latest/how-to/rocm-for-ai/inference-optimization/
+//! workload.html, "Disable ACS for multi-node RCCL": a `disable_acs.sh` that
+//! runs `setpci -s <bdf> ECAP_ACS+0x6.w=0000` on every device with ACS, as
+//! root). CPU governor: the MI300X and MI200 system optimization guides set
+//! C-states only (`cpupower idle-set -d 2`); AMD's "Reproducing the AMD
+//! Instinct GPUs MLPerf Inference v5.1 Submission"
+//! (rocm.blogs.amd.com/artificial-intelligence/mlperf-inference5.1-repro)
+//! sets `cpupower frequency-set -g performance` with them.
 
 use super::check;
 use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::acs::{self, Acs};
 use rocgate_node::facts::system::{self, IommuMode};
 
 /// The system layer's checks: node-wide, none gating.
@@ -46,6 +60,20 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             ScopeKind::Node,
             "transparent huge pages are not disabled",
             transparent_hugepages,
+        ),
+        check(
+            "system::pcie_acs",
+            stack::SYSTEM,
+            ScopeKind::Node,
+            "no PCIe bridge above a GPU redirects peer-to-peer traffic (ACS off)",
+            pcie_acs,
+        ),
+        check(
+            "system::cpu_governor",
+            stack::SYSTEM,
+            ScopeKind::Node,
+            "every CPU runs the performance frequency governor",
+            cpu_governor,
         ),
     ]
     .into_iter()
@@ -154,12 +182,134 @@ fn transparent_hugepages(ctx: &NodeContext, _: Scope) -> Outcome {
     )))
 }
 
+/// Each bridge above a GPU, nearest the root first, with the GPUs below it.
+fn bridges_above_gpus(ctx: &NodeContext) -> Result<Vec<(String, Vec<String>)>, Verdict> {
+    let scan = ctx.facts.pci.as_ref().map_err(unreadable)?;
+    if scan.gpus.is_empty() {
+        return Err(Verdict::not_applicable("no GPU on the PCI bus"));
+    }
+    let mut below: Vec<(String, Vec<String>)> = Vec::new();
+    for gpu in &scan.gpus {
+        for bridge in acs::bridges_above(&ctx.facts.sysroot, &gpu.address).map_err(unreadable)? {
+            match below.iter_mut().find(|(b, _)| *b == bridge) {
+                Some((_, gpus)) => gpus.push(gpu.address.clone()),
+                None => below.push((bridge, vec![gpu.address.clone()])),
+            }
+        }
+    }
+    if below.is_empty() {
+        return Err(Verdict::not_applicable(
+            "no PCI bridge above any GPU: they sit on their root bus",
+        ));
+    }
+    Ok(below)
+}
+
+fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
+    let bridges = bridges_above_gpus(ctx)?;
+    let mut redirecting = Vec::new();
+    let mut unseen = Vec::new();
+    let mut withheld = false;
+    let mut clear = 0;
+    for (bridge, gpus) in &bridges {
+        match acs::read(&ctx.facts.sysroot, bridge) {
+            Ok(found) if found.redirects() != 0 => {
+                redirecting.push((bridge, gpus, found.redirects()));
+            }
+            Ok(Acs::Present { .. } | Acs::Absent) => clear += 1,
+            // drivers/pci/pci-sysfs.c: a reader without CAP_SYS_ADMIN gets
+            // the first 64 bytes of config space (128 for a CardBus bridge).
+            Ok(Acs::Hidden { bytes }) if bytes < 0x100 => {
+                withheld = true;
+                unseen.push(format!("{bridge} (the kernel gave {bytes} bytes of its config space: the rest is for root)"));
+            }
+            Ok(Acs::Hidden { bytes }) => unseen.push(format!(
+                "{bridge} (no PCIe extended config space exposed: {bytes} bytes)"
+            )),
+            Ok(Acs::Broken(why)) => unseen.push(format!("{bridge} ({why})")),
+            Err(e) => unseen.push(e.to_string()),
+        }
+    }
+    if !redirecting.is_empty() {
+        let named: Vec<String> = redirecting
+            .iter()
+            .map(|(bridge, gpus, bits)| {
+                format!(
+                    "{bridge} ({} on; above {})",
+                    acs::bit_names(*bits).join(" "),
+                    super::list(gpus, 4)
+                )
+            })
+            .collect();
+        let mut message = format!(
+            "ACS sends peer-to-peer traffic up to the root complex at {} of {} bridges above the GPUs: {}",
+            redirecting.len(),
+            bridges.len(),
+            super::list(&named, 8)
+        );
+        if !unseen.is_empty() {
+            message.push_str(&format!("; not seen: {}", super::list(&unseen, 4)));
+        }
+        let addresses: Vec<&str> = redirecting.iter().map(|(b, _, _)| b.as_str()).collect();
+        return Ok(Verdict::fail(codes::PCIE_ACS_ENABLED.finding_next(
+            message,
+            format!(
+                "as root: `for b in {}; do setpci -s $b ECAP_ACS+0x6.w=0000; done` (AMD's disable_acs.sh does this for every device with ACS), or disable ACS in the BIOS; setpci does not survive a reboot, so run it at boot; keep ACS on if the GPUs are passed through to virtual machines",
+                addresses.join(" ")
+            ),
+        )));
+    }
+    if !unseen.is_empty() {
+        let mut message = format!(
+            "the ACS of {} of {} bridges above the GPUs could not be read: {}",
+            unseen.len(),
+            bridges.len(),
+            super::list(&unseen, 4)
+        );
+        if withheld {
+            message.push_str("; run rocgate as root (or take the snapshot as root) to read it");
+        }
+        return Ok(Verdict::unverifiable(message));
+    }
+    Ok(Verdict::pass(format!(
+        "none of the {clear} bridges above the GPUs redirects peer-to-peer traffic (ACS off or absent)"
+    )))
+}
+
+fn cpu_governor(ctx: &NodeContext, _: Scope) -> Outcome {
+    let governors = system::cpu_governors(&ctx.facts.sysroot)
+        .map_err(unreadable)?
+        .ok_or_else(|| {
+            Verdict::not_applicable(
+                "no CPU exposes cpufreq (/sys/devices/system/cpu/cpu*/cpufreq): the firmware or a hypervisor keeps the frequency",
+            )
+        })?;
+    let total: usize = governors.values().sum();
+    let others: Vec<String> = governors
+        .iter()
+        .filter(|(name, _)| *name != "performance")
+        .map(|(name, n)| format!("{name} on {n} of {total} CPUs"))
+        .collect();
+    if others.is_empty() {
+        return Ok(Verdict::pass(format!(
+            "all {total} CPUs run the performance governor"
+        )));
+    }
+    Ok(Verdict::fail(codes::CPU_GOVERNOR_NOT_PERFORMANCE.finding(
+        format!(
+            "the CPU frequency governor is not performance: {}",
+            others.join(", ")
+        ),
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::findings::Code;
     use crate::layers::Run;
-    use crate::layers::fixture::{fails_saying, node};
+    use crate::layers::fixture::{code, fails_saying, next_step, node, node_changed};
+    use rocgate_harness::SkipReason;
 
     #[test]
     fn a_node_set_up_as_amd_says_passes_the_system_layer() {
@@ -169,15 +319,25 @@ mod tests {
             numa_balancing,
             transparent_hugepages,
             amdgpu_parameters,
+            pcie_acs,
+            cpu_governor,
         ] {
             n.passes(run, Scope::Node);
         }
+        // Root ports and switch downstream ports with ACS, upstream ports
+        // without: 24 bridges over 8 GPUs, none redirecting.
+        let v = n.passes(pcie_acs, Scope::Node);
+        assert!(
+            v.message.contains("none of the 24 bridges"),
+            "{}",
+            v.message
+        );
         assert_eq!(stack::SYSTEM.rank(), 0);
     }
 
     #[test]
     fn each_setting_off_the_guide_is_named() {
-        let cases: [(&str, Run, Code, &str); 3] = [
+        let cases: [(&str, Run, Code, &str); 5] = [
             (
                 "iommu-translated",
                 iommu,
@@ -196,9 +356,80 @@ mod tests {
                 codes::NUMA_BALANCING_ENABLED,
                 "numa_balancing",
             ),
+            (
+                "pcie-acs-enabled",
+                pcie_acs,
+                codes::PCIE_ACS_ENABLED,
+                "0000:04:00.0 (ReqRedir CmpltRedir on; above 0000:05:00.0)",
+            ),
+            (
+                "cpu-governor-powersave",
+                cpu_governor,
+                codes::CPU_GOVERNOR_NOT_PERFORMANCE,
+                "powersave on 8 of 8 CPUs",
+            ),
         ];
         for (scenario, check, code, says) in cases {
             fails_saying(scenario, check, Scope::Node, code, says);
         }
+    }
+
+    #[test]
+    fn redirecting_bridges_are_named_with_the_command_that_clears_them() {
+        let v = node("pcie-acs-enabled").verdict(pcie_acs, Scope::Node);
+        // The switch downstream ports redirect; the root ports do not.
+        assert!(v.message.contains("at 8 of 24 bridges"), "{}", v.message);
+        assert!(!v.message.contains("0000:00:01.1"), "{}", v.message);
+        let next = next_step(&v);
+        assert!(
+            next.contains("for b in 0000:04:00.0 0000:25:00.0 ")
+                && next.contains("setpci -s $b ECAP_ACS+0x6.w=0000")
+                && next.contains("reboot"),
+            "{next}"
+        );
+    }
+
+    #[test]
+    fn a_bridge_config_only_root_may_read_is_unverifiable() {
+        // What sysfs gives a reader without CAP_SYS_ADMIN: 64 bytes.
+        let n = node_changed("pcie-acs-enabled", |root| {
+            for bridge in ["0000:24:00.0", "0000:25:00.0"] {
+                let config = root.join(format!("sys/bus/pci/devices/{bridge}/config"));
+                let bytes = std::fs::read(&config).unwrap();
+                std::fs::write(&config, &bytes[..64]).unwrap();
+            }
+        });
+        // The other redirecting bridges are still a finding.
+        let v = n.verdict(pcie_acs, Scope::Node);
+        assert_eq!(code(&v), Some(codes::PCIE_ACS_ENABLED.code));
+        assert!(v.message.contains("at 7 of 24 bridges"), "{}", v.message);
+        assert!(
+            v.message
+                .contains("0000:25:00.0 (the kernel gave 64 bytes of its config space"),
+            "{}",
+            v.message
+        );
+        let n = node_changed("mi300x-8", |root| {
+            let config = root.join("sys/bus/pci/devices/0000:25:00.0/config");
+            let bytes = std::fs::read(&config).unwrap();
+            std::fs::write(&config, &bytes[..64]).unwrap();
+        });
+        let v = n.skips(pcie_acs, Scope::Node, SkipReason::Unverifiable);
+        assert!(
+            v.message.contains("1 of 24 bridges") && v.message.contains("run rocgate as root"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn with_nothing_to_look_at_the_checks_do_not_apply() {
+        // GPUs on their root bus have no bridge above them.
+        node("rx7900xtx-1").skips(pcie_acs, Scope::Node, SkipReason::NotApplicable);
+        let n = node_changed("mi300x-8", |root| {
+            std::fs::remove_dir_all(root.join("sys/devices/system/cpu")).unwrap();
+        });
+        let v = n.skips(cpu_governor, Scope::Node, SkipReason::NotApplicable);
+        assert!(v.message.contains("cpufreq"), "{}", v.message);
     }
 }
