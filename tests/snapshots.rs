@@ -15,7 +15,7 @@ fn stdout(args: &[&str], root: &std::path::Path) -> String {
 fn settings(root: &std::path::Path) -> insta::Settings {
     let mut s = insta::Settings::clone_current();
     s.add_filter(&regex_escape(&root.display().to_string()), "[SYSROOT]");
-    s.add_filter(r"in \d+\.\d ms", "in [TIME] ms");
+    s.add_filter(r"(?m)in (\d+\.\d m?s|\d+m\d\ds)$", "in [TIME] ms");
     s
 }
 

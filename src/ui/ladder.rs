@@ -320,12 +320,38 @@ pub fn summary(report: &RunReport, style: Style) -> String {
         format!("{skipped} skipped ({})", reasons.join(", "))
     };
     format!(
-        "{verdict}: {} passed, {} failed, {} blocked, {skipped}, {} timed out, {} crashed in {:.1} ms",
+        "{verdict}: {} passed, {} failed, {} blocked, {skipped}, {} timed out, {} crashed in {}",
         report.count(Status::Pass),
         report.count(Status::Fail),
         report.count(Status::Blocked),
         report.count(Status::Timeout),
         report.count(Status::Crash),
-        report.duration.as_secs_f64() * 1e3
+        took(report.duration)
     )
+}
+
+/// A run's duration as people read it: milliseconds below ten seconds
+/// (node layers take a few), seconds above, minutes past two of them.
+fn took(d: std::time::Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{:.1} ms", s * 1e3)
+    } else if s < 120.0 {
+        format!("{s:.1} s")
+    } else {
+        format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::took;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_in_the_unit_that_fits() {
+        assert_eq!(took(Duration::from_micros(1800)), "1.8 ms");
+        assert_eq!(took(Duration::from_millis(37_912)), "37.9 s");
+        assert_eq!(took(Duration::from_secs(1122)), "18m42s");
+    }
 }
