@@ -9,7 +9,7 @@ use super::links::{LinkKind, Links};
 use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;
-use rocgate_harness::{Check, Outcome, Scope, ScopeKind, SkipReason, Status, Tier, Verdict};
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Status, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -204,9 +204,11 @@ fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
         .flat_map(|v| v.metrics.iter().map(|m| m.value))
         .collect();
     let least = values.iter().copied().fold(f64::INFINITY, f64::min);
+    // A pair without a floor (or a GPU the inventory lost) was measured,
+    // not judged: it never counts as at or above a floor.
     let unjudged = judged
         .iter()
-        .filter(|v| v.skip_reason == Some(SkipReason::NotConfigured))
+        .filter(|v| v.status == Status::Skipped)
         .count();
     if unjudged == pairs {
         return Verdict::not_configured(format!(
