@@ -136,3 +136,23 @@ fn a_stuck_vram_bit_is_named_by_its_address_and_stops_only_its_gpu() {
     result_with_status(&json, "gpu1.rocblas.sgemm", "blocked");
     result_with_status(&json, "gpu0.rocblas.sgemm", "pass");
 }
+
+#[test]
+fn a_memory_test_with_nothing_to_write_cannot_verify() {
+    // A share so small that not one word of VRAM is tested: a skip the
+    // run lists as unverified, never a pass.
+    let dir = tempfile::tempdir().unwrap();
+    let thresholds = memtest_thresholds(dir.path(), "0.000000000001");
+    let (_, stdout, json, _) = extended("mi300x-8", "0", "xgmi=4000")
+        .args(&["--thresholds", thresholds.to_str().unwrap()])
+        .run();
+    let r = result_with_status(&json, "gpu0.hip.memtest", "skipped");
+    assert_eq!(r["skip_reason"], "unverifiable", "{stdout}");
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("no VRAM to test"),
+        "{r}"
+    );
+}
