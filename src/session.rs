@@ -139,28 +139,23 @@ impl Session {
         // Under a time budget (`health`) a try starts only if it can end
         // inside it; the search stops there, on the evidence it has.
         let in_time = || opts.deadline.is_none_or(|d| Instant::now() + per_try <= d);
-        let narrowed = narrow::narrow(&gpus, |set| {
-            if !in_time() {
-                return None;
-            }
+        // `check` in a fresh node worker that sees only the GPUs of `set`.
+        let run_on = |set: &[u32], check: &'static str| {
             let selection: Vec<String> = set.iter().map(u32::to_string).collect();
-            let Ok(pool) = self.worker_pool_selecting(
-                program,
-                Arc::clone(&interrupt),
-                Some(selection.join(",")),
-            ) else {
-                return Some(false);
-            };
-            let v = pool.run(narrow::ALLREDUCE, rocgate_harness::Scope::Node, per_try);
-            Some(v.status == rocgate_harness::Status::Pass)
+            self.worker_pool_selecting(program, Arc::clone(&interrupt), Some(selection.join(",")))
+                .map(|pool| pool.run(check, rocgate_harness::Scope::Node, per_try))
+        };
+        let narrowed = narrow::narrow(&gpus, |set| {
+            in_time().then(|| {
+                run_on(set, narrow::ALLREDUCE)
+                    .is_ok_and(|v| v.status == rocgate_harness::Status::Pass)
+            })
         });
         // Peer copies say whether a link is what fails: a copy that hangs
         // or fails between two GPUs names the pair.
         let copies = narrow::peer_copy_set(&gpus, &narrowed);
-        let selection: Vec<String> = copies.iter().map(u32::to_string).collect();
         let copied = if in_time() {
-            self.worker_pool_selecting(program, Arc::clone(&interrupt), Some(selection.join(",")))
-                .map(|pool| pool.run(narrow::PEER_COPIES, rocgate_harness::Scope::Node, per_try))
+            run_on(&copies, narrow::PEER_COPIES)
         } else {
             Err("the time budget ran out".to_string())
         };

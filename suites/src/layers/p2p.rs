@@ -10,6 +10,7 @@ use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Status, Tier, Verdict};
+use rocgate_node::facts::gpus::Gpu;
 use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -40,9 +41,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     }]
 }
 
-/// One GPU standing for its device: inventory index, HIP ordinal, device.
-struct Peer {
-    gpu: u32,
+/// One GPU standing for its device: the GPU, its HIP ordinal, its device.
+struct Peer<'a> {
+    gpu: &'a Gpu,
     ordinal: i32,
     device: usize,
     small: DeviceBuffer,
@@ -66,8 +67,12 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
     let mut measured = Verdict::pass("");
     let mut judged = Vec::new();
     for from in &peers {
-        for to in peers.iter().filter(|p| p.gpu != from.gpu) {
-            let pair = format!("gpu{}>gpu{}", from.gpu, to.gpu);
+        for to in peers.iter().filter(|p| p.gpu.index != from.gpu.index) {
+            let (from_scope, to_scope) = (
+                Scope::Gpu(from.gpu.index).label(),
+                Scope::Gpu(to.gpu.index).label(),
+            );
+            let pair = format!("{from_scope}>{to_scope}");
             let kind = links.kind(from.device, to.device);
             match copy_pair(hip, from, to, &pattern) {
                 Ok(Some(gbps)) => {
@@ -77,8 +82,6 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
                             .below
                             .push(format!("{pair} {gbps:.1} GB/s ({})", kind.label()));
                     }
-                    let from_scope = format!("gpu{}", from.gpu);
-                    let to_scope = format!("gpu{}", to.gpu);
                     measured =
                         measured.with_metrics_between(v.metrics.clone(), &from_scope, &to_scope);
                     judged.push(v);
@@ -99,14 +102,21 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
 }
 
 /// One GPU of each device among those selected, with its buffers.
-fn peers(ctx: &NodeContext, hip: &Arc<Hip>, links: &Links<'_>) -> Result<Vec<Peer>, Verdict> {
+fn peers<'a>(
+    ctx: &'a NodeContext,
+    hip: &Arc<Hip>,
+    links: &Links<'_>,
+) -> Result<Vec<Peer<'a>>, Verdict> {
     let mut devices = BTreeSet::new();
     let mut peers = Vec::new();
     let fail = |e: HipError| hip_fail(codes::P2P_COPY_FAILED, &e, "see hip.memcpy on this GPU");
-    for (gpu, ordinal) in hip_devices(ctx)? {
-        let Some(device) = links.device_of(gpu).filter(|d| devices.insert(*d)) else {
+    for (index, ordinal) in hip_devices(ctx)? {
+        let (Some(gpu), Some(device)) = (ctx.facts.gpu(index), links.device_of(index)) else {
             continue;
         };
+        if !devices.insert(device) {
+            continue;
+        }
         hip.set_device(ordinal).map_err(fail)?;
         peers.push(Peer {
             gpu,
@@ -161,15 +171,12 @@ fn copy_pair(hip: &Hip, from: &Peer, to: &Peer, pattern: &[u8]) -> Result<Option
 }
 
 /// `gbps` against the floor of its link kind, recorded as the family.
-fn judge(ctx: &NodeContext, gpu: u32, kind: LinkKind, gbps: f64) -> Verdict {
+fn judge(ctx: &NodeContext, gpu: &Gpu, kind: LinkKind, gbps: f64) -> Verdict {
     let floor_metric = match kind {
         LinkKind::Xgmi => "p2p_gbps.xgmi",
         LinkKind::Pcie | LinkKind::Host => "p2p_gbps.pcie",
     };
-    let Some(g) = ctx.facts.gpu(gpu) else {
-        return Verdict::not_applicable("not in the inventory").with_metric(FAMILY, gbps, "GB/s");
-    };
-    let mut v = super::judge_floor(ctx, g, floor_metric, gbps, "GB/s");
+    let mut v = super::judge_floor(ctx, gpu, floor_metric, gbps, "GB/s");
     for m in &mut v.metrics {
         m.name = FAMILY.to_string();
     }
