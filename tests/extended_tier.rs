@@ -94,29 +94,26 @@ fn partitions_of_one_device_stand_as_that_device() {
     );
 }
 
-/// The built-in thresholds with the memory test over `share` of VRAM.
-fn memtest_thresholds(dir: &std::path::Path, share: &str) -> std::path::PathBuf {
+/// The extended tier on `gpus` with the built-in thresholds but the memory
+/// test over `share` of VRAM, and `faults` injected.
+fn memtest_run(gpus: &str, share: &str, faults: &str) -> common::RunOutput {
     let builtin = include_str!("../suites/thresholds.toml");
     assert!(builtin.contains("vram_share = 0.1\n"));
-    let path = dir.join("thresholds.toml");
-    std::fs::write(
-        &path,
-        builtin.replace("vram_share = 0.1\n", &format!("vram_share = {share}\n")),
-    )
-    .unwrap();
-    path
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("thresholds.toml");
+    let changed = builtin.replace("vram_share = 0.1\n", &format!("vram_share = {share}\n"));
+    std::fs::write(&path, changed).unwrap();
+    extended("mi300x-8", gpus, "xgmi=4000")
+        .args(&["--thresholds", path.to_str().unwrap()])
+        .faults(faults)
+        .run()
 }
 
 #[test]
 fn a_stuck_vram_bit_is_named_by_its_address_and_stops_only_its_gpu() {
     // 0.01% of a simulated MI300X's 192 GiB: 20 MiB the fake really writes
     // and reads back, with bit 5 of one word on gpu1 stuck at 1.
-    let dir = tempfile::tempdir().unwrap();
-    let thresholds = memtest_thresholds(dir.path(), "0.0001");
-    let (code, stdout, json, _) = extended("mi300x-8", "0,1", "xgmi=4000")
-        .args(&["--thresholds", thresholds.to_str().unwrap()])
-        .faults("memtest_write@gpu1=wrong")
-        .run();
+    let (code, stdout, json, _) = memtest_run("0,1", "0.0001", "memtest_write@gpu1=wrong");
     assert_eq!(code, 1, "{stdout}");
     let bad = result_with_finding(&json, "gpu1.hip.memtest", "vram-test-failed");
     let message = bad["message"].as_str().unwrap();
@@ -141,11 +138,7 @@ fn a_stuck_vram_bit_is_named_by_its_address_and_stops_only_its_gpu() {
 fn a_memory_test_with_nothing_to_write_cannot_verify() {
     // A share so small that not one word of VRAM is tested: a skip the
     // run lists as unverified, never a pass.
-    let dir = tempfile::tempdir().unwrap();
-    let thresholds = memtest_thresholds(dir.path(), "0.000000000001");
-    let (_, stdout, json, _) = extended("mi300x-8", "0", "xgmi=4000")
-        .args(&["--thresholds", thresholds.to_str().unwrap()])
-        .run();
+    let (_, stdout, json, _) = memtest_run("0", "0.000000000001", "");
     let r = result_with_status(&json, "gpu0.hip.memtest", "skipped");
     assert_eq!(r["skip_reason"], "unverifiable", "{stdout}");
     assert!(
