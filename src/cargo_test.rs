@@ -4,8 +4,11 @@
 //!
 //! Environment: `ROCGATE_SYSROOT` (default `/`), `ROCGATE_TIER` (default
 //! quick), `ROCGATE_EXPECT_GPUS`, `ROCGATE_REQUIRE_GPU=1`, which turns
-//! "no AMD GPU on the PCI bus" from ignored trials into failures, and
-//! `ROCGATE_STRICT=1`, which fails the trials that could not verify.
+//! "no AMD GPU on the PCI bus" from ignored trials into failures,
+//! `ROCGATE_STRICT=1`, which fails the trials that could not verify, and
+//! the site's policy file (`ROCGATE_CONFIG`, else
+//! `/etc/rocgate/rocgate.toml`) for what these do not set: tier, expected
+//! GPUs, thresholds, matrix, `fail_on`, `strict`, selection and waivers.
 
 use crate::session::Session;
 use libtest_mimic::{Completion, Failed, Trial};
@@ -32,29 +35,37 @@ pub struct HarnessEnv {
     /// The rocgate binary, to run isolated checks in worker processes
     /// (without it they run in the test process).
     pub worker: Option<std::path::PathBuf>,
+    /// A warning fails its trial (`fail_on = "warn"` in the policy file).
+    pub fail_on_warn: bool,
+    /// The site's policy file.
+    pub config: Arc<crate::config::Config>,
 }
 
 impl HarnessEnv {
     /// Reads `ROCGATE_*` variables; malformed values are reported as errors.
     pub fn from_env() -> Result<HarnessEnv, String> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let config = crate::config::Config::find(None)?;
         Ok(HarnessEnv {
             sysroot: var("ROCGATE_SYSROOT"),
             tier: match var("ROCGATE_TIER") {
                 Some(t) => t.parse().map_err(|e| format!("ROCGATE_TIER: {e}"))?,
-                None => Tier::Quick,
+                None => config.tier().unwrap_or_default(),
             },
             expect_gpus: match var("ROCGATE_EXPECT_GPUS") {
                 Some(n) => Some(
                     n.parse()
                         .map_err(|_| format!("ROCGATE_EXPECT_GPUS: '{n}' is not a count"))?,
                 ),
-                None => None,
+                None => config.expect_gpus(),
             },
             require_gpu: var("ROCGATE_REQUIRE_GPU").as_deref() == Some("1"),
-            strict: matches!(var("ROCGATE_STRICT").as_deref(), Some("1" | "true" | "yes")),
+            strict: matches!(var("ROCGATE_STRICT").as_deref(), Some("1" | "true" | "yes"))
+                || config.strict().unwrap_or(false),
             rocm_path: var("ROCGATE_ROCM_PATH").map(Into::into),
             worker: None,
+            fail_on_warn: config.fail_on() == Some(crate::config::FailOn::Warn),
+            config: Arc::new(config),
         })
     }
 }
@@ -66,23 +77,28 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
     let options = RunOptions {
         expect_gpus: env.expect_gpus,
         rocm_path: env.rocm_path.clone(),
-        thresholds: None,
-        gpus: None,
-        matrix: None,
-        runtime_off: None,
+        thresholds: env.config.thresholds(),
+        matrix: env.config.matrix(),
+        ..RunOptions::default()
     };
+    let setup_error = |e: String| vec![Trial::test("rocgate.setup", move || Err(e.into()))];
     let session = match Session::open(sysroot, options) {
         Ok(s) => Arc::new(s),
-        Err(e) => return vec![Trial::test("rocgate.setup", move || Err(e.into()))],
+        Err(e) => return setup_error(e),
     };
+    let policy = env
+        .config
+        .selection(&[], &[], &session.registry)
+        .and_then(|sel| Ok((sel, session.waivers(&env.config)?)));
+    let (selection, waivers) = match policy {
+        Ok(p) => p,
+        Err(e) => return setup_error(e),
+    };
+    let waivers = Arc::new(waivers);
     let gpus = session.select_gpus(None).unwrap_or_default();
-    let ids: Vec<String> = match session.plan(&gpus, env.tier) {
+    let ids: Vec<String> = match session.plan_selected(&gpus, env.tier, &selection) {
         Ok(p) => p.instances.iter().map(|i| i.test_id.clone()).collect(),
-        Err(e) => {
-            return vec![Trial::test("rocgate.plan", move || {
-                Err(format!("internal error: {e}").into())
-            })];
-        }
+        Err(e) => return vec![Trial::test("rocgate.plan", move || Err(e.into()))],
     };
     if session.facts().pci_gpu_count() == 0 {
         let why = "no AMD GPU on the PCI bus (set ROCGATE_REQUIRE_GPU=1 to fail instead)";
@@ -102,16 +118,21 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
     }
     let report: Arc<OnceLock<RunReport>> = Arc::new(OnceLock::new());
     let tier = env.tier;
-    let strict = env.strict;
+    let (strict, fail_on_warn) = (env.strict, env.fail_on_warn);
     let worker = env.worker.clone();
+    let selection = Arc::new(selection);
     ids.into_iter()
         .map(|id| {
             let (session, report, gpus) = (Arc::clone(&session), Arc::clone(&report), gpus.clone());
-            let worker = worker.clone();
+            let (worker, selection, waivers) =
+                (worker.clone(), Arc::clone(&selection), Arc::clone(&waivers));
             Trial::ignorable_test(id.clone(), move || {
-                let report = report.get_or_init(|| match session.plan(&gpus, tier) {
+                let report = report.get_or_init(|| match session.plan_selected(&gpus, tier, &selection) {
                     Ok(plan) => {
-                        let mut opts = ExecOptions::default();
+                        let mut opts = ExecOptions {
+                            waivers: Arc::clone(&waivers),
+                            ..ExecOptions::default()
+                        };
                         // A pool fails only to hand workers a user's
                         // thresholds or matrix, which this front end never
                         // takes; without one the checks run in-process.
@@ -126,7 +147,7 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
                     Err(_) => unreachable_plan(tier),
                 });
                 match report.results.iter().find(|r| r.id == id) {
-                    Some(r) => outcome(r, strict),
+                    Some(r) => outcome(r, strict, fail_on_warn),
                     None => Err(format!("{id} produced no result").into()),
                 }
             })
@@ -145,15 +166,23 @@ fn unreachable_plan(tier: Tier) -> RunReport {
         scopes: Vec::new(),
         interrupted: None,
         strict: false,
+        fail_on_warn: false,
     }
 }
 
 /// A result as a trial outcome: blocked and skipped are ignored with their
-/// reason, so `cargo test` shows one failure at the broken layer; under
+/// reason, so `cargo test` shows one failure at the broken layer; a
+/// warning passes; a waived result is ignored with its waiver; under
 /// `strict`, a check that could not verify fails.
-pub fn outcome(r: &CheckResult, strict: bool) -> Result<Completion, Failed> {
+pub fn outcome(r: &CheckResult, strict: bool, fail_on_warn: bool) -> Result<Completion, Failed> {
     match r.status {
+        _ if r.waived() => Ok(Completion::ignored_with(format!(
+            "waived ({}): {}",
+            r.waiver.as_ref().map_or("", |w| w.reason.as_str()),
+            r.message
+        ))),
         Status::Pass => Ok(Completion::Completed),
+        Status::Warn if !fail_on_warn => Ok(Completion::Completed),
         Status::Skipped if strict && r.skip_reason == Some(SkipReason::Unverifiable) => {
             Err(format!("could not verify (ROCGATE_STRICT=1): {}", r.message).into())
         }
@@ -162,7 +191,7 @@ pub fn outcome(r: &CheckResult, strict: bool) -> Result<Completion, Failed> {
             None => r.message.clone(),
         })),
         Status::Blocked => Ok(Completion::ignored_with(&r.message)),
-        Status::Fail | Status::Timeout | Status::Crash => {
+        Status::Fail | Status::Warn | Status::Timeout | Status::Crash => {
             let mut text = format!("{}: {}", r.status, r.message);
             if let Some(f) = &r.finding {
                 text.push_str(&format!("\ncode: {}\nnext step: {}", f.code, f.next_step));

@@ -83,6 +83,23 @@ pub struct NodeArgs {
     /// Compatibility matrix (TOML) instead of the built-in one.
     #[arg(long, value_name = "FILE")]
     pub matrix: Option<PathBuf>,
+    /// The site's policy file (TOML: tier, expected GPUs, thresholds,
+    /// matrix, timeouts, fail_on, strict, selection, waivers); else
+    /// ROCGATE_CONFIG, else /etc/rocgate/rocgate.toml when it exists.
+    /// Flags win over the file.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The node's name in every report (JSON `node.hostname`, JUnit suite
+    /// names and `hostname`, Prometheus, drain reasons), instead of the
+    /// host name; in Kubernetes, the pod's `spec.nodeName`.
+    #[arg(long, env = "ROCGATE_NODE_NAME", value_name = "NAME")]
+    pub node_name: Option<String>,
+    /// Where the host's root filesystem is mounted when rocgate runs in a
+    /// container (`-v /:/host:ro`): the host's OS, kernel modules, DKMS and
+    /// package records are read there. Default: /host inside a container
+    /// when it exists.
+    #[arg(long, value_name = "DIR")]
+    pub host_root: Option<PathBuf>,
 }
 
 impl NodeArgs {
@@ -107,20 +124,29 @@ impl NodeArgs {
         }
     }
 
-    /// Run options for this node.
+    /// Run options for this node; the policy file gives the thresholds
+    /// and matrix the flags do not.
     pub fn options(
         &self,
+        config: &rocgate::config::Config,
         expect_gpus: Option<usize>,
         gpus: Option<&str>,
     ) -> rocgate_suites::RunOptions {
         rocgate_suites::RunOptions {
-            expect_gpus,
+            expect_gpus: expect_gpus.or(config.expect_gpus()),
             rocm_path: self.rocm_path.clone(),
-            thresholds: self.thresholds.clone(),
-            matrix: self.matrix.clone(),
+            thresholds: self.thresholds.clone().or_else(|| config.thresholds()),
+            matrix: self.matrix.clone().or_else(|| config.matrix()),
             gpus: gpus.map(str::to_string),
             runtime_off: None,
+            node_name: self.node_name.clone().filter(|n| !n.trim().is_empty()),
+            host_root: self.host_root.clone(),
         }
+    }
+
+    /// The site's policy file, if there is one.
+    pub fn config(&self) -> Result<rocgate::config::Config, String> {
+        rocgate::config::Config::find(self.config.as_deref())
     }
 }
 
@@ -141,21 +167,60 @@ pub struct WorkerArgs {
     /// The thresholds and matrix as the parent parsed them (JSON written
     /// by the parent), instead of re-reading the user's files.
     #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    pub worker_config: Option<PathBuf>,
 }
 
 /// Which checks run on which GPUs.
 #[derive(Debug, Args)]
 pub struct SelectArgs {
-    /// How deep to go: quick, standard or extended.
-    #[arg(long, default_value = "quick")]
-    pub tier: Tier,
+    /// How deep to go: passive (files only: safe beside running jobs),
+    /// quick (default), standard or extended.
+    #[arg(long)]
+    pub tier: Option<Tier>,
     /// GPUs to check: inventory indices (0,3) or PCI addresses (0000:05:00.0).
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
     /// Fail the GPU count check when fewer than N GPUs are on the PCI bus.
     #[arg(long, value_name = "N")]
     pub expect_gpus: Option<usize>,
+    #[command(flatten)]
+    pub checks: ChecksArgs,
+}
+
+impl VerdictArgs {
+    /// `(strict, fail_on_warn)`: the flags, else the policy file's.
+    pub fn resolve(&self, config: &rocgate::config::Config) -> (bool, bool) {
+        let strict = self.strict || config.strict().unwrap_or(false);
+        let fail_on = self.fail_on.or(config.fail_on()).unwrap_or_default();
+        (strict, fail_on == rocgate::config::FailOn::Warn)
+    }
+}
+
+/// Which checks of the tier run.
+#[derive(Debug, Args)]
+pub struct ChecksArgs {
+    /// Run only these checks: check ids (hip::memtest), globs ('hip::*')
+    /// or layer names (rccl); repeatable or comma-separated. The others are
+    /// reported skipped (not-configured), never left out of the reports.
+    #[arg(long, value_name = "CHECKS")]
+    pub only: Vec<String>,
+    /// Do not run these checks (as for --only).
+    #[arg(long, value_name = "CHECKS")]
+    pub skip: Vec<String>,
+}
+
+/// What makes a run fail, beyond its faults.
+#[derive(Debug, Args)]
+pub struct VerdictArgs {
+    /// `fail` (default: failures, timeouts and crashes fail the run) or
+    /// `warn` (warnings fail it too).
+    #[arg(long, value_name = "SEVERITY")]
+    pub fail_on: Option<rocgate::config::FailOn>,
+    /// Fail the run when a check could not verify what it checks (an
+    /// unverifiable skip: an unreadable kernel log, no code object for a
+    /// GPU, hidden KFD nodes, an unknown driver release).
+    #[arg(long, env = "ROCGATE_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
+    pub strict: bool,
 }
 
 /// `rocgate run`.
@@ -170,18 +235,16 @@ pub struct RunArgs {
     /// Run every selected check even when a check below it failed.
     #[arg(long)]
     pub no_gate: bool,
-    /// Multiply every check's timeout (slow or loaded nodes); 0.01 to 1000.
-    #[arg(long, value_name = "FACTOR", default_value_t = 1.0, value_parser = timeout_scale)]
-    pub timeout_scale: f64,
+    /// Multiply every check's timeout (slow or loaded nodes); 0.01 to 1000
+    /// (default 1).
+    #[arg(long, value_name = "FACTOR", value_parser = timeout_scale)]
+    pub timeout_scale: Option<f64>,
     /// Give one check its own timeout, in seconds, instead of its scaled
     /// default (`--timeout rccl::allreduce=600`); repeatable.
     #[arg(long = "timeout", value_name = "CHECK=SECONDS")]
     pub timeouts: Vec<String>,
-    /// Fail the run when a check could not verify what it checks (an
-    /// unverifiable skip: an unreadable kernel log, no code object for a
-    /// GPU, hidden KFD nodes, an unknown driver release).
-    #[arg(long, env = "ROCGATE_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
-    pub strict: bool,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
     /// Print only the summary and failures.
     #[arg(long, short)]
     pub quiet: bool,
@@ -221,11 +284,11 @@ pub struct HealthArgs {
     pub node: NodeArgs,
     #[command(flatten)]
     pub select: SelectArgs,
-    /// Seconds the whole check may take (Slurm kills a health check at
-    /// 60 s); checks still running then are cut short and, unless a fault
-    /// was already found, the verdict is unknown.
-    #[arg(long, value_name = "SECONDS", default_value_t = 50.0, value_parser = budget)]
-    pub budget: f64,
+    /// Seconds the whole check may take (default 50: Slurm kills a health
+    /// check at 60 s); checks still running then are cut short and, unless
+    /// a fault was already found, the verdict is unknown.
+    #[arg(long, value_name = "SECONDS", value_parser = budget)]
+    pub budget: Option<f64>,
     /// The longest any one check may take, in seconds (default: a third of
     /// the budget), so that a hung GPU times out, and is named, within the
     /// budget instead of leaving the verdict unknown.
@@ -245,10 +308,8 @@ pub struct HealthArgs {
     /// As `--slurm-prolog`, after the job.
     #[arg(long, conflicts_with_all = ["slurm", "gpus"])]
     pub slurm_epilog: bool,
-    /// Unhealthy when a check could not verify what it checks (by default
-    /// the line counts them: `rocgate: ok 8 GPUs; 2 unverified`).
-    #[arg(long, env = "ROCGATE_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
-    pub strict: bool,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
     #[command(flatten)]
     pub reports: ReportArgs,
 }
@@ -290,10 +351,15 @@ pub struct DoctorArgs {
     /// Expect at least N GPUs on the PCI bus.
     #[arg(long, value_name = "N")]
     pub expect_gpus: Option<usize>,
-    /// How deep to look: quick (to a HIP kernel), standard (+ math libraries
-    /// and collectives) or extended (+ performance floors).
-    #[arg(long, default_value = "quick")]
-    pub tier: Tier,
+    /// How deep to look: passive (files only), quick (to a HIP kernel,
+    /// the default), standard (+ math libraries and collectives) or
+    /// extended (+ performance floors).
+    #[arg(long)]
+    pub tier: Option<Tier>,
+    #[command(flatten)]
+    pub checks: ChecksArgs,
+    #[command(flatten)]
+    pub verdict: VerdictArgs,
     /// Print the diagnosis as JSON.
     #[arg(long)]
     pub json: bool,
@@ -312,9 +378,18 @@ pub struct InventoryArgs {
 /// `rocgate list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Tier to list.
-    #[arg(long, default_value = "quick")]
-    pub tier: Tier,
+    /// Tier to list (default quick; the policy file's tier when it has
+    /// one).
+    #[arg(long)]
+    pub tier: Option<Tier>,
+    /// List every tier with what it runs.
+    #[arg(long, conflicts_with = "tier")]
+    pub tiers: bool,
+    #[command(flatten)]
+    pub checks: ChecksArgs,
+    /// The site's policy file, as for `run`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Expand per-GPU checks over this node's GPUs and print test ids; a
     /// directory or `rocgate snapshot` archive, as for the other commands.
     #[arg(long, value_name = "DIR")]

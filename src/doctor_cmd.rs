@@ -20,6 +20,8 @@ struct DoctorJson<'a> {
     layers: BTreeMap<&'static str, &'static str>,
     likely_cause: Option<&'a DiagnosedFault>,
     findings: &'a [DiagnosedFault],
+    waived: &'a [DiagnosedFault],
+    decision: &'a rocgate::decision::Decision,
 }
 
 /// What a layer looks like from the doctor's chair.
@@ -28,9 +30,9 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
     let rs: Vec<Status> = mine.iter().map(|r| r.status).collect();
     let passed = rs.contains(&Status::Pass);
     let blocked = rs.contains(&Status::Blocked);
-    if mine.iter().any(|r| r.status.is_fault() && !r.advisory) {
+    if mine.iter().any(|r| r.is_fault()) {
         "broken"
-    } else if rs.iter().any(|s| s.is_fault()) {
+    } else if mine.iter().any(|r| r.is_warning()) {
         "degraded"
     } else if mine
         .iter()
@@ -49,6 +51,8 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
         }
     } else if passed && blocked {
         "partly reached"
+    } else if mine.iter().any(|r| r.waived()) {
+        "waived"
     } else if passed {
         "ok"
     } else if blocked {
@@ -58,26 +62,35 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
     }
 }
 
-/// Diagnoses the node; exit 0 when healthy, 1 with findings, 130 when
-/// interrupted (whatever was found: an interrupted diagnosis is incomplete).
+/// Diagnoses the node; exits as `run` does ([`rocgate::decision`]): 0 when
+/// nothing fails (warnings included), 1 for a fault, 2 when rocgate could
+/// not see the node, 130 when interrupted (whatever was found: an
+/// interrupted diagnosis is incomplete).
 pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
+    let config = args.node.config()?;
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
     let node = args.node.open()?;
-    let session = Session::open(node.sysroot(), args.node.options(args.expect_gpus, None))?;
+    let session = Session::open(
+        node.sysroot(),
+        args.node.options(&config, args.expect_gpus, None),
+    )?;
     let gpus = session.select_gpus(None)?;
-    let plan = session
-        .plan(&gpus, args.tier)
-        .map_err(|e| format!("internal error: {e}"))?;
+    let tier = args.tier.or(config.tier()).unwrap_or_default();
+    let selection = config.selection(&args.checks.only, &args.checks.skip, &session.registry)?;
+    let plan = session.plan_selected(&gpus, tier, &selection)?;
     let interrupt = crate::signals::interrupt_flag()?;
     let opts = ExecOptions {
         workers: crate::worker_cmd::threads(plan.gpus.len()),
         isolator: crate::worker_cmd::isolator(&session, &interrupt)?,
         interrupt,
+        waivers: std::sync::Arc::new(session.waivers(&config)?),
         ..ExecOptions::default()
     };
-    let report = session.run(&plan, &opts, |_| {});
+    let mut report = session.run(&plan, &opts, |_| {});
+    (report.strict, report.fail_on_warn) = args.verdict.resolve(&config);
     let diagnosis = diagnose(&report);
+    let decision = rocgate::decision::decide(&report);
     let layers = report.layers();
     let interrupted = report.interrupted.as_deref();
     if args.json {
@@ -85,7 +98,8 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
             schema_version: diagnosis.schema_version,
             sysroot: session.facts().sysroot.to_string(),
             interrupted,
-            healthy: diagnosis.findings.is_empty() && interrupted.is_none(),
+            healthy: decision.health == rocgate::decision::Health::Healthy
+                && interrupted.is_none(),
             first_failing_layer: diagnosis.first_failing_layer,
             layers: layers
                 .iter()
@@ -93,6 +107,8 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
                 .collect(),
             likely_cause: diagnosis.likely_cause.as_ref(),
             findings: &diagnosis.findings,
+            waived: &diagnosis.waived,
+            decision: &decision,
         };
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| format!("failed to serialise the diagnosis: {e}"))?;
@@ -104,11 +120,9 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
         );
     }
     Ok(if interrupted.is_some() {
-        ExitCode::from(130)
-    } else if diagnosis.findings.is_empty() {
-        ExitCode::SUCCESS
+        ExitCode::from(rocgate::decision::EXIT_INTERRUPTED)
     } else {
-        ExitCode::from(1)
+        ExitCode::from(decision.exit_code)
     })
 }
 
@@ -147,6 +161,7 @@ fn render(
         let painted = match state {
             "broken" => style.red(&format!("{state:<15}")),
             "ok" => style.green(&format!("{state:<15}")),
+            "waived" => style.cyan(&format!("{state:<15}")),
             _ => style.yellow(&format!("{state:<15}")),
         };
         out.push_str(format!("  {:<9} {painted}{}", l.as_str(), codes.join(", ")).trim_end());
@@ -169,6 +184,16 @@ fn render(
             "{}\n",
             style.green("No fault found in any layer.")
         )),
+        Some(c) if c.is_warning() => {
+            out.push_str(&format!(
+                "No fault stops the node; warnings only (they fail nothing unless --fail-on warn).\nFirst warning [{}] at {} (layer {}):\n  {}\nNext step:\n  {}\n",
+                style.yellow(&c.code),
+                c.check,
+                c.layer.as_str(),
+                c.message,
+                c.next_step
+            ));
+        }
         Some(c) => {
             out.push_str(&format!(
                 "First failing layer: {}\nLikely cause [{}] at {}:\n  {}\nNext step:\n  {}\n",
@@ -178,11 +203,19 @@ fn render(
                 c.message,
                 c.next_step
             ));
-            let others: Vec<&DiagnosedFault> = d.findings.iter().skip(1).collect();
+        }
+    }
+    if let Some(c) = &d.likely_cause {
+        {
+            let others: Vec<&DiagnosedFault> =
+                d.findings.iter().filter(|f| *f != c).collect();
             if !others.is_empty() {
                 out.push_str(&format!("\nOther findings ({}):\n", others.len()));
                 for f in others.iter().take(12) {
-                    out.push_str(&format!("  [{}] {}: {}\n", f.code, f.check, f.message));
+                    out.push_str(&format!(
+                        "  {} [{}] {}: {}\n",
+                        f.severity, f.code, f.check, f.message
+                    ));
                 }
                 if others.len() > 12 {
                     out.push_str(&format!(
@@ -191,6 +224,13 @@ fn render(
                     ));
                 }
             }
+        }
+    }
+    if !d.waived.is_empty() {
+        out.push_str(&format!("\nWaived ({}; the site accepts these):\n", d.waived.len()));
+        for f in &d.waived {
+            let why = f.waiver.as_ref().map_or("", |w| w.reason.as_str());
+            out.push_str(&format!("  [{}] {}: {why}\n", f.code, f.check));
         }
     }
     out

@@ -8,7 +8,7 @@
 use crate::reports::Presented;
 use crate::ui::ladder::{layer_cell, layer_fault};
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
-use rocgate_harness::{RunReport, SkipReason, Status};
+use rocgate_harness::RunReport;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -68,11 +68,13 @@ fn annotation(kind: &str, f: &DiagnosedFault) -> String {
 pub fn publication(run: &Presented<'_>) -> Publication {
     let (report, diagnosis) = (run.report, &run.diagnosis);
     let (node, versions) = (&run.node, &run.versions);
-    let errors: Vec<&DiagnosedFault> = diagnosis.findings.iter().filter(|f| !f.advisory).collect();
+    // Under --fail-on warn a warning fails the step, so it is an error.
+    let is_error = |f: &&DiagnosedFault| !f.is_warning() || report.fail_on_warn;
+    let errors: Vec<&DiagnosedFault> = diagnosis.findings.iter().filter(is_error).collect();
     let mut warnings: Vec<String> = diagnosis
         .findings
         .iter()
-        .filter(|f| f.advisory)
+        .filter(|f| !is_error(f))
         .map(|f| annotation("warning", f))
         .collect();
     // A check that could not look is worth a warning: the run is not the
@@ -81,9 +83,7 @@ pub fn publication(run: &Presented<'_>) -> Publication {
         report
             .results
             .iter()
-            .filter(|r| {
-                r.status == Status::Skipped && r.skip_reason == Some(SkipReason::Unverifiable)
-            })
+            .filter(|r| r.is_unverified())
             .map(|r| {
                 let text = format!("unverifiable {}: {}", r.id, r.message);
                 format!(
@@ -141,26 +141,42 @@ fn summary(
     versions: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> String {
     let prop = |k: &str| crate::reports::node_property(node, k);
-    let verdict = if report.all_passed() {
-        "passed"
-    } else {
-        "FAILED"
-    };
+    let verdict = rocgate::decision::headline(report, &rocgate::decision::decide(report));
     let mut out = format!(
         "## rocgate {verdict} on {} ({} tier)\n\n",
         md(prop("hostname").unwrap_or("this node")),
         report.tier
     );
     if let Some(f) = &diagnosis.likely_cause {
+        let (title, what) = if f.is_warning() {
+            ("First warning", "Warning")
+        } else {
+            ("First failing layer", "Likely cause")
+        };
         let _ = writeln!(
             out,
-            "**First failing layer:** {}  \n**Likely cause:** `{}` on {}: {}  \n**Next step:** {}\n",
+            "**{title}:** {}  \n**{what}:** `{}` on {}: {}  \n**Next step:** {}\n",
             f.layer,
             f.code,
             f.scope.label(),
             one_line(&f.message),
             one_line(&f.next_step)
         );
+    }
+    for f in &diagnosis.waived {
+        if let Some(w) = &f.waiver {
+            let _ = writeln!(
+                out,
+                "**Waived:** `{}` on {} ({}; {})  ",
+                f.code,
+                f.scope.label(),
+                one_line(&w.reason),
+                w.source
+            );
+        }
+    }
+    if !diagnosis.waived.is_empty() {
+        out.push('\n');
     }
     let layers = report.layers();
     let _ = writeln!(
@@ -187,6 +203,7 @@ fn summary(
                     .and_then(|r| r.finding.as_ref())
                     .map(|f| f.code.as_str());
                 match code {
+                    Some(c) if cell == "warn" || cell == "waived" => format!("{cell} `{c}`"),
                     Some(c) => format!("**{cell}** `{c}`"),
                     None => cell.to_string(),
                 }

@@ -3,11 +3,12 @@
 //! unhealthy, 2 unknown (rocgate could not decide, so nothing may be
 //! drained or tainted on its word).
 
-use crate::cli::HealthArgs;
+use crate::cli::{HealthArgs, NodeArgs};
 use crate::slurm;
+use rocgate::config::Config;
+use rocgate::decision::{Decision, Health, decide};
 use rocgate::session::Session;
-use rocgate_harness::doctor::{self, DiagnosedFault};
-use rocgate_harness::{ExecOptions, RunReport, Scope};
+use rocgate_harness::{ExecOptions, Scope, Tier};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -19,84 +20,86 @@ const MAX_LINE: usize = 80;
 /// for writing the reports.
 const RESERVE: Duration = Duration::from_secs(3);
 
-/// The code of a rocgate defect: a fault of rocgate's own, not the node's.
-const INTERNAL_ERROR: &str = "internal-error";
+/// The budget without `--budget`: inside Slurm's 60 s HealthCheckTimeout.
+const DEFAULT_BUDGET: f64 = 50.0;
 
-/// What the node is, as far as rocgate could tell.
-#[derive(Debug)]
-enum Health {
-    /// Every check that stops the stack passed.
-    Healthy {
-        gpus: usize,
-        advisory: Option<DiagnosedFault>,
-        /// Checks that could not look: the line says so, never hides it.
-        unverified: usize,
-        /// Checks not run here (the runtime layers on a capture without
-        /// `--rocm-path`): counted, not passed.
-        not_run: usize,
-    },
-    /// A fault stops the stack; the lowest one.
-    Unhealthy(DiagnosedFault),
-    /// rocgate could not decide, and why.
-    Unknown(String),
-}
-
-impl Health {
-    fn exit_code(&self) -> u8 {
-        match self {
-            Health::Healthy { .. } => 0,
-            Health::Unhealthy(_) => 1,
-            Health::Unknown(_) => 2,
-        }
-    }
+/// What the node is, as far as rocgate could tell, and what to print.
+struct Verdict {
+    decision: Decision,
+    /// The GPUs checked.
+    gpus: usize,
+    /// Checks not run here (the runtime layers on a capture without
+    /// `--rocm-path`, checks the selection left out): counted, not passed.
+    not_run: usize,
+    /// The tier that ran.
+    tier: Tier,
 }
 
 /// Runs the health check.
 pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let job = args.slurm_prolog || args.slurm_epilog;
-    let (health, gpus) = match check(args, started) {
-        Ok(found) => found,
-        Err(why) => (Health::Unknown(why), Vec::new()),
+    let verdict = check(args, started);
+    let line = match &verdict {
+        Ok(v) => one_line(v),
+        Err(why) => shorten(
+            &format!("rocgate: unknown {}", why.lines().next().unwrap_or("")),
+            MAX_LINE,
+        ),
     };
-    let line = one_line(&health, &gpus);
+    let health = verdict.as_ref().map_or(Health::Unknown, |v| v.decision.health);
     if job {
         // The job's log gets the line; Slurm is not called from a prolog.
         errln!("{line}");
-        return Ok(ExitCode::from(match health {
-            Health::Unhealthy(_) => 1,
-            _ => 0,
-        }));
+        return Ok(ExitCode::from(u8::from(health == Health::Unhealthy)));
     }
     outln!("{line}");
     if args.slurm {
-        let node = node_name();
-        let reason = match &health {
-            Health::Unhealthy(f) => Some(format!(
-                "{} {} {}",
-                slurm::REASON_PREFIX,
-                f.code,
-                gpus_place(f, &gpus)
-            )),
-            _ => None,
-        };
-        let verdict = match (&health, &reason) {
-            (Health::Healthy { .. }, _) => slurm::Verdict::Healthy,
-            (Health::Unhealthy(_), Some(r)) => slurm::Verdict::Unhealthy(r),
+        let reason = verdict
+            .as_ref()
+            .ok()
+            .filter(|v| v.decision.health == Health::Unhealthy)
+            .map(drain_reason);
+        let act = match (health, &reason) {
+            (Health::Healthy, _) => slurm::Verdict::Healthy,
+            (Health::Unhealthy, Some(r)) => slurm::Verdict::Unhealthy(r),
             _ => slurm::Verdict::Unknown,
         };
-        match node.and_then(|n| slurm::act(&n, verdict)) {
+        match node_name(&args.node).and_then(|n| slurm::act(&n, act)) {
             Ok(done) => errln!("rocgate: {done}"),
             Err(e) => errln!("rocgate: {e}"),
         }
     }
-    Ok(ExitCode::from(health.exit_code()))
+    Ok(ExitCode::from(match health {
+        Health::Healthy => 0,
+        Health::Unhealthy => 1,
+        Health::Unknown => 2,
+    }))
+}
+
+/// The tier to run: `--tier`, else the policy file's; else, as Slurm's
+/// health check, passive while jobs hold the node (or when its state cannot
+/// be read: its GPUs may be in use) and quick when it is idle; else quick.
+fn tier(args: &HealthArgs, config: &Config) -> Tier {
+    if let Some(t) = args.select.tier.or(config.health_tier()) {
+        return t;
+    }
+    if args.slurm {
+        let busy = node_name(&args.node)
+            .and_then(|n| slurm::show(&n))
+            .map_or(true, |s| s.runs_jobs());
+        if busy {
+            return Tier::Passive;
+        }
+    }
+    Tier::Quick
 }
 
 /// Runs the checks and judges them; an `Err` is a reason for unknown.
-/// Returns the verdict and the checked GPUs' PCI addresses by index.
-fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, String)>), String> {
+fn check(args: &HealthArgs, started: Instant) -> Result<Verdict, String> {
     crate::reports::distinct_paths(&args.reports)?;
+    let config = args.node.config()?;
+    let budget = args.budget.or(config.health_budget()).unwrap_or(DEFAULT_BUDGET);
     let node = args.node.open()?;
     let selector = if args.slurm_prolog || args.slurm_epilog {
         Some(job_gpus()?)
@@ -106,27 +109,38 @@ fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, Strin
     let session = Session::open(
         node.sysroot(),
         args.node
-            .options(args.select.expect_gpus, selector.as_deref()),
+            .options(&config, args.select.expect_gpus, selector.as_deref()),
     )?;
     let gpus = session.select_gpus(None)?;
-    let plan = session
-        .plan(&gpus, args.select.tier)
-        .map_err(|e| format!("internal error: {e}"))?;
+    let tier = tier(args, &config);
+    let selection = config.selection(
+        &args.select.checks.only,
+        &args.select.checks.skip,
+        &session.registry,
+    )?;
+    let plan = session.plan_selected(&gpus, tier, &selection)?;
     let interrupt = crate::signals::interrupt_flag()?;
-    let for_checks = Duration::from_secs_f64(args.budget)
+    let for_checks = Duration::from_secs_f64(budget)
         .saturating_sub(RESERVE)
         .max(Duration::from_secs(1));
     let mut opts = ExecOptions {
         interrupt: std::sync::Arc::clone(&interrupt),
         workers: crate::worker_cmd::threads(plan.gpus.len()),
-        isolator: crate::worker_cmd::isolator(&session, &interrupt)?,
+        // The passive tier starts no worker: it reads files only.
+        isolator: if tier == Tier::Passive {
+            None
+        } else {
+            crate::worker_cmd::isolator(&session, &interrupt)?
+        },
         deadline: Some(started + for_checks),
+        waivers: std::sync::Arc::new(session.waivers(&config)?),
         ..ExecOptions::default()
     };
     // A hung GPU must time out inside the budget: a timeout is a finding
     // (the node is drained), a run cut short by the budget decides nothing.
     let cap = args
         .check_timeout
+        .or(config.health_check_timeout())
         .map_or(for_checks / 3, Duration::from_secs_f64);
     for check in &session.registry {
         if opts.timeout_of(check) > cap {
@@ -141,122 +155,70 @@ fn check(args: &HealthArgs, started: Instant) -> Result<(Health, Vec<(u32, Strin
             session.narrow_collectives(&mut report, &opts, &program);
         }
     }
-    report.strict = args.strict;
+    (report.strict, report.fail_on_warn) = args.verdict.resolve(&config);
     let (_, not_written) = crate::reports::write(&args.reports, &session, &report);
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
-    let places = session
-        .facts()
-        .gpus
-        .iter()
-        .filter(|g| plan.gpus.contains(&g.index))
-        .map(|g| (g.index, g.pci_address.clone()))
-        .collect();
-    Ok((judge(&report, plan.gpus.len(), args.strict), places))
-}
-
-/// The verdict on a run: the lowest fault that stops the stack makes the
-/// node unhealthy, even in a run cut short; a run cut short without one,
-/// or a fault of rocgate's own, decides nothing. Checks that could not look
-/// are counted in the line; under `--strict` the first of them makes the
-/// node unhealthy.
-fn judge(report: &RunReport, gpus: usize, strict: bool) -> Health {
-    let diagnosis = doctor::diagnose(report);
-    if let Some(own) = diagnosis.findings.iter().find(|f| f.code == INTERNAL_ERROR) {
-        return Health::Unknown(format!("rocgate failed ({}): {}", own.check, own.message));
-    }
-    if let Some(fault) = diagnosis.findings.iter().find(|f| !f.advisory) {
-        // A node-wide finding that a GPU's own result shares (a wedged
-        // GPU) is told by that GPU, so the line and a drain reason name it.
-        let on_gpu = diagnosis.findings.iter().filter(|f| !f.advisory).find(|f| {
-            fault.scope == Scope::Node
-                && f.scope != Scope::Node
-                && f.code == fault.code
-                && f.layer == fault.layer
-        });
-        return Health::Unhealthy(on_gpu.unwrap_or(fault).clone());
-    }
-    if let Some(why) = &report.interrupted {
-        return Health::Unknown(match why.as_str() {
-            "time budget" => "the time budget ran out before every layer was checked".into(),
-            signal => format!("interrupted by {signal} before every layer was checked"),
-        });
-    }
-    let unverified = report.unverified();
-    if let (true, Some(r)) = (strict, unverified.first()) {
-        return Health::Unhealthy(DiagnosedFault {
-            code: "unverified".into(),
-            layer: r.layer,
-            scope: r.scope,
-            check: r.id.clone(),
-            message: format!("{}: {}", r.id, r.message),
-            next_step: String::new(),
-            advisory: false,
-        });
-    }
-    Health::Healthy {
-        gpus,
-        advisory: diagnosis.findings.first().cloned(),
-        unverified: unverified.len(),
+    Ok(Verdict {
+        decision: decide(&report),
+        gpus: plan.gpus.len(),
         not_run: report.count_skipped(rocgate_harness::SkipReason::NotConfigured),
-    }
+        tier,
+    })
 }
 
-/// Where a fault is: its GPU's PCI address, else its scope (`node`).
-fn gpus_place(f: &DiagnosedFault, gpus: &[(u32, String)]) -> String {
-    match f.scope {
-        Scope::Gpu(i) => gpus
-            .iter()
-            .find(|(index, _)| *index == i)
-            .map_or_else(|| f.scope.label(), |(_, pci)| pci.clone()),
-        Scope::Node => "node".to_string(),
-    }
+/// The reason a drained node carries (at most 255 bytes): the cause's code
+/// and every GPU it was found on, by PCI address.
+fn drain_reason(v: &Verdict) -> String {
+    let d = &v.decision;
+    let code = d.cause.as_ref().map_or("unhealthy", |c| c.code.as_str());
+    let text = match d.places.as_slice() {
+        [] => d.reason.clone(),
+        places => format!(
+            "{code} {}{}",
+            if places.len() > 1 && places.len() == v.gpus {
+                format!("all {} GPUs ", places.len())
+            } else {
+                String::new()
+            },
+            places.join(",")
+        ),
+    };
+    slurm::bounded_reason(&format!("{} {text}", slurm::REASON_PREFIX))
 }
 
 /// The one line: `rocgate: ok 8 GPUs`, `rocgate: <code> <where> <text>` or
 /// `rocgate: unknown <why>`, at most [`MAX_LINE`] characters.
-fn one_line(health: &Health, gpus: &[(u32, String)]) -> String {
-    let line = match health {
-        Health::Healthy {
-            gpus: n,
-            advisory,
-            unverified,
-            not_run,
-        } => {
-            let plural = if *n == 1 { "" } else { "s" };
-            let mut line = format!("rocgate: ok {n} GPU{plural}");
-            if let Some(f) = advisory {
-                line.push_str(&format!("; advisory {} {}", f.code, gpus_place(f, gpus)));
+fn one_line(v: &Verdict) -> String {
+    let d = &v.decision;
+    let line = match d.health {
+        Health::Healthy => {
+            let plural = if v.gpus == 1 { "" } else { "s" };
+            let mut line = format!("rocgate: ok {} GPU{plural}", v.gpus);
+            if v.tier == Tier::Passive {
+                line.push_str(" (passive)");
             }
-            for (count, what) in [(unverified, "unverified"), (not_run, "not run")] {
-                if *count > 0 {
+            if let Some(f) = d.cause.as_ref().filter(|f| f.is_warning()) {
+                let at = match f.scope {
+                    Scope::Node => String::new(),
+                    s => format!(" {}", d.places.first().cloned().unwrap_or_else(|| s.label())),
+                };
+                line.push_str(&format!("; warn {}{at}", f.code));
+            }
+            for (count, what) in [
+                (d.waived, "waived"),
+                (d.unverified, "unverified"),
+                (v.not_run, "not run"),
+            ] {
+                if count > 0 {
                     line.push_str(&format!("; {count} {what}"));
                 }
             }
             line
         }
-        Health::Unhealthy(f) => format!(
-            "rocgate: {} {} {}",
-            f.code,
-            gpus_place(f, gpus),
-            without_gpu_label(f.message.lines().next().unwrap_or(""), f.scope)
-        ),
-        Health::Unknown(why) => format!("rocgate: unknown {}", why.lines().next().unwrap_or("")),
+        Health::Unhealthy => format!("rocgate: {}", d.reason),
+        Health::Unknown => format!("rocgate: unknown {}", d.reason),
     };
     shorten(&line, MAX_LINE)
-}
-
-/// `message` without the GPU's own label at its start (`gpu3 (0000:65:00.0,
-/// AMD Instinct MI300X): `), which the line already gives as the address.
-fn without_gpu_label(message: &str, scope: Scope) -> &str {
-    let Scope::Gpu(i) = scope else {
-        return message;
-    };
-    message
-        .strip_prefix(&format!("gpu{i} ("))
-        .and_then(|rest| rest.split_once(')'))
-        .map_or(message, |(_, rest)| {
-            rest.trim_start_matches(':').trim_start()
-        })
 }
 
 /// `s` cut to `max` characters, ending in `...` when cut.
@@ -288,12 +250,12 @@ fn job_gpus() -> Result<String, String> {
     Err("neither SLURM_JOB_GPUS nor ROCR_VISIBLE_DEVICES names the job's GPUs".into())
 }
 
-/// The Slurm node this runs on: SLURMD_NODENAME, else the host name.
-fn node_name() -> Result<String, String> {
-    if let Ok(n) = std::env::var("SLURMD_NODENAME") {
-        if !n.trim().is_empty() {
-            return Ok(n.trim().to_string());
-        }
+/// The Slurm node this runs on: SLURMD_NODENAME, else `--node-name`, else
+/// the host name.
+fn node_name(node: &NodeArgs) -> Result<String, String> {
+    let given = [std::env::var("SLURMD_NODENAME").ok(), node.node_name.clone()];
+    if let Some(n) = given.into_iter().flatten().find(|n| !n.trim().is_empty()) {
+        return Ok(n.trim().to_string());
     }
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())

@@ -5,5 +5,7 @@
 //! [`cargo_test`] turns a run into libtest trials.
 
 pub mod cargo_test;
+pub mod config;
+pub mod decision;
 pub mod inventory;
 pub mod session;

@@ -1,50 +1,100 @@
-//! `rocgate list`: the checks that would run.
+//! `rocgate list`: the checks that would run, with their tier, timeout and
+//! what a failure of each keeps from running.
 
 use crate::cli::ListArgs;
 use crate::ui::style::Style;
+use rocgate::config::Config;
 use rocgate::session::Session;
-use rocgate_harness::ScopeKind;
-use rocgate_suites::{RunOptions, registry};
+use rocgate_harness::{Check, ScopeKind, Tier};
+use rocgate_suites::{NodeContext, RunOptions, registry};
 use std::process::ExitCode;
+
+/// What each tier is for, shallowest first.
+const TIERS: [(Tier, &str); 4] = [
+    (
+        Tier::Passive,
+        "files only (sysfs, RAS counters, thermals, kernel log, versions, host settings): no vendor library, no worker, no device opened; safe beside running jobs",
+    ),
+    (
+        Tier::Quick,
+        "+ device access, the HSA and HIP runtimes up to a kernel per GPU: seconds",
+    ),
+    (
+        Tier::Standard,
+        "+ rocBLAS and MIOpen correctness, an all-reduce across the GPUs",
+    ),
+    (
+        Tier::Extended,
+        "+ performance floors, peer-to-peer matrix, a device-memory test",
+    ),
+];
 
 /// Lists checks (or, with a sysroot, the test ids they expand to).
 pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
     let style = Style::for_stdout();
+    let config = Config::find(args.config.as_deref())?;
+    let registry = registry();
+    if args.tiers {
+        for (tier, what) in TIERS {
+            let n = registry.iter().filter(|c| c.tier <= tier).count();
+            outln!("{:<10}{n:>4} checks  {what}", tier.as_str());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let tier = args.tier.or(config.tier()).unwrap_or_default();
+    let selection = config.selection(&args.checks.only, &args.checks.skip, &registry)?;
     if args.sysroot.is_some() {
         // The same opening as every other command's `--sysroot`; owns an
         // archive's unpacked directory until this returns.
         let node = crate::cli::open_sysroot(args.sysroot.as_deref())?;
         let session = Session::open(node.sysroot(), RunOptions::default())?;
         let gpus = session.select_gpus(None)?;
-        let plan = session
-            .plan(&gpus, args.tier)
-            .map_err(|e| format!("internal error: {e}"))?;
+        let plan = session.plan_selected(&gpus, tier, &selection)?;
         for inst in &plan.instances {
-            outln!("{}", inst.test_id);
+            match &inst.excluded {
+                Some(why) => outln!("{}  (skipped: {why})", inst.test_id),
+                None => outln!("{}", inst.test_id),
+            }
         }
         return Ok(ExitCode::SUCCESS);
     }
+    let show_selection = !selection.is_everything();
     outln!(
         "{}",
         style.bold(&format!(
-            "{:<10}{:<9}{:<10}{:<30}{:<7}{}",
-            "layer", "scope", "tier", "check", "gates", "verifies"
+            "{:<10}{:<9}{:<10}{:>8}  {:<13}{:<30}{}",
+            "layer", "scope", "tier", "timeout", "on failure", "check", "verifies"
         ))
     );
-    for c in registry().iter().filter(|c| c.tier <= args.tier) {
+    for c in registry.iter().filter(|c| c.tier <= tier) {
         let scope = match c.scope {
             ScopeKind::Node => "node",
             ScopeKind::PerGpu => "per GPU",
         };
+        let left_out = selection
+            .excludes(c.id, c.layer)
+            .filter(|_| show_selection)
+            .map_or_else(String::new, |why| format!("  [{why}]"));
         outln!(
-            "{:<10}{:<9}{:<10}{:<30}{:<7}{}",
+            "{:<10}{:<9}{:<10}{:>7}s  {:<13}{:<30}{}{left_out}",
             c.layer.as_str(),
             scope,
             c.tier.as_str(),
+            c.timeout.as_secs_f64(),
+            on_failure(c),
             c.id,
-            if c.gates { "yes" } else { "no" },
             c.summary
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a failure of `c` keeps from running: the layers above it (in its
+/// scope; a node check's in every scope), or nothing.
+fn on_failure(c: &Check<NodeContext>) -> &'static str {
+    match (c.gates, c.scope) {
+        (false, _) => "blocks none",
+        (true, ScopeKind::Node) => "blocks above",
+        (true, ScopeKind::PerGpu) => "blocks GPU's",
+    }
 }

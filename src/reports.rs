@@ -100,7 +100,15 @@ pub fn write(
             "JSON",
             "JSON: ",
             path,
-            json::render(report, &tool, &props, &versions),
+            json::render(
+                report,
+                &json::JsonContext {
+                    tool: &tool,
+                    node_properties: &props,
+                    versions: &versions,
+                    decision: serde_json::to_value(rocgate::decision::decide(report)).ok(),
+                },
+            ),
         );
     }
     if let Some(path) = &args.prom {
@@ -139,9 +147,9 @@ fn textfile(path: &Path, props: &[(String, String)], report: &RunReport) -> Stri
         ("rocm", prop("rocm")),
         ("tier", prop("tier")),
     ];
-    let codes: Vec<&str> = rocgate_suites::findings::codes::ALL
+    let codes: Vec<(&str, rocgate_harness::Severity)> = rocgate_suites::findings::codes::ALL
         .iter()
-        .map(|c| c.code)
+        .map(|c| (c.code, c.severity))
         .collect();
     // Only a regular file can hold an earlier run's figures; a FIFO must
     // not be read here.

@@ -4,14 +4,15 @@ use crate::cli::RunArgs;
 use crate::signals;
 use crate::ui::{ladder, progress::Progress, style::Style};
 use rocgate::session::Session;
-use rocgate_harness::{ExecOptions, Plan, ScopeKind};
+use rocgate_harness::{ExecOptions, Plan, Scope, ScopeKind};
 use rocgate_suites::NodeContext;
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Parses `--timeout CHECK=SECONDS` entries against the registry.
-fn timeout_overrides(
+/// Parses `--timeout CHECK=SECONDS` entries (the policy file's
+/// `[timeouts]` as such entries first) against the registry.
+pub fn timeout_overrides(
     entries: &[String],
     session: &Session,
 ) -> Result<std::collections::HashMap<String, Duration>, String> {
@@ -45,9 +46,6 @@ fn timeout_overrides(
 /// error: the caller must fix how rocgate was asked to report.
 const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
 
-/// Exit code of an interrupted run, as a shell reports SIGINT.
-const EXIT_INTERRUPTED: u8 = 130;
-
 /// Runs the checks and writes the reports.
 ///
 /// The exit code, first match wins:
@@ -57,39 +55,56 @@ const EXIT_INTERRUPTED: u8 = 130;
 ///   reports must not take a run it cannot read for a verdict, so this
 ///   outranks what the checks found, an interruption included;
 /// - 130: the run was interrupted;
-/// - 1: a check failed (with `--strict`, or could not verify);
-/// - 0: every selected check passed.
+/// - otherwise the run's decision ([`rocgate::decision`]): 2 when rocgate
+///   could not see the node or failed itself, 1 for a fault (or, under
+///   `--fail-on warn`, a warning; under `--strict`, a check that could not
+///   verify), 0 when nothing fails the run (warnings and waived findings
+///   included).
 pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
-    if !(args.timeout_scale > 0.0 && args.timeout_scale.is_finite()) {
-        return Err(format!(
-            "--timeout-scale must be a positive number, not {}",
-            args.timeout_scale
-        ));
-    }
     crate::reports::distinct_paths(&args.reports)?;
+    let config = args.node.config()?;
+    let timeout_scale = args
+        .timeout_scale
+        .or(config.timeout_scale())
+        .unwrap_or(1.0);
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
     let node = args.node.open()?;
     let session = Session::open(
         node.sysroot(),
-        args.node
-            .options(args.select.expect_gpus, args.select.gpus.as_deref()),
+        args.node.options(
+            &config,
+            args.select.expect_gpus,
+            args.select.gpus.as_deref(),
+        ),
     )?;
     let gpus = session.select_gpus(None)?;
-    let plan = session
-        .plan(&gpus, args.select.tier)
-        .map_err(|e| format!("internal error: {e}"))?;
-    let timeouts = timeout_overrides(&args.timeouts, &session)?;
+    let tier = args.select.tier.or(config.tier()).unwrap_or_default();
+    let selection = config.selection(
+        &args.select.checks.only,
+        &args.select.checks.skip,
+        &session.registry,
+    )?;
+    let plan = session.plan_selected(&gpus, tier, &selection)?;
+    let entries: Vec<String> = config
+        .timeout_entries()
+        .into_iter()
+        .chain(args.timeouts.iter().cloned())
+        .collect();
+    let timeouts = timeout_overrides(&entries, &session)?;
+    let waivers = session.waivers(&config)?;
+    let (strict, fail_on_warn) = args.verdict.resolve(&config);
     let interrupt = signals::interrupt_flag()?;
     let style = Style::for_stdout();
     let workers = crate::worker_cmd::isolator(&session, &interrupt)?;
     let opts = ExecOptions {
         gate: !args.no_gate,
-        timeout_scale: args.timeout_scale,
+        timeout_scale,
         timeouts,
         interrupt,
         workers: crate::worker_cmd::threads(plan.gpus.len()),
         isolator: workers,
+        waivers: std::sync::Arc::new(waivers),
         ..ExecOptions::default()
     };
     if !args.quiet {
@@ -102,7 +117,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
             session.narrow_collectives(&mut report, &opts, &program);
         }
     }
-    report.strict = args.strict;
+    report.strict = strict;
+    report.fail_on_warn = fail_on_warn;
     progress.finish();
 
     let (written, not_written) = crate::reports::write(&args.reports, &session, &report);
@@ -135,14 +151,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
             errln!("rocgate: {e}");
         }
     }
+    let decision = rocgate::decision::decide(&report);
+    if decision.exit_code == rocgate::decision::EXIT_UNKNOWN {
+        errln!("rocgate: no verdict on this node: {}", decision.reason);
+    }
     Ok(if !not_written.is_empty() {
         ExitCode::from(EXIT_REPORT_NOT_WRITTEN)
     } else if report.interrupted.is_some() {
-        ExitCode::from(EXIT_INTERRUPTED)
-    } else if report.all_passed() {
-        ExitCode::SUCCESS
+        ExitCode::from(rocgate::decision::EXIT_INTERRUPTED)
     } else {
-        ExitCode::from(1)
+        ExitCode::from(decision.exit_code)
     })
 }
 
@@ -172,18 +190,22 @@ fn header(
             .join(", ")
     };
     let node_checks = plan
-        .instances
-        .iter()
+        .selected()
         .filter(|i| plan.check(i).scope == ScopeKind::Node)
         .count();
     let per_gpu = plan
-        .registry
-        .iter()
-        .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
+        .selected()
+        .filter(|i| plan.gpus.first().is_some_and(|&g| i.scope == Scope::Gpu(g)))
         .count();
+    let left_out = plan.instances.len() - plan.selected().count();
+    let left_out = if left_out > 0 {
+        format!(", {left_out} left out by the selection")
+    } else {
+        String::new()
+    };
     let budget = opts.time_budget(plan);
     format!(
-        "{} {} · {} tier · node {}\n{}\nplan: {} checks ({node_checks} node + {per_gpu} per GPU x {} GPUs); time budget {:.0} s if every check ran into its timeout\n",
+        "{} {} · {} tier · node {}\n{}\nplan: {} checks ({node_checks} node + {per_gpu} per GPU x {} GPUs{left_out}); time budget {:.0} s if every check ran into its timeout\n",
         style.bold("rocgate"),
         env!("CARGO_PKG_VERSION"),
         plan.tier,
@@ -202,7 +224,7 @@ fn header(
                 _ => "amdgpu not loaded".to_string(),
             }
         )),
-        plan.instances.len(),
+        plan.selected().count(),
         plan.gpus.len(),
         budget.as_secs_f64()
     )

@@ -65,6 +65,32 @@ impl Session {
         plan(&self.registry, gpus, tier)
     }
 
+    /// [`Session::plan`] with the checks `selection` leaves out marked, so
+    /// they are reported skipped with the reason.
+    pub fn plan_selected(
+        &self,
+        gpus: &[u32],
+        tier: Tier,
+        selection: &rocgate_harness::Selection,
+    ) -> Result<Plan<'_, NodeContext>, String> {
+        let mut p = plan(&self.registry, gpus, tier).map_err(|e| format!("internal error: {e}"))?;
+        p.select(selection);
+        Ok(p)
+    }
+
+    /// The site's waivers (from `config`) that apply to this node today.
+    pub fn waivers(
+        &self,
+        config: &crate::config::Config,
+    ) -> Result<rocgate_harness::Waivers, String> {
+        config.waivers(
+            &self.registry,
+            &self.node_name().unwrap_or_default(),
+            &self.facts().gpus,
+            chrono::Utc::now().date_naive(),
+        )
+    }
+
     /// Executes `plan` and assembles the report.
     pub fn run(
         &self,
@@ -101,6 +127,7 @@ impl Session {
                 None
             },
             strict: false,
+            fail_on_warn: false,
         }
     }
 
@@ -230,7 +257,7 @@ impl Session {
                     cmd.arg("--expect-gpus").arg(n.to_string());
                 }
                 if let Some(c) = &config {
-                    cmd.arg("--config").arg(c.path());
+                    cmd.arg("--worker-config").arg(c.path());
                 }
                 if let Some(g) = &options.gpus {
                     cmd.arg("--gpus").arg(g);
@@ -313,6 +340,18 @@ impl Session {
         out
     }
 
+    /// What reports call the node: `--node-name` (`ROCGATE_NODE_NAME`),
+    /// else its host name (under `--sysroot` too: a captured node's
+    /// reports name that node).
+    pub fn node_name(&self) -> Option<String> {
+        self.ctx.options.node_name.clone().or_else(|| {
+            match self.facts().sysroot.read_opt("/proc/sys/kernel/hostname") {
+                Ok(Some(h)) if !h.trim().is_empty() => Some(h.trim().to_string()),
+                _ => None,
+            }
+        })
+    }
+
     /// Node-wide properties for reports: tool, sysroot, kernel, driver.
     pub fn node_properties(&self, tier: Tier) -> Vec<(String, String)> {
         let f = self.facts();
@@ -324,9 +363,8 @@ impl Session {
             ("tier".to_string(), tier.to_string()),
             ("sysroot".to_string(), f.sysroot.to_string()),
         ];
-        // Under --sysroot too: a captured node's reports name that node.
-        if let Ok(Some(h)) = f.sysroot.read_opt("/proc/sys/kernel/hostname") {
-            p.push(("hostname".into(), h.trim().to_string()));
+        if let Some(name) = self.node_name() {
+            p.push(("hostname".into(), name));
         }
         if let Ok(k) = &f.kernel_release {
             p.push(("kernel".into(), k.clone()));

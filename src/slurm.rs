@@ -33,6 +33,14 @@ impl NodeState {
         self.state.split('+').any(|s| s.starts_with("DRAIN"))
     }
 
+    /// Whether jobs hold the node (or some of it), so a health check must
+    /// not touch its GPUs: `ALLOCATED`, `MIXED` or `COMPLETING`.
+    pub fn runs_jobs(&self) -> bool {
+        self.state
+            .split('+')
+            .any(|s| s.starts_with("ALLOC") || s.starts_with("MIX") || s.starts_with("COMPLETING"))
+    }
+
     /// Whether the reason is rocgate's own.
     pub fn reason_is_ours(&self) -> bool {
         self.reason
@@ -118,19 +126,24 @@ pub enum Verdict<'a> {
     Unknown,
 }
 
+/// `node` as `scontrol show node` shows it now.
+pub fn show(node: &str) -> Result<NodeState, String> {
+    let shown = scontrol(&["show", "node", node])?;
+    parse_show_node(&shown).ok_or_else(|| {
+        format!(
+            "scontrol show node {node} printed no State=: {}",
+            shown.trim()
+        )
+    })
+}
+
 /// Drains or resumes `node` for `verdict`; returns what was done, for the
 /// log, or why nothing could be.
 pub fn act(node: &str, verdict: Verdict<'_>) -> Result<String, String> {
     if verdict == Verdict::Unknown {
         return Ok(format!("{node} left as it is: the verdict is unknown"));
     }
-    let shown = scontrol(&["show", "node", node])?;
-    let current = parse_show_node(&shown).ok_or_else(|| {
-        format!(
-            "scontrol show node {node} printed no State=: {}",
-            shown.trim()
-        )
-    })?;
+    let current = show(node)?;
     match verdict {
         Verdict::Unhealthy(reason) => {
             if current.reason.is_some() && !current.reason_is_ours() {
@@ -177,6 +190,14 @@ mod tests {
         assert!(n.drained() && n.reason_is_ours());
         let idle = parse_show_node("NodeName=n1\n   State=IDLE ThreadsPerCore=1\n").unwrap();
         assert!(!idle.drained() && idle.reason.is_none());
+        assert!(!idle.runs_jobs() && !n.runs_jobs());
+        for busy in ["ALLOCATED", "MIXED+DRAIN", "COMPLETING", "IDLE+COMPLETING"] {
+            let s = NodeState {
+                state: busy.into(),
+                reason: None,
+            };
+            assert!(s.runs_jobs(), "{busy}");
+        }
         let theirs =
             parse_show_node("State=DOWN+DRAIN\n   Reason=bad DIMM [admin@2026-11-30T10:00:00]\n")
                 .unwrap();

@@ -17,7 +17,7 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     let stop = || interrupt.load(Ordering::SeqCst) != 0;
     let node = args.node.open()?;
     let recording = Sysroot::recording(node.sysroot().root());
-    let mut options = args.node.options(None, None);
+    let mut options = args.node.options(&args.node.config()?, None, None);
     // A snapshot holds files, not libraries: the runtime layers stay off.
     options.rocm_path = None;
     options.runtime_off = Some(

@@ -15,13 +15,18 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
         .parse::<rocgate_harness::Scope>()
         .map_err(|e| format!("__worker --scope: {e}"))?;
     let config = args
-        .config
+        .worker_config
         .as_deref()
         .map(rocgate_suites::context::WorkerConfig::load)
         .transpose()?;
     let session = Session::open_configured(
         args.node.worker_sysroot()?,
-        args.node.options(args.expect_gpus, args.gpus.as_deref()),
+        // The parent read the site's policy; a worker serves what it is sent.
+        args.node.options(
+            &rocgate::config::Config::default(),
+            args.expect_gpus,
+            args.gpus.as_deref(),
+        ),
         config,
     )?;
     isolate::serve(&session.registry, &*session.ctx)

@@ -25,8 +25,9 @@ pub struct FleetNode {
     /// Why the run stopped early, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<String>,
-    /// Per layer: `pass`, `fail` (a fault that stops the stack), `blocked`,
-    /// `warn` (only advisory faults) or `skip`.
+    /// Per layer: `fail` (a failure, timeout or crash), `blocked`, `warn`
+    /// (warnings only), `waived` (faults or warnings the site waived),
+    /// `pass` or `skip`.
     pub layers: BTreeMap<String, String>,
     /// The lowest layer with a fault.
     pub first_failing_layer: Option<String>,
@@ -36,7 +37,9 @@ pub struct FleetNode {
     pub scope: Option<String>,
     /// That GPU's PCI address.
     pub pci_address: Option<String>,
-    /// Whether the node should be drained: a fault stops its stack.
+    /// Whether the node should be drained: its report says so (the run's
+    /// own decision), or, in a report that does not, it has a fault no
+    /// waiver covers.
     pub drain: bool,
 }
 
@@ -76,6 +79,15 @@ struct Report {
     #[serde(default)]
     scopes: Vec<ScopeEntry>,
     results: Vec<SavedResult>,
+    /// What the run decided for schedulers, when the report carries it.
+    #[serde(default)]
+    decision: Option<SavedDecision>,
+}
+
+/// The part of a report's decision the fleet reads.
+#[derive(Deserialize)]
+struct SavedDecision {
+    drain: bool,
 }
 
 #[derive(Deserialize)]
@@ -221,17 +233,14 @@ fn summarise(file: &str, report: &Report) -> FleetNode {
             *cell = this.to_string();
         }
     }
-    // The stopping fault lowest in the stack, else the lowest advisory one;
-    // the report's own first failing layer decides which layer.
-    let stopping = report
-        .results
-        .iter()
-        .filter(|r| r.status.is_fault() && !r.advisory);
+    // The fault lowest in the stack, else the lowest warning; the report's
+    // own first failing layer decides which layer.
+    let stopping = report.results.iter().filter(|r| r.is_fault());
     let fault = stopping
         .clone()
         .find(|r| Some(&r.layer) == report.first_failing_layer.as_ref())
         .or_else(|| stopping.clone().next())
-        .or_else(|| report.results.iter().find(|r| r.status.is_fault()));
+        .or_else(|| report.results.iter().find(|r| r.is_warning()));
     let scope = fault.map(|r| r.scope);
     let pci_address = scope.and_then(|s| {
         report
@@ -250,14 +259,18 @@ fn summarise(file: &str, report: &Report) -> FleetNode {
         code: fault.and_then(|r| r.finding.as_ref().map(|f| f.code.clone())),
         scope: scope.map(Scope::label),
         pci_address,
-        drain: stopping.clone().next().is_some(),
+        drain: report
+            .decision
+            .as_ref()
+            .map_or_else(|| stopping.clone().next().is_some(), |d| d.drain),
     }
 }
 
 fn cell_of(r: &SavedResult) -> &'static str {
     match r.status {
-        Status::Fail | Status::Timeout | Status::Crash if !r.advisory => "fail",
-        Status::Fail | Status::Timeout | Status::Crash => "warn",
+        _ if r.waived() => "waived",
+        Status::Fail | Status::Timeout | Status::Crash => "fail",
+        Status::Warn => "warn",
         Status::Blocked => "blocked",
         Status::Pass => "pass",
         Status::Skipped => "skip",
@@ -267,9 +280,10 @@ fn cell_of(r: &SavedResult) -> &'static str {
 /// How much a cell says: the worst result of a layer names it.
 fn rank(cell: &str) -> u8 {
     match cell {
-        "fail" => 4,
-        "blocked" => 3,
-        "warn" => 2,
+        "fail" => 5,
+        "blocked" => 4,
+        "warn" => 3,
+        "waived" => 2,
         "pass" => 1,
         _ => 0,
     }
@@ -289,7 +303,7 @@ mod tests {
             .as_array()
             .unwrap()
             .iter()
-            .all(|r| r["status"] == "pass" || r["status"] == "skipped");
+            .all(|r| r["status"] != "fail" && r["status"] != "blocked");
         let doc = json!({
             "node": {"hostname": host},
             "passed": passed,
@@ -374,20 +388,32 @@ mod tests {
     }
 
     #[test]
-    fn an_advisory_fault_fails_the_node_but_drains_nothing() {
-        let mut slow = result(
+    fn a_warning_passes_the_node_and_drains_nothing_and_a_waived_fault_is_marked() {
+        let slow = result(
             "gpu3.pci.w",
             "pci",
             "gpu3",
-            "fail",
+            "warn",
             Some("pcie-link-degraded"),
         );
-        slow["advisory"] = json!(true);
-        let fleet = Fleet::read(&[report("n02", json!([slow]), Some("pci"))], &["pci"]).unwrap();
+        let mut waived = result("gpu3.kfd.k", "kfd", "gpu3", "fail", Some("kfd-x"));
+        waived["waiver"] = json!({"reason": "known", "source": "site.toml:3"});
+        let fleet = Fleet::read(
+            &[report("n02", json!([slow, waived]), Some("pci"))],
+            &["pci", "kfd"],
+        )
+        .unwrap();
         let n = &fleet.nodes[0];
         assert_eq!(n.layers["pci"], "warn");
-        assert!(!n.passed && !n.drain);
+        assert_eq!(n.layers["kfd"], "waived");
+        assert!(!n.drain);
         assert_eq!(n.code.as_deref(), Some("pcie-link-degraded"));
+        // A report's own decision is what drains.
+        let mut decided: serde_json::Value =
+            serde_json::from_str(&report("n03", json!([]), None).1).unwrap();
+        decided["decision"] = json!({"drain": true});
+        let fleet = Fleet::read(&[("n03.json".into(), decided.to_string())], &[]).unwrap();
+        assert!(fleet.nodes[0].drain);
     }
 
     #[test]

@@ -19,10 +19,15 @@ struct Document<'a> {
     interrupted: Option<&'a str>,
     passed: bool,
     strict: bool,
+    fail_on: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<&'a serde_json::Value>,
     first_failing_layer: Option<Layer>,
     summary: BTreeMap<&'static str, usize>,
     skipped_by_reason: BTreeMap<&'static str, usize>,
     unverified: Vec<&'a str>,
+    warnings: Vec<&'a str>,
+    waived: Vec<&'a str>,
     node: BTreeMap<&'a str, &'a str>,
     versions: &'a BTreeMap<String, BTreeMap<String, String>>,
     scopes: Vec<ScopeDoc>,
@@ -36,15 +41,27 @@ struct ScopeDoc {
     properties: BTreeMap<String, String>,
 }
 
-/// Renders a run as pretty-printed JSON. `tool` names the producer and its
-/// version; `node_properties` describe the node (sysroot, kernel, driver);
-/// `versions` holds each scope's component versions (`node`, `gpu0`, ...).
-pub fn render(
-    report: &RunReport,
-    tool: &str,
-    node_properties: &[(String, String)],
-    versions: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Result<String, String> {
+/// What the report says beyond the run's results.
+pub struct JsonContext<'a> {
+    /// The producer and its version (`rocgate 0.1.0`).
+    pub tool: &'a str,
+    /// The node (host name, sysroot, kernel, driver).
+    pub node_properties: &'a [(String, String)],
+    /// Each scope's component versions (`node`, `gpu0`, ...).
+    pub versions: &'a BTreeMap<String, BTreeMap<String, String>>,
+    /// What the run means for those who act on it (exit code, health,
+    /// drain), as the front end decided it.
+    pub decision: Option<serde_json::Value>,
+}
+
+/// Renders a run as pretty-printed JSON.
+pub fn render(report: &RunReport, ctx: &JsonContext<'_>) -> Result<String, String> {
+    let JsonContext {
+        tool,
+        node_properties,
+        versions,
+        ..
+    } = *ctx;
     let summary = Status::ALL
         .into_iter()
         .map(|s| (s.as_str(), report.count(s)))
@@ -58,6 +75,8 @@ pub fn render(
         interrupted: report.interrupted.as_deref(),
         passed: report.all_passed(),
         strict: report.strict,
+        fail_on: if report.fail_on_warn { "warn" } else { "fail" },
+        decision: ctx.decision.as_ref(),
         first_failing_layer: report.first_failing_layer(None),
         summary,
         skipped_by_reason: SkipReason::ALL
@@ -65,6 +84,8 @@ pub fn render(
             .map(|r| (r.as_str(), report.count_skipped(r)))
             .collect(),
         unverified: report.unverified().iter().map(|r| r.id.as_str()).collect(),
+        warnings: report.warnings().iter().map(|r| r.id.as_str()).collect(),
+        waived: report.waived().iter().map(|r| r.id.as_str()).collect(),
         node: node_properties
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))

@@ -1,5 +1,14 @@
 //! JUnit XML that CI systems accept: one flat `<testsuite>` per scope,
 //! identity as suite properties, blocked and skipped as `<skipped>`.
+//!
+//! The node's name is part of every suite's name and every case's
+//! classname (`node17.gpu3.hip`), and the suites' `hostname` attribute, so
+//! the reports of many nodes merge without two cases sharing a classname
+//! and name (GitHub and GitLab reporters key cases by the pair). Results
+//! map to JUnit as the exit code judges them: a failure, timeout or crash
+//! is a `<failure>` (a crash an `<error>`), a warning passes (its finding
+//! in `<system-out>`) unless the run fails on warnings, and a waived
+//! result is `<skipped type="waived">` with the site's reason.
 
 use crate::model::Scope;
 use crate::output::xml_safe;
@@ -12,7 +21,9 @@ use quick_xml::{Reader, Writer};
 /// Renders a run as JUnit XML.
 ///
 /// `node_properties` are added to the `node` suite (versions, sysroot, tier);
-/// its `hostname`, when present, to every suite.
+/// its `hostname` (the node's name), when present, to every suite, as a
+/// property and the `hostname` attribute, and it prefixes suite names and
+/// classnames.
 /// Every string that enters the document (names, messages, properties,
 /// output) goes through [`xml_safe`]: a VBIOS string or a sysroot path may
 /// hold characters XML 1.0 cannot carry, and one of them makes the whole
@@ -22,9 +33,22 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
     // there (each <testsuite> carries one).
     let mut junit = Report::new("rocgate");
     junit.set_time(report.duration);
+    let node = node_properties
+        .iter()
+        .find(|(k, _)| k == "hostname")
+        .map(|(_, v)| xml_safe(v))
+        .filter(|v| !v.trim().is_empty());
+    // Dots separate packages in a classname (Jenkins groups by them): a
+    // node called `a.example.com` is one package, `a_example_com`.
+    let prefix = node
+        .as_ref()
+        .map_or_else(String::new, |n| format!("{}.", n.trim().replace('.', "_")));
     for scope in report.scope_list() {
-        let mut suite = TestSuite::new(xml_safe(&scope.label()));
+        let mut suite = TestSuite::new(format!("{prefix}{}", xml_safe(&scope.label())));
         suite.set_timestamp(report.started_at.fixed_offset());
+        if let Some(n) = &node {
+            suite.extra.insert("hostname".into(), n.clone().into());
+        }
         let results: Vec<&CheckResult> =
             report.results.iter().filter(|r| r.scope == scope).collect();
         suite.set_time(results.iter().map(|r| r.duration).sum());
@@ -47,7 +71,11 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
         if let Some(why) = &report.interrupted {
             suite.add_property(Property::new("interrupted", xml_safe(why)));
         }
-        suite.add_test_cases(results.into_iter().map(test_case));
+        suite.add_test_cases(
+            results
+                .into_iter()
+                .map(|r| test_case(r, &prefix, report.fail_on_warn)),
+        );
         junit.add_test_suite(suite);
     }
     let xml = junit
@@ -77,10 +105,30 @@ fn fault_text(r: &CheckResult) -> (String, String) {
     }
 }
 
-fn test_case(r: &CheckResult) -> TestCase {
+/// What a waiver says, in one line: `waived (reason; until 2027-01-01;
+/// rocgate.toml:12)`.
+fn waiver_text(w: &crate::policy::WaiverNote) -> String {
+    let until = w
+        .expires
+        .as_deref()
+        .map_or_else(String::new, |d| format!("; until {d}"));
+    let state = if w.expired { "waiver expired" } else { "waived" };
+    format!("{state} ({}{until}; {})", w.reason, w.source)
+}
+
+fn test_case(r: &CheckResult, prefix: &str, fail_on_warn: bool) -> TestCase {
     let status = match r.status {
+        _ if r.waived() => {
+            let mut s = TestCaseStatus::skipped();
+            let (message, _) = fault_text(r);
+            let note = r.waiver.as_ref().map(waiver_text).unwrap_or_default();
+            s.set_message(xml_safe(&format!("{note}: {message}")));
+            s.set_type("waived");
+            s
+        }
         Status::Pass => TestCaseStatus::success(),
-        Status::Fail | Status::Timeout | Status::Crash => {
+        Status::Warn if !fail_on_warn => TestCaseStatus::success(),
+        Status::Fail | Status::Warn | Status::Timeout | Status::Crash => {
             let kind = if r.status == Status::Crash {
                 NonSuccessKind::Error
             } else {
@@ -113,7 +161,11 @@ fn test_case(r: &CheckResult) -> TestCase {
         }
     };
     let mut case = TestCase::new(xml_safe(r.name()), status);
-    case.set_classname(xml_safe(&format!("{}.{}", r.scope.label(), r.layer)));
+    case.set_classname(xml_safe(&format!(
+        "{prefix}{}.{}",
+        r.scope.label(),
+        r.layer
+    )));
     case.set_time(r.duration);
     // Output of nothing but escape sequences leaves no element behind.
     let out = xml_safe(&system_out(r));
@@ -128,9 +180,22 @@ fn test_case(r: &CheckResult) -> TestCase {
 /// output.
 fn system_out(r: &CheckResult) -> String {
     let mut out = String::new();
-    if r.status == Status::Pass {
-        out.push_str(&r.message);
+    if let Some(w) = &r.waiver {
+        out.push_str(&waiver_text(w));
         out.push('\n');
+    }
+    match (&r.finding, r.status) {
+        (Some(f), Status::Warn) => {
+            out.push_str(&format!(
+                "warn [{}]: {}\nnext step: {}\n",
+                f.code, r.message, f.next_step
+            ));
+        }
+        (_, Status::Pass) => {
+            out.push_str(&r.message);
+            out.push('\n');
+        }
+        _ => {}
     }
     for m in r.metrics.iter().filter(|m| m.between.is_none()) {
         out.push_str(&format!("metric {} = {} {}\n", m.name, m.value, m.unit));
@@ -177,7 +242,7 @@ mod tests {
     use crate::model::test_stack::{self, B, C};
     use crate::model::{Layer, Tier};
     use crate::result::ScopeInfo;
-    use crate::verdict::Finding;
+    use crate::verdict::{Finding, Severity};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
     use std::time::Duration;
@@ -192,9 +257,9 @@ mod tests {
             status,
             message: message.into(),
             finding: (status == Status::Fail)
-                .then(|| Finding::new("b-not-loaded", message, "load b")),
+                .then(|| Finding::new("b-not-loaded", Severity::Fail, message, "load b")),
             skip_reason: (status == Status::Skipped).then_some(crate::SkipReason::NotApplicable),
-            advisory: false,
+            waiver: None,
             blocked_by: None,
             duration: Duration::from_millis(3),
             output: "line <1> & \"two\"".into(),
@@ -230,6 +295,7 @@ mod tests {
             scopes: vec![(Scope::Gpu(0), info)],
             interrupted: None,
             strict: false,
+            fail_on_warn: false,
         };
         let xml = render(&report, &[("tier".into(), "quick".into())]).unwrap();
         assert!(xml.contains(r#"<testsuite name="node""#), "{xml}");
@@ -309,7 +375,7 @@ mod tests {
         let nasty = "a\u{FFFE}b\u{FFFF}c\u{1}d\u{1b}[31me\u{1b}[0m]]>\"'<&";
         let mut r = result("node.b.module_live", Scope::Node, B, Status::Fail, nasty);
         r.check = format!("b::{nasty}");
-        r.finding = Some(Finding::new(nasty, nasty, nasty));
+        r.finding = Some(Finding::new(nasty, Severity::Fail, nasty, nasty));
         r.output = nasty.into();
         r.metrics = vec![crate::verdict::Metric {
             name: nasty.into(),
@@ -329,6 +395,7 @@ mod tests {
             scopes: vec![(Scope::Gpu(0), info)],
             interrupted: Some(nasty.into()),
             strict: false,
+            fail_on_warn: false,
         };
         let xml = render(&report, &[(nasty.into(), nasty.into())]).unwrap();
         well_formed(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
@@ -396,7 +463,7 @@ mod tests {
                 text.clone(),
             ),
             (
-                0usize..6,
+                0usize..7,
                 any::<bool>(),
                 0u32..3,
                 (-1_000_000i32..1_000_000).prop_map(f64::from),
@@ -406,7 +473,7 @@ mod tests {
             .prop_map(
                 |(
                     (id, check, message, code, next, output),
-                    (status, advisory, gpu, value),
+                    (status, waived, gpu, value),
                     facts,
                 )| {
                     let status = Status::ALL[status];
@@ -421,11 +488,22 @@ mod tests {
                         },
                         status,
                         message: message.clone(),
-                        finding: matches!(status, Status::Fail)
-                            .then(|| Finding::new(code.as_str(), message.as_str(), next.as_str())),
+                        finding: status.has_finding().then(|| {
+                            Finding::new(
+                                code.as_str(),
+                                Severity::Fail,
+                                message.as_str(),
+                                next.as_str(),
+                            )
+                        }),
                         skip_reason: (status == Status::Skipped)
                             .then_some(crate::SkipReason::Unverifiable),
-                        advisory,
+                        waiver: waived.then(|| crate::policy::WaiverNote {
+                            reason: message.clone(),
+                            expires: None,
+                            expired: false,
+                            source: next.clone(),
+                        }),
                         blocked_by: (status == Status::Blocked).then(|| next.clone()),
                         duration: Duration::ZERO,
                         output: output.clone(),
@@ -457,6 +535,7 @@ mod tests {
                 scopes: vec![(Scope::Gpu(0), ScopeInfo { properties: props })],
                 interrupted,
                 strict: false,
+            fail_on_warn: false,
             })
     }
 
@@ -571,11 +650,24 @@ mod tests {
             (name.to_string(), attrs, eol(&clean(text)))
         };
         let mut want = Vec::new();
+        // The node's name, when given, prefixes suites and classnames, its
+        // dots made underscores.
+        let hostname = node.iter().find(|(k, _)| k == "hostname");
+        let prefix = hostname
+            .map(|(_, v)| xml_safe(v))
+            .filter(|v| !v.trim().is_empty())
+            .map_or_else(String::new, |n| format!("{}.", n.trim().replace('.', "_")));
         for scope in report.scope_list() {
-            want.push(el("testsuite", kv(&[("name", scope.label())]), ""));
+            want.push(el(
+                "testsuite",
+                kv(&[("name", format!("{prefix}{}", scope.label()))]),
+                "",
+            ));
             let mut props: Vec<(String, String)> = Vec::new();
             if scope == Scope::Node {
                 props.extend(node.iter().cloned());
+            } else if let Some(h) = hostname {
+                props.push(h.clone());
             }
             props.extend(report.scope_info(scope).properties);
             props.push((
@@ -592,15 +684,34 @@ mod tests {
                 want.push(el("property", kv(&[("name", k), ("value", v)]), ""));
             }
             for r in report.results.iter().filter(|r| r.scope == scope) {
-                let classname = format!("{}.{}", r.scope.label(), r.layer);
+                let classname = format!("{prefix}{}.{}", r.scope.label(), r.layer);
                 want.push(el(
                     "testcase",
                     kv(&[("name", r.name().to_string()), ("classname", classname)]),
                     "",
                 ));
+                let first = r.message.split_once('\n').map_or(r.message.as_str(), |(f, _)| f);
                 match r.status {
+                    _ if r.waived() => {
+                        let w = r.waiver.as_ref().unwrap();
+                        let until = w
+                            .expires
+                            .as_ref()
+                            .map_or_else(String::new, |d| format!("; until {d}"));
+                        let seen = match &r.finding {
+                            Some(f) => format!("{}: {first}", f.code),
+                            None => first.to_string(),
+                        };
+                        let message = format!("waived ({}{until}; {}): {seen}", w.reason, w.source);
+                        want.push(el(
+                            "skipped",
+                            kv(&[("message", message), ("type", "waived".into())]),
+                            "",
+                        ));
+                    }
                     Status::Pass => {}
-                    Status::Fail | Status::Timeout | Status::Crash => {
+                    Status::Warn if !report.fail_on_warn => {}
+                    Status::Fail | Status::Warn | Status::Timeout | Status::Crash => {
                         // The reporters' contract, spelled out: the code and
                         // the first line in the message, the next step on
                         // the body's second line.
@@ -690,7 +801,16 @@ mod tests {
             prop_assert_eq!(std::fs::read_to_string(&path).unwrap(), xml);
 
             let versions = BTreeMap::from([("node".to_string(), node.iter().cloned().collect())]);
-            let json = crate::json::render(&report, "rocgate test", &node, &versions).unwrap();
+            let json = crate::json::render(
+                &report,
+                &crate::json::JsonContext {
+                    tool: "rocgate test",
+                    node_properties: &node,
+                    versions: &versions,
+                    decision: None,
+                },
+            )
+            .unwrap();
             let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
             let saved: Vec<crate::SavedResult> = serde_json::from_value(doc["results"].clone()).unwrap();
             let back: Vec<CheckResult> = saved.into_iter().map(|r| r.resolve(test_stack::ALL)).collect::<Result<_, _>>().unwrap();

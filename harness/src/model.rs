@@ -80,6 +80,10 @@ pub struct UnknownLayer {
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Tier {
+    /// Files only: sysfs, RAS counters, thermals, the kernel log, versions
+    /// and system settings. No vendor library is loaded, no worker started
+    /// and no device opened, so it is safe on a node whose GPUs run jobs.
+    Passive,
     /// Seconds: the node layers up to a HIP smoke test.
     #[default]
     Quick,
@@ -90,9 +94,13 @@ pub enum Tier {
 }
 
 impl Tier {
+    /// Every tier, shallowest first.
+    pub const ALL: [Tier; 4] = [Tier::Passive, Tier::Quick, Tier::Standard, Tier::Extended];
+
     /// The tier's name (`quick`).
     pub fn as_str(self) -> &'static str {
         match self {
+            Tier::Passive => "passive",
             Tier::Quick => "quick",
             Tier::Standard => "standard",
             Tier::Extended => "extended",
@@ -110,11 +118,12 @@ impl FromStr for Tier {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
+            "passive" => Ok(Tier::Passive),
             "quick" => Ok(Tier::Quick),
             "standard" => Ok(Tier::Standard),
             "extended" => Ok(Tier::Extended),
             other => Err(format!(
-                "unknown tier '{other}'; use quick, standard or extended"
+                "unknown tier '{other}'; use passive, quick, standard or extended"
             )),
         }
     }
@@ -263,7 +272,7 @@ mod tests {
         for l in ALL {
             assert_eq!(Layer::named(l.as_str(), ALL), Ok(*l));
         }
-        for t in [Tier::Quick, Tier::Standard, Tier::Extended] {
+        for t in Tier::ALL {
             assert_eq!(t.as_str().parse::<Tier>(), Ok(t));
         }
         assert_eq!("gpu12".parse::<Scope>(), Ok(Scope::Gpu(12)));

@@ -17,6 +17,9 @@ pub struct Instance {
     pub test_id: String,
     /// Instances (indices into `Plan::instances`) that gate this one.
     pub deps: Vec<usize>,
+    /// Why the run's selection (`--only`, `--skip`) leaves this instance
+    /// out: it is reported skipped as not configured, with this reason.
+    pub excluded: Option<String>,
 }
 
 /// An ordered set of check instances over a registry.
@@ -35,6 +38,20 @@ impl<C> Plan<'_, C> {
     /// The check an instance runs.
     pub fn check(&self, instance: &Instance) -> &Check<C> {
         &self.registry[instance.check]
+    }
+
+    /// Marks the instances `selection` leaves out; they stay in the plan,
+    /// so reports list them as skipped with the reason.
+    pub fn select(&mut self, selection: &crate::policy::Selection) {
+        for inst in &mut self.instances {
+            let check = &self.registry[inst.check];
+            inst.excluded = selection.excludes(check.id, check.layer);
+        }
+    }
+
+    /// The instances that will run (not left out by the selection).
+    pub fn selected(&self) -> impl Iterator<Item = &Instance> {
+        self.instances.iter().filter(|i| i.excluded.is_none())
     }
 }
 
@@ -55,6 +72,10 @@ pub enum PlanError {
     /// The dependencies form a cycle.
     #[error("checks depend on each other in a cycle: {0}")]
     Cycle(String),
+    /// A check of the passive tier would start a worker process: the
+    /// passive tier reads files only.
+    #[error("check {0} is in the passive tier but runs in a worker (it calls a vendor library)")]
+    PassiveIsolated(String),
     /// Two checks' layers share a name or a rank, but not both.
     #[error(
         "layers {first} (rank {}) and {second} (rank {}) conflict: each layer needs a name and a rank of its own",
@@ -82,6 +103,9 @@ pub fn plan<'r, C>(
         }
     }
     for c in registry {
+        if c.tier == Tier::Passive && c.isolated {
+            return Err(PlanError::PassiveIsolated(c.id.to_string()));
+        }
         for dep in c.deps {
             if !by_id.contains_key(dep) {
                 return Err(PlanError::UnknownDependency {
@@ -128,6 +152,7 @@ pub fn plan<'r, C>(
                     scope,
                     test_id: c.test_id(scope),
                     deps: Vec::new(),
+                    excluded: None,
                 });
             }
         }
@@ -319,6 +344,38 @@ mod tests {
             plan(&dup, &[], Tier::Quick).err(),
             Some(PlanError::DuplicateId("a::x".into()))
         );
+    }
+
+    #[test]
+    fn the_passive_tier_holds_no_worker_check_and_the_selection_marks_what_it_leaves_out() {
+        let mut file = check("a::file", A, ScopeKind::Node, &[]);
+        file.tier = Tier::Passive;
+        let reg = vec![file.clone(), check("d::call", D, ScopeKind::PerGpu, &[])];
+        let passive = plan(&reg, &[0], Tier::Passive).unwrap();
+        assert_eq!(ids(&passive, &[0]), ["node.a.file"]);
+        assert_eq!(passive.instances.len(), 1);
+        // Quick includes what passive runs.
+        assert_eq!(plan(&reg, &[0], Tier::Quick).unwrap().instances.len(), 2);
+        file.isolated = true;
+        assert_eq!(
+            plan(&[file], &[0], Tier::Quick).err(),
+            Some(PlanError::PassiveIsolated("a::file".into()))
+        );
+
+        let mut p = plan(&reg, &[0, 1], Tier::Quick).unwrap();
+        let selection = crate::policy::Selection {
+            skip: vec![crate::policy::CheckPattern::parse("d", &reg).unwrap()],
+            ..Default::default()
+        };
+        p.select(&selection);
+        let left_out: Vec<&str> = p
+            .instances
+            .iter()
+            .filter(|i| i.excluded.is_some())
+            .map(|i| i.test_id.as_str())
+            .collect();
+        assert_eq!(left_out, ["gpu0.d.call", "gpu1.d.call"]);
+        assert_eq!(p.selected().count(), 1);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use crate::model::{Layer, Scope};
 use crate::result::RunReport;
-use crate::verdict::Status;
+use crate::verdict::{Severity, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -17,8 +17,10 @@ use std::fmt::Write as _;
 pub struct PromContext<'a> {
     /// Labels of `rocgate_info` (`version`, `hostname`, `rocm`, ...), in order.
     pub info: &'a [(&'a str, String)],
-    /// Every finding code the suites can report, so each has a series.
-    pub codes: &'a [&'a str],
+    /// Every finding code the suites can report, with its severity, so
+    /// each has a series (in `rocgate_check_failures` or
+    /// `rocgate_check_warnings`).
+    pub codes: &'a [(&'a str, Severity)],
     /// `rocgate_last_success_timestamp_seconds` of the file this one
     /// replaces, kept when this run did not succeed.
     pub previous_success: Option<f64>,
@@ -66,26 +68,48 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
         }
     }
 
-    family(
-        &mut out,
-        "rocgate_check_failures",
-        "gauge",
-        "Checks of the last run that failed with each finding code.",
-    );
-    let mut failures: BTreeMap<&str, usize> = ctx.codes.iter().map(|c| (*c, 0)).collect();
-    for r in report.results.iter().filter(|r| r.status.is_fault()) {
-        if let Some(f) = &r.finding {
-            *failures.entry(f.code.as_str()).or_default() += 1;
+    for (name, severity, help) in [
+        (
+            "rocgate_check_failures",
+            Severity::Fail,
+            "Checks of the last run that failed with each finding code (waived ones not counted).",
+        ),
+        (
+            "rocgate_check_warnings",
+            Severity::Warn,
+            "Checks of the last run that warned with each finding code (waived ones not counted).",
+        ),
+    ] {
+        family(&mut out, name, "gauge", help);
+        let mut counts: BTreeMap<&str, usize> = ctx
+            .codes
+            .iter()
+            .filter(|(_, s)| *s == severity)
+            .map(|(c, _)| (*c, 0))
+            .collect();
+        let found = report.results.iter().filter(|r| match severity {
+            Severity::Fail => r.is_fault(),
+            Severity::Warn => r.is_warning(),
+        });
+        for f in found.filter_map(|r| r.finding.as_ref()) {
+            *counts.entry(f.code.as_str()).or_default() += 1;
+        }
+        for (code, n) in counts {
+            sample(&mut out, name, &[("code", code.to_string())], n as f64);
         }
     }
-    for (code, n) in failures {
-        sample(
-            &mut out,
-            "rocgate_check_failures",
-            &[("code", code.to_string())],
-            n as f64,
-        );
-    }
+    family(
+        &mut out,
+        "rocgate_waived_results",
+        "gauge",
+        "Results of the last run whose fault or warning a site waiver covers.",
+    );
+    sample(
+        &mut out,
+        "rocgate_waived_results",
+        &[],
+        report.waived().len() as f64,
+    );
 
     family(
         &mut out,
@@ -181,8 +205,8 @@ fn layers_in(report: &RunReport, scope: Scope) -> Vec<Layer> {
 /// stack or was kept from running, and it was looked at (a check passed, or
 /// none applies). A layer whose checks all skipped for want of a look (no
 /// runtime, unverifiable, cut short) is not up: a skip is not a pass.
-/// Advisory failures (a slow link) leave it up and show in the per-code
-/// counts.
+/// Warnings (a NUMA setting) and waived faults leave it up and show in
+/// the per-code counts.
 fn layer_up(report: &RunReport, scope: Scope, layer: Layer) -> bool {
     let mine = || {
         report
@@ -190,11 +214,10 @@ fn layer_up(report: &RunReport, scope: Scope, layer: Layer) -> bool {
             .iter()
             .filter(move |r| r.scope == scope && r.layer == layer)
     };
-    let broken =
-        mine().any(|r| r.status == Status::Blocked || (r.status.is_fault() && !r.advisory));
+    let broken = mine().any(|r| r.is_fault() || (r.status == Status::Blocked && !r.waived()));
     let looked = mine().any(|r| {
         r.status == Status::Pass
-            || r.status.is_fault()
+            || r.status.has_finding()
             || r.skip_reason == Some(crate::verdict::SkipReason::NotApplicable)
     });
     !broken && looked
@@ -245,14 +268,18 @@ mod tests {
     fn result(scope: Scope, layer: Layer, status: Status, code: Option<&str>) -> CheckResult {
         let id = format!("{}.{layer}.x", scope.label());
         let mut r = CheckResult::new(id, format!("{layer}::x"), layer, scope, status);
-        r.finding = code.map(|c| Finding::new(c, "m", "n"));
+        r.finding = code.map(|c| Finding::new(c, r.status_severity(), "m", "n"));
         r
     }
 
     fn ctx<'a>(info: &'a [(&'a str, String)], previous: Option<f64>) -> PromContext<'a> {
         PromContext {
             info,
-            codes: &["broken", "slow"],
+            codes: &[
+                ("broken", Severity::Fail),
+                ("gone", Severity::Fail),
+                ("slow", Severity::Warn),
+            ],
             previous_success: previous,
         }
     }
@@ -266,6 +293,7 @@ mod tests {
             result(Scope::Gpu(0), C, Status::Blocked, None),
             result(Scope::Gpu(1), B, Status::Pass, None),
             result(Scope::Gpu(1), C, Status::Skipped, None),
+            result(Scope::Gpu(1), A, Status::Warn, Some("slow")),
         ]);
         let mut info = crate::result::ScopeInfo::default();
         info.push("pci_address", "0000:05:00.0");
@@ -291,10 +319,14 @@ mod tests {
             r#"rocgate_layer_up{scope="gpu0",pci_address="0000:05:00.0",layer="b"} 0"#,
             r#"rocgate_layer_up{scope="gpu0",pci_address="0000:05:00.0",layer="c"} 0"#,
             r#"rocgate_layer_up{scope="gpu1",pci_address="",layer="b"} 1"#,
+            // A warning leaves its layer up.
+            r#"rocgate_layer_up{scope="gpu1",pci_address="",layer="a"} 1"#,
             // Only skipped: never looked at, so not up.
             r#"rocgate_layer_up{scope="gpu1",pci_address="",layer="c"} 0"#,
             r#"rocgate_check_failures{code="broken"} 1"#,
-            r#"rocgate_check_failures{code="slow"} 0"#,
+            r#"rocgate_check_failures{code="gone"} 0"#,
+            r#"rocgate_check_warnings{code="slow"} 1"#,
+            "rocgate_waived_results 0",
             "rocgate_run_passed 0",
             r#"rocgate_measured_between{check="a::x",metric="p2p_gbps",unit="GB/s",from="gpu0",to="gpu1"} 47.5"#,
             "rocgate_last_success_timestamp_seconds 1000",

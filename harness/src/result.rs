@@ -2,6 +2,7 @@
 //! each scope.
 
 use crate::model::{Layer, Scope, Tier, UnknownLayer};
+use crate::policy::WaiverNote;
 use crate::verdict::{Finding, Metric, SkipReason, Status};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,10 +31,12 @@ pub struct CheckResult<L = Layer> {
     /// For skipped results: why the check did not look.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub skip_reason: Option<SkipReason>,
-    /// Whether the check is advisory (it does not gate the layers above):
-    /// its failure is reported after the failures that stop the stack.
-    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
-    pub advisory: bool,
+    /// The site's waiver that matched this result (its finding, or its
+    /// check): a waived result is still reported, says why, blocks nothing
+    /// and does not change the exit code. An expired waiver is kept here
+    /// too, marked expired, and no longer applies.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub waiver: Option<WaiverNote>,
     /// For blocked results: the test id of the failed check at the root.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub blocked_by: Option<String>,
@@ -69,7 +72,7 @@ impl CheckResult {
             message: String::new(),
             finding: None,
             skip_reason: None,
-            advisory: false,
+            waiver: None,
             blocked_by: None,
             duration: Duration::ZERO,
             output: String::new(),
@@ -85,6 +88,46 @@ impl<L> CheckResult<L> {
         self.check
             .split_once("::")
             .map_or(self.check.as_str(), |(_, n)| n)
+    }
+
+    /// How serious what this result found is: `warn` for a warning, else
+    /// `fail` (failures, timeouts, crashes; and for results that found
+    /// nothing, which no caller asks of).
+    pub fn status_severity(&self) -> crate::verdict::Severity {
+        if self.status == Status::Warn {
+            crate::verdict::Severity::Warn
+        } else {
+            crate::verdict::Severity::Fail
+        }
+    }
+
+    /// Whether a waiver that has not expired covers this result.
+    pub fn waived(&self) -> bool {
+        self.waiver.as_ref().is_some_and(|w| !w.expired)
+    }
+
+    /// Whether checks that depend on this one may run: it passed, warned or
+    /// skipped, or the site waived what it found.
+    pub fn lets_dependents_run(&self) -> bool {
+        self.status.lets_dependents_run() || self.waived()
+    }
+
+    /// A fault (failure, timeout, crash) that no waiver covers.
+    pub fn is_fault(&self) -> bool {
+        self.status.is_fault() && !self.waived()
+    }
+
+    /// A warning that no waiver covers.
+    pub fn is_warning(&self) -> bool {
+        self.status == Status::Warn && !self.waived()
+    }
+
+    /// A check that could not look (skipped as unverifiable) that no
+    /// waiver covers.
+    pub fn is_unverified(&self) -> bool {
+        self.status == Status::Skipped
+            && self.skip_reason == Some(SkipReason::Unverifiable)
+            && !self.waived()
     }
 }
 
@@ -106,7 +149,7 @@ impl SavedResult {
             message: self.message,
             finding: self.finding,
             skip_reason: self.skip_reason,
-            advisory: self.advisory,
+            waiver: self.waiver,
             blocked_by: self.blocked_by,
             duration: self.duration,
             output: self.output,
@@ -166,6 +209,8 @@ pub struct RunReport {
     pub interrupted: Option<String>,
     /// `--strict`: a check that could not verify fails the run.
     pub strict: bool,
+    /// `--fail-on warn`: a warning fails the run.
+    pub fail_on_warn: bool,
 }
 
 impl RunReport {
@@ -202,20 +247,20 @@ impl RunReport {
         info
     }
 
-    /// The lowest layer with a fault that stops the stack in `scope` (or
-    /// across all scopes if `None`); with only advisory faults, the lowest
-    /// of those.
+    /// The lowest layer with a fault in `scope` (or across all scopes if
+    /// `None`); with only warnings, the lowest of those. Waived results
+    /// count for neither.
     pub fn first_failing_layer(&self, scope: Option<Scope>) -> Option<Layer> {
-        let faults = || {
+        let here = |r: &&CheckResult| scope.is_none_or(|s| r.scope == s);
+        let lowest = |keep: fn(&CheckResult) -> bool| {
             self.results
                 .iter()
-                .filter(move |r| r.status.is_fault() && scope.is_none_or(|s| r.scope == s))
+                .filter(here)
+                .filter(|r| keep(r))
+                .map(|r| r.layer)
+                .min()
         };
-        faults()
-            .filter(|r| !r.advisory)
-            .map(|r| r.layer)
-            .min()
-            .or_else(|| faults().map(|r| r.layer).min())
+        lowest(CheckResult::is_fault).or_else(|| lowest(CheckResult::is_warning))
     }
 
     /// How many results have each status.
@@ -231,25 +276,36 @@ impl RunReport {
             .count()
     }
 
-    /// The checks that could not verify what they check.
+    /// The checks that could not verify what they check (and no waiver
+    /// covers).
     pub fn unverified(&self) -> Vec<&CheckResult> {
-        self.results
-            .iter()
-            .filter(|r| {
-                r.status == Status::Skipped && r.skip_reason == Some(SkipReason::Unverifiable)
-            })
-            .collect()
+        self.results.iter().filter(|r| r.is_unverified()).collect()
     }
 
-    /// Whether the run passes: complete, every result passed or was
-    /// skipped, and under `--strict` none was skipped for want of a look.
+    /// The warnings no waiver covers.
+    pub fn warnings(&self) -> Vec<&CheckResult> {
+        self.results.iter().filter(|r| r.is_warning()).collect()
+    }
+
+    /// The results a waiver covers.
+    pub fn waived(&self) -> Vec<&CheckResult> {
+        self.results.iter().filter(|r| r.waived()).collect()
+    }
+
+    /// Whether `r` fails this run: a fault or a blocked check, a warning
+    /// under `--fail-on warn`, a check that could not look under
+    /// `--strict`; never a waived result.
+    pub fn fails_run(&self, r: &CheckResult) -> bool {
+        r.is_fault()
+            || (r.status == Status::Blocked && !r.waived())
+            || (self.fail_on_warn && r.is_warning())
+            || (self.strict && r.is_unverified())
+    }
+
+    /// Whether the run passes: complete, and no result fails it
+    /// ([`RunReport::fails_run`]).
     pub fn all_passed(&self) -> bool {
-        self.interrupted.is_none()
-            && self
-                .results
-                .iter()
-                .all(|r| matches!(r.status, Status::Pass | Status::Skipped))
-            && (!self.strict || self.unverified().is_empty())
+        self.interrupted.is_none() && !self.results.iter().any(|r| self.fails_run(r))
     }
 }
 
@@ -257,12 +313,17 @@ impl RunReport {
 pub(crate) mod tests {
     use super::*;
     use crate::model::test_stack::{self, A, B, C};
-    use crate::verdict::Finding;
+    use crate::verdict::{Finding, Severity};
 
-    fn result(id: &str, layer: Layer, status: Status, advisory: bool) -> CheckResult {
+    fn result(id: &str, layer: Layer, status: Status) -> CheckResult {
         let mut r = CheckResult::new(id.into(), id.into(), layer, Scope::Node, status);
-        r.finding = (status == Status::Fail).then(|| Finding::new("x", "broken", "fix"));
-        r.advisory = advisory;
+        let severity = match status {
+            Status::Warn => Severity::Warn,
+            _ => Severity::Fail,
+        };
+        r.finding = status
+            .has_finding()
+            .then(|| Finding::new("x", severity, "broken", "fix"));
         r
     }
 
@@ -276,35 +337,67 @@ pub(crate) mod tests {
             scopes: Vec::new(),
             interrupted: None,
             strict: false,
+            fail_on_warn: false,
         }
     }
 
     #[test]
     fn layers_and_the_first_failing_one_go_by_rank() {
         let r = report(vec![
-            result("c", C, Status::Fail, false),
-            result("b", B, Status::Fail, true),
-            result("a", A, Status::Pass, false),
-            result("c2", C, Status::Pass, false),
+            result("c", C, Status::Fail),
+            result("b", B, Status::Warn),
+            result("a", A, Status::Pass),
+            result("c2", C, Status::Pass),
         ]);
         assert_eq!(r.layers(), [A, B, C]);
-        // The lowest fault that stops the stack, not the lowest advisory.
+        // The lowest fault, not the lowest warning.
         assert_eq!(r.first_failing_layer(None), Some(C));
-        let advisory_only = report(vec![
-            result("c", C, Status::Fail, true),
-            result("b", B, Status::Fail, true),
+        let warnings_only = report(vec![
+            result("c", C, Status::Warn),
+            result("b", B, Status::Warn),
         ]);
-        assert_eq!(advisory_only.first_failing_layer(None), Some(B));
+        assert_eq!(warnings_only.first_failing_layer(None), Some(B));
+    }
+
+    /// A waiver with `reason`, expired or not.
+    fn waiver(expired: bool) -> WaiverNote {
+        WaiverNote {
+            reason: "accepted".into(),
+            expires: Some("2027-01-01".into()),
+            expired,
+            source: "rocgate.toml:3".into(),
+        }
+    }
+
+    #[test]
+    fn warnings_pass_unless_fail_on_warn_and_waivers_take_faults_out() {
+        let mut r = report(vec![result("a", A, Status::Pass), result("b", B, Status::Warn)]);
+        assert!(r.all_passed());
+        assert_eq!(r.warnings().len(), 1);
+        r.fail_on_warn = true;
+        assert!(!r.all_passed());
+        r.results[1].waiver = Some(waiver(false));
+        assert!(r.all_passed(), "a waived warning does not fail the run");
+        assert_eq!(r.first_failing_layer(None), None);
+
+        let mut f = report(vec![result("c", C, Status::Fail)]);
+        assert!(!f.all_passed());
+        f.results[0].waiver = Some(waiver(true));
+        assert!(!f.all_passed(), "an expired waiver no longer applies");
+        assert!(!f.results[0].lets_dependents_run());
+        f.results[0].waiver = Some(waiver(false));
+        assert!(f.all_passed() && f.results[0].lets_dependents_run());
+        assert_eq!(f.waived().len(), 1);
     }
 
     #[test]
     fn a_saved_result_keeps_its_layer_as_text_until_resolved() {
-        let json = serde_json::to_string(&result("node.b.x", B, Status::Pass, false)).unwrap();
+        let json = serde_json::to_string(&result("node.b.x", B, Status::Pass)).unwrap();
         let saved: SavedResult = serde_json::from_str(&json).unwrap();
         assert_eq!(saved.layer, "b");
         assert_eq!(
             saved.clone().resolve(test_stack::ALL),
-            Ok(result("node.b.x", B, Status::Pass, false))
+            Ok(result("node.b.x", B, Status::Pass))
         );
         // A layer this stack does not have is an error value.
         let err = saved.resolve(&[A, C]).unwrap_err();

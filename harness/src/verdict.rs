@@ -11,8 +11,15 @@ use std::fmt;
 pub enum Status {
     /// The check ran and what it asserts holds.
     Pass,
-    /// The check ran and found a fault (it always carries a finding).
+    /// The check ran and found a fault that makes the node unfit for work
+    /// (it always carries a finding of [`Severity::Fail`]): the run fails,
+    /// `health` is unhealthy, and a gating check blocks the layers above.
     Fail,
+    /// The check ran and found something worth fixing that does not keep
+    /// the node from working (a finding of [`Severity::Warn`]: a stock
+    /// Linux default, a slow path): reported, never blocking, and failing
+    /// the run only under `--fail-on warn`.
+    Warn,
     /// The check did not run because a check it depends on did not pass.
     Blocked,
     /// The check did not run or does not apply, for the stated reason.
@@ -25,9 +32,10 @@ pub enum Status {
 
 impl Status {
     /// Every status, in the order reports count them.
-    pub const ALL: [Status; 6] = [
+    pub const ALL: [Status; 7] = [
         Status::Pass,
         Status::Fail,
+        Status::Warn,
         Status::Blocked,
         Status::Skipped,
         Status::Timeout,
@@ -39,6 +47,7 @@ impl Status {
         match self {
             Status::Pass => "pass",
             Status::Fail => "fail",
+            Status::Warn => "warn",
             Status::Blocked => "blocked",
             Status::Skipped => "skipped",
             Status::Timeout => "timeout",
@@ -47,14 +56,21 @@ impl Status {
     }
 
     /// Whether this outcome is a fault found by the check itself (not a
-    /// consequence of another check's fault).
+    /// consequence of another check's fault) that fails the run: a failure,
+    /// a timeout or a crash. A warning is not one.
     pub fn is_fault(self) -> bool {
         matches!(self, Status::Fail | Status::Timeout | Status::Crash)
     }
 
-    /// Whether checks that depend on this one may run.
+    /// Whether the check found something: a fault, or a warning.
+    pub fn has_finding(self) -> bool {
+        self.is_fault() || self == Status::Warn
+    }
+
+    /// Whether checks that depend on this one may run: a warning never
+    /// blocks anything.
     pub fn lets_dependents_run(self) -> bool {
-        matches!(self, Status::Pass | Status::Skipped)
+        matches!(self, Status::Pass | Status::Warn | Status::Skipped)
     }
 }
 
@@ -108,11 +124,53 @@ impl fmt::Display for SkipReason {
     }
 }
 
+/// How serious a finding is: the one severity model every report, exit
+/// code and health verdict follows.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Something worth fixing that does not keep the node from working:
+    /// the result is [`Status::Warn`].
+    Warn,
+    /// The node is not fit for work: the result is [`Status::Fail`].
+    #[default]
+    Fail,
+}
+
+impl Severity {
+    /// The lowercase name used in reports (`fail`, `warn`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Fail => "fail",
+            Severity::Warn => "warn",
+        }
+    }
+
+    /// The status of a result whose finding has this severity.
+    pub fn status(self) -> Status {
+        match self {
+            Severity::Fail => Status::Fail,
+            Severity::Warn => Status::Warn,
+        }
+    }
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A diagnosed fault: a stable code, what was seen, and what to do next.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     /// Stable, kebab-case identifier (`amdgpu-not-loaded`), safe to match on.
     pub code: String,
+    /// Whether it fails the run or warns.
+    #[serde(default)]
+    pub severity: Severity,
     /// What was observed, naming files, devices and values.
     pub message: String,
     /// The next thing an engineer should do.
@@ -125,14 +183,16 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// A finding with its code, message and next step.
+    /// A finding of `severity` with its code, message and next step.
     pub fn new(
         code: impl Into<String>,
+        severity: Severity,
         message: impl Into<String>,
         next_step: impl Into<String>,
     ) -> Self {
         Finding {
             code: code.into(),
+            severity,
             message: message.into(),
             next_step: next_step.into(),
             blames: None,
@@ -166,11 +226,12 @@ pub struct Metric {
 /// only from the isolation layer that runs a check in a worker process.)
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
-    /// Pass, Fail or Skipped from checks; Timeout or Crash from isolation.
+    /// Pass, Fail, Warn or Skipped from checks; Timeout or Crash from
+    /// isolation.
     pub status: Status,
     /// One line for humans.
     pub message: String,
-    /// Present exactly when `status` is `Fail`.
+    /// Present exactly when `status` is `Fail` or `Warn`.
     pub finding: Option<Finding>,
     /// Present exactly when `status` is `Skipped`.
     #[serde(default)]
@@ -203,11 +264,12 @@ impl Verdict {
         Verdict::with_status(Status::Pass, message)
     }
 
-    /// The check found a fault.
-    pub fn fail(finding: Finding) -> Self {
+    /// The check found something: a failure or a warning, as the
+    /// finding's severity says.
+    pub fn found(finding: Finding) -> Self {
         Verdict {
             finding: Some(finding.clone()),
-            ..Verdict::with_status(Status::Fail, finding.message)
+            ..Verdict::with_status(finding.severity.status(), finding.message)
         }
     }
 
@@ -303,9 +365,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fail_carries_its_finding_message() {
-        let v = Verdict::fail(Finding::new(
+    fn a_finding_carries_its_message_and_its_severity_sets_the_status() {
+        let v = Verdict::found(Finding::new(
             "kfd-missing",
+            Severity::Fail,
             "/dev/kfd is absent",
             "load amdgpu",
         ));
@@ -315,11 +378,15 @@ mod tests {
             v.finding.as_ref().map(|f| f.code.as_str()),
             Some("kfd-missing")
         );
+        let w = Verdict::found(Finding::new("numa", Severity::Warn, "on", "turn it off"));
+        assert_eq!(w.status, Status::Warn);
+        assert!(!w.status.is_fault() && w.status.has_finding());
     }
 
     #[test]
-    fn only_pass_and_skip_let_dependents_run() {
+    fn only_pass_warn_and_skip_let_dependents_run() {
         assert!(Status::Pass.lets_dependents_run());
+        assert!(Status::Warn.lets_dependents_run());
         assert!(Status::Skipped.lets_dependents_run());
         for s in [
             Status::Fail,

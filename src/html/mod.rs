@@ -55,6 +55,7 @@ fn class_of(text: &str) -> &'static str {
         "crash" => "crash",
         "warn" => "warn",
         "blocked" => "blocked",
+        "waived" => "waived",
         "unverif" | "unverifiable" => "unverif",
         "skip" | "skipped" => "skip",
         _ => "none",

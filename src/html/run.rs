@@ -16,17 +16,21 @@ pub fn run_page(run: &Presented<'_>) -> String {
     let (report, diagnosis) = (run.report, &run.diagnosis);
     let (node, versions) = (&run.node, &run.versions);
     let host = node_property(node, "hostname").unwrap_or("this node");
-    let verdict = if report.all_passed() {
-        "passed"
-    } else {
-        "FAILED"
+    let decision = rocgate::decision::decide(report);
+    let verdict = rocgate::decision::headline(report, &decision);
+    let verdict_class = match decision.health {
+        _ if report.interrupted.is_some() => "unverif",
+        rocgate::decision::Health::Healthy if decision.warnings > 0 => "warn",
+        rocgate::decision::Health::Healthy => "pass",
+        rocgate::decision::Health::Unhealthy => "fail",
+        rocgate::decision::Health::Unknown => "unverif",
     };
     let title = format!("rocgate {verdict} on {host}");
     let body = html! {
         header {
             h1 {
                 "rocgate "
-                span.verdict.(if report.all_passed() { "pass" } else { "fail" }) { (verdict) }
+                span.verdict.(verdict_class) { (verdict) }
                 " on " (host)
             }
             p.meta {
@@ -41,8 +45,9 @@ pub fn run_page(run: &Presented<'_>) -> String {
         (grid(report))
         (legend(&[
             ("pass", "every check passed"),
-            ("FAIL", "a fault stops the stack"),
-            ("warn", "an advisory fault"),
+            ("FAIL", "a failure, timeout or crash: the node is not fit"),
+            ("warn", "worth fixing; the node works"),
+            ("waived", "the site accepts what was found"),
             ("blocked", "a layer below failed"),
             ("unverif", "a check could not look"),
             ("skip", "not applicable here"),
@@ -92,14 +97,14 @@ fn cause(report: &RunReport, diagnosis: &Diagnosis) -> Markup {
     let unverified = report.unverified();
     html! {
         @if let Some(f) = &diagnosis.likely_cause {
-            section.cause.(if f.advisory { "unsure" } else { "stop" }) {
-                @if f.advisory {
-                    p { strong { "No fault stops the stack; the first advisory finding is in layer " } (f.layer) }
+            section.cause.(if f.is_warning() { "unsure" } else { "stop" }) {
+                @if f.is_warning() {
+                    p { strong { "Nothing failed; the first warning is in layer " } (f.layer) }
                 } @else {
                     p { strong { "First failing layer: " } (f.layer) }
                 }
                 p {
-                    strong { "Likely cause: " } code { (f.code) } " on " (f.scope.label())
+                    strong { (if f.is_warning() { "Warning: " } else { "Likely cause: " }) } code { (f.code) } " on " (f.scope.label())
                     @let ident = identity_line(report, f.scope);
                     @if !ident.is_empty() { " (" (ident) ")" }
                     ": " (f.message)
@@ -121,6 +126,19 @@ fn cause(report: &RunReport, diagnosis: &Diagnosis) -> Markup {
             }
         } @else {
             section.cause.ok { p { strong { "Every layer passed on every GPU." } } }
+        }
+        @if !diagnosis.waived.is_empty() {
+            section.cause.waived {
+                p { strong { "Waived by the site (" (diagnosis.waived.len()) "):" } }
+                ul {
+                    @for f in diagnosis.waived.iter().take(10) {
+                        li {
+                            a href=(format!("#{}", f.check)) { code { (f.code) } } " on " (f.scope.label())
+                            @if let Some(w) = &f.waiver { ": " (w.reason) " (" (w.source) ")" }
+                        }
+                    }
+                }
+            }
         }
         @if let Some(why) = &report.interrupted {
             section.cause.unsure { p { strong { "The run was interrupted: " } (why) } }
@@ -162,14 +180,7 @@ fn cell(report: &RunReport, scope: Scope, layer: Layer) -> Markup {
         .results
         .iter()
         .find(|r| concerns(r, scope) && r.layer == layer);
-    // A cell whose every fault is advisory does not stop the stack.
-    let advisory = fault.is_some()
-        && report
-            .results
-            .iter()
-            .filter(|r| concerns(r, scope) && r.layer == layer && r.status.is_fault())
-            .all(|r| r.advisory);
-    let class = if advisory { "warn" } else { class_of(text) };
+    let class = class_of(text);
     let shown = fault
         .and_then(|r| r.finding.as_ref().map(|f| f.code.as_str()))
         .unwrap_or(text);
@@ -370,26 +381,35 @@ fn checks(report: &RunReport, scope: Scope) -> Markup {
 }
 
 fn check(r: &CheckResult) -> Markup {
-    let shown = match (r.status, r.advisory) {
-        (s, true) if s.is_fault() => "warn",
-        _ => r.status.as_str(),
+    let shown = if r.waived() {
+        "waived"
+    } else {
+        r.status.as_str()
     };
     html! {
-        details id=(r.id) open[r.status.is_fault()] {
+        details id=(r.id) open[r.is_fault() || r.is_warning()] {
             summary {
-                span.badge.(class_of(shown)) { (r.status) }
+                span.badge.(class_of(shown)) { (shown) }
                 code { (r.id) } " " (r.message)
             }
             div {
                 @if let Some(f) = &r.finding {
-                    p { strong { "Finding: " } code { (f.code) } " " (f.message) }
+                    p { strong { "Finding: " } code { (f.code) } " (" (f.severity) ") " (f.message) }
                     p { strong { "Next step: " } (f.next_step) }
+                }
+                @if let Some(w) = &r.waiver {
+                    p {
+                        strong { (if w.expired { "Waiver expired: " } else { "Waived: " }) }
+                        (w.reason)
+                        @if let Some(d) = &w.expires { " (until " (d) ")" }
+                        " · " (w.source)
+                    }
                 }
                 @if let Some(reason) = r.skip_reason { p { "Skipped: " (reason.as_str()) } }
                 @if let Some(root) = &r.blocked_by {
                     p { "Blocked by " a href=(format!("#{root}")) { code { (root) } } }
                 }
-                p.meta { "layer " (r.layer) " · " (elapsed(r.duration)) @if r.advisory { " · advisory" } }
+                p.meta { "layer " (r.layer) " · " (elapsed(r.duration)) }
                 @if !r.facts.is_empty() {
                     table { @for (k, v) in &r.facts { tr { th { (k) } td.mono { (v) } } } }
                 }

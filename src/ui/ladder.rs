@@ -6,26 +6,31 @@ use rocgate_harness::{CheckResult, Layer, RunReport, Scope, SkipReason, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// What one ladder cell shows: a status, or that a check of the layer could
-/// not look (a layer that passed only what it could see is not a pass).
+/// What one ladder cell shows: a status, that a check of the layer could
+/// not look (a layer that passed only what it could see is not a pass), or
+/// that what it found is waived.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mark {
     Status(Status),
     Unverified,
+    Waived,
 }
 
 /// The worst outcome of a scope's checks in one layer.
 fn cell(results: &[&CheckResult]) -> Option<Mark> {
     let mark = |r: &CheckResult| match r.skip_reason {
+        _ if r.waived() => Mark::Waived,
         Some(SkipReason::Unverifiable) => Mark::Unverified,
         _ => Mark::Status(r.status),
     };
     let rank = |m: Mark| match m {
-        Mark::Status(Status::Crash) => 7,
-        Mark::Status(Status::Timeout) => 6,
-        Mark::Status(Status::Fail) => 5,
-        Mark::Status(Status::Blocked) => 4,
-        Mark::Unverified => 3,
+        Mark::Status(Status::Crash) => 9,
+        Mark::Status(Status::Timeout) => 8,
+        Mark::Status(Status::Fail) => 7,
+        Mark::Status(Status::Blocked) => 6,
+        Mark::Status(Status::Warn) => 5,
+        Mark::Unverified => 4,
+        Mark::Waived => 3,
         Mark::Status(Status::Pass) => 2,
         Mark::Status(Status::Skipped) => 1,
     };
@@ -48,27 +53,36 @@ fn layer_mark(report: &RunReport, scope: Scope, layer: Layer) -> Option<Mark> {
     cell(&mine)
 }
 
-/// A ladder cell as text (`pass`, `FAIL`, `unverif`, `-`), for other views
-/// of the same ladder.
+/// A ladder cell as text (`pass`, `FAIL`, `warn`, `waived`, `unverif`,
+/// `-`), for other views of the same ladder.
 pub fn layer_cell(report: &RunReport, scope: Scope, layer: Layer) -> &'static str {
     cell_text(layer_mark(report, scope, layer))
 }
 
-/// The first fault of `scope`'s checks in `layer`, which names the cell in
-/// views that have room for a finding code.
+/// The result that names the cell in views that have room for a finding
+/// code: the first fault of `scope`'s checks in `layer`, else its first
+/// warning, else its first waived finding.
 pub fn layer_fault(report: &RunReport, scope: Scope, layer: Layer) -> Option<&CheckResult> {
-    report
-        .results
-        .iter()
-        .find(|r| concerns(r, scope) && r.layer == layer && r.status.is_fault())
+    let mine = || {
+        report
+            .results
+            .iter()
+            .filter(move |r| concerns(r, scope) && r.layer == layer)
+    };
+    mine()
+        .find(|r| r.is_fault())
+        .or_else(|| mine().find(|r| r.is_warning()))
+        .or_else(|| mine().find(|r| r.waived()))
 }
 
 fn cell_text(mark: Option<Mark>) -> &'static str {
     match mark {
         None => "-",
         Some(Mark::Unverified) => "unverif",
+        Some(Mark::Waived) => "waived",
         Some(Mark::Status(Status::Pass)) => "pass",
         Some(Mark::Status(Status::Fail)) => "FAIL",
+        Some(Mark::Status(Status::Warn)) => "warn",
         Some(Mark::Status(Status::Blocked)) => "blocked",
         Some(Mark::Status(Status::Skipped)) => "skip",
         Some(Mark::Status(Status::Timeout)) => "TIMEOUT",
@@ -80,9 +94,9 @@ fn paint(style: Style, mark: Option<Mark>, padded: &str) -> String {
     match mark {
         Some(Mark::Status(s)) if s.is_fault() => style.red(padded),
         Some(Mark::Status(Status::Pass)) => style.green(padded),
-        Some(Mark::Unverified | Mark::Status(Status::Blocked | Status::Skipped)) => {
-            style.yellow(padded)
-        }
+        Some(Mark::Unverified | Mark::Status(Status::Warn)) => style.yellow(padded),
+        Some(Mark::Status(Status::Blocked)) => style.magenta(padded),
+        Some(Mark::Waived) => style.cyan(padded),
         _ => style.dim(padded),
     }
 }
@@ -150,19 +164,29 @@ pub fn ladder(report: &RunReport, style: Style) -> String {
     out
 }
 
-/// Renders each fault with its finding and next step, bottom-up; identical
+/// Renders each finding with its next step: faults bottom-up, then
+/// warnings, then waived findings with the site's reason; identical
 /// findings on many GPUs are folded into one entry.
 pub fn failures(report: &RunReport, style: Style) -> String {
     let mut faults: Vec<&CheckResult> = report
         .results
         .iter()
-        .filter(|r| r.status.is_fault())
+        .filter(|r| r.status.has_finding())
         .collect();
     if faults.is_empty() {
         return String::new();
     }
-    // What stops the stack first, advisories after.
-    faults.sort_by_key(|r| (r.advisory, r.layer, r.scope));
+    // Faults first, warnings after, waived findings last.
+    let order = |r: &CheckResult| {
+        if r.waived() {
+            2
+        } else if r.status == Status::Warn {
+            1
+        } else {
+            0
+        }
+    };
+    faults.sort_by_key(|r| (order(r), r.layer, r.scope));
     // Fold the same check with the same code across scopes.
     let mut groups: BTreeMap<(Layer, String, String), Vec<&CheckResult>> = BTreeMap::new();
     let mut order = Vec::new();
@@ -181,11 +205,14 @@ pub fn failures(report: &RunReport, style: Style) -> String {
     let first = report
         .first_failing_layer(None)
         .map_or("none", Layer::as_str);
-    let _ = writeln!(
-        out,
-        "{}",
-        style.bold(&format!("Failures (first failing layer: {first})"))
-    );
+    let heading = if report.results.iter().any(CheckResult::is_fault) {
+        format!("Failures (first failing layer: {first})")
+    } else if report.results.iter().any(CheckResult::is_warning) {
+        format!("Warnings (nothing failed; first warning in layer {first})")
+    } else {
+        "Waived findings (the site accepts these)".to_string()
+    };
+    let _ = writeln!(out, "{}", style.bold(&heading));
     for key in order {
         let rs = &groups[&key];
         let r = rs[0];
@@ -203,17 +230,41 @@ pub fn failures(report: &RunReport, style: Style) -> String {
         } else {
             String::new()
         };
-        let advisory = if r.advisory { " (advisory)" } else { "" };
-        let _ = writeln!(
-            out,
-            "  {} {} [{}]{advisory}{scopes}",
-            style.red(&r.status.as_str().to_uppercase()),
-            r.id,
-            key.2
-        );
+        let word = r.status.as_str().to_uppercase();
+        let tag = if r.waived() {
+            style.cyan("WAIVED")
+        } else if r.status == Status::Warn {
+            style.yellow(&word)
+        } else {
+            style.red(&word)
+        };
+        let _ = writeln!(out, "  {tag} {} [{}]{scopes}", r.id, key.2);
         let _ = writeln!(out, "      {}", r.message);
-        if let Some(f) = &r.finding {
-            let _ = writeln!(out, "      next: {}", f.next_step);
+        match (&r.waiver, &r.finding) {
+            (Some(w), _) if !w.expired => {
+                let until = w
+                    .expires
+                    .as_deref()
+                    .map_or_else(String::new, |d| format!(" until {d}"));
+                let _ = writeln!(out, "      waived{until}: {} ({})", w.reason, w.source);
+            }
+            (w, f) => {
+                if let Some(w) = w {
+                    let _ = writeln!(
+                        out,
+                        "      {}",
+                        style.yellow(&format!(
+                            "waiver expired on {}: {} ({}); it no longer applies",
+                            w.expires.as_deref().unwrap_or("?"),
+                            w.reason,
+                            w.source
+                        ))
+                    );
+                }
+                if let Some(f) = f {
+                    let _ = writeln!(out, "      next: {}", f.next_step);
+                }
+            }
         }
     }
     out
@@ -289,23 +340,16 @@ pub fn unverified(report: &RunReport, style: Style) -> String {
     out
 }
 
-/// One line: counts and time.
+/// One line: the verdict (in the words every report uses), counts and time.
 pub fn summary(report: &RunReport, style: Style) -> String {
-    let unverified = report.unverified().len();
-    let verdict = if report.interrupted.is_some() {
-        style.yellow("INTERRUPTED")
-    } else if report.all_passed() {
-        style.green("PASSED")
-    } else if report.strict
-        && unverified > 0
-        && report
-            .results
-            .iter()
-            .all(|r| matches!(r.status, Status::Pass | Status::Skipped))
-    {
-        style.red(&format!("FAILED (--strict: {unverified} could not verify)"))
-    } else {
-        style.red("FAILED")
+    let decision = rocgate::decision::decide(report);
+    let headline = rocgate::decision::headline(report, &decision);
+    let verdict = match decision.health {
+        _ if report.interrupted.is_some() => style.yellow(&headline),
+        rocgate::decision::Health::Healthy if decision.warnings > 0 => style.yellow(&headline),
+        rocgate::decision::Health::Healthy => style.green(&headline),
+        rocgate::decision::Health::Unhealthy => style.red(&headline),
+        rocgate::decision::Health::Unknown => style.yellow(&headline),
     };
     let skipped = report.count(Status::Skipped);
     let reasons: Vec<String> = SkipReason::ALL
@@ -319,10 +363,17 @@ pub fn summary(report: &RunReport, style: Style) -> String {
     } else {
         format!("{skipped} skipped ({})", reasons.join(", "))
     };
+    let waived = report.waived().len();
+    let waived = if waived > 0 {
+        format!(" ({waived} waived)")
+    } else {
+        String::new()
+    };
     format!(
-        "{verdict}: {} passed, {} failed, {} blocked, {skipped}, {} timed out, {} crashed in {}",
+        "{verdict}: {} passed, {} failed, {} warned{waived}, {} blocked, {skipped}, {} timed out, {} crashed in {}",
         report.count(Status::Pass),
         report.count(Status::Fail),
+        report.count(Status::Warn),
         report.count(Status::Blocked),
         report.count(Status::Timeout),
         report.count(Status::Crash),

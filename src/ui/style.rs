@@ -78,9 +78,19 @@ impl Style {
         self.paint("32", text)
     }
 
-    /// Blocked and skipped.
+    /// Warnings and checks that could not look.
     pub fn yellow(self, text: &str) -> String {
         self.paint("33", text)
+    }
+
+    /// Checks kept from running by a fault below them.
+    pub fn magenta(self, text: &str) -> String {
+        self.paint("35", text)
+    }
+
+    /// Findings a site waived.
+    pub fn cyan(self, text: &str) -> String {
+        self.paint("36", text)
     }
 
     /// Secondary text.

@@ -57,6 +57,12 @@ pub struct RunOptions {
     pub gpus: Option<String>,
     /// Keep the runtime layers off, for this reason (they skip saying so).
     pub runtime_off: Option<String>,
+    /// `--node-name NAME`: what reports call the node, instead of its host
+    /// name (a container's host name is the pod's).
+    pub node_name: Option<String>,
+    /// `--host-root DIR`: where the host's root is mounted when rocgate runs
+    /// in a container.
+    pub host_root: Option<std::path::PathBuf>,
 }
 
 /// What checks read.
@@ -153,7 +159,7 @@ impl NodeContext {
     /// none (a planning defect, reported rather than panicking).
     pub fn gpu(&self, scope: Scope) -> Result<&Gpu, Verdict> {
         scope.gpu().and_then(|i| self.facts.gpu(i)).ok_or_else(|| {
-            Verdict::fail(
+            Verdict::found(
                 codes::INTERNAL_ERROR.finding(format!("scope {scope} names no GPU of this node")),
             )
         })

@@ -1,23 +1,14 @@
 //! The catalogue of finding codes: every code a check can report, with the
-//! layers that report it, whether it stops the stack above or is advisory,
-//! its category, what it means and the default next step. Checks build their
+//! layers that report it, its severity (`fail`: the node is not fit for
+//! work; `warn`: worth fixing, the node works), its category, what it means
+//! and the default next step. Checks build their
 //! findings from these entries (`codes::KFD_MISSING.finding(message)`), so a
 //! code cannot exist without its entry; `rocgate codes` prints the table and
 //! FINDINGS.md is generated from it.
 
+pub use rocgate_harness::Severity;
 use rocgate_harness::{Finding, Layer, Verdict};
 use serde::Serialize;
-
-/// Whether a finding stops the layers above it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The layer is broken: checks above it in its scope are blocked.
-    Stops,
-    /// An inconsistency worth fixing that does not stop the layers above
-    /// (they still run and show whether they work).
-    Advisory,
-}
 
 /// What kind of problem a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -47,6 +38,10 @@ pub enum Category {
     Crash,
     /// rocgate itself misbehaved.
     Internal,
+    /// rocgate cannot see the node where it runs (no /sys in a container,
+    /// a directory that is not a node): no verdict on the node, so
+    /// `health` says unknown and nothing is drained.
+    Environment,
 }
 
 /// One finding code.
@@ -56,7 +51,7 @@ pub struct Code {
     pub code: &'static str,
     /// The layers whose checks report it (empty: any layer).
     pub layers: &'static [Layer],
-    /// Stops the stack or advisory.
+    /// `fail` or `warn`: what a result with this code is.
     pub severity: Severity,
     /// The kind of problem.
     pub category: Category,
@@ -69,22 +64,23 @@ pub struct Code {
 impl Code {
     /// A finding of this code with its default next step.
     pub fn finding(self, message: impl Into<String>) -> Finding {
-        Finding::new(self.code, message, self.next_step)
+        Finding::new(self.code, self.severity, message, self.next_step)
     }
 
     /// A finding of this code with a next step specific to what was found.
     pub fn finding_next(self, message: impl Into<String>, next_step: impl Into<String>) -> Finding {
-        Finding::new(self.code, message, next_step)
+        Finding::new(self.code, self.severity, message, next_step)
     }
 
-    /// A failed verdict with this code and its default next step.
+    /// The verdict of this code (a failure or a warning, as its severity
+    /// says) with its default next step.
     pub fn fail(self, message: impl Into<String>) -> Verdict {
-        Verdict::fail(self.finding(message))
+        Verdict::found(self.finding(message))
     }
 
-    /// A failed verdict with this code and a specific next step.
+    /// The verdict of this code with a specific next step.
     pub fn fail_next(self, message: impl Into<String>, next_step: impl Into<String>) -> Verdict {
-        Verdict::fail(self.finding_next(message, next_step))
+        Verdict::found(self.finding_next(message, next_step))
     }
 }
 
@@ -118,322 +114,322 @@ pub mod codes {
     use super::{Category, Code, Severity};
 
     catalogue! {
-        IOMMU_NOT_PASSTHROUGH = "iommu-not-passthrough", [SYSTEM], Advisory, Configuration,
+        IOMMU_NOT_PASSTHROUGH = "iommu-not-passthrough", [SYSTEM], Warn, Configuration,
             "the IOMMU translates the GPUs' DMA instead of passing it through, which slows host<->GPU and peer-to-peer traffic (AMD: iommu=pt)",
             "add `iommu=pt` (Intel hosts: `intel_iommu=on iommu=pt`) to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then `sudo update-grub`) and reboot; AMD's MI300X system optimization guide requires it";
-        NUMA_BALANCING_ENABLED = "numa-balancing-enabled", [SYSTEM], Advisory, Configuration,
+        NUMA_BALANCING_ENABLED = "numa-balancing-enabled", [SYSTEM], Warn, Configuration,
             "automatic NUMA balancing is on: the kernel migrates pages under the GPUs' host buffers, which AMD's MI300X guide says to disable",
             "`sudo sh -c 'echo 0 > /proc/sys/kernel/numa_balancing'` now, and `kernel.numa_balancing = 0` in /etc/sysctl.d/ (or `numa_balancing=disable` on the kernel command line) to keep it";
-        THP_DISABLED = "thp-disabled", [SYSTEM], Advisory, Configuration,
+        THP_DISABLED = "thp-disabled", [SYSTEM], Warn, Configuration,
             "transparent huge pages are disabled; AMD's Instinct system acceptance lists transparent_hugepage=always",
             "`echo always | sudo tee /sys/kernel/mm/transparent_hugepage/enabled` (or madvise), and `transparent_hugepage=always` on the kernel command line to keep it";
-        AMDGPU_CHECKS_WEAKENED = "amdgpu-checks-weakened", [SYSTEM], Advisory, Configuration,
+        AMDGPU_CHECKS_WEAKENED = "amdgpu-checks-weakened", [SYSTEM], Warn, Configuration,
             "an amdgpu module parameter turns off what the GPU-health checks read (amdgpu.ras_enable=0, amdgpu.bad_page_threshold=0)",
             "remove the parameter from the kernel command line and /etc/modprobe.d (`grep -r amdgpu /etc/modprobe.d`), update the initramfs and reboot, so that RAS errors are counted and failing pages retired";
-        PCIE_ACS_ENABLED = "pcie-acs-enabled", [SYSTEM], Advisory, Configuration,
+        PCIE_ACS_ENABLED = "pcie-acs-enabled", [SYSTEM], Warn, Configuration,
             "a PCIe bridge above the GPUs has ACS P2P Request Redirect, Completion Redirect or Egress Control on, which forces peer-to-peer traffic (GPU<->GPU, GPU<->NIC RDMA) up to the root complex; AMD's cluster networking guide says to disable ACS",
             "clear the ACS Control register of each bridge named: `sudo setpci -s <bdf> ECAP_ACS+0x6.w=0000`, as the disable_acs.sh of AMD's MI300X workload optimization guide does for every device with ACS, or disable ACS in the BIOS; setpci does not survive a reboot, so run it at boot; keep ACS on if the GPUs are passed through to virtual machines";
-        CPU_GOVERNOR_NOT_PERFORMANCE = "cpu-governor-not-performance", [SYSTEM], Advisory, Configuration,
+        CPU_GOVERNOR_NOT_PERFORMANCE = "cpu-governor-not-performance", [SYSTEM], Warn, Configuration,
             "a CPU's frequency governor is not `performance`: the host side of GPU work (launches, copies, collectives' proxy threads) runs at lowered clocks; AMD's Instinct system optimization guides set only C-states (`cpupower idle-set -d 2`), while AMD's MLPerf Inference v5.1 reproduction sets `cpupower frequency-set -g performance`",
             "`sudo cpupower frequency-set -g performance` (cpupower comes in linux-tools-common on Ubuntu, cpupower on RHEL and SLES), and keep it across reboots with the distribution's service (the cpupower service's GOVERNOR='performance', or tuned's throughput-performance profile)";
-        PCI_SYSFS_UNREADABLE = "pci-sysfs-unreadable", [PCI], Stops, Access,
+        PCI_SYSFS_UNREADABLE = "pci-sysfs-unreadable", [PCI], Fail, Environment,
             "the PCI bus in sysfs cannot be read, so no GPU can be found",
             "run rocgate on the host (or in a container with /sys mounted), or pass --sysroot with a captured node";
-        NO_AMD_GPU = "no-amd-gpu", [PCI], Stops, Missing,
+        NO_AMD_GPU = "no-amd-gpu", [PCI], Fail, Missing,
             "no AMD GPU is on the PCI bus",
             "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, check the passthrough";
-        GPU_COUNT_MISMATCH = "gpu-count-mismatch", [PCI], Advisory, Missing,
+        GPU_COUNT_MISMATCH = "gpu-count-mismatch", [PCI], Fail, Missing,
             "fewer GPUs are on the PCI bus than --expect-gpus says",
             "a GPU that fell off the bus usually needs a cold power cycle; if it stays missing, look for PCIe/AER errors in `dmesg | grep -i -e aer -e pcie`, then reseat it";
-        GPU_NOT_ON_PCI = "gpu-not-on-pci", [PCI], Stops, Missing,
+        GPU_NOT_ON_PCI = "gpu-not-on-pci", [PCI], Fail, Missing,
             "KFD lists a GPU that is not on the PCI bus",
             "the KFD topology and the PCI bus disagree: on a live node rescan the bus (`echo 1 | sudo tee /sys/bus/pci/rescan`) and reboot if it persists; for a captured node, recapture it";
-        GPU_BOUND_TO_OTHER_DRIVER = "gpu-bound-to-other-driver", [PCI], Stops, Configuration,
+        GPU_BOUND_TO_OTHER_DRIVER = "gpu-bound-to-other-driver", [PCI], Fail, Configuration,
             "the GPU is bound to another driver (vfio-pci, pci-stub) or to none",
             "if the GPU should serve this host, release it from the other driver (its ids on the kernel command line or in modprobe.d), then bind amdgpu or reboot";
-        PCIE_LINK_DEGRADED = "pcie-link-degraded", [PCI], Advisory, Hardware,
+        PCIE_LINK_DEGRADED = "pcie-link-degraded", [PCI], Warn, Hardware,
             "the GPU's PCIe link trained narrower than it can run",
             "reseat the GPU or its riser/cable; `sudo lspci -vv -s <address>` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth";
-        FIRMWARE_LOAD_FAILED = "firmware-load-failed", [FIRMWARE], Stops, Driver,
+        FIRMWARE_LOAD_FAILED = "firmware-load-failed", [FIRMWARE], Fail, Driver,
             "amdgpu abandoned the GPU's init because firmware failed to load, or its compute (MEC) microcode is not loaded",
             "read the GPU's kernel log (`dmesg | grep -i -e psp -e firmware`); reinstall the firmware that matches the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver), update the initramfs and reboot";
-        FIRMWARE_LOAD_DEGRADED = "firmware-load-degraded", [FIRMWARE], Advisory, Driver,
+        FIRMWARE_LOAD_DEGRADED = "firmware-load-degraded", [FIRMWARE], Warn, Driver,
             "a firmware file failed to load; the GPU initialised, with the features that need it off",
             "install the firmware matching the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver); if the file is present, the initramfs is stale: `sudo update-initramfs -u`; then reboot";
-        GPU_INIT_FAILED = "gpu-init-failed", [FIRMWARE], Stops, Driver,
+        GPU_INIT_FAILED = "gpu-init-failed", [FIRMWARE], Fail, Driver,
             "amdgpu abandoned the GPU's init with PSP or init errors",
             "read the GPU's kernel log (`dmesg | grep -i -e psp -e amdgpu`); reinstall the firmware that matches the driver and reboot; if it persists, update the GPU's firmware bundle (PLDM/IFWI)";
-        FIRMWARE_NOT_REPORTED = "firmware-not-reported", [FIRMWARE], Stops, Driver,
+        FIRMWARE_NOT_REPORTED = "firmware-not-reported", [FIRMWARE], Fail, Driver,
             "amdgpu reports no firmware versions for the GPU: it did not finish initialising it",
             "read this GPU's kernel log: `dmesg | grep <address>`";
-        FIRMWARE_VERSION_UNREADABLE = "firmware-version-unreadable", [FIRMWARE], Stops, Access,
+        FIRMWARE_VERSION_UNREADABLE = "firmware-version-unreadable", [FIRMWARE], Fail, Access,
             "the GPU's firmware version files cannot be read or parsed",
             "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup; damaged contents mean reloading amdgpu";
-        AMDGPU_BLACKLISTED = "amdgpu-blacklisted", [AMDGPU], Advisory, Configuration,
+        AMDGPU_BLACKLISTED = "amdgpu-blacklisted", [AMDGPU], Warn, Configuration,
             "amdgpu is blacklisted on the kernel command line or in modprobe.d",
             "remove it: for the kernel command line edit GRUB_CMDLINE_LINUX in /etc/default/grub and run `sudo update-grub`; for modprobe.d delete the line and run `sudo update-initramfs -u`; then reboot";
-        DKMS_STALE = "dkms-stale", [AMDGPU], Advisory, Configuration,
+        DKMS_STALE = "dkms-stale", [AMDGPU], Warn, Configuration,
             "the amdgpu DKMS module is not built for the running kernel",
             "rebuild it for this kernel: `sudo apt install linux-headers-$(uname -r) && sudo dkms autoinstall -k $(uname -r)`, then reboot";
-        AMDGPU_NOT_LOADED = "amdgpu-not-loaded", [AMDGPU], Stops, Driver,
+        AMDGPU_NOT_LOADED = "amdgpu-not-loaded", [AMDGPU], Fail, Driver,
             "the amdgpu module is not loaded",
             "load it: `sudo modprobe amdgpu`, and read `dmesg | grep -i amdgpu` if that fails";
-        AMDGPU_VERSION_UNKNOWN = "amdgpu-version-unknown", [AMDGPU], Advisory, Missing,
+        AMDGPU_VERSION_UNKNOWN = "amdgpu-version-unknown", [AMDGPU], Warn, Missing,
             "the loaded amdgpu reports neither a version nor a srcversion",
             "run `modinfo amdgpu` to identify the installed build";
-        AMDGPU_PROBE_FAILED = "amdgpu-probe-failed", [AMDGPU], Stops, Driver,
+        AMDGPU_PROBE_FAILED = "amdgpu-probe-failed", [AMDGPU], Fail, Driver,
             "amdgpu is loaded but did not bind the GPU",
             "read `dmesg | grep <address>` for the probe error; a device this driver does not know needs a newer amdgpu (DKMS) or kernel";
-        RENDER_NODE_MISSING = "render-node-missing", [AMDGPU], Stops, Missing,
+        RENDER_NODE_MISSING = "render-node-missing", [AMDGPU], Fail, Missing,
             "the GPU's render node (/dev/dri/renderD*) does not exist",
             "on the host, udev did not create it: `sudo udevadm trigger`; in a container, pass it: `--device /dev/dri`";
-        RAS_UNCORRECTABLE = "ras-uncorrectable", [AMDGPU], Stops, Hardware,
+        RAS_UNCORRECTABLE = "ras-uncorrectable", [AMDGPU], Fail, Hardware,
             "the GPU counted uncorrectable (UE) RAS errors or consumed poisoned data: its results cannot be trusted",
             "drain the GPU; read its counters (`grep . /sys/bus/pci/devices/<address>/ras/*`, `amd-smi metric --ecc`) and `dmesg | grep -i -e uncorrectable -e poison`; a reboot clears the counters, not the fault: if uncorrectable errors return, follow AMD's Service Action Guide and RMA the GPU";
-        RAS_BAD_PAGES = "ras-bad-pages", [AMDGPU], Advisory, Hardware,
+        RAS_BAD_PAGES = "ras-bad-pages", [AMDGPU], Warn, Hardware,
             "the GPU has retired VRAM pages near or past the driver's bad-page threshold (amdgpu.bad_page_threshold), past which the driver marks it bad",
             "plan to replace the GPU (AMD's Service Action Guide); the retired pages are listed in /sys/bus/pci/devices/<address>/ras/gpu_vram_bad_pages and `amd-smi bad-pages`; raising the threshold only postpones it";
-        GPU_AT_LIMIT_IDLE = "gpu-at-limit-idle", [AMDGPU], Advisory, Hardware,
+        GPU_AT_LIMIT_IDLE = "gpu-at-limit-idle", [AMDGPU], Warn, Hardware,
             "before rocgate loaded it, the GPU was within 5 °C of a temperature limit or at 95% of its power cap",
             "check what runs on it (`amd-smi process`), the node's fans and airflow, and the inlet temperature (`amd-smi metric --temperature --power`); a GPU this hot at rest throttles under load";
-        CONTAINER_DEVICE_NOT_PASSED = "container-device-not-passed", [AMDGPU, KFD], Stops, Access,
+        CONTAINER_DEVICE_NOT_PASSED = "container-device-not-passed", [AMDGPU, KFD], Fail, Access,
             "rocgate runs in a container started without the GPU's device nodes (/dev/kfd, /dev/dri)",
             "start the container with `--device=/dev/kfd --device=/dev/dri` (GitHub Actions: `container: options: --device=/dev/kfd --device=/dev/dri`; Kubernetes: request amd.com/gpu through the AMD GPU device plugin)";
-        DEVICE_GID_MISMATCH = "device-gid-mismatch", [KFD], Stops, Access,
+        DEVICE_GID_MISMATCH = "device-gid-mismatch", [KFD], Fail, Access,
             "in a container, a GPU device node belongs to a group id the container's process is not in (the image numbers render and video differently from the host)",
             "add the device's group id, as a number, to the container: `--group-add <gid>` (GitHub Actions: `container: options: --group-add <gid>`)";
-        KFD_MISSING = "kfd-missing", [KFD], Stops, Missing,
+        KFD_MISSING = "kfd-missing", [KFD], Fail, Missing,
             "/dev/kfd or the KFD topology does not exist",
             "load amdgpu with KFD (`sudo modprobe amdgpu`; check `dmesg | grep -i kfd`); in a container, pass `--device /dev/kfd`";
-        KFD_PERMISSION = "kfd-permission", [KFD], Stops, Access,
+        KFD_PERMISSION = "kfd-permission", [KFD], Fail, Access,
             "the user cannot open /dev/kfd or a render node read-write",
             "add the user to the device's group (usually render or video): `sudo usermod -aG render,video $USER`, then log in again; in a container add `--group-add` with the device's gid";
-        DEVICE_OPEN_FAILED = "device-open-failed", [KFD], Stops, Driver,
+        DEVICE_OPEN_FAILED = "device-open-failed", [KFD], Fail, Driver,
             "opening /dev/kfd or a render node failed for a reason other than permission",
             "the driver refused the open: read `dmesg | grep -i -e kfd -e amdgpu`; errors such as ENOMEM or EFAULT here usually mean an IOMMU problem (try iommu=pt)";
-        KFD_TOPOLOGY_UNREADABLE = "kfd-topology-unreadable", [KFD], Stops, Access,
+        KFD_TOPOLOGY_UNREADABLE = "kfd-topology-unreadable", [KFD], Fail, Access,
             "the KFD topology cannot be read or is damaged",
             "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup; a damaged topology needs amdgpu reloaded or a reboot";
-        SYSFS_READ_TIMEOUT = "sysfs-read-timeout", [PCI, KFD], Stops, Hang,
+        SYSFS_READ_TIMEOUT = "sysfs-read-timeout", [PCI, KFD], Fail, Hang,
             "a file of the node did not answer within the read deadline (a wedged GPU or driver)",
             "the GPU behind the file is wedged: read `dmesg | grep -i -e amdgpu -e kfd` for a hang or failed reset, reset the GPU (`amd-smi reset -g N`) or reboot";
-        KFD_TOPOLOGY_EMPTY = "kfd-topology-empty", [KFD], Stops, Missing,
+        KFD_TOPOLOGY_EMPTY = "kfd-topology-empty", [KFD], Fail, Missing,
             "the KFD topology lists no GPU",
             "read `dmesg | grep -i kfd`: KFD skipped every GPU (an unsupported device, or a driver without KFD)";
-        PARTITION_MISMATCH = "partition-mismatch", [KFD], Advisory, Configuration,
+        PARTITION_MISMATCH = "partition-mismatch", [KFD], Fail, Configuration,
             "partitions sharing a serial sit on different devices or gfx targets",
             "partitions of one GPU must share its PCI device and gfx target: check the partition mode on every GPU (`amd-smi partition`) and reset it consistently, then reload amdgpu";
-        PARTITION_COUNT_MISMATCH = "partition-count-mismatch", [KFD], Advisory, Missing,
+        PARTITION_COUNT_MISMATCH = "partition-count-mismatch", [KFD], Fail, Missing,
             "a GPU shows fewer or more partitions than its partition mode gives, or than its siblings in that mode",
             "a partition that KFD does not list is unusable: read `dmesg | grep -i -e xcp -e partition`, set the mode again on that GPU (`amd-smi set --compute-partition`), reload amdgpu or reboot";
-        GPU_MISSING_FROM_KFD = "gpu-missing-from-kfd", [KFD], Stops, Missing,
+        GPU_MISSING_FROM_KFD = "gpu-missing-from-kfd", [KFD], Fail, Missing,
             "a GPU on the PCI bus has no KFD topology node",
             "ROCm cannot see this GPU: read `dmesg | grep -i kfd` (\"DID ... is missing in supported_devices\" means this amdgpu does not support it for compute)";
-        GFX_TARGET_UNKNOWN = "gfx-target-unknown", [KFD], Stops, Compatibility,
+        GFX_TARGET_UNKNOWN = "gfx-target-unknown", [KFD], Fail, Compatibility,
             "the GPU's gfx target cannot be determined",
             "update rocgate; if KFD reports a malformed gfx_target_version, the kernel's amdkfd does not support this GPU";
-        NO_COMPUTE_UNITS = "no-compute-units", [KFD], Stops, Driver,
+        NO_COMPUTE_UNITS = "no-compute-units", [KFD], Fail, Driver,
             "KFD reports no compute units for the GPU",
             "the GPU's compute engines did not come up: read `dmesg | grep -i amdgpu` for init errors, then reset the GPU or reboot";
-        RENDER_MINOR_MISSING = "render-minor-missing", [KFD], Stops, Driver,
+        RENDER_MINOR_MISSING = "render-minor-missing", [KFD], Fail, Driver,
             "KFD names no render node for the GPU",
             "the DRM side of amdgpu did not register this GPU: read `dmesg | grep -i drm` and reload amdgpu";
-        RENDER_MINOR_MISMATCH = "render-minor-mismatch", [KFD], Stops, Driver,
+        RENDER_MINOR_MISMATCH = "render-minor-mismatch", [KFD], Fail, Driver,
             "KFD and DRM disagree about the GPU's render node",
             "KFD and DRM disagree about which GPU owns the render node: reload amdgpu or reboot";
-        COMPAT_UNKNOWN_RELEASE = "compat-unknown-release", [COMPAT], Advisory, Compatibility,
+        COMPAT_UNKNOWN_RELEASE = "compat-unknown-release", [COMPAT], Warn, Compatibility,
             "the compatibility matrix does not know the installed ROCm release",
             "update the matrix from AMD's compatibility page and pass it with --matrix FILE, or install a listed ROCm release";
-        COMPAT_GPU_UNSUPPORTED = "compat-gpu-unsupported", [COMPAT], Advisory, Compatibility,
+        COMPAT_GPU_UNSUPPORTED = "compat-gpu-unsupported", [COMPAT], Fail, Compatibility,
             "the ROCm release does not support a GPU of the node",
             "install a ROCm release whose compatibility matrix lists this GPU";
-        COMPAT_AMDGPU_UNSUPPORTED = "compat-amdgpu-unsupported", [COMPAT], Advisory, Compatibility,
+        COMPAT_AMDGPU_UNSUPPORTED = "compat-amdgpu-unsupported", [COMPAT], Fail, Compatibility,
             "the amdgpu driver release is not one the ROCm release supports",
             "install an amdgpu driver release the ROCm release lists (amdgpu-dkms from the same ROCm repository), or a ROCm release that lists this driver";
-        COMPAT_OS_UNSUPPORTED = "compat-os-unsupported", [COMPAT], Advisory, Compatibility,
+        COMPAT_OS_UNSUPPORTED = "compat-os-unsupported", [COMPAT], Warn, Compatibility,
             "the ROCm release does not support the operating system",
             "use an operating system release the ROCm release lists";
-        COMPAT_KERNEL_UNSUPPORTED = "compat-kernel-unsupported", [COMPAT], Advisory, Compatibility,
+        COMPAT_KERNEL_UNSUPPORTED = "compat-kernel-unsupported", [COMPAT], Warn, Compatibility,
             "the ROCm release does not support the running kernel",
             "boot a kernel the ROCm release lists for this operating system";
-        HSA_LIBRARY_MISSING = "hsa-library-missing", [HSA], Stops, Missing,
+        HSA_LIBRARY_MISSING = "hsa-library-missing", [HSA], Fail, Missing,
             "the ROCr runtime library cannot be loaded",
             "install the ROCm runtime (the rocm-hip-runtime package, or Debian's libhsa-runtime64-1 and libamdhip64-5) or point rocgate at it with --rocm-path DIR (libraries in DIR/lib) or ROCM_PATH";
-        HSA_INIT_FAILED = "hsa-init-failed", [HSA], Stops, Runtime,
+        HSA_INIT_FAILED = "hsa-init-failed", [HSA], Fail, Runtime,
             "hsa_init failed",
             "ROCr reports every start failure as HSA_STATUS_ERROR_OUT_OF_RESOURCES; the cause is in a lower layer: run `rocgate doctor`; if those pass, read `dmesg | grep -i kfd` and check `ulimit -l`";
-        HSA_AGENTS_FAILED = "hsa-agents-failed", [HSA], Stops, Runtime,
+        HSA_AGENTS_FAILED = "hsa-agents-failed", [HSA], Fail, Runtime,
             "ROCr started but cannot describe its agents",
             "ROCr started but cannot describe its agents: read `dmesg | grep -i kfd` and compare `rocminfo`";
-        HSA_AGENT_MISMATCH = "hsa-agent-mismatch", [HSA], Stops, Compatibility,
+        HSA_AGENT_MISMATCH = "hsa-agent-mismatch", [HSA], Fail, Compatibility,
             "ROCr's agents disagree with KFD (count, ISA or compute units)",
             "ROCr and the kernel driver describe the GPU differently: check that this ROCm release supports the installed amdgpu";
-        HSA_AGENT_MISSING = "hsa-agent-missing", [HSA], Stops, Missing,
+        HSA_AGENT_MISSING = "hsa-agent-missing", [HSA], Fail, Missing,
             "ROCr has no agent for the GPU",
             "ROCr skipped this GPU: check its render node permission, ROCR_VISIBLE_DEVICES, and `dmesg` for KFD errors on it";
-        HSA_NO_DEVICE_MEMORY = "hsa-no-device-memory", [HSA], Stops, Driver,
+        HSA_NO_DEVICE_MEMORY = "hsa-no-device-memory", [HSA], Fail, Driver,
             "the GPU agent offers no allocatable device memory pool",
             "the GPU's memory did not come up: read `dmesg | grep -i -e vram -e amdgpu`";
-        HSA_NO_SYSTEM_MEMORY = "hsa-no-system-memory", [HSA], Stops, Runtime,
+        HSA_NO_SYSTEM_MEMORY = "hsa-no-system-memory", [HSA], Fail, Runtime,
             "no CPU agent offers the system memory ROCr needs",
             "ROCr's host memory setup is broken: compare `rocminfo` output and check the kernel's KFD CPU nodes";
-        HSA_MEMORY_POOLS_FAILED = "hsa-memory-pools-failed", [HSA], Stops, Runtime,
+        HSA_MEMORY_POOLS_FAILED = "hsa-memory-pools-failed", [HSA], Fail, Runtime,
             "ROCr cannot list an agent's memory pools",
             "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot";
-        HSA_QUEUE_FAILED = "hsa-queue-failed", [HSA], Stops, Runtime,
+        HSA_QUEUE_FAILED = "hsa-queue-failed", [HSA], Fail, Runtime,
             "an AQL queue cannot be created on the GPU",
             "KFD refused a hardware queue: other processes may hold all queues (`amd-smi process`), or the GPU is in a bad state; read `dmesg | grep -i -e kfd -e mes`";
-        HSA_SIGNAL_FAILED = "hsa-signal-failed", [HSA], Stops, Runtime,
+        HSA_SIGNAL_FAILED = "hsa-signal-failed", [HSA], Fail, Runtime,
             "HSA signals do not work",
             "ROCr's signals are broken on this node: check for a mismatched libhsa-runtime64 and amdgpu";
-        HSA_CODE_OBJECT_FAILED = "hsa-code-object-failed", [HSA], Stops, Compatibility,
+        HSA_CODE_OBJECT_FAILED = "hsa-code-object-failed", [HSA], Fail, Compatibility,
             "ROCr cannot load rocgate's code object for the GPU",
             "ROCr cannot load code for this GPU: check that the ROCm release supports this gfx target and that the runtime matches the driver";
-        HSA_DISPATCH_FAILED = "hsa-dispatch-failed", [HSA], Stops, Runtime,
+        HSA_DISPATCH_FAILED = "hsa-dispatch-failed", [HSA], Fail, Runtime,
             "a kernel dispatched through an AQL queue failed (queue error, negative completion signal)",
             "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot";
-        HSA_DISPATCH_WRONG = "hsa-dispatch-wrong", [HSA], Stops, Correctness,
+        HSA_DISPATCH_WRONG = "hsa-dispatch-wrong", [HSA], Fail, Correctness,
             "a kernel dispatched through HSA ran but wrote wrong values",
             "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors (`amd-smi metric --ecc`) and RMA the GPU";
-        HSA_COPY_FAILED = "hsa-copy-failed", [HSA], Stops, Runtime,
+        HSA_COPY_FAILED = "hsa-copy-failed", [HSA], Fail, Runtime,
             "a host<->device copy by the DMA engines failed (error status or negative completion signal)",
             "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot";
-        HSA_COPY_CORRUPT = "hsa-copy-corrupt", [HSA], Stops, Correctness,
+        HSA_COPY_CORRUPT = "hsa-copy-corrupt", [HSA], Fail, Correctness,
             "a host<->device round trip by the DMA engines came back different",
             "data is corrupted on the way through the GPU's DMA engines or memory: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors (`dmesg | grep -i aer`)";
-        GPU_WEDGED = "gpu-wedged", [HSA, HIP], Stops, Hang,
+        GPU_WEDGED = "gpu-wedged", [HSA, HIP], Fail, Hang,
             "a GPU hangs the runtime's initialisation in every process that sees it",
             "reset the GPU (`amd-smi reset -g N`) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset";
-        HIP_LIBRARY_MISSING = "hip-library-missing", [HIP], Stops, Missing,
+        HIP_LIBRARY_MISSING = "hip-library-missing", [HIP], Fail, Missing,
             "the HIP runtime library cannot be loaded",
             "install the ROCm runtime (the rocm-hip-runtime package, or Debian's libhsa-runtime64-1 and libamdhip64-5) or point rocgate at it with --rocm-path DIR (libraries in DIR/lib) or ROCM_PATH";
-        HIP_INIT_FAILED = "hip-init-failed", [HIP], Stops, Runtime,
+        HIP_INIT_FAILED = "hip-init-failed", [HIP], Fail, Runtime,
             "HIP's initialisation failed",
             "HIP starts on ROCr: run `rocgate doctor` and read the hsa layer's result; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES";
-        HIP_NO_DEVICE = "hip-no-device", [HIP], Stops, Missing,
+        HIP_NO_DEVICE = "hip-no-device", [HIP], Fail, Missing,
             "HIP sees no device (hipErrorNoDevice)",
             "HIP sees no GPU: the cause is in a lower layer; run `rocgate doctor` and read the hsa layer's result; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES";
-        HIP_DEVICE_MISMATCH = "hip-device-mismatch", [HIP], Stops, Compatibility,
+        HIP_DEVICE_MISMATCH = "hip-device-mismatch", [HIP], Fail, Compatibility,
             "HIP's devices disagree with KFD (count or multiprocessors)",
             "HIP and the kernel driver disagree about the GPU: check that the ROCm and amdgpu versions are a supported pair, and whether HIP_VISIBLE_DEVICES, HSA_CU_MASK, HSA_COOP_CU_COUNT or GPU_ENABLE_WGP_MODE are set";
-        HIP_DEVICE_MISSING = "hip-device-missing", [HIP, RCCL], Stops, Missing,
+        HIP_DEVICE_MISSING = "hip-device-missing", [HIP, RCCL], Fail, Missing,
             "no HIP device is the GPU (matched by PCI bus id)",
             "HIP does not expose this GPU: check HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES and the hsa layer's result for it";
-        HIP_DEVICE_FAILED = "hip-device-failed", [HIP], Stops, Runtime,
+        HIP_DEVICE_FAILED = "hip-device-failed", [HIP], Fail, Runtime,
             "HIP cannot describe or select the device",
             "read `dmesg | grep -i amdgpu` and compare `rocminfo`";
-        HIP_MEMCPY_FAILED = "hip-memcpy-failed", [HIP], Stops, Runtime,
+        HIP_MEMCPY_FAILED = "hip-memcpy-failed", [HIP], Fail, Runtime,
             "hipMalloc or hipMemcpy failed",
             "read `dmesg | grep -i -e amdgpu -e aer`; a failing copy usually means a GPU or PCIe fault: reset the GPU and rerun";
-        HIP_MEMCPY_CORRUPT = "hip-memcpy-corrupt", [HIP], Stops, Correctness,
+        HIP_MEMCPY_CORRUPT = "hip-memcpy-corrupt", [HIP], Fail, Correctness,
             "a hipMemcpy round trip came back different",
             "data is corrupted through the GPU: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors";
-        VRAM_TEST_FAILED = "vram-test-failed", [HIP], Stops, Hardware,
+        VRAM_TEST_FAILED = "vram-test-failed", [HIP], Fail, Hardware,
             "the device-memory test read back words different from what it wrote (walking ones or address in address): the GPU's memory is faulty",
             "drain the GPU; read its memory RAS counters and retired pages (`grep . /sys/bus/pci/devices/<address>/ras/*umc*`, `amd-smi bad-pages`) and `dmesg | grep -i -e umc -e uncorrectable`; rerun with a larger `[memtest] vram_share`; faults that return after a reboot mean the GPU needs AMD's Service Action Guide (RMA)";
-        P2P_COPY_FAILED = "p2p-copy-failed", [HIP], Advisory, Runtime,
+        P2P_COPY_FAILED = "p2p-copy-failed", [HIP], Fail, Runtime,
             "two GPUs cannot copy peer-to-peer: HIP refuses peer access or a hipMemcpyPeer between them fails",
             "RCCL and hipMemcpyPeer need peer access between GPUs: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches (see the system layer), Above 4G decoding/large BARs are on in the BIOS, and `dmesg | grep -i -e xgmi -e amdgpu`";
-        P2P_COPY_CORRUPT = "p2p-copy-corrupt", [HIP], Advisory, Correctness,
+        P2P_COPY_CORRUPT = "p2p-copy-corrupt", [HIP], Fail, Correctness,
             "a peer-to-peer copy between two GPUs arrived different",
             "data is corrupted between the named GPUs: drain the node, read the XGMI and PCIe error counters (`grep . /sys/bus/pci/devices/<address>/ras/*xgmi*`, `amd-smi metric --ecc`, `dmesg | grep -i -e aer -e xgmi`) and rerun TransferBench between the pair";
-        HIP_MODULE_LOAD_FAILED = "hip-module-load-failed", [HIP], Stops, Compatibility,
+        HIP_MODULE_LOAD_FAILED = "hip-module-load-failed", [HIP], Fail, Compatibility,
             "hipModuleLoadData rejects rocgate's code object",
             "read `dmesg | grep -i amdgpu`; check that the HIP runtime matches the installed ROCm and driver and that the release supports this gfx target";
-        HIP_LAUNCH_FAILED = "hip-launch-failed", [HIP], Stops, Runtime,
+        HIP_LAUNCH_FAILED = "hip-launch-failed", [HIP], Fail, Runtime,
             "a kernel launch through HIP failed",
             "the kernel did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (`amd-smi reset -g N`)";
-        HIP_KERNEL_WRONG = "hip-kernel-wrong", [HIP], Stops, Correctness,
+        HIP_KERNEL_WRONG = "hip-kernel-wrong", [HIP], Fail, Correctness,
             "a kernel launched through HIP computed wrong results",
             "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors and RMA the GPU";
-        HIPRTC_LIBRARY_MISSING = "hiprtc-library-missing", [HIP], Stops, Missing,
+        HIPRTC_LIBRARY_MISSING = "hiprtc-library-missing", [HIP], Fail, Missing,
             "hiprtc cannot be loaded",
             "install the ROCm runtime with hiprtc (the rocm-hip-runtime package) or point rocgate at it with --rocm-path DIR";
-        HIPRTC_FAILED = "hiprtc-failed", [HIP], Stops, Runtime,
+        HIPRTC_FAILED = "hiprtc-failed", [HIP], Fail, Runtime,
             "hiprtc cannot compile a kernel for the GPU, or its code does not run",
             "the runtime compiler failed: check that its device libraries (amdgcn bitcode) and comgr are installed for this ROCm release";
-        HIPRTC_WRONG = "hiprtc-wrong", [HIP], Stops, Correctness,
+        HIPRTC_WRONG = "hiprtc-wrong", [HIP], Fail, Correctness,
             "a hiprtc-compiled kernel computed wrong results",
             "hiprtc produced wrong code or the GPU computes wrongly: compare with hip.vector_add";
-        NO_BINARY_FOR_GPU = "no-binary-for-gpu", [HIP, ROCBLAS, MIOPEN, RCCL], Stops, Compatibility,
+        NO_BINARY_FOR_GPU = "no-binary-for-gpu", [HIP, ROCBLAS, MIOPEN, RCCL], Fail, Compatibility,
             "a library has no code for the GPU (hipErrorNoBinaryForGpu)",
             "the installed ROCm libraries were not built for this gfx target: use a ROCm release that supports it";
-        GPU_MEMORY_FAULT = "gpu-memory-fault", [HSA, HIP, ROCBLAS, MIOPEN, RCCL], Stops, Hardware,
+        GPU_MEMORY_FAULT = "gpu-memory-fault", [HSA, HIP, ROCBLAS, MIOPEN, RCCL], Fail, Hardware,
             "the GPU faulted on a memory access and ROCr aborted the process",
             "read `dmesg | grep -i -e 'page fault' -e amdgpu` for the faulting address; a fault in rocgate's own checks points at the driver or the hardware";
-        ROCBLAS_LIBRARY_MISSING = "rocblas-library-missing", [ROCBLAS], Stops, Missing,
+        ROCBLAS_LIBRARY_MISSING = "rocblas-library-missing", [ROCBLAS], Fail, Missing,
             "rocBLAS cannot be loaded or does not report its version",
             "install rocBLAS (the rocblas package) or point rocgate at it with --rocm-path DIR";
-        ROCBLAS_HANDLE_FAILED = "rocblas-handle-failed", [ROCBLAS], Stops, Runtime,
+        ROCBLAS_HANDLE_FAILED = "rocblas-handle-failed", [ROCBLAS], Fail, Runtime,
             "a rocBLAS handle cannot be created",
             "read `dmesg | grep -i amdgpu` and run the hip layer's checks on this GPU; check that rocBLAS matches the installed ROCm release";
-        ROCBLAS_GEMM_FAILED = "rocblas-gemm-failed", [ROCBLAS], Stops, Runtime,
+        ROCBLAS_GEMM_FAILED = "rocblas-gemm-failed", [ROCBLAS], Fail, Runtime,
             "a rocBLAS GEMM returned an error",
             "read `dmesg | grep -i amdgpu` and run the hip layer's checks on this GPU; check that rocBLAS matches the installed ROCm release";
-        ROCBLAS_GEMM_WRONG = "rocblas-gemm-wrong", [ROCBLAS], Stops, Correctness,
+        ROCBLAS_GEMM_WRONG = "rocblas-gemm-wrong", [ROCBLAS], Fail, Correctness,
             "a rocBLAS GEMM differs from the CPU reference",
             "the GPU or rocBLAS computes wrong results: rerun; if it repeats, reset the GPU, check RAS/ECC counters (`amd-smi metric --ecc`), and compare another GPU of the node";
-        ROCBLAS_NO_KERNELS_FOR_ARCH = "rocblas-no-kernels-for-arch", [ROCBLAS], Stops, Compatibility,
+        ROCBLAS_NO_KERNELS_FOR_ARCH = "rocblas-no-kernels-for-arch", [ROCBLAS], Fail, Compatibility,
             "rocBLAS has no kernels for the GPU (a missing TensileLibrary aborts the process; rocblas_status_arch_mismatch)",
             "install a rocBLAS built for this gfx target: use a ROCm release that supports it (see the compatibility matrix), or build rocBLAS with -DAMDGPU_TARGETS=<gfx>";
-        ROCBLAS_MEMORY_FAILED = "rocblas-memory-failed", [ROCBLAS], Stops, Runtime,
+        ROCBLAS_MEMORY_FAILED = "rocblas-memory-failed", [ROCBLAS], Fail, Runtime,
             "device memory for a GEMM cannot be set up",
             "device memory for the GEMM could not be set up: see the hip layer's memcpy check on this GPU";
-        MIOPEN_DB_NOT_WRITABLE = "miopen-db-not-writable", [MIOPEN], Advisory, Access,
+        MIOPEN_DB_NOT_WRITABLE = "miopen-db-not-writable", [MIOPEN], Warn, Access,
             "MIOpen's user database or kernel cache is not writable",
             "point MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR at a writable directory (in CI: one in the workspace), or fix HOME";
-        MIOPEN_LIBRARY_MISSING = "miopen-library-missing", [MIOPEN], Stops, Missing,
+        MIOPEN_LIBRARY_MISSING = "miopen-library-missing", [MIOPEN], Fail, Missing,
             "MIOpen cannot be loaded or does not report its version",
             "install MIOpen (the miopen-hip package) or point rocgate at it with --rocm-path DIR";
-        MIOPEN_HANDLE_FAILED = "miopen-handle-failed", [MIOPEN], Stops, Runtime,
+        MIOPEN_HANDLE_FAILED = "miopen-handle-failed", [MIOPEN], Fail, Runtime,
             "an MIOpen handle cannot be created",
             "read `dmesg | grep -i amdgpu`; check that MIOpen matches the ROCm release and that its kernel cache and database paths are writable";
-        MIOPEN_CONV_FAILED = "miopen-conv-failed", [MIOPEN], Stops, Runtime,
+        MIOPEN_CONV_FAILED = "miopen-conv-failed", [MIOPEN], Fail, Runtime,
             "an MIOpen convolution (find or forward) failed",
             "read `dmesg | grep -i amdgpu`; check that MIOpen matches the ROCm release and that its kernel cache and database paths are writable";
-        MIOPEN_CONV_WRONG = "miopen-conv-wrong", [MIOPEN], Stops, Correctness,
+        MIOPEN_CONV_WRONG = "miopen-conv-wrong", [MIOPEN], Fail, Correctness,
             "an MIOpen convolution differs from the CPU reference",
             "MIOpen or the GPU computes wrong results: rerun with MIOPEN_FIND_ENFORCE=1 to rule out a stale database entry; then reset the GPU and check RAS/ECC counters";
-        MIOPEN_MEMORY_FAILED = "miopen-memory-failed", [MIOPEN], Stops, Runtime,
+        MIOPEN_MEMORY_FAILED = "miopen-memory-failed", [MIOPEN], Fail, Runtime,
             "device memory for a convolution cannot be set up",
             "see the hip layer's memcpy check on this GPU";
-        XGMI_LINK_MISSING = "xgmi-link-missing", [RCCL], Advisory, Hardware,
+        XGMI_LINK_MISSING = "xgmi-link-missing", [RCCL], Fail, Hardware,
             "two GPUs of one XGMI hive have no enabled XGMI link",
             "peer traffic between them falls back to PCIe: check the XGMI bridges or baseboard and `dmesg | grep -i xgmi`; reseat or replace the bridge, then reboot";
-        P2P_DISABLED = "p2p-disabled", [RCCL], Advisory, Configuration,
+        P2P_DISABLED = "p2p-disabled", [RCCL], Warn, Configuration,
             "KFD marks peer-to-peer DMA between GPUs as not possible",
             "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and the BIOS enables peer-to-peer";
-        RCCL_LIBRARY_MISSING = "rccl-library-missing", [RCCL], Stops, Missing,
+        RCCL_LIBRARY_MISSING = "rccl-library-missing", [RCCL], Fail, Missing,
             "RCCL cannot be loaded or does not report its version",
             "install RCCL (the rccl package) or point rocgate at it with --rocm-path DIR";
-        RCCL_INIT_FAILED = "rccl-init-failed", [RCCL], Stops, Runtime,
+        RCCL_INIT_FAILED = "rccl-init-failed", [RCCL], Fail, Runtime,
             "RCCL communicators cannot be created across the GPUs",
             "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release";
-        RCCL_ALLREDUCE_FAILED = "rccl-allreduce-failed", [RCCL], Stops, Runtime,
+        RCCL_ALLREDUCE_FAILED = "rccl-allreduce-failed", [RCCL], Fail, Runtime,
             "an RCCL all-reduce returned an error",
             "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release";
-        RCCL_HANG_ISOLATED = "rccl-hang-isolated", [RCCL], Stops, Hang,
+        RCCL_HANG_ISOLATED = "rccl-hang-isolated", [RCCL], Fail, Hang,
             "the all-reduce hangs or fails whenever one GPU takes part and completes without it: that GPU (or its links) is the culprit",
             "drain the named GPU; check its XGMI/PCIe links (`rocgate run --gpus <it>`, `amd-smi xgmi`, `dmesg | grep -i -e xgmi -e <its address>`), reset it (`amd-smi reset -G <n>`) or power-cycle the node; if it persists, RMA the GPU";
-        RCCL_ALLREDUCE_HANG = "rccl-allreduce-hang", [RCCL], Stops, Hang,
+        RCCL_ALLREDUCE_HANG = "rccl-allreduce-hang", [RCCL], Fail, Hang,
             "an RCCL all-reduce did not complete",
             "run rccl-tests' all_reduce_perf on halves of the GPUs to find the one or link that hangs (NCCL_DEBUG=INFO); check `dmesg | grep -i -e xgmi -e amdgpu`";
-        RCCL_ALLREDUCE_WRONG = "rccl-allreduce-wrong", [RCCL], Stops, Correctness,
+        RCCL_ALLREDUCE_WRONG = "rccl-allreduce-wrong", [RCCL], Fail, Correctness,
             "an RCCL all-reduce gave wrong sums",
             "the collective corrupted data: rerun rccl-tests with -c 1 to localise the GPU or link; check XGMI/PCIe errors (`dmesg`, `amd-smi metric --ecc`)";
-        RCCL_MEMORY_FAILED = "rccl-memory-failed", [RCCL], Stops, Runtime,
+        RCCL_MEMORY_FAILED = "rccl-memory-failed", [RCCL], Fail, Runtime,
             "device memory or streams for an all-reduce cannot be set up",
             "see the hip layer's memcpy check on each GPU";
-        PERF_BELOW_FLOOR = "perf-below-floor", [HIP, ROCBLAS, RCCL], Advisory, Performance,
+        PERF_BELOW_FLOOR = "perf-below-floor", [HIP, ROCBLAS, RCCL], Fail, Performance,
             "a measured bandwidth or throughput is below its floor",
             "rule out a busy GPU (`amd-smi process`), power capping or clocks held low (`amd-smi metric --power --clock`), and a degraded PCIe/XGMI link; compare with the same GPU's previous runs (rocgate compare) before suspecting hardware";
-        CHECK_TIMEOUT = "check-timeout", [], Stops, Hang,
+        CHECK_TIMEOUT = "check-timeout", [], Fail, Hang,
             "a check did not finish within its timeout; the rest of its GPU is blocked",
             "the layer stopped responding; rerun `rocgate run --no-gate` on this scope and read the kernel log (dmesg) for GPU resets or hangs";
-        CHECK_CRASH = "check-crash", [], Stops, Crash,
+        CHECK_CRASH = "check-crash", [], Fail, Crash,
             "a check's process died (a signal, or an abort in a vendor library)",
             "read the check's captured output for the library's last words; rerun `rocgate run --no-gate` on this scope and read the kernel log (dmesg)";
-        INTERNAL_ERROR = "internal-error", [], Stops, Internal,
+        INTERNAL_ERROR = "internal-error", [], Fail, Internal,
             "rocgate reached a state it should not (a planning defect)",
             "report this as a rocgate bug, with the output of `rocgate inventory --json`";
     }

@@ -54,7 +54,7 @@ pub fn missing_library(code: Code, e: &LoadError) -> Verdict {
             ),
         },
     };
-    Verdict::fail(code.finding_next(e.to_string(), next))
+    Verdict::found(code.finding_next(e.to_string(), next))
 }
 
 /// The next step after an HSA start failure: ROCr reports every start failure
@@ -114,7 +114,7 @@ impl Runtime {
         let hsa = self.hsa()?;
         match self.hsa_init.get_or_init(|| hsa.init()) {
             Ok(()) => Ok(hsa),
-            Err(e) => Err(Verdict::fail(
+            Err(e) => Err(Verdict::found(
                 codes::HSA_INIT_FAILED.finding_next(e.to_string(), hsa_init_next_step(e.status())),
             )),
         }
@@ -126,7 +126,7 @@ impl Runtime {
         self.agents
             .get_or_init(|| hsa.agents())
             .as_deref()
-            .map_err(|e| Verdict::fail(codes::HSA_AGENTS_FAILED.finding(e.to_string())))
+            .map_err(|e| Verdict::found(codes::HSA_AGENTS_FAILED.finding(e.to_string())))
     }
 
     /// The opened HIP runtime.
@@ -154,8 +154,8 @@ impl Runtime {
         let hip = self.hip()?;
         match self.hip_count.get_or_init(|| hip.device_count()) {
             Ok(n) if *n > 0 => Ok((hip, *n)),
-            Ok(_) => Err(Verdict::fail(codes::HIP_NO_DEVICE.finding_next("hipGetDeviceCount reports 0 devices", "HIP sees no GPU: run `rocgate doctor` for the layer below; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES"))),
-            Err(e) => Err(Verdict::fail(if e.code() == Some(100) {
+            Ok(_) => Err(Verdict::found(codes::HIP_NO_DEVICE.finding_next("hipGetDeviceCount reports 0 devices", "HIP sees no GPU: run `rocgate doctor` for the layer below; check HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES"))),
+            Err(e) => Err(Verdict::found(if e.code() == Some(100) {
                     codes::HIP_NO_DEVICE
                 } else {
                     codes::HIP_INIT_FAILED

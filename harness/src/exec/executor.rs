@@ -144,6 +144,15 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
                 break;
             };
             self.ready.remove(&i);
+            if let Some(why) = &self.plan.instances[i].excluded {
+                let r = CheckResult {
+                    skip_reason: Some(SkipReason::NotConfigured),
+                    message: why.clone(),
+                    ..base_result(self.plan, i)
+                };
+                self.finish(i, r, on_event);
+                continue;
+            }
             if self.opts.gate {
                 if let Some(blocked) = self.block(i) {
                     self.finish(i, blocked, on_event);
@@ -171,7 +180,7 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
             .iter()
             .filter(|&&d| !self.hang_spares(d, inst.scope))
             .filter_map(|&d| self.results[d].as_ref())
-            .find(|r| !r.status.lets_dependents_run())
+            .find(|r| !r.lets_dependents_run())
             .map(|blocker| blocked_result(self.plan, i, blocker, &self.results))
     }
 
@@ -276,7 +285,8 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
     }
 
     /// Records a final result and releases the instances that waited on it.
-    fn finish(&mut self, i: usize, result: CheckResult, on_event: &mut dyn FnMut(Event<'_>)) {
+    fn finish(&mut self, i: usize, mut result: CheckResult, on_event: &mut dyn FnMut(Event<'_>)) {
+        self.opts.waivers.apply(&mut result);
         on_event(Event::Finished(&result));
         self.results[i] = Some(result);
         self.done += 1;

@@ -47,6 +47,9 @@ pub struct ExecOptions {
     /// Runs isolated checks in worker processes; without one they run in
     /// this process like the others.
     pub isolator: Option<Arc<dyn Isolator>>,
+    /// The site's waivers, applied to each result as it is recorded, so a
+    /// waived fault blocks nothing above it.
+    pub waivers: Arc<crate::policy::Waivers>,
     /// At most this many scopes bring up their worker at once (a scope's
     /// first isolated check, which starts the worker and initialises the
     /// vendor runtime), so a node of 64 GPU partitions does not start 64
@@ -68,6 +71,7 @@ impl Default for ExecOptions {
             deadline: None,
             output_limit: output::DEFAULT_LIMIT,
             isolator: None,
+            waivers: Arc::default(),
             max_warming: 8,
         }
     }
@@ -114,21 +118,20 @@ impl ExecOptions {
     /// parallel but starting their workers `max_warming` at a time (a GPU
     /// waiting for a start slot waits for another GPU's first isolated check).
     pub fn time_budget<C>(&self, plan: &Plan<'_, C>) -> Duration {
-        use crate::model::ScopeKind;
+        use crate::model::Scope;
         let node: Duration = plan
-            .instances
-            .iter()
-            .map(|i| plan.check(i))
-            .filter(|c| c.scope == ScopeKind::Node)
-            .map(|c| self.worst_case_of(c))
+            .selected()
+            .filter(|i| i.scope == Scope::Node)
+            .map(|i| self.worst_case_of(plan.check(i)))
             .sum();
-        if plan.gpus.is_empty() {
+        let Some(&first) = plan.gpus.first() else {
             return node;
-        }
+        };
+        // Every GPU runs the same checks; the first one's chain stands for all.
         let per_gpu: Vec<&crate::check::Check<C>> = plan
-            .registry
-            .iter()
-            .filter(|c| c.scope == ScopeKind::PerGpu && c.tier <= plan.tier)
+            .selected()
+            .filter(|i| i.scope == Scope::Gpu(first))
+            .map(|i| plan.check(i))
             .collect();
         let chain: Duration = per_gpu.iter().map(|c| self.worst_case_of(c)).sum();
         let first_start = per_gpu
@@ -175,15 +178,16 @@ mod tests {
     use crate::model::test_stack::{A, B, C, D, E, timed as check};
     use crate::model::{Layer, Scope, ScopeKind, Tier};
     use crate::plan::plan;
-    use crate::verdict::{Finding, SkipReason, Status, Verdict};
+    use crate::verdict::{Finding, Severity, SkipReason, Status, Verdict};
     use std::sync::Mutex;
     use std::sync::atomic::Ordering;
     use std::time::Instant;
 
     fn fail_on_gpu1(_: &(), s: Scope) -> crate::check::Outcome {
         if s == Scope::Gpu(1) {
-            return Err(Verdict::fail(Finding::new(
+            return Err(Verdict::found(Finding::new(
                 "x-broken",
+                Severity::Fail,
                 "gpu1 is broken",
                 "fix it",
             )));
@@ -219,10 +223,55 @@ mod tests {
     }
 
     #[test]
+    fn warnings_and_waived_failures_block_nothing_and_left_out_checks_say_so() {
+        use crate::policy::{CheckPattern, Selection, Waiver, WaiverNote, Waivers};
+        let reg = vec![
+            check("a::warns", A, ScopeKind::PerGpu, |_, _| {
+                Ok(Verdict::found(Finding::new("w", Severity::Warn, "odd", "tune")))
+            }),
+            check("b::fails", B, ScopeKind::PerGpu, fail_on_gpu1),
+            check("c::c", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
+            check("d::d", D, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
+        ];
+        let waivers = Waivers(vec![Waiver {
+            code: Some("x-broken".into()),
+            checks: None,
+            scopes: Some(vec![Scope::Gpu(1)]),
+            note: WaiverNote {
+                reason: "gpu1 is being replaced".into(),
+                expires: None,
+                expired: false,
+                source: "site.toml:4".into(),
+            },
+        }]);
+        let opts = ExecOptions {
+            waivers: Arc::new(waivers),
+            ..ExecOptions::default()
+        };
+        let mut p = plan(&reg, &[0, 1], Tier::Quick).unwrap();
+        p.select(&Selection {
+            skip: vec![CheckPattern::parse("d::*", &reg).unwrap()],
+            origin: "--skip".into(),
+            ..Selection::default()
+        });
+        let rs = execute(&p, Arc::new(()), &opts, |_| {});
+        assert_eq!(status(&rs, "gpu0.a.warns"), Status::Warn);
+        let waived = rs.iter().find(|r| r.id == "gpu1.b.fails").unwrap();
+        assert_eq!(waived.status, Status::Fail);
+        assert!(waived.waived());
+        // Neither the warning nor the waived failure blocks gpu1's c.
+        assert_eq!(status(&rs, "gpu1.c.c"), Status::Pass);
+        let left_out = rs.iter().find(|r| r.id == "gpu0.d.d").unwrap();
+        assert_eq!(left_out.status, Status::Skipped);
+        assert_eq!(left_out.skip_reason, Some(SkipReason::NotConfigured));
+        assert_eq!(left_out.message, "not selected: skipped by 'd::*' (--skip)");
+    }
+
+    #[test]
     fn no_gate_runs_everything() {
         let reg = vec![
             check("a::a", A, ScopeKind::Node, |_, _| {
-                Ok(Verdict::fail(Finding::new("x", "broken", "fix")))
+                Ok(Verdict::found(Finding::new("x", Severity::Fail, "broken", "fix")))
             }),
             check("c::c", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
         ];

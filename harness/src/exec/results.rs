@@ -12,15 +12,13 @@ use std::time::Duration;
 pub(super) fn base_result<C>(plan: &Plan<'_, C>, i: usize) -> CheckResult {
     let inst = &plan.instances[i];
     let check = plan.check(inst);
-    let mut r = CheckResult::new(
+    CheckResult::new(
         inst.test_id.clone(),
         check.id.to_string(),
         check.layer,
         inst.scope,
         Status::Skipped,
-    );
-    r.advisory = !check.gates;
-    r
+    )
 }
 
 /// A result the executor decides (a timeout, a crash of the pool).
@@ -54,6 +52,7 @@ pub(super) fn completed_result<C>(
             message: output::clean(&v.message, output_limit),
             finding: v.finding.map(|f| Finding {
                 code: output::clean(&f.code, 128),
+                severity: f.severity,
                 message: output::clean(&f.message, output_limit),
                 next_step: output::clean(&f.next_step, output_limit),
                 blames: f.blames,

@@ -14,6 +14,7 @@ pub mod hwmon;
 pub mod ids;
 pub mod kernel_log;
 pub mod kfd;
+pub mod missing;
 pub mod module;
 pub mod pci;
 pub mod properties;

@@ -107,7 +107,7 @@ fn blacklist(ctx: &NodeContext, _: Scope) -> Outcome {
     } else {
         ""
     };
-    Ok(Verdict::fail(codes::AMDGPU_BLACKLISTED.finding(format!(
+    Ok(Verdict::found(codes::AMDGPU_BLACKLISTED.finding(format!(
         "amdgpu is disabled by {}{loaded}",
         list(&places, 4)
     )))
@@ -149,7 +149,7 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Outcome {
         .registered
         .first()
         .map_or("<version>", String::as_str);
-    Ok(Verdict::fail(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
+    Ok(Verdict::found(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
             "rebuild it for this kernel: `sudo apt install linux-headers-{kernel} && sudo dkms autoinstall -k {kernel}`, then reboot; if the build fails read /var/lib/dkms/amdgpu/{version}/build/make.log; or boot a kernel it was built for"
         ))))
 }
@@ -189,7 +189,7 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Outcome {
             "`sudo modprobe amdgpu`, then read `dmesg | grep -i amdgpu` for why it did not load; if modprobe cannot find it, install the driver (amdgpu-dkms, or linux-modules-extra-{kernel} for the inbox driver)"
         )
     };
-    Ok(Verdict::fail(
+    Ok(Verdict::found(
         codes::AMDGPU_NOT_LOADED.finding_next(message, next),
     ))
 }
@@ -212,7 +212,7 @@ fn driver_version(ctx: &NodeContext, _: Scope) -> Outcome {
         (None, Some(src)) => Verdict::pass(format!(
             "inbox amdgpu (srcversion {src}) on kernel {kernel}"
         )),
-        (None, None) => Verdict::fail(codes::AMDGPU_VERSION_UNKNOWN.finding(
+        (None, None) => Verdict::found(codes::AMDGPU_VERSION_UNKNOWN.finding(
             "amdgpu is live but exposes neither /sys/module/amdgpu/version nor srcversion",
         )),
     })
@@ -243,7 +243,7 @@ fn bound(ctx: &NodeContext, scope: Scope) -> Outcome {
                     mine[mine.len().saturating_sub(20)..].join("\n")
                 },
             );
-            Verdict::fail(codes::AMDGPU_PROBE_FAILED.finding_next(format!(
+            Verdict::found(codes::AMDGPU_PROBE_FAILED.finding_next(format!(
                     "amdgpu is loaded but does not drive {} (bound to: {}): its probe failed or this driver does not support device 0x{:04x}",
                     pci.address,
                     other.unwrap_or("nothing"),
@@ -260,7 +260,7 @@ fn bound(ctx: &NodeContext, scope: Scope) -> Outcome {
 fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gpu = ctx.gpu(scope)?;
     let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
-        return Err(Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
+        return Err(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
                 "no render node is known for {}: KFD gives no drm_render_minor and /sys/class/drm has no renderD* for it",
                 gpu.pci_address
             ), "the driver did not register a DRM device for this GPU: read `dmesg | grep -i drm`")));
@@ -272,7 +272,7 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     if let Some(v) = super::device_access::not_passed(&ctx.facts, &path) {
         return Err(v);
     }
-    Ok(Verdict::fail(codes::RENDER_NODE_MISSING.finding_next(format!(
+    Ok(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
             "{path} (the render node of {}) does not exist",
             gpu.pci_address
         ), format!(

@@ -28,7 +28,7 @@ fn combination(ctx: &NodeContext, _: Scope) -> Outcome {
         Evaluation::NoRocm => {
             Verdict::unverifiable("no ROCm release found on the node (/opt/rocm/.info/version)")
         }
-        Evaluation::UnknownRelease { rocm, span } => Verdict::fail(codes::COMPAT_UNKNOWN_RELEASE.finding_next(format!(
+        Evaluation::UnknownRelease { rocm, span } => Verdict::found(codes::COMPAT_UNKNOWN_RELEASE.finding_next(format!(
                 "ROCm {rocm} is not in the compatibility matrix ({}, which covers {span})",
                 m.origin
             ), "update the matrix from AMD's compatibility page (ROCm/ROCm docs/compatibility) and pass it with --matrix FILE, or install a listed ROCm release")),
@@ -100,7 +100,7 @@ fn combination(ctx: &NodeContext, _: Scope) -> Outcome {
                         ),
                         _ => format!("ROCm {rocm} lists {} for this OS: boot one of them", c.want),
                     };
-                    Verdict::fail(code.finding_next(format!(
+                    Verdict::found(code.finding_next(format!(
                             "ROCm {rocm} expects {} {}; this node runs {} (per the {})",
                             c.name,
                             c.want,

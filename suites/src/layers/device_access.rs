@@ -9,7 +9,7 @@ use rocgate_node::facts::access::{Access, group_name};
 /// exist: the container was started without it. `None` on a host.
 pub fn not_passed(facts: &NodeFacts, path: &str) -> Option<Verdict> {
     let c = facts.container.as_ref()?;
-    Some(Verdict::fail(codes::CONTAINER_DEVICE_NOT_PASSED.finding_next(
+    Some(Verdict::found(codes::CONTAINER_DEVICE_NOT_PASSED.finding_next(
         format!(
             "{path} does not exist inside this {} container ({}): it was started without the GPU's devices",
             c.runtime, c.evidence
@@ -30,9 +30,9 @@ pub fn verdict(facts: &NodeFacts, path: &str, missing_code: Code) -> Verdict {
         Access::Unknown { reason } => {
             Verdict::unverifiable(format!("cannot tell whether {path} opens: {reason}"))
         }
-        Access::Missing => not_passed(facts, path).unwrap_or_else(|| Verdict::fail(missing_code.finding_next(format!("{path} does not exist"), "on the host, check that amdgpu is loaded and udev created the node"))),
-        Access::Failed { error } => Verdict::fail(codes::DEVICE_OPEN_FAILED.finding_next(format!("opening {path} read-write fails: {error}"), "the driver refused the open: read `dmesg | grep -i -e kfd -e amdgpu`; errors such as ENOMEM or EFAULT here usually mean an IOMMU problem (try iommu=pt) or an amdgpu driver that does not match this ROCm release")),
-        Access::Denied { errno, gid } => Verdict::fail(denied(facts, path, &who, &errno, gid)),
+        Access::Missing => not_passed(facts, path).unwrap_or_else(|| Verdict::found(missing_code.finding_next(format!("{path} does not exist"), "on the host, check that amdgpu is loaded and udev created the node"))),
+        Access::Failed { error } => Verdict::found(codes::DEVICE_OPEN_FAILED.finding_next(format!("opening {path} read-write fails: {error}"), "the driver refused the open: read `dmesg | grep -i -e kfd -e amdgpu`; errors such as ENOMEM or EFAULT here usually mean an IOMMU problem (try iommu=pt) or an amdgpu driver that does not match this ROCm release")),
+        Access::Denied { errno, gid } => Verdict::found(denied(facts, path, &who, &errno, gid)),
     }
 }
 

@@ -140,7 +140,7 @@ fn kernel_log(ctx: &NodeContext, _: Scope) -> Outcome {
             log.source
         )));
     }
-    Ok(Verdict::fail(codes::FIRMWARE_LOAD_DEGRADED.finding_next(
+    Ok(Verdict::found(codes::FIRMWARE_LOAD_DEGRADED.finding_next(
         format!(
             "{} firmware/PSP error lines in {} name no GPU: {}",
             stray.len(),
@@ -185,7 +185,7 @@ fn init_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
         ),
         None => (codes::GPU_INIT_FAILED, "with PSP/init errors".to_string()),
     };
-    Ok(Verdict::fail(code.finding_next(
+    Ok(Verdict::found(code.finding_next(
         format!(
             "{}: amdgpu failed this GPU's init {cause}: {}",
             gpu.label(),
@@ -215,7 +215,7 @@ fn load_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
     } else {
         list(&files, 4)
     };
-    Ok(Verdict::fail(codes::FIRMWARE_LOAD_DEGRADED.finding_next(format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()), missing_files_advice(&ctx.facts, &loads)))
+    Ok(Verdict::found(codes::FIRMWARE_LOAD_DEGRADED.finding_next(format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()), missing_files_advice(&ctx.facts, &loads)))
     .with_output(lines(&loads)))
 }
 
@@ -226,12 +226,12 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Outcome {
     let dir = format!("{}/fw_version", pci.sysfs_dir());
     let names = root.list_dir(&dir).map_err(|e| {
         if e.is_not_found() {
-            Verdict::fail(codes::FIRMWARE_NOT_REPORTED.finding_next(format!(
+            Verdict::found(codes::FIRMWARE_NOT_REPORTED.finding_next(format!(
                     "amdgpu exposes no firmware versions for {} ({} does not exist): the driver did not finish initialising this GPU",
                     pci.address, dir
                 ), format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address)))
         } else {
-            Verdict::fail(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(e.to_string(), "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup"))
+            Verdict::found(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(e.to_string(), "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup"))
         }
     })?;
     let mut found = Vec::new();
@@ -269,17 +269,17 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Outcome {
             .fold(verdict, |acc, (k, v)| acc.with_fact(k, v.clone()))
     };
     if !bad.is_empty() {
-        return Err(with_learned(Verdict::fail(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(format!("{} firmware version files of {} are unreadable: {}", bad.len(), pci.address, bad[0]), "the driver exposes damaged firmware information; read `dmesg | grep -i firmware` and reload amdgpu"))
+        return Err(with_learned(Verdict::found(codes::FIRMWARE_VERSION_UNREADABLE.finding_next(format!("{} firmware version files of {} are unreadable: {}", bad.len(), pci.address, bad[0]), "the driver exposes damaged firmware information; read `dmesg | grep -i firmware` and reload amdgpu"))
         .with_output(bad.join("\n"))));
     }
     if found.is_empty() {
-        return Err(Verdict::fail(codes::FIRMWARE_NOT_REPORTED.finding_next(
+        return Err(Verdict::found(codes::FIRMWARE_NOT_REPORTED.finding_next(
             format!("{dir} lists no *_fw_version files"),
             format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
         )));
     }
     if mec_zero {
-        return Err(with_learned(Verdict::fail(codes::FIRMWARE_LOAD_FAILED.finding_next(format!(
+        return Err(with_learned(Verdict::found(codes::FIRMWARE_LOAD_FAILED.finding_next(format!(
                 "{}: the MEC (compute) firmware version is 0: its microcode is not loaded",
                 gpu.label()
             ), "reinstall the GPU firmware matching the driver and reboot; read `dmesg | grep -i mec`"))

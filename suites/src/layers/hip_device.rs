@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// A failed HIP call as a failure with `code` and the next step `next`.
 pub(super) fn hip_fail(code: Code, e: &HipError, next: &str) -> Verdict {
-    Verdict::fail(code.finding_next(e.to_string(), next))
+    Verdict::found(code.finding_next(e.to_string(), next))
 }
 
 /// A PCI address as `hipDeviceGetPCIBusId` prints it.
@@ -79,7 +79,7 @@ pub(super) fn hip_index(
         seen.push((d, bus));
     }
     let missing = |why: String| {
-        Verdict::fail(codes::HIP_DEVICE_MISSING.finding(format!(
+        Verdict::found(codes::HIP_DEVICE_MISSING.finding(format!(
             "HIP has no device for {}{why} (HIP devices: {})",
             gpu.label(),
             super::list(&seen.iter().map(|(_, b)| b.as_str()).collect::<Vec<_>>(), 8)
@@ -179,7 +179,7 @@ pub(super) fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict>
     let mut ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
     ids.sort_unstable();
     if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Verdict::fail(codes::HIP_DEVICE_MISSING.finding_next(format!(
+        return Err(Verdict::found(codes::HIP_DEVICE_MISSING.finding_next(format!(
                 "two GPUs map to HIP device {}: HIP's PCI bus ids cannot tell them apart",
                 w[0]
             ), "report this with `rocgate inventory --json` and `rocminfo`; meanwhile run the all-reduce on GPUs of distinct PCI devices with --gpus")));

@@ -171,7 +171,7 @@ fn agents(ctx: &NodeContext, _: Scope) -> Outcome {
         } else {
             format!(" ({} is set)", visible.join(", "))
         };
-        return Err(Verdict::fail(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"), "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`")));
+        return Err(Verdict::found(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"), "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`")));
     }
     // Not every agent that is not a GPU is a CPU: Ryzen AI hosts add an
     // AIE agent (ROCm 7), some platforms a DSP.
@@ -209,7 +209,7 @@ fn find_agent(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, AgentInfo, &Arc<
         .find(|a| a.is_gpu() && u64::from(a.bdfid) == loc && u64::from(a.domain) == dom)
     {
         Some(a) => Ok((gpu, a.clone(), hsa)),
-        None => Err(Verdict::fail(codes::HSA_AGENT_MISSING.finding(format!(
+        None => Err(Verdict::found(codes::HSA_AGENT_MISSING.finding(format!(
             "ROCr has no GPU agent at {} (KFD node {})",
             gpu.pci_address, k.id
         )))),
@@ -231,7 +231,7 @@ fn agent(ctx: &NodeContext, scope: Scope) -> Outcome {
         }
     }
     if !problems.is_empty() {
-        return Err(Verdict::fail(codes::HSA_AGENT_MISMATCH.finding(format!(
+        return Err(Verdict::found(codes::HSA_AGENT_MISMATCH.finding(format!(
             "the agent at {} disagrees with KFD: {}",
             gpu.pci_address,
             problems.join("; ")
@@ -257,7 +257,7 @@ fn device_pool(hsa: &Hsa, agent: Agent) -> Result<PoolInfo, Verdict> {
         .into_iter()
         .find(|p| p.is_global_with(sys::POOL_FLAG_COARSE_GRAINED) && p.size > 0)
         .ok_or_else(|| {
-            Verdict::fail(
+            Verdict::found(
                 codes::HSA_NO_DEVICE_MEMORY.finding(
                     "the GPU agent offers no allocatable coarse-grained global memory pool",
                 ),
@@ -276,13 +276,13 @@ fn system_pool(ctx: &NodeContext, hsa: &Hsa, flag: u32) -> Result<PoolInfo, Verd
             return Ok(p);
         }
     }
-    Err(Verdict::fail(codes::HSA_NO_SYSTEM_MEMORY.finding(format!(
+    Err(Verdict::found(codes::HSA_NO_SYSTEM_MEMORY.finding(format!(
         "no CPU agent offers a global system memory pool with flag {flag}"
     ))))
 }
 
 fn hsa_fail(code: Code, e: &rocgate_rocm::hsa::HsaError) -> Verdict {
-    Verdict::fail(code.finding_next(e.to_string(), "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot"))
+    Verdict::found(code.finding_next(e.to_string(), "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot"))
 }
 
 fn memory_pools(ctx: &NodeContext, scope: Scope) -> Outcome {
@@ -298,7 +298,7 @@ fn memory_pools(ctx: &NodeContext, scope: Scope) -> Outcome {
 fn queue(ctx: &NodeContext, scope: Scope) -> Outcome {
     let (_, a, hsa) = find_agent(ctx, scope)?;
     let q = Queue::new(hsa, a.agent, 128)
-        .map_err(|e| Verdict::fail(codes::HSA_QUEUE_FAILED.finding(e.to_string())))?;
+        .map_err(|e| Verdict::found(codes::HSA_QUEUE_FAILED.finding(e.to_string())))?;
     Ok(Verdict::pass(format!(
         "created an AQL queue of {} packets",
         q.size()
@@ -315,7 +315,7 @@ fn signal(ctx: &NodeContext, scope: Scope) -> Outcome {
         })
         .map_err(|e| hsa_fail(codes::HSA_SIGNAL_FAILED, &e))?;
     if value != 0 {
-        return Err(Verdict::fail(
+        return Err(Verdict::found(
             codes::HSA_SIGNAL_FAILED.finding(format!("a signal stored 0 reads back {value}")),
         ));
     }
@@ -331,7 +331,7 @@ fn load_kernels(gpu: &Gpu, a: &AgentInfo, hsa: &Arc<Hsa>) -> Result<Executable, 
         )));
     };
     Executable::load(hsa, a.agent, co.bytes).map_err(|e| {
-        Verdict::fail(
+        Verdict::found(
             codes::HSA_CODE_OBJECT_FAILED
                 .finding(format!("loading rocgate's {} code object: {e}", co.target)),
         )
@@ -344,7 +344,7 @@ fn code_object(ctx: &NodeContext, scope: Scope) -> Outcome {
     let mut found = Vec::new();
     for k in rocgate_kernels::KERNELS {
         let sym = exe.kernel(k).map_err(|e| {
-            Verdict::fail(codes::HSA_CODE_OBJECT_FAILED.finding_next(format!("kernel {k} is missing from the loaded executable: {e}"), "the code object loaded but its kernel symbols are not visible: report this with `rocgate inventory --json`"))
+            Verdict::found(codes::HSA_CODE_OBJECT_FAILED.finding_next(format!("kernel {k} is missing from the loaded executable: {e}"), "the code object loaded but its kernel symbols are not visible: report this with `rocgate inventory --json`"))
         })?;
         found.push(format!("{k} ({} B kernargs)", sym.kernarg_size));
     }
@@ -410,7 +410,7 @@ fn dispatch(ctx: &NodeContext, scope: Scope) -> Outcome {
     queue
         .wait(&done, wait_budget())
         .map_err(|e| match e {
-            HsaError::QueueError { .. } => Verdict::fail(codes::HSA_DISPATCH_FAILED.finding_next(e.to_string(), "the GPU stopped the kernel with an exception: read `dmesg | grep -i -e amdgpu -e kfd` for the fault, reset the GPU (`amd-smi reset -g N`) and rerun; if it persists, check RAS/ECC counters (`amd-smi metric --ecc`)")),
+            HsaError::QueueError { .. } => Verdict::found(codes::HSA_DISPATCH_FAILED.finding_next(e.to_string(), "the GPU stopped the kernel with an exception: read `dmesg | grep -i -e amdgpu -e kfd` for the fault, reset the GPU (`amd-smi reset -g N`) and rerun; if it persists, check RAS/ECC counters (`amd-smi metric --ecc`)")),
             other => fail(other),
         })?;
     let elapsed = start.elapsed();
@@ -419,7 +419,7 @@ fn dispatch(ctx: &NodeContext, scope: Scope) -> Outcome {
         .filter(|&i| got[i] != FILL_BASE.wrapping_add(i as u32))
         .collect();
     if let Some(&first) = wrong.first() {
-        return Err(Verdict::fail(codes::HSA_DISPATCH_WRONG.finding(format!(
+        return Err(Verdict::found(codes::HSA_DISPATCH_WRONG.finding(format!(
                 "the fill kernel completed but {} of {N} values are wrong; first at index {first}: got 0x{:08x}, expected 0x{:08x}",
                 wrong.len(),
                 got[first],
@@ -441,7 +441,7 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {
     let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
     let agents = ctx.runtime.agents()?;
     let Some(cpu) = agents.iter().find(|x| x.is_cpu()).map(|x| x.agent) else {
-        return Err(Verdict::fail(codes::HSA_NO_SYSTEM_MEMORY.finding_next("ROCr lists no CPU agent to copy from", "ROCr's host side is missing: compare `rocminfo` output and check the kernel's KFD CPU nodes")));
+        return Err(Verdict::found(codes::HSA_NO_SYSTEM_MEMORY.finding_next("ROCr lists no CPU agent to copy from", "ROCr's host side is missing: compare `rocminfo` output and check the kernel's KFD CPU nodes")));
     };
     let mut src = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
     let mut dst = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;

@@ -5,7 +5,7 @@ use super::{check, device_access, list};
 use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;
-use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_node::facts::NodeFacts;
 use rocgate_node::facts::gpus::{Gpu, function_zero};
 use rocgate_node::facts::kfd::{KfdNode, TOPOLOGY};
@@ -24,6 +24,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         ),
         Check {
             deps: &["kfd::dev_kfd"],
+            // Opening /dev/kfd creates a KFD process: not passive.
+            tier: Tier::Quick,
             ..check(
                 "kfd::dev_kfd_access",
                 stack::KFD,
@@ -62,6 +64,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         },
         Check {
             deps: &["kfd::dev_kfd_access"],
+            // Opening a render node creates a DRM client with its own GPU
+            // VM on the device: not passive.
+            tier: Tier::Quick,
             ..check(
                 "kfd::render_access",
                 stack::KFD,
@@ -142,7 +147,7 @@ fn dev_kfd(ctx: &NodeContext, _: Scope) -> Outcome {
     } else {
         "; /sys/class/kfd is missing too: amdkfd did not initialise"
     };
-    Ok(Verdict::fail(codes::KFD_MISSING.finding_next(
+    Ok(Verdict::found(codes::KFD_MISSING.finding_next(
         format!("/dev/kfd does not exist{topo}{}", kfd_refusal(facts)),
         KFD_NEXT_STEP,
     ))
@@ -161,13 +166,13 @@ fn topology(ctx: &NodeContext, _: Scope) -> Outcome {
     let facts = &ctx.facts;
     let topo = facts.kfd.as_ref().map_err(|e| {
         if e.is_not_found() {
-            Verdict::fail(codes::KFD_MISSING.finding_next(
+            Verdict::found(codes::KFD_MISSING.finding_next(
                 format!("the KFD topology is missing ({e}): amdkfd has not initialised"),
                 KFD_NEXT_STEP,
             ))
             .with_output(kfd_log_lines(facts).join("\n"))
         } else {
-            Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("cannot read the KFD topology: {e}"), "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup"))
+            Verdict::found(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("cannot read the KFD topology: {e}"), "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup"))
         }
     })?;
     // Nodes hidden by the device cgroup and nodes that did not answer are
@@ -180,13 +185,13 @@ fn topology(ctx: &NodeContext, _: Scope) -> Outcome {
     let silent: Vec<_> = skipped.iter().filter(|e| e.is_timeout()).collect();
     if !damaged.is_empty() {
         let all: Vec<String> = damaged.iter().map(ToString::to_string).collect();
-        return Err(Verdict::fail(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]), "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it"))
+        return Err(Verdict::found(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]), "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it"))
         .with_output(all.join("\n")));
     }
     let gpus = topo.gpu_nodes().count();
     let cpus = topo.nodes.len() - gpus;
     if gpus == 0 {
-        return Err(Verdict::fail(codes::KFD_TOPOLOGY_EMPTY.finding_next(format!(
+        return Err(Verdict::found(codes::KFD_TOPOLOGY_EMPTY.finding_next(format!(
                 "the KFD topology at {TOPOLOGY} has {} nodes ({cpus} CPU) and no GPU: amdgpu registered no GPU with KFD{}",
                 topo.nodes.len(),
                 kfd_refusal(facts)
@@ -437,7 +442,7 @@ fn topology_node(ctx: &NodeContext, scope: Scope) -> Outcome {
             gpu.pci_address
         )));
     }
-    Ok(Verdict::fail(codes::GPU_MISSING_FROM_KFD.finding_next(format!("{} is on the PCI bus and driven by amdgpu, but has no KFD topology node", gpu.label()), format!(
+    Ok(Verdict::found(codes::GPU_MISSING_FROM_KFD.finding_next(format!("{} is on the PCI bus and driven by amdgpu, but has no KFD topology node", gpu.label()), format!(
             "ROCm cannot see this GPU: read `dmesg | grep -i -e kfd -e {}` (\"DID ... is missing in supported_devices\" means this amdgpu does not support it for compute: update amdgpu/ROCm); otherwise reload amdgpu or reboot",
             gpu.physical_address()
         )))
@@ -455,7 +460,7 @@ fn gfx_target(ctx: &NodeContext, scope: Scope) -> Outcome {
             "{t} (from device id 0x{:04x}: this kernel's KFD gives no usable gfx_target_version)",
             gpu.device_id.unwrap_or(0)
         )),
-        (None, v) => Verdict::fail(codes::GFX_TARGET_UNKNOWN.finding(format!(
+        (None, v) => Verdict::found(codes::GFX_TARGET_UNKNOWN.finding(format!(
                 "the gfx target of {} is unknown: gfx_target_version {} and device id 0x{:04x} is not in rocgate's table",
                 gpu.label(),
                 v.map_or_else(
@@ -480,7 +485,7 @@ fn compute_units(ctx: &NodeContext, scope: Scope) -> Outcome {
             ))
             .with_metric("compute_units", cu as f64, "count")
         }
-        _ => Verdict::fail(codes::NO_COMPUTE_UNITS.finding(format!(
+        _ => Verdict::found(codes::NO_COMPUTE_UNITS.finding(format!(
                 "KFD reports no compute units for {} (simd_count {}, simd_per_cu {})",
                 gpu.label(),
                 k.simd_count,
@@ -499,14 +504,14 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Outcome {
         ));
     };
     if minor == 0 {
-        return Err(Verdict::fail(codes::RENDER_MINOR_MISSING.finding(format!(
+        return Err(Verdict::found(codes::RENDER_MINOR_MISSING.finding(format!(
                 "KFD reports drm_render_minor 0 for {}: the GPU has no render node, so ROCr cannot use it",
                 gpu.label()
             ))));
     }
     let drm = &ctx.facts.drm;
     let minor32 = u32::try_from(minor).map_err(|_| {
-        Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding_next(
+        Verdict::found(codes::RENDER_MINOR_MISMATCH.finding_next(
             format!("KFD reports drm_render_minor {minor}, which is not a valid minor"),
             "the topology is damaged: reload amdgpu or recapture the node",
         ))
@@ -517,7 +522,7 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Outcome {
         )));
     }
     if !drm.render_minors.contains(&minor32) {
-        return Err(Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding_next(
+        return Err(Verdict::found(codes::RENDER_MINOR_MISMATCH.finding_next(
             format!(
                 "KFD names renderD{minor} for {}, but /sys/class/drm has no renderD{minor}",
                 gpu.label()
@@ -531,7 +536,7 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Outcome {
                 && dev != gpu.pci_address
                 && dev != gpu.physical_address() =>
         {
-            Verdict::fail(codes::RENDER_MINOR_MISMATCH.finding(format!(
+            Verdict::found(codes::RENDER_MINOR_MISMATCH.finding(format!(
                 "KFD names renderD{minor} for {}, but that render node belongs to {dev}",
                 gpu.label()
             )))

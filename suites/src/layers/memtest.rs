@@ -106,7 +106,7 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
     };
     if wrong_reads > 0 {
         return Err(
-            measured(Verdict::fail(codes::VRAM_TEST_FAILED.finding(format!(
+            measured(Verdict::found(codes::VRAM_TEST_FAILED.finding(format!(
                 "{wrong_reads} words read back wrong over {what}, at {} address{}: {}",
                 failing.len(),
                 if failing.len() == 1 { "" } else { "es" },

@@ -134,7 +134,7 @@ fn databases(ctx: &NodeContext, _: Scope) -> Outcome {
         }
     }
     if !bad.is_empty() {
-        return Err(Verdict::fail(codes::MIOPEN_DB_NOT_WRITABLE.finding_next(format!("MIOpen cannot write its databases: {}", bad.join("; ")), "point MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR at a writable directory (in CI: one in the workspace), or fix HOME; read-only databases make MIOpen re-tune or fail every run")));
+        return Err(Verdict::found(codes::MIOPEN_DB_NOT_WRITABLE.finding_next(format!("MIOpen cannot write its databases: {}", bad.join("; ")), "point MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR at a writable directory (in CI: one in the workspace), or fix HOME; read-only databases make MIOpen re-tune or fail every run")));
     }
     Ok(Verdict::pass(format!("writable: {}", ok.join(", "))))
 }
@@ -153,12 +153,12 @@ fn next_step() -> &'static str {
 
 /// A failed MIOpen call as a failure with `code`.
 fn miopen_fail(code: Code, e: &MiopenError) -> Verdict {
-    Verdict::fail(code.finding_next(e.to_string(), next_step()))
+    Verdict::found(code.finding_next(e.to_string(), next_step()))
 }
 
 /// A failed HIP call around a convolution: its memory or its synchronisation.
 fn memory_failed(e: HipError) -> Verdict {
-    Verdict::fail(codes::MIOPEN_MEMORY_FAILED.finding(e.to_string()))
+    Verdict::found(codes::MIOPEN_MEMORY_FAILED.finding(e.to_string()))
 }
 
 /// A MIOpen handle, created on the device `find_device` made current.
@@ -230,7 +230,7 @@ fn conv(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Outcome {
         _ => ctx.thresholds.tolerance.fp32,
     };
     if err.is_nan() || err > tol {
-        return Err(Verdict::fail(codes::MIOPEN_CONV_WRONG.finding(format!(
+        return Err(Verdict::found(codes::MIOPEN_CONV_WRONG.finding(format!(
                 "{} convolution (algorithm {}): relative error {err:.2e} exceeds {tol:.0e} at output element {at}: got {}, expected {}",
                 dt.name(),
                 run.algo,

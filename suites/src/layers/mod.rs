@@ -21,7 +21,7 @@ pub mod system;
 
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
-use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_node::facts::gpus::Gpu;
 use rocgate_node::facts::pci::PciDevice;
 use std::time::Duration;
@@ -61,7 +61,10 @@ const NEEDS_LIVE_AMDGPU: &[&str] = &["amdgpu::module_live"];
 /// stall a sysfs read in the kernel.
 const FILE_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A quick-tier, gating check with no explicit dependencies.
+/// A gating check that reads files only, with no explicit dependencies:
+/// it belongs to the passive tier (and so to every tier), which must be
+/// safe on a node whose GPUs run jobs. A check that opens a device or
+/// changes anything says `tier: Tier::Quick`.
 const fn check(
     id: &'static str,
     layer: Layer,
@@ -69,7 +72,10 @@ const fn check(
     summary: &'static str,
     run: Run,
 ) -> Check<NodeContext> {
-    Check::new(id, layer, scope, FILE_CHECK_TIMEOUT, summary, run)
+    Check {
+        tier: Tier::Passive,
+        ..Check::new(id, layer, scope, FILE_CHECK_TIMEOUT, summary, run)
+    }
 }
 
 /// A gating check that calls vendor libraries, so it runs in the scope's
@@ -87,6 +93,7 @@ const fn isolated(
     Check {
         deps,
         isolated: true,
+        tier: Tier::Quick,
         timeout: Duration::from_secs(timeout_s),
         ..check(id, layer, scope, summary, run)
     }
@@ -132,7 +139,7 @@ impl LibraryName {
             missing,
         } = self;
         let version = version.map_err(|e| {
-            Verdict::fail(missing.finding_next(
+            Verdict::found(missing.finding_next(
                 format!("{path} loaded but does not report its version: {e}"),
                 format!(
                     "the {name} library is damaged or not {name}; reinstall the {package} package"
@@ -216,7 +223,7 @@ fn judge_floor(ctx: &NodeContext, gpu: &Gpu, metric: &str, measured: f64, unit: 
         ))
         .with_metric_against(metric, measured, unit, least);
     }
-    Verdict::fail(codes::PERF_BELOW_FLOOR.finding(format!(
+    Verdict::found(codes::PERF_BELOW_FLOOR.finding(format!(
         "{metric} is {measured:.1} {unit}, below the floor of {:.1} {unit} less {:.0}% for {who} ({origin})",
         floor.value,
         margin * 100.0,
@@ -236,7 +243,7 @@ fn judge_round_trip(
 ) -> Outcome {
     let bytes = std::mem::size_of_val(sent);
     if let Some(i) = sent.iter().zip(got).position(|(a, b)| a != b) {
-        return Err(Verdict::fail(corrupt.finding(format!(
+        return Err(Verdict::found(corrupt.finding(format!(
             "a {} MiB {what} came back different at byte {}",
             bytes >> 20,
             i * 4
@@ -332,7 +339,13 @@ mod fixture {
         node_changed_with(scenario, RunOptions::default(), change)
     }
 
-    fn node_changed_with(scenario: &str, options: RunOptions, change: impl FnOnce(&Path)) -> Node {
+    /// The fixture `scenario` with its tree changed by `change`, opened
+    /// with `options`.
+    pub(super) fn node_changed_with(
+        scenario: &str,
+        options: RunOptions,
+        change: impl FnOnce(&Path),
+    ) -> Node {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("node");
         let fixture = rocgate_fixtures::scenario(scenario).unwrap();
@@ -455,7 +468,7 @@ mod tests {
     use rocgate_harness::{Finding, SkipReason, Status};
 
     fn fail(code: Code, message: &str) -> Verdict {
-        Verdict::fail(code.finding(message))
+        Verdict::found(code.finding(message))
     }
 
     /// The parts combined, with a message for none that no test expects.

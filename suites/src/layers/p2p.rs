@@ -186,21 +186,21 @@ fn judge(ctx: &NodeContext, gpu: &Gpu, kind: LinkKind, gbps: f64) -> Verdict {
 /// The check's verdict from what every pair showed.
 fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
     if !faults.corrupt.is_empty() {
-        return Verdict::fail(codes::P2P_COPY_CORRUPT.finding(format!(
+        return Verdict::found(codes::P2P_COPY_CORRUPT.finding(format!(
             "{} of {pairs} GPU pairs corrupted a peer-to-peer copy: {}",
             faults.corrupt.len(),
             super::list(&faults.corrupt, 6)
         )));
     }
     if !faults.failed.is_empty() {
-        return Verdict::fail(codes::P2P_COPY_FAILED.finding(format!(
+        return Verdict::found(codes::P2P_COPY_FAILED.finding(format!(
             "{} of {pairs} GPU pairs cannot copy peer-to-peer: {}",
             faults.failed.len(),
             super::list(&faults.failed, 4)
         )));
     }
     if !faults.below.is_empty() {
-        return Verdict::fail(codes::PERF_BELOW_FLOOR.finding(format!(
+        return Verdict::found(codes::PERF_BELOW_FLOOR.finding(format!(
             "{} of {pairs} GPU pairs copy below their link's floor: {}",
             faults.below.len(),
             super::list(&faults.below, 6)

@@ -5,6 +5,7 @@ use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_node::facts::missing;
 use rocgate_node::facts::pci::PCI_DEVICES;
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "pci::gpu_count",
                 stack::PCI,
                 ScopeKind::Node,
-                "the PCI bus holds at least the expected number of GPUs (--expect-gpus)",
+                "no GPU is missing from the PCI bus: at least the expected number (--expect-gpus), and none amdgpu drove this boot is gone",
                 gpu_count,
             )
         },
@@ -57,7 +58,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 
 fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Outcome {
     let scan = ctx.facts.pci.as_ref().map_err(|e| {
-        Verdict::fail(codes::PCI_SYSFS_UNREADABLE.finding(format!("cannot list PCI devices: {e}")))
+        Verdict::found(codes::PCI_SYSFS_UNREADABLE.finding(format!("cannot list PCI devices: {e}")))
     })?;
     let unreadable: Vec<String> = scan.errors.iter().map(ToString::to_string).collect();
     // A device whose identity files did not answer may be the GPU that is
@@ -84,7 +85,7 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Outcome {
         if !unreadable.is_empty() {
             message.push_str(&format!(" ({} entries unreadable)", unreadable.len()));
         }
-        return Err(Verdict::fail(codes::NO_AMD_GPU.finding_next(message, "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through"))
+        return Err(Verdict::found(codes::NO_AMD_GPU.finding_next(message, "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through"))
         .with_output(unreadable.join("\n")));
     }
     let mut by_model: BTreeMap<String, usize> = BTreeMap::new();
@@ -113,27 +114,71 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Outcome {
 }
 
 fn gpu_count(ctx: &NodeContext, _: Scope) -> Outcome {
-    let Some(expected) = ctx.options.expect_gpus else {
-        return Err(Verdict::not_configured(
-            "no expected GPU count given (use --expect-gpus N)",
+    let found = ctx.facts.pci_gpu_count();
+    let Ok(scan) = ctx.facts.pci.as_ref() else {
+        return Err(Verdict::unverifiable(
+            "the PCI bus could not be read (pci::amd_gpu_present says why)",
         ));
     };
-    let found = ctx.facts.pci_gpu_count();
-    let addresses: Vec<String> = ctx
-        .facts
-        .pci
-        .as_ref()
-        .map(|s| s.gpus.iter().map(|g| g.address.clone()).collect())
-        .unwrap_or_default();
-    if found < expected {
-        return Err(Verdict::fail(codes::GPU_COUNT_MISMATCH.finding_next(format!(
-                "found {found} AMD GPUs on the PCI bus, expected {expected} (present: {})",
-                if addresses.is_empty() { "none".to_string() } else { list(&addresses, 16) }
-            ), "a GPU that fell off the bus usually needs a cold power cycle; if it stays missing, look for PCIe/AER errors in `dmesg | grep -i -e aer -e pcie`, then reseat or replace the GPU or baseboard"))
-        .with_metric("pci_gpus", found as f64, "count"));
+    let log = ctx.facts.kernel_log().as_ref().ok().map(|l| l.lines.as_slice());
+    // Without an expected count, a GPU amdgpu drove this boot and that is
+    // gone now is still a lost GPU.
+    let gone = log.map_or_else(Vec::new, |l| missing::logged_but_gone(l, scan));
+    let expected = match ctx.options.expect_gpus {
+        Some(n) => n,
+        None if !gone.is_empty() => found + gone.len(),
+        None => {
+            return Err(Verdict::not_configured(
+                "no expected GPU count given (use --expect-gpus N); no GPU amdgpu drove this boot is gone",
+            ));
+        }
+    };
+    let metric = |v: Verdict| v.with_metric("pci_gpus", found as f64, "count");
+    if found >= expected {
+        return Ok(metric(Verdict::pass(format!(
+            "found {found} AMD GPUs (expected {expected})"
+        ))));
     }
-    let pass = Verdict::pass(format!("found {found} AMD GPUs (expected {expected})"));
-    Ok(pass.with_metric("pci_gpus", found as f64, "count"))
+    let present: Vec<String> = scan.gpus.iter().map(|g| g.address.clone()).collect();
+    let present = if present.is_empty() {
+        "none".to_string()
+    } else {
+        list(&present, 16)
+    };
+    let places = missing::locate(&ctx.facts.sysroot, scan, log);
+    let named: Vec<&str> = places.iter().filter_map(|m| m.address.as_deref()).collect();
+    let evidence: Vec<String> = places
+        .iter()
+        .map(|m| {
+            format!(
+                "{}: {}",
+                m.address.as_deref().unwrap_or("an unnamed GPU"),
+                m.evidence.join("; ")
+            )
+        })
+        .collect();
+    let counted = format!("{found} of {expected} expected AMD GPUs on the PCI bus");
+    let message = match named.as_slice() {
+        [] => format!(
+            "{counted}; nothing names the missing one (no empty GPU port, no kernel-log line): compare `lspci -d 1002:` with a sibling node (present: {present})"
+        ),
+        names => format!(
+            "missing {}: {counted} ({}; present: {present})",
+            names.join(", "),
+            evidence.join("; ")
+        ),
+    };
+    let next = match named.as_slice() {
+        [] => "a GPU that fell off the bus usually needs a cold power cycle; if it stays missing, look for PCIe/AER errors in `dmesg | grep -i -e aer -e pcie`, then reseat or replace the GPU or baseboard".to_string(),
+        names => format!(
+            "{} fell off the bus: cold power cycle the node (a warm reboot rarely brings it back); if it stays missing, read `dmesg | grep -i -e aer -e pciehp -e {}` and reseat or replace that GPU (or its baseboard slot)",
+            names.join(", "),
+            names[0]
+        ),
+    };
+    Err(metric(Verdict::found(
+        codes::GPU_COUNT_MISMATCH.finding_next(message, next),
+    )))
 }
 
 fn identity(ctx: &NodeContext, scope: Scope) -> Outcome {
@@ -155,7 +200,7 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Outcome {
                     gpu.pci_address
                 )));
             }
-            return Err(Verdict::fail(codes::PCI_SYSFS_UNREADABLE.finding_next(
+            return Err(Verdict::found(codes::PCI_SYSFS_UNREADABLE.finding_next(
                 format!("{} cannot be identified on the PCI bus: {e}", gpu.pci_address),
                 "run rocgate as a user who can read the device's files under /sys/bus/pci/devices (root, or a container with /sys mounted read-only), or recapture the node as root",
             )));
@@ -164,7 +209,7 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Outcome {
             .kfd
             .as_ref()
             .map_or_else(String::new, |k| format!("KFD node {} reports ", k.id));
-        return Err(Verdict::fail(codes::GPU_NOT_ON_PCI.finding(format!(
+        return Err(Verdict::found(codes::GPU_NOT_ON_PCI.finding(format!(
                 "{node}PCI address {}, but no AMD GPU is at that address (or its function 0) under {PCI_DEVICES}",
                 gpu.pci_address
             ))));
@@ -197,7 +242,7 @@ fn driver_binding(ctx: &NodeContext, scope: Scope) -> Outcome {
                 "vfio-pci" | "pci-stub" => " (reserved for passthrough to a virtual machine)",
                 _ => "",
             };
-            Verdict::fail(codes::GPU_BOUND_TO_OTHER_DRIVER.finding_next(format!("{} is bound to {other}{why}, not amdgpu", pci.address), format!(
+            Verdict::found(codes::GPU_BOUND_TO_OTHER_DRIVER.finding_next(format!("{} is bound to {other}{why}, not amdgpu", pci.address), format!(
                     "if the GPU should serve this host, release it: remove it from {other}'s ids (e.g. vfio-pci.ids= on the kernel command line or /etc/modprobe.d), then `echo {} | sudo tee /sys/bus/pci/drivers/{other}/unbind` and `sudo modprobe amdgpu`",
                     pci.address
                 )))
@@ -215,7 +260,7 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
     };
     let speed = pci.current_link_speed.as_deref().unwrap_or("speed unknown");
     if cur < max {
-        return Err(Verdict::fail(codes::PCIE_LINK_DEGRADED.finding_next(format!("the PCIe link of {} runs at x{cur}, the device supports x{max} ({speed})", pci.address), format!(
+        return Err(Verdict::found(codes::PCIE_LINK_DEGRADED.finding_next(format!("the PCIe link of {} runs at x{cur}, the device supports x{max} ({speed})", pci.address), format!(
                 "reseat the GPU or its riser/cable; `sudo lspci -vv -s {}` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth",
                 pci.address
             )))
@@ -229,7 +274,7 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
 mod tests {
     use super::*;
     use crate::context::RunOptions;
-    use crate::layers::fixture::{code, fails_with, node, node_with};
+    use crate::layers::fixture::{code, fails_with, node, node_changed_with, node_with};
     use rocgate_harness::SkipReason;
 
     #[test]
@@ -258,10 +303,30 @@ mod tests {
             expect_gpus: Some(8),
             ..RunOptions::default()
         };
-        let v = node_with("gpu-count-mismatch", options).verdict(gpu_count, Scope::Node);
+        let v = node_with("gpu-count-mismatch", options.clone()).verdict(gpu_count, Scope::Node);
         assert_eq!(code(&v), Some(codes::GPU_COUNT_MISMATCH.code));
-        assert!(v.message.starts_with("found 7 AMD GPUs"), "{}", v.message);
+        assert_eq!(v.status, rocgate_harness::Status::Fail, "a lost GPU is no warning");
+        // The empty port above it and the kernel log name the lost GPU.
+        assert!(
+            v.message.starts_with("missing 0000:a6:00.0: 7 of 8 expected"),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("port 0000:a5:00.0 (1000:c030) has no device below it"));
+        assert!(v.message.contains("Link Down"), "{}", v.message);
         assert_eq!(v.metrics[0].value, 7.0);
+        // Without an expected count, a GPU amdgpu drove this boot that is
+        // gone is still missing.
+        let v = node("gpu-count-mismatch").verdict(gpu_count, Scope::Node);
+        assert!(v.message.starts_with("missing 0000:a6:00.0: 7 of 8"), "{}", v.message);
+        // With no trace left, the finding says that nothing names it.
+        let traceless = node_changed_with("gpu-count-mismatch", options, |root| {
+            std::fs::remove_file(root.join("sys/bus/pci/devices/0000:a5:00.0")).unwrap();
+            std::fs::write(root.join("var/log/kern.log"), "").unwrap();
+        });
+        let v = traceless.verdict(gpu_count, Scope::Node);
+        assert_eq!(code(&v), Some(codes::GPU_COUNT_MISMATCH.code));
+        assert!(v.message.contains("nothing names the missing one"), "{}", v.message);
     }
 
     #[test]

@@ -130,7 +130,7 @@ fn ras_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
         } else {
             format!("RAS counts {}", bad.join(", "))
         };
-        return Ok(verdict_metrics(Verdict::fail(
+        return Ok(verdict_metrics(Verdict::found(
             codes::RAS_UNCORRECTABLE.finding_next(
                 format!("{}: {what}", gpu.label()),
                 format!(
@@ -191,7 +191,7 @@ fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
     let logged = log_lines(&ctx.facts, address, THRESHOLD_LOG);
     let near = threshold.is_some_and(|t| count as f64 >= NEAR_THRESHOLD * t as f64);
     let v = if near || !logged.is_empty() {
-        Verdict::fail(codes::RAS_BAD_PAGES.finding(format!(
+        Verdict::found(codes::RAS_BAD_PAGES.finding(format!(
             "{}: {count} retired VRAM pages ({how}){}",
             gpu.label(),
             logged
@@ -261,7 +261,7 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
     let v = if hot.is_empty() {
         Verdict::pass(shown.join(", "))
     } else {
-        Verdict::fail(codes::GPU_AT_LIMIT_IDLE.finding(format!(
+        Verdict::found(codes::GPU_AT_LIMIT_IDLE.finding(format!(
             "{} before rocgate loaded it: {}",
             gpu.label(),
             hot.join("; ")

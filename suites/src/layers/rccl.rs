@@ -92,7 +92,7 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
     let table = links.table();
     let distinct: BTreeSet<u64> = hives.iter().flatten().copied().collect();
     if !missing.is_empty() {
-        return Err(Verdict::fail(codes::XGMI_LINK_MISSING.finding(format!(
+        return Err(Verdict::found(codes::XGMI_LINK_MISSING.finding(format!(
             "{} GPU pairs in one XGMI hive have no enabled XGMI link: {}",
             missing.len(),
             super::list(&missing, 6)
@@ -105,7 +105,7 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
             .iter()
             .map(|&(a, b)| format!("{} <-> {}", names[a], names[b]))
             .collect();
-        return Err(Verdict::fail(codes::P2P_DISABLED.finding_next(format!("peer-to-peer DMA is disabled on {} links: {}", pairs.len(), super::list(&pairs, 6)), "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and Above 4G decoding/large BARs are on"))
+        return Err(Verdict::found(codes::P2P_DISABLED.finding_next(format!("peer-to-peer DMA is disabled on {} links: {}", pairs.len(), super::list(&pairs, 6)), "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and Above 4G decoding/large BARs are on"))
         .with_output(table));
     }
     let pairs = n * (n - 1) / 2;
@@ -132,7 +132,7 @@ fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, 
     let (hip, _) = ctx.runtime.hip_ready()?;
     let rccl = ctx.runtime.rccl()?;
     let fail = |code: Code, e: String| {
-        Verdict::fail(code.finding_next(e, "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check above, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release"))
+        Verdict::found(code.finding_next(e, "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check above, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release"))
     };
     let ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
     let mut comms =
@@ -203,7 +203,7 @@ fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, 
             });
             if let Some((j, w)) = bad {
                 let got = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                return Err(Verdict::fail(codes::RCCL_ALLREDUCE_WRONG.finding(format!(
+                return Err(Verdict::found(codes::RCCL_ALLREDUCE_WRONG.finding(format!(
                         "all-reduce result on GPU {} (rank {rank}) is wrong at element {j}: got {got}, expected {}",
                         devices[rank].0,
                         base + (n * (j % 7)) as f32

@@ -132,17 +132,17 @@ fn no_kernels_next(gpu: &Gpu) -> String {
 /// (rocBLAS `tensile_host.cpp`), which `vendor_messages` explains.
 fn blas_fail(gpu: &Gpu, call_code: Code, e: &BlasError) -> Verdict {
     if e.status() == Some(15) {
-        return Verdict::fail(codes::ROCBLAS_NO_KERNELS_FOR_ARCH.finding_next(format!(
+        return Verdict::found(codes::ROCBLAS_NO_KERNELS_FOR_ARCH.finding_next(format!(
                 "rocBLAS has no code for {} in this call (rocblas_status_arch_mismatch: its kernels were not built for the architecture): {e}",
                 gpu.gfx_target.as_deref().unwrap_or("this GPU")
             ), no_kernels_next(gpu)));
     }
-    Verdict::fail(call_code.finding_next(e.to_string(), "read `dmesg | grep -i amdgpu` and run the hip layer's checks on this GPU; check that rocBLAS matches the installed ROCm release"))
+    Verdict::found(call_code.finding_next(e.to_string(), "read `dmesg | grep -i amdgpu` and run the hip layer's checks on this GPU; check that rocBLAS matches the installed ROCm release"))
 }
 
 /// A failed HIP call around a GEMM: its memory or its synchronisation.
 fn memory_failed(e: HipError) -> Verdict {
-    Verdict::fail(codes::ROCBLAS_MEMORY_FAILED.finding(e.to_string()))
+    Verdict::found(codes::ROCBLAS_MEMORY_FAILED.finding(e.to_string()))
 }
 
 /// A rocBLAS handle on this GPU's device, made current by `find_device`.
@@ -224,7 +224,7 @@ fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Outcome {
     let tol = tolerance(ctx, dt);
     let tflops = 2.0 * (s * s * s) as f64 / secs.max(1e-9) / 1e12;
     if err.is_nan() || err > tol {
-        return Err(Verdict::fail(codes::ROCBLAS_GEMM_WRONG.finding(format!(
+        return Err(Verdict::found(codes::ROCBLAS_GEMM_WRONG.finding(format!(
                 "{} GEMM {s}x{s}x{s}: relative error {err:.2e} exceeds {tol:.0e}; first worst element {at} (row {}, column {}): got {}, expected {}",
                 dt.name(),
                 at % s,

@@ -111,7 +111,7 @@ fn iommu(ctx: &NodeContext, _: Scope) -> Outcome {
             n => format!("{n} GPUs in passthrough (identity) IOMMU groups"),
         }));
     }
-    Ok(Verdict::fail(codes::IOMMU_NOT_PASSTHROUGH.finding(
+    Ok(Verdict::found(codes::IOMMU_NOT_PASSTHROUGH.finding(
         format!(
             "the IOMMU translates the DMA of {} of {} GPUs: {}",
             translated.len(),
@@ -128,7 +128,7 @@ fn numa_balancing(ctx: &NodeContext, _: Scope) -> Outcome {
     if value == "0" {
         return Ok(Verdict::pass("automatic NUMA balancing is off"));
     }
-    Ok(Verdict::fail(codes::NUMA_BALANCING_ENABLED.finding(format!(
+    Ok(Verdict::found(codes::NUMA_BALANCING_ENABLED.finding(format!(
         "/proc/sys/kernel/numa_balancing is {value}: the kernel migrates pages under the GPUs' host buffers"
     ))))
 }
@@ -165,7 +165,7 @@ fn amdgpu_parameters(ctx: &NodeContext, _: Scope) -> Outcome {
             "amdgpu's RAS and page retirement are as the driver sets them",
         ));
     }
-    Ok(Verdict::fail(
+    Ok(Verdict::found(
         codes::AMDGPU_CHECKS_WEAKENED.finding(set.join("; ")),
     ))
 }
@@ -177,7 +177,7 @@ fn transparent_hugepages(ctx: &NodeContext, _: Scope) -> Outcome {
     if mode != "never" {
         return Ok(Verdict::pass(format!("transparent huge pages: {mode}")));
     }
-    Ok(Verdict::fail(codes::THP_DISABLED.finding(
+    Ok(Verdict::found(codes::THP_DISABLED.finding(
         "transparent huge pages are disabled (never): host buffers the GPUs read are mapped in 4 KiB pages",
     )))
 }
@@ -251,7 +251,7 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
             message.push_str(&format!("; not seen: {}", super::list(&unseen, 4)));
         }
         let addresses: Vec<&str> = redirecting.iter().map(|(b, _, _)| b.as_str()).collect();
-        return Ok(Verdict::fail(codes::PCIE_ACS_ENABLED.finding_next(
+        return Ok(Verdict::found(codes::PCIE_ACS_ENABLED.finding_next(
             message,
             format!(
                 "as root: `for b in {}; do setpci -s $b ECAP_ACS+0x6.w=0000; done` (AMD's disable_acs.sh does this for every device with ACS), or disable ACS in the BIOS; setpci does not survive a reboot, so run it at boot; keep ACS on if the GPUs are passed through to virtual machines",
@@ -295,7 +295,7 @@ fn cpu_governor(ctx: &NodeContext, _: Scope) -> Outcome {
             "all {total} CPUs run the performance governor"
         )));
     }
-    Ok(Verdict::fail(codes::CPU_GOVERNOR_NOT_PERFORMANCE.finding(
+    Ok(Verdict::found(codes::CPU_GOVERNOR_NOT_PERFORMANCE.finding(
         format!(
             "the CPU frequency governor is not performance: {}",
             others.join(", ")
