@@ -158,6 +158,9 @@ pub fn decide(report: &RunReport) -> Decision {
         return unhealthy(d, report, &[], cause);
     }
     d.cause = diagnosis.findings.first().cloned();
+    if let Some(c) = d.cause.as_ref().filter(|c| c.scope != Scope::Node) {
+        d.places = vec![place(report, c.scope)];
+    }
     d
 }
 
@@ -181,6 +184,17 @@ fn unhealthy(
         gpus.insert(0, cause.scope);
     }
     d.places = gpus.iter().map(|&s| place(report, s)).collect();
+    // A GPU's own result says best what happened to it (a wedged GPU's
+    // "hangs on its own" rather than the node-wide init that hung).
+    let cause = match findings.iter().find(|f| {
+        f.code == cause.code
+            && f.layer == cause.layer
+            && cause.check.starts_with("node.")
+            && !f.check.starts_with("node.")
+    }) {
+        Some(own) => own.clone(),
+        None => cause,
+    };
     d.health = Health::Unhealthy;
     d.exit_code = 1;
     d.drain = true;

@@ -77,7 +77,7 @@ fn health_says_one_line_and_exits_healthy_unhealthy_or_unknown() {
             "mi210-8-two-hives",
             &["--strict"][..],
             1,
-            "rocgate: unverified node node.compat.combination: ",
+            "rocgate: unverified node.compat.combination: ",
         ),
         (
             "firmware-load-failed",
@@ -89,7 +89,7 @@ fn health_says_one_line_and_exits_healthy_unhealthy_or_unknown() {
             "pcie-link-degraded",
             &[][..],
             0,
-            "rocgate: ok 8 GPUs; advisory pcie-link-degraded",
+            "rocgate: ok 8 GPUs; warn pcie-link-degraded 0000:26:00.0",
         ),
     ] {
         let n = node(scenario);
@@ -247,37 +247,51 @@ fn slurm_drains_with_its_reason_resumes_only_its_own_and_leaves_others_alone() {
     let broken = node("kfd-missing");
     let ok = node("mi300x-8");
 
+    // rocgate reads the node's state twice: before the checks (an idle
+    // node gets the quick tier) and again before it acts, so a reason
+    // set meanwhile is not overwritten.
+    let reason = "rocgate: kfd-missing /dev/kfd does not exist";
     fake.node_is("IDLE", None);
     let h = health(&broken.root, &["--slurm"], &env);
     assert_eq!(h.code, 1);
     assert_eq!(
         fake.calls(),
         [
-            "show node gpu17",
-            "update NodeName=gpu17 State=DRAIN Reason=rocgate: kfd-missing node"
+            "show node gpu17".to_string(),
+            "show node gpu17".to_string(),
+            format!("update NodeName=gpu17 State=DRAIN Reason={reason}")
         ]
     );
     assert!(h.stderr.contains("drained gpu17"), "{}", h.stderr);
 
     // Still broken, already drained by rocgate: nothing more to say.
-    fake.node_is("IDLE+DRAIN", Some("rocgate: kfd-missing node"));
+    fake.node_is("IDLE+DRAIN", Some(reason));
     health(&broken.root, &["--slurm"], &env);
-    assert_eq!(fake.calls(), ["show node gpu17"]);
+    assert_eq!(fake.calls(), ["show node gpu17", "show node gpu17"]);
 
     // Healthy again: rocgate resumes the node it drained.
-    fake.node_is("IDLE+DRAIN", Some("rocgate: kfd-missing node"));
+    fake.node_is("IDLE+DRAIN", Some(reason));
     let h = health(&ok.root, &["--slurm"], &env);
     assert_eq!(h.code, 0);
     assert_eq!(
         fake.calls(),
-        ["show node gpu17", "update NodeName=gpu17 State=RESUME"]
+        [
+            "show node gpu17",
+            "show node gpu17",
+            "update NodeName=gpu17 State=RESUME"
+        ]
     );
 
     // Drained by someone else: neither a new reason nor a resume.
     for root in [&broken.root, &ok.root] {
         fake.node_is("IDLE+DRAIN", Some("bad DIMM, ticket 4711"));
         let h = health(root, &["--slurm"], &env);
-        assert_eq!(fake.calls(), ["show node gpu17"], "{}", h.stderr);
+        assert_eq!(
+            fake.calls(),
+            ["show node gpu17", "show node gpu17"],
+            "{}",
+            h.stderr
+        );
         assert!(h.stderr.contains("not rocgate's"), "{}", h.stderr);
     }
 
@@ -379,10 +393,14 @@ fn the_textfile_shows_each_layer_every_code_and_the_last_success() {
         sample(&text, r#"rocgate_check_failures{code="kfd-missing"}"#),
         1.0
     );
-    // Every code has its series, at 0 when it did not fire.
-    let codes = rocgate_suites_codes();
-    for code in &codes {
-        sample(&text, &format!("rocgate_check_failures{{code=\"{code}\"}}"));
+    // Every code has its series, at 0 when it did not fire: failures
+    // and warnings each in their family.
+    for (code, severity) in &rocgate_suites_codes() {
+        let family = match severity.as_str() {
+            "fail" => "rocgate_check_failures",
+            _ => "rocgate_check_warnings",
+        };
+        sample(&text, &format!("{family}{{code=\"{code}\"}}"));
     }
     assert_eq!(sample(&text, "rocgate_run_passed"), 0.0);
     assert_eq!(sample(&text, "rocgate_last_success_timestamp_seconds"), 0.0);
@@ -403,8 +421,9 @@ fn the_textfile_shows_each_layer_every_code_and_the_last_success() {
     assert_eq!(names.len(), 1);
 }
 
-/// The catalogue's codes, as `rocgate codes --format json` lists them.
-fn rocgate_suites_codes() -> Vec<String> {
+/// The catalogue's codes with their severities, as `rocgate codes --format
+/// json` lists them.
+fn rocgate_suites_codes() -> Vec<(String, String)> {
     let out = rocgate()
         .args(["codes", "--format", "json"])
         .output()
@@ -413,7 +432,12 @@ fn rocgate_suites_codes() -> Vec<String> {
     v.as_array()
         .unwrap()
         .iter()
-        .map(|c| c["code"].as_str().unwrap().to_string())
+        .map(|c| {
+            (
+                c["code"].as_str().unwrap().to_string(),
+                c["severity"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
