@@ -72,15 +72,20 @@ fn correctable_errors_that_grow_between_runs_are_a_regression() {
     );
 }
 
-/// Runs scenario `name`, which the system layer's check `id` advises on
-/// with `code` without blocking anything above it; returns the node and
-/// that check's result.
+/// Runs scenario `name`, which the system layer's check `id` warns about
+/// with `code` without blocking anything above it and without failing the
+/// run (unless it fails on warnings); returns the node and that check's
+/// result.
 fn advises(name: &str, id: &str, code: &str) -> (common::Node, Value) {
     let n = node(name);
-    let (exit, stdout, json, _) = run(&n.root, &[]);
-    assert_eq!(exit, 1, "{stdout}");
+    let (exit, stdout, json, _) = run(&n.root, &["--fail-on", "warn"]);
+    assert_eq!(exit, 1, "--fail-on warn: {stdout}");
+    let (exit, stdout, json2, _) = run(&n.root, &[]);
+    assert_eq!(exit, 0, "a warning passes: {stdout}");
+    assert!(stdout.contains("PASSED with 1 warning"), "{stdout}");
+    assert_eq!(json2["decision"]["health"], "healthy", "{json2}");
     let v = result_with_finding(&json, id, code);
-    assert_eq!(v["advisory"], true, "{v}");
+    assert_eq!(v["status"], "warn", "{v}");
     assert!(
         results(&json).iter().all(|r| r["status"] != "blocked"),
         "{stdout}"

@@ -174,13 +174,14 @@ fn unreadable_input_names_the_file_and_the_error() {
     };
 
     // EACCES on a PCI vendor file: the GPU cannot be identified, it is not
-    // "missing from the bus".
+    // "missing from the bus"; rocgate could not see the node, so there is
+    // no verdict on it (exit 2), never a fault of the node.
     let n = node("mi300x-8");
     open_up(&n.root);
     let vendor = real(&n.root, "sys/bus/pci/devices/0000:05:00.0/vendor");
     std::fs::set_permissions(&vendor, std::fs::Permissions::from_mode(0o000)).unwrap();
     let (code, stdout, stderr) = doctor_as_other(&n.root);
-    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
     let doc: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["likely_cause"]["code"], "pci-sysfs-unreadable", "{doc}");
     let message = doc["likely_cause"]["message"].as_str().unwrap();

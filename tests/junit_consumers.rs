@@ -37,6 +37,10 @@ fn main() {
             "python_junitparser_reads_the_reports",
             python_junitparser_reads_the_reports,
         ),
+        Trial::ignorable_test(
+            "junitparser_merges_two_nodes_without_duplicates",
+            junitparser_merges_two_nodes_without_duplicates,
+        ),
     ];
     libtest_mimic::run(&args, trials).exit();
 }
@@ -88,7 +92,11 @@ fn quick_junit_reads_back_flat_suites_with_unique_cases() {
             .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         let mut seen = std::collections::HashSet::new();
         for suite in &report.test_suites {
-            assert!(suite.name.as_str() == "node" || suite.name.as_str().starts_with("gpu"));
+            // `<node name>.<scope>`: reports of many nodes merge apart.
+            let (host, scope) = suite.name.as_str().rsplit_once('.').unwrap();
+            assert!(scope == "node" || scope.starts_with("gpu"), "{scope}");
+            let attribute = suite.extra.get("hostname").map(|h| h.as_str());
+            assert_eq!(attribute.map(|h| h.replace('.', "_")).as_deref(), Some(host));
             assert!(
                 suite
                     .properties
@@ -209,6 +217,69 @@ print("ok")
         .arg("-c")
         .arg(script)
         .args(files())
+        .output()
+        .expect("python3");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(Completion::Completed)
+}
+
+/// The JUnit of two nodes (one fixture, named apart with `--node-name` and
+/// `ROCGATE_NODE_NAME`) merged as a Jenkins or GitLab job merges a fleet's
+/// files: junitparser's `+` keeps every suite, and no (classname, name)
+/// pair appears twice.
+fn junitparser_merges_two_nodes_without_duplicates() -> Result<Completion, Failed> {
+    let present = Command::new("python3")
+        .args(["-c", "import junitparser"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !present {
+        return common::missing("Python's junitparser is not installed");
+    }
+    let n = node("mi300x-8");
+    let a = n.root.with_extension("a.xml");
+    let b = n.root.with_extension("b.xml");
+    let out = common::rocgate()
+        .args(["run", "--quiet", "--node-name", "gpu-a01.example.com", "--junit"])
+        .arg(&a)
+        .arg("--sysroot")
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let out = common::rocgate()
+        .env("ROCGATE_NODE_NAME", "gpu-a02")
+        .args(["run", "--quiet", "--junit"])
+        .arg(&b)
+        .arg("--sysroot")
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let script = r#"
+import sys
+from junitparser import JUnitXml
+a, b = (JUnitXml.fromfile(p) for p in sys.argv[1:3])
+merged = a + b
+keys = [(c.classname, c.name) for s in merged for c in s]
+assert len(keys) == len(set(keys)), "duplicate cases"
+assert len(keys) == sum(1 for s in a for c in s) * 2, len(keys)
+names = {s.name for s in merged}
+assert "gpu-a01_example_com.gpu3" in names and "gpu-a02.gpu3" in names, sorted(names)[:4]
+hosts = {s._elem.get("hostname") for s in merged}
+assert hosts == {"gpu-a01.example.com", "gpu-a02"}, hosts
+assert any(c.classname == "gpu-a02.gpu3.kfd" and c.name == "topology_node" for s in b for c in s)
+print("ok", len(keys))
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&a)
+        .arg(&b)
         .output()
         .expect("python3");
     assert!(

@@ -41,6 +41,9 @@ pub fn rocgate() -> Command {
     // Tests run inside GitHub Actions too; only the GitHub tests ask for it.
     c.env_remove("GITHUB_ACTIONS")
         .env_remove("GITHUB_STEP_SUMMARY");
+    // No site policy (a machine's /etc/rocgate/rocgate.toml) and no node
+    // name unless a test gives them.
+    c.env("ROCGATE_CONFIG", "").env_remove("ROCGATE_NODE_NAME");
     c
 }
 
@@ -187,6 +190,7 @@ pub fn fake_process(
     faults: &str,
 ) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_rocgate"));
+    c.env("ROCGATE_CONFIG", "").env_remove("ROCGATE_NODE_NAME");
     c.args(args)
         .arg("--sysroot")
         .arg(sysroot)

@@ -43,17 +43,24 @@ static SLOT_DOWN: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 
-/// Addresses amdgpu named in `lines` that are not GPUs on the bus now.
+/// Addresses amdgpu named in `lines` that are not GPUs on the bus now. An
+/// address whose entry is there but could not be read (`scan.errors`) is
+/// not gone: it could not be identified.
 pub fn logged_but_gone(lines: &[String], scan: &PciScan) -> Vec<String> {
     let Some(re) = AMDGPU_LINE.as_ref() else {
         return Vec::new();
     };
     let present: BTreeSet<String> = scan.gpus.iter().map(|g| g.address.to_lowercase()).collect();
+    let unread = |a: &str| {
+        scan.errors
+            .iter()
+            .any(|e| e.path.to_string_lossy().to_lowercase().contains(a))
+    };
     let mut gone: Vec<String> = lines
         .iter()
         .filter_map(|l| re.captures(l))
         .filter_map(|c| c.get(1).map(|m| m.as_str().to_lowercase()))
-        .filter(|a| !present.contains(a))
+        .filter(|a| !present.contains(a) && !unread(a))
         .collect();
     gone.sort();
     gone.dedup();

@@ -134,6 +134,16 @@ fn gpu_count(ctx: &NodeContext, _: Scope) -> Outcome {
         }
     };
     let metric = |v: Verdict| v.with_metric("pci_gpus", found as f64, "count");
+    // Entries that could not be read may be the GPUs not counted: then
+    // the count says nothing (pci::identity names the files).
+    if found < expected && found + scan.errors.len() >= expected {
+        let unread: Vec<String> = scan.errors.iter().map(ToString::to_string).collect();
+        return Err(metric(Verdict::unverifiable(format!(
+            "{found} of {expected} expected AMD GPUs identified; {} PCI entries could not be read: {}",
+            unread.len(),
+            list(&unread, 4)
+        ))));
+    }
     if found >= expected {
         return Ok(metric(Verdict::pass(format!(
             "found {found} AMD GPUs (expected {expected})"
