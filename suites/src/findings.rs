@@ -133,8 +133,11 @@ pub mod codes {
             "a CPU's frequency governor is not `performance`: the host side of GPU work (launches, copies, collectives' proxy threads) runs at lowered clocks; AMD's Instinct system optimization guides set only C-states (`cpupower idle-set -d 2`), while AMD's MLPerf Inference v5.1 reproduction sets `cpupower frequency-set -g performance`",
             "`sudo cpupower frequency-set -g performance` (cpupower comes in linux-tools-common on Ubuntu, cpupower on RHEL and SLES), and keep it across reboots with the distribution's service (the cpupower service's GOVERNOR='performance', or tuned's throughput-performance profile)";
         PCI_SYSFS_UNREADABLE = "pci-sysfs-unreadable", [PCI], Fail, Environment,
-            "the PCI bus in sysfs cannot be read, so no GPU can be found",
-            "run rocgate on the host (or in a container with /sys mounted), or pass --sysroot with a captured node";
+            "rocgate may not read the PCI bus in sysfs (absent, or permission denied), so it cannot see the GPUs: no verdict on the node",
+            "run rocgate on the host as root (or in a container with /sys mounted), or pass --sysroot with a captured node";
+        PCI_ENTRY_GARBLED = "pci-entry-garbled", [PCI], Fail, Driver,
+            "a GPU's PCI identity files hold what the kernel never writes there, or fail with an I/O error: a damaged capture, or a device the kernel cannot read",
+            "compare with `lspci -vvv -s <address>` and `cat /sys/bus/pci/devices/<address>/{vendor,device,class}`; on a live node, read `dmesg` for AER and I/O errors on the device, and power-cycle it; for a capture, capture the node again";
         NO_AMD_GPU = "no-amd-gpu", [PCI], Fail, Missing,
             "no AMD GPU is on the PCI bus",
             "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, check the passthrough";

@@ -7,6 +7,7 @@ use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::missing;
 use rocgate_node::facts::pci::PCI_DEVICES;
+use rocgate_node::sysroot::ReadErrorKind;
 use std::collections::BTreeMap;
 
 /// The pci layer's checks.
@@ -210,10 +211,18 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Outcome {
                     gpu.pci_address
                 )));
             }
-            return Err(Verdict::found(codes::PCI_SYSFS_UNREADABLE.finding_next(
-                format!("{} cannot be identified on the PCI bus: {e}", gpu.pci_address),
-                "run rocgate as a user who can read the device's files under /sys/bus/pci/devices (root, or a container with /sys mounted read-only), or recapture the node as root",
-            )));
+            let what = format!("{} cannot be identified on the PCI bus: {e}", gpu.pci_address);
+            // rocgate may not look: no verdict on the node. The kernel
+            // writing garbage is the device's fault.
+            return Err(Verdict::found(match e.kind {
+                ReadErrorKind::PermissionDenied | ReadErrorKind::NotFound => {
+                    codes::PCI_SYSFS_UNREADABLE.finding_next(
+                        what,
+                        "run rocgate as a user who can read the device's files under /sys/bus/pci/devices (root, or a container with /sys mounted read-only), or recapture the node as root",
+                    )
+                }
+                _ => codes::PCI_ENTRY_GARBLED.finding(what),
+            }));
         }
         let node = gpu
             .kfd
