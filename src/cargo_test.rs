@@ -127,25 +127,26 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
             let (worker, selection, waivers) =
                 (worker.clone(), Arc::clone(&selection), Arc::clone(&waivers));
             Trial::ignorable_test(id.clone(), move || {
-                let report = report.get_or_init(|| match session.plan_selected(&gpus, tier, &selection) {
-                    Ok(plan) => {
-                        let mut opts = ExecOptions {
-                            waivers: Arc::clone(&waivers),
-                            ..ExecOptions::default()
-                        };
-                        // A pool fails only to hand workers a user's
-                        // thresholds or matrix, which this front end never
-                        // takes; without one the checks run in-process.
-                        if let Some(Ok(pool)) = worker
-                            .as_ref()
-                            .map(|p| session.worker_pool(p, Arc::clone(&opts.interrupt)))
-                        {
-                            opts.isolator = Some(Arc::new(pool));
+                let report =
+                    report.get_or_init(|| match session.plan_selected(&gpus, tier, &selection) {
+                        Ok(plan) => {
+                            let mut opts = ExecOptions {
+                                waivers: Arc::clone(&waivers),
+                                ..ExecOptions::default()
+                            };
+                            // A pool fails only to hand workers a user's
+                            // thresholds or matrix, which this front end never
+                            // takes; without one the checks run in-process.
+                            if let Some(Ok(pool)) = worker
+                                .as_ref()
+                                .map(|p| session.worker_pool(p, Arc::clone(&opts.interrupt)))
+                            {
+                                opts.isolator = Some(Arc::new(pool));
+                            }
+                            session.run(&plan, &opts, |_| {})
                         }
-                        session.run(&plan, &opts, |_| {})
-                    }
-                    Err(_) => unreachable_plan(tier),
-                });
+                        Err(_) => unreachable_plan(tier),
+                    });
                 match report.results.iter().find(|r| r.id == id) {
                     Some(r) => outcome(r, strict, fail_on_warn),
                     None => Err(format!("{id} produced no result").into()),

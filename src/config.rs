@@ -153,7 +153,11 @@ impl Config {
         {
             config.tier_of(tier)?;
         }
-        if let Some(s) = config.file.timeout_scale.filter(|s| !(0.01..=1000.0).contains(s)) {
+        if let Some(s) = config
+            .file
+            .timeout_scale
+            .filter(|s| !(0.01..=1000.0).contains(s))
+        {
             return Err(format!(
                 "{origin}: timeout_scale {s} is out of range: use a factor from 0.01 to 1000"
             ));
@@ -311,7 +315,9 @@ impl Config {
         };
         let from_file = |list: &[Spanned<String>]| -> Result<Vec<CheckPattern>, String> {
             list.iter()
-                .map(|s| CheckPattern::parse(s.get_ref(), registry).map_err(|e| self.at(s.span(), &e)))
+                .map(|s| {
+                    CheckPattern::parse(s.get_ref(), registry).map_err(|e| self.at(s.span(), &e))
+                })
                 .collect()
         };
         let (only, only_origin) = if only.is_empty() {
@@ -354,7 +360,9 @@ impl Config {
             let line = self.at(w.span(), "").trim_end_matches(": ").to_string();
             if let Some(glob) = &e.node {
                 let m = globset::Glob::new(glob.get_ref())
-                    .map_err(|x| self.at(glob.span(), &format!("node = {:?}: {x}", glob.get_ref())))?
+                    .map_err(|x| {
+                        self.at(glob.span(), &format!("node = {:?}: {x}", glob.get_ref()))
+                    })?
                     .compile_matcher();
                 if !m.is_match(node_name) {
                     continue;
@@ -379,11 +387,7 @@ impl Config {
                     ));
                 }
             }
-            let scopes = e
-                .gpu
-                .as_ref()
-                .map(|g| self.scopes(g, gpus))
-                .transpose()?;
+            let scopes = e.gpu.as_ref().map(|g| self.scopes(g, gpus)).transpose()?;
             let expires = e.expires.as_ref().map(|d| self.date(d)).transpose()?;
             out.push(Waiver {
                 code: e.code.as_ref().map(|c| c.get_ref().clone()),
@@ -419,7 +423,9 @@ impl Config {
             if !name.contains(':') {
                 return Err(self.at(
                     names.span(),
-                    &format!("gpu = {name:?} is neither gpuN nor a PCI address such as 0000:65:00.0"),
+                    &format!(
+                        "gpu = {name:?} is neither gpuN nor a PCI address such as 0000:65:00.0"
+                    ),
                 ));
             }
             let wanted = name.to_ascii_lowercase();
@@ -492,7 +498,11 @@ expires = "2026-01-01"
         let reg = registry();
         let sel = c.selection(&[], &[], &reg).unwrap();
         assert_eq!(sel.skip.len(), 1);
-        assert!(sel.origin.contains("/etc/rocgate/rocgate.toml"), "{}", sel.origin);
+        assert!(
+            sel.origin.contains("/etc/rocgate/rocgate.toml"),
+            "{}",
+            sel.origin
+        );
         // A flag list replaces the file's.
         let sel = c.selection(&["rccl".into()], &[], &reg).unwrap();
         assert_eq!(sel.only.len(), 1);
@@ -511,8 +521,14 @@ expires = "2026-01-01"
     fn errors_name_the_file_and_line() {
         let cases = [
             ("tier = \"deep\"\n", "f.toml:1: unknown tier 'deep'"),
-            ("[[waive]]\ncode = \"x\"\n", "f.toml:1: a [[waive]] has no `reason`"),
-            ("\n[[waive]]\nreason = \"r\"\n", "f.toml:2: a [[waive]] names no `code`"),
+            (
+                "[[waive]]\ncode = \"x\"\n",
+                "f.toml:1: a [[waive]] has no `reason`",
+            ),
+            (
+                "\n[[waive]]\nreason = \"r\"\n",
+                "f.toml:2: a [[waive]] names no `code`",
+            ),
             (
                 "[[waive]]\ncode = \"thp-disabled\"\nreason = \"r\"\nexpires = \"soon\"\n",
                 "f.toml:4: expires = \"soon\" is not a date",
@@ -527,16 +543,16 @@ expires = "2026-01-01"
             assert!(e.contains(want), "{text:?}: {e}");
         }
         let reg = registry();
-        let bad_code = Config::parse(
-            "[[waive]]\ncode = \"no-such\"\nreason = \"r\"\n",
-            "f.toml",
-        )
-        .unwrap();
+        let bad_code =
+            Config::parse("[[waive]]\ncode = \"no-such\"\nreason = \"r\"\n", "f.toml").unwrap();
         let e = bad_code.waivers(&reg, "n", &[], today()).unwrap_err();
         assert!(e.starts_with("f.toml:2: code = \"no-such\""), "{e}");
         let bad_check = Config::parse("skip = [\"hip::memtset\"]\n", "f.toml").unwrap();
         let e = bad_check.selection(&[], &[], &reg).unwrap_err();
-        assert!(e.starts_with("f.toml:1: 'hip::memtset' matches no check"), "{e}");
+        assert!(
+            e.starts_with("f.toml:1: 'hip::memtset' matches no check"),
+            "{e}"
+        );
         let e = Config::default()
             .selection(&["nope".into()], &[], &reg)
             .unwrap_err();
@@ -545,7 +561,14 @@ expires = "2026-01-01"
 
     #[test]
     fn any_text_is_an_error_or_a_config_never_a_panic() {
-        for text in ["", "\u{0}", "[[waive]]\n[[waive]]", "waive = 3", "tier = 1", "only = \"x\""] {
+        for text in [
+            "",
+            "\u{0}",
+            "[[waive]]\n[[waive]]",
+            "waive = 3",
+            "tier = 1",
+            "only = \"x\"",
+        ] {
             let _ = Config::parse(text, "f");
         }
     }

@@ -126,13 +126,9 @@ pub fn decide(report: &RunReport) -> Decision {
     }
     // A fault decides even a run cut short: what was found is found.
     let cause = faults.first().copied().cloned().or_else(|| {
-        report.fail_on_warn.then(|| {
-            diagnosis
-                .findings
-                .iter()
-                .find(|f| f.is_warning())
-                .cloned()
-        })?
+        report
+            .fail_on_warn
+            .then(|| diagnosis.findings.iter().find(|f| f.is_warning()).cloned())?
     });
     if let Some(cause) = cause {
         return unhealthy(d, report, &diagnosis.findings, cause);
@@ -313,14 +309,20 @@ mod tests {
     fn every_row_of_the_table() {
         // Everything passed.
         let ok = decide(&report(vec![result(Scope::Node, Status::Pass, None)], 0));
-        assert_eq!((ok.health, ok.exit_code, ok.drain), (Health::Healthy, 0, false));
+        assert_eq!(
+            (ok.health, ok.exit_code, ok.drain),
+            (Health::Healthy, 0, false)
+        );
         // Warnings only: healthy, unless the run fails on warnings.
         let mut warn = report(vec![result(Scope::Gpu(1), Status::Warn, Some("slow"))], 2);
         let d = decide(&warn);
         assert_eq!((d.health, d.exit_code, d.warnings), (Health::Healthy, 0, 1));
         warn.fail_on_warn = true;
         let d = decide(&warn);
-        assert_eq!((d.health, d.exit_code, d.drain), (Health::Unhealthy, 1, true));
+        assert_eq!(
+            (d.health, d.exit_code, d.drain),
+            (Health::Unhealthy, 1, true)
+        );
         assert_eq!(d.reason, "slow 0000:01:00.0 it said so");
         // A waived failure is healthy and counted.
         let mut waived = report(vec![result(Scope::Gpu(0), Status::Fail, Some("x"))], 1);
@@ -337,19 +339,31 @@ mod tests {
             vec![result(Scope::Node, Status::Fail, Some(INTERNAL_ERROR))],
             0,
         ));
-        assert_eq!((own.health, own.exit_code, own.drain), (Health::Unknown, 2, false));
+        assert_eq!(
+            (own.health, own.exit_code, own.drain),
+            (Health::Unknown, 2, false)
+        );
         let blind = decide(&report(
-            vec![result(Scope::Node, Status::Fail, Some("pci-sysfs-unreadable"))],
+            vec![result(
+                Scope::Node,
+                Status::Fail,
+                Some("pci-sysfs-unreadable"),
+            )],
             0,
         ));
         assert_eq!((blind.health, blind.exit_code), (Health::Unknown, 2));
-        assert!(blind.reason.starts_with("rocgate cannot see this node"), "{}", blind.reason);
+        assert!(
+            blind.reason.starts_with("rocgate cannot see this node"),
+            "{}",
+            blind.reason
+        );
         // Interrupted without a fault: unknown; with one: the fault.
         let mut cut = report(vec![result(Scope::Node, Status::Pass, None)], 0);
         cut.interrupted = Some("time budget".into());
         assert_eq!(decide(&cut).exit_code, EXIT_INTERRUPTED);
         assert_eq!(decide(&cut).health, Health::Unknown);
-        cut.results.push(result(Scope::Node, Status::Fail, Some("broken")));
+        cut.results
+            .push(result(Scope::Node, Status::Fail, Some("broken")));
         assert_eq!(decide(&cut).health, Health::Unhealthy);
         // Unverified under --strict.
         let mut strict = report(vec![result(Scope::Node, Status::Skipped, None)], 0);

@@ -98,8 +98,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
             schema_version: diagnosis.schema_version,
             sysroot: session.facts().sysroot.to_string(),
             interrupted,
-            healthy: decision.health == rocgate::decision::Health::Healthy
-                && interrupted.is_none(),
+            healthy: decision.health == rocgate::decision::Health::Healthy && interrupted.is_none(),
             first_failing_layer: diagnosis.first_failing_layer,
             layers: layers
                 .iter()
@@ -207,8 +206,7 @@ fn render(
     }
     if let Some(c) = &d.likely_cause {
         {
-            let others: Vec<&DiagnosedFault> =
-                d.findings.iter().filter(|f| *f != c).collect();
+            let others: Vec<&DiagnosedFault> = d.findings.iter().filter(|f| *f != c).collect();
             if !others.is_empty() {
                 out.push_str(&format!("\nOther findings ({}):\n", others.len()));
                 for f in others.iter().take(12) {
@@ -227,7 +225,10 @@ fn render(
         }
     }
     if !d.waived.is_empty() {
-        out.push_str(&format!("\nWaived ({}; the site accepts these):\n", d.waived.len()));
+        out.push_str(&format!(
+            "\nWaived ({}; the site accepts these):\n",
+            d.waived.len()
+        ));
         for f in &d.waived {
             let why = f.waiver.as_ref().map_or("", |w| w.reason.as_str());
             out.push_str(&format!("  [{}] {}: {why}\n", f.code, f.check));

@@ -7,8 +7,8 @@
 
 use crate::reports::Presented;
 use crate::ui::ladder::{layer_cell, layer_fault};
-use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
 use rocgate_harness::RunReport;
+use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;

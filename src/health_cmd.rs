@@ -47,7 +47,9 @@ pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
             MAX_LINE,
         ),
     };
-    let health = verdict.as_ref().map_or(Health::Unknown, |v| v.decision.health);
+    let health = verdict
+        .as_ref()
+        .map_or(Health::Unknown, |v| v.decision.health);
     if job {
         // The job's log gets the line; Slurm is not called from a prolog.
         errln!("{line}");
@@ -99,7 +101,10 @@ fn tier(args: &HealthArgs, config: &Config) -> Tier {
 fn check(args: &HealthArgs, started: Instant) -> Result<Verdict, String> {
     crate::reports::distinct_paths(&args.reports)?;
     let config = args.node.config()?;
-    let budget = args.budget.or(config.health_budget()).unwrap_or(DEFAULT_BUDGET);
+    let budget = args
+        .budget
+        .or(config.health_budget())
+        .unwrap_or(DEFAULT_BUDGET);
     let node = args.node.open()?;
     let selector = if args.slurm_prolog || args.slurm_epilog {
         Some(job_gpus()?)
@@ -200,7 +205,10 @@ fn one_line(v: &Verdict) -> String {
             if let Some(f) = d.cause.as_ref().filter(|f| f.is_warning()) {
                 let at = match f.scope {
                     Scope::Node => String::new(),
-                    s => format!(" {}", d.places.first().cloned().unwrap_or_else(|| s.label())),
+                    s => format!(
+                        " {}",
+                        d.places.first().cloned().unwrap_or_else(|| s.label())
+                    ),
                 };
                 line.push_str(&format!("; warn {}{at}", f.code));
             }
@@ -253,7 +261,10 @@ fn job_gpus() -> Result<String, String> {
 /// The Slurm node this runs on: SLURMD_NODENAME, else `--node-name`, else
 /// the host name.
 fn node_name(node: &NodeArgs) -> Result<String, String> {
-    let given = [std::env::var("SLURMD_NODENAME").ok(), node.node_name.clone()];
+    let given = [
+        std::env::var("SLURMD_NODENAME").ok(),
+        node.node_name.clone(),
+    ];
     if let Some(n) = given.into_iter().flatten().find(|n| !n.trim().is_empty()) {
         return Ok(n.trim().to_string());
     }

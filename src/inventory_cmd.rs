@@ -13,7 +13,10 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
     let node = args.node.open()?;
-    let session = Session::open(node.sysroot(), args.node.options(&args.node.config()?, None, None))?;
+    let session = Session::open(
+        node.sysroot(),
+        args.node.options(&args.node.config()?, None, None),
+    )?;
     let mut inv = build(session.facts());
     runtime_versions(&session, &mut inv)?;
     let runtime: Vec<(String, String)> = inv

@@ -14,7 +14,10 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
     let node = args.node.open()?;
-    let session = Session::open(node.sysroot(), args.node.options(&args.node.config()?, None, None))?;
+    let session = Session::open(
+        node.sysroot(),
+        args.node.options(&args.node.config()?, None, None),
+    )?;
     let matrix = &session.ctx.matrix;
     let eval = evaluate(session.facts(), matrix);
     let (supported, doc, text) = match &eval {

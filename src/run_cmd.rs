@@ -63,10 +63,7 @@ const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
 pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     crate::reports::distinct_paths(&args.reports)?;
     let config = args.node.config()?;
-    let timeout_scale = args
-        .timeout_scale
-        .or(config.timeout_scale())
-        .unwrap_or(1.0);
+    let timeout_scale = args.timeout_scale.or(config.timeout_scale()).unwrap_or(1.0);
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
     let node = args.node.open()?;

@@ -125,7 +125,11 @@ fn nhc_check() -> Result<Completion, Failed> {
             "dbg check_rocgate: rocgate: ok 8 GPUs",
             0,
         ),
-        (broken.root.as_path(), "die 1 rocgate: kfd-missing node", 1),
+        (
+            broken.root.as_path(),
+            "die 1 rocgate: kfd-missing /dev/kfd does not exist",
+            1,
+        ),
         (
             Path::new("/nonexistent/node"),
             "log check_rocgate: rocgate could not decide (exit 2)",
@@ -410,7 +414,8 @@ fn slurm_cluster() -> Result<Completion, Failed> {
     // A broken layer drains the node with rocgate's reason.
     cluster.checks(&broken.root)?;
     cluster.wait_for("the drain", |c| {
-        c.reasons().starts_with("rocgate: kfd-missing node|")
+        c.reasons()
+            .starts_with("rocgate: kfd-missing /dev/kfd does not exist|")
     })?;
     // The shipped wrapper also feeds the textfile collector.
     let prom = std::fs::read_to_string(cluster.dir.path().join("textfile/rocgate.prom"))?;

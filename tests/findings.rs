@@ -133,6 +133,14 @@ fn kfd_file_hangs(root: &Path) {
     assert!(made.success());
 }
 
+fn pci_class_garbled(root: &Path) {
+    fs::write(
+        root.join("sys/bus/pci/devices/0000:26:00.0/class"),
+        "display\n",
+    )
+    .unwrap();
+}
+
 fn no_pci_bus(root: &Path) {
     fs::remove_dir_all(root.join("sys/bus/pci/devices")).unwrap();
 }
@@ -268,6 +276,12 @@ fn cases() -> Vec<Case> {
             "mi300x-8",
             no_pci_bus,
             &["pci-sysfs-unreadable"],
+        ),
+        case(
+            "a GPU's PCI class is garbage",
+            "mi300x-8",
+            pci_class_garbled,
+            &["pci-entry-garbled"],
         ),
         case(
             "a KFD file that does not answer",

@@ -96,7 +96,10 @@ fn quick_junit_reads_back_flat_suites_with_unique_cases() {
             let (host, scope) = suite.name.as_str().rsplit_once('.').unwrap();
             assert!(scope == "node" || scope.starts_with("gpu"), "{scope}");
             let attribute = suite.extra.get("hostname").map(|h| h.as_str());
-            assert_eq!(attribute.map(|h| h.replace('.', "_")).as_deref(), Some(host));
+            assert_eq!(
+                attribute.map(|h| h.replace('.', "_")).as_deref(),
+                Some(host)
+            );
             assert!(
                 suite
                     .properties
@@ -244,7 +247,13 @@ fn junitparser_merges_two_nodes_without_duplicates() -> Result<Completion, Faile
     let a = n.root.with_extension("a.xml");
     let b = n.root.with_extension("b.xml");
     let out = common::rocgate()
-        .args(["run", "--quiet", "--node-name", "gpu-a01.example.com", "--junit"])
+        .args([
+            "run",
+            "--quiet",
+            "--node-name",
+            "gpu-a01.example.com",
+            "--junit",
+        ])
         .arg(&a)
         .arg("--sysroot")
         .arg(&n.root)

@@ -51,7 +51,10 @@ fn a_hung_check_times_out_and_the_other_gpus_finish() {
             "pass"
         );
     }
-    assert!(junit.contains(r#"<testsuite name="mi300x-8.gpu2""#), "{junit}");
+    assert!(
+        junit.contains(r#"<testsuite name="mi300x-8.gpu2""#),
+        "{junit}"
+    );
     assert!(junit.contains(r#"type="check-timeout""#));
     // Versions come from what the firmware check read: none for the hung GPU.
     assert!(json["versions"]["gpu2"].as_object().unwrap().is_empty());

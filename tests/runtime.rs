@@ -68,7 +68,10 @@ fn a_hang_becomes_a_timeout_and_blocks_that_gpu() {
         );
     }
     assert_gpus_pass(&json, [0, 1, 2, 3, 4, 6, 7], RUNTIME_LAYERS);
-    assert!(junit.contains(r#"<testsuite name="mi300x-8.gpu5""#), "{junit}");
+    assert!(
+        junit.contains(r#"<testsuite name="mi300x-8.gpu5""#),
+        "{junit}"
+    );
     assert!(junit.contains(r#"<property name="first_failing_layer" value="hsa"/>"#));
 }
 

@@ -158,7 +158,12 @@ mod tests {
 
     #[test]
     fn a_fault_without_a_finding_is_diagnosed_by_its_status() {
-        let d = diagnose(&report(vec![result("low.hang", LOW, Status::Timeout, None)]));
+        let d = diagnose(&report(vec![result(
+            "low.hang",
+            LOW,
+            Status::Timeout,
+            None,
+        )]));
         let f = &d.findings[0];
         assert_eq!(f.code, "timeout");
         assert_eq!(f.message, "low.hang said so");

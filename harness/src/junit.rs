@@ -112,7 +112,11 @@ fn waiver_text(w: &crate::policy::WaiverNote) -> String {
         .expires
         .as_deref()
         .map_or_else(String::new, |d| format!("; until {d}"));
-    let state = if w.expired { "waiver expired" } else { "waived" };
+    let state = if w.expired {
+        "waiver expired"
+    } else {
+        "waived"
+    };
     format!("{state} ({}{until}; {})", w.reason, w.source)
 }
 
@@ -535,7 +539,7 @@ mod tests {
                 scopes: vec![(Scope::Gpu(0), ScopeInfo { properties: props })],
                 interrupted,
                 strict: false,
-            fail_on_warn: false,
+                fail_on_warn: false,
             })
     }
 
@@ -690,7 +694,10 @@ mod tests {
                     kv(&[("name", r.name().to_string()), ("classname", classname)]),
                     "",
                 ));
-                let first = r.message.split_once('\n').map_or(r.message.as_str(), |(f, _)| f);
+                let first = r
+                    .message
+                    .split_once('\n')
+                    .map_or(r.message.as_str(), |(f, _)| f);
                 match r.status {
                     _ if r.waived() => {
                         let w = r.waiver.as_ref().unwrap();

@@ -30,6 +30,6 @@ pub use check::{Check, Outcome};
 pub use exec::{Event, ExecOptions, execute};
 pub use model::{Layer, Scope, ScopeKind, Tier, UnknownLayer};
 pub use plan::{Plan, PlanError, plan};
-pub use result::{CheckResult, RunReport, SavedResult, ScopeInfo};
 pub use policy::{CheckPattern, Selection, Waiver, WaiverNote, Waivers};
+pub use result::{CheckResult, RunReport, SavedResult, ScopeInfo};
 pub use verdict::{Finding, Metric, Severity, SkipReason, Status, Verdict};

@@ -160,9 +160,10 @@ impl Waiver {
     pub fn matches(&self, r: &CheckResult) -> bool {
         let waivable = r.status.has_finding()
             || (r.status == Status::Skipped && r.skip_reason == Some(SkipReason::Unverifiable));
-        let code = self.code.as_deref().is_none_or(|c| {
-            r.finding.as_ref().is_some_and(|f| f.code == c)
-        });
+        let code = self
+            .code
+            .as_deref()
+            .is_none_or(|c| r.finding.as_ref().is_some_and(|f| f.code == c));
         let check = self
             .checks
             .as_ref()
@@ -280,7 +281,10 @@ mod tests {
         ]);
         let mut r = found("numa", Status::Warn, Scope::Gpu(3));
         waivers.apply(&mut r);
-        assert_eq!(r.waiver.as_ref().map(|w| w.reason.as_str()), Some("gpu3 only"));
+        assert_eq!(
+            r.waiver.as_ref().map(|w| w.reason.as_str()),
+            Some("gpu3 only")
+        );
         assert!(r.waived());
         // Elsewhere only the expired waiver matches: noted, not applied.
         let mut other = found("numa", Status::Warn, Scope::Gpu(1));

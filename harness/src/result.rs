@@ -371,7 +371,10 @@ pub(crate) mod tests {
 
     #[test]
     fn warnings_pass_unless_fail_on_warn_and_waivers_take_faults_out() {
-        let mut r = report(vec![result("a", A, Status::Pass), result("b", B, Status::Warn)]);
+        let mut r = report(vec![
+            result("a", A, Status::Pass),
+            result("b", B, Status::Warn),
+        ]);
         assert!(r.all_passed());
         assert_eq!(r.warnings().len(), 1);
         r.fail_on_warn = true;

@@ -227,7 +227,12 @@ mod tests {
         use crate::policy::{CheckPattern, Selection, Waiver, WaiverNote, Waivers};
         let reg = vec![
             check("a::warns", A, ScopeKind::PerGpu, |_, _| {
-                Ok(Verdict::found(Finding::new("w", Severity::Warn, "odd", "tune")))
+                Ok(Verdict::found(Finding::new(
+                    "w",
+                    Severity::Warn,
+                    "odd",
+                    "tune",
+                )))
             }),
             check("b::fails", B, ScopeKind::PerGpu, fail_on_gpu1),
             check("c::c", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
@@ -271,7 +276,12 @@ mod tests {
     fn no_gate_runs_everything() {
         let reg = vec![
             check("a::a", A, ScopeKind::Node, |_, _| {
-                Ok(Verdict::found(Finding::new("x", Severity::Fail, "broken", "fix")))
+                Ok(Verdict::found(Finding::new(
+                    "x",
+                    Severity::Fail,
+                    "broken",
+                    "fix",
+                )))
             }),
             check("c::c", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
         ];

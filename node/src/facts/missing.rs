@@ -20,6 +20,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Component;
 use std::sync::LazyLock;
 
+/// A PCI function's vendor and device id.
+type Ids = (u64, u64);
+
+/// A port as the GPUs' ports are told apart: its ids and those of the
+/// bridge above it.
+type Signature = (Ids, Option<Ids>);
+
 /// A place where a GPU was.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MissingGpu {
@@ -90,14 +97,14 @@ pub fn locate(sysroot: &Sysroot, scan: &PciScan, log: Option<&[String]>) -> Vec<
     // The ports the present GPUs hang off, by their ids and those of the
     // bridge above them (a switch's upstream and downstream ports share
     // ids; only a downstream port sits below an upstream one).
-    let signature = |port: &str| -> Option<((u64, u64), Option<(u64, u64)>)> {
+    let signature = |port: &str| -> Option<Signature> {
         let (v, d, _) = ids(port)?;
         let above = parent_of(sysroot, port)
             .and_then(|p| ids(&p))
             .map(|(v, d, _)| (v, d));
         Some(((v, d), above))
     };
-    let slot_ids: BTreeSet<((u64, u64), Option<(u64, u64)>)> = scan
+    let slot_ids: BTreeSet<Signature> = scan
         .gpus
         .iter()
         .filter_map(|g| parent_of(sysroot, &g.address))
@@ -173,7 +180,10 @@ pub fn locate(sysroot: &Sysroot, scan: &PciScan, log: Option<&[String]>) -> Vec<
                 // The slot's device is the one whose port this is.
                 let parent_matches = |m: &MissingGpu| {
                     m.evidence.iter().any(|e| e.contains(&port))
-                        || m.address.as_deref().and_then(|a| parent_of(sysroot, a)).as_deref()
+                        || m.address
+                            .as_deref()
+                            .and_then(|a| parent_of(sysroot, a))
+                            .as_deref()
                             == Some(port.as_str())
                 };
                 if let Some(m) = found.values_mut().find(|m| parent_matches(m)) {

@@ -276,9 +276,9 @@ fn system_pool(ctx: &NodeContext, hsa: &Hsa, flag: u32) -> Result<PoolInfo, Verd
             return Ok(p);
         }
     }
-    Err(Verdict::found(codes::HSA_NO_SYSTEM_MEMORY.finding(format!(
-        "no CPU agent offers a global system memory pool with flag {flag}"
-    ))))
+    Err(Verdict::found(codes::HSA_NO_SYSTEM_MEMORY.finding(
+        format!("no CPU agent offers a global system memory pool with flag {flag}"),
+    )))
 }
 
 fn hsa_fail(code: Code, e: &rocgate_rocm::hsa::HsaError) -> Verdict {

@@ -121,7 +121,12 @@ fn gpu_count(ctx: &NodeContext, _: Scope) -> Outcome {
             "the PCI bus could not be read (pci::amd_gpu_present says why)",
         ));
     };
-    let log = ctx.facts.kernel_log().as_ref().ok().map(|l| l.lines.as_slice());
+    let log = ctx
+        .facts
+        .kernel_log()
+        .as_ref()
+        .ok()
+        .map(|l| l.lines.as_slice());
     // Without an expected count, a GPU amdgpu drove this boot and that is
     // gone now is still a lost GPU.
     let gone = log.map_or_else(Vec::new, |l| missing::logged_but_gone(l, scan));
@@ -211,7 +216,10 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Outcome {
                     gpu.pci_address
                 )));
             }
-            let what = format!("{} cannot be identified on the PCI bus: {e}", gpu.pci_address);
+            let what = format!(
+                "{} cannot be identified on the PCI bus: {e}",
+                gpu.pci_address
+            );
             // rocgate may not look: no verdict on the node. The kernel
             // writing garbage is the device's fault.
             return Err(Verdict::found(match e.kind {
@@ -324,20 +332,32 @@ mod tests {
         };
         let v = node_with("gpu-count-mismatch", options.clone()).verdict(gpu_count, Scope::Node);
         assert_eq!(code(&v), Some(codes::GPU_COUNT_MISMATCH.code));
-        assert_eq!(v.status, rocgate_harness::Status::Fail, "a lost GPU is no warning");
+        assert_eq!(
+            v.status,
+            rocgate_harness::Status::Fail,
+            "a lost GPU is no warning"
+        );
         // The empty port above it and the kernel log name the lost GPU.
         assert!(
-            v.message.starts_with("missing 0000:a6:00.0: 7 of 8 expected"),
+            v.message
+                .starts_with("missing 0000:a6:00.0: 7 of 8 expected"),
             "{}",
             v.message
         );
-        assert!(v.message.contains("port 0000:a5:00.0 (1000:c030) has no device below it"));
+        assert!(
+            v.message
+                .contains("port 0000:a5:00.0 (1000:c030) has no device below it")
+        );
         assert!(v.message.contains("Link Down"), "{}", v.message);
         assert_eq!(v.metrics[0].value, 7.0);
         // Without an expected count, a GPU amdgpu drove this boot that is
         // gone is still missing.
         let v = node("gpu-count-mismatch").verdict(gpu_count, Scope::Node);
-        assert!(v.message.starts_with("missing 0000:a6:00.0: 7 of 8"), "{}", v.message);
+        assert!(
+            v.message.starts_with("missing 0000:a6:00.0: 7 of 8"),
+            "{}",
+            v.message
+        );
         // With no trace left, the finding says that nothing names it.
         let traceless = node_changed_with("gpu-count-mismatch", options, |root| {
             std::fs::remove_file(root.join("sys/bus/pci/devices/0000:a5:00.0")).unwrap();
@@ -345,7 +365,11 @@ mod tests {
         });
         let v = traceless.verdict(gpu_count, Scope::Node);
         assert_eq!(code(&v), Some(codes::GPU_COUNT_MISMATCH.code));
-        assert!(v.message.contains("nothing names the missing one"), "{}", v.message);
+        assert!(
+            v.message.contains("nothing names the missing one"),
+            "{}",
+            v.message
+        );
     }
 
     #[test]
