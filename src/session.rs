@@ -253,6 +253,9 @@ impl Session {
                 if let Some(p) = &options.rocm_path {
                     cmd.arg("--rocm-path").arg(p);
                 }
+                if let Some(h) = &options.host_root {
+                    cmd.arg("--host-root").arg(h);
+                }
                 if let Some(n) = options.expect_gpus {
                     cmd.arg("--expect-gpus").arg(n.to_string());
                 }

@@ -26,6 +26,38 @@ pub struct Sysroot {
     /// Deadline-bounded reads, shared by every clone, so a file that did
     /// not answer is remembered for the whole run.
     io: Arc<BoundedIo>,
+    /// Where the host's own root is mounted (a host path, `/host`) when
+    /// rocgate runs in a container: [`HOST_ONLY`] paths are read there.
+    host_root: Option<String>,
+}
+
+/// Host paths a container holds its image's copy of, not the host's: the
+/// OS, the kernel's modules and DKMS builds, the package records, module
+/// settings, firmware files and logs. (`/sys`, `/proc` and `/dev` are the
+/// host kernel's in a container too; `/opt/rocm` and `/etc/group` are the
+/// image's, which is what a GPU job in it uses.)
+pub const HOST_ONLY: &[&str] = &[
+    "/etc/os-release",
+    "/usr/lib/os-release",
+    "/lib/modules",
+    "/usr/lib/modules",
+    "/var/lib/dkms",
+    "/var/lib/dpkg",
+    "/var/lib/rpm",
+    "/etc/modprobe.d",
+    "/lib/modprobe.d",
+    "/usr/lib/modprobe.d",
+    "/lib/firmware",
+    "/usr/lib/firmware",
+    "/var/log",
+];
+
+/// Whether `host` is one of [`HOST_ONLY`] or below one.
+fn is_host_only(host: &str) -> bool {
+    HOST_ONLY.iter().any(|p| {
+        host.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
 }
 
 /// How a recorded host path was used.
@@ -145,7 +177,39 @@ impl Sysroot {
             label: None,
             recorder: None,
             io: Arc::new(BoundedIo::new(READ_DEADLINE)),
+            host_root: None,
         }
+    }
+
+    /// This sysroot reading the host's own files ([`HOST_ONLY`]) under
+    /// `host_root`, a host path (`/host`, where a container mounts the
+    /// host's `/`).
+    #[must_use]
+    pub fn with_host_root(mut self, host_root: &str) -> Self {
+        let trimmed = host_root.trim_end_matches('/');
+        self.host_root = Some(if trimmed.starts_with('/') {
+            trimmed.to_string()
+        } else {
+            format!("/{trimmed}")
+        });
+        self
+    }
+
+    /// Where the host's root is mounted, when rocgate reads one.
+    pub fn host_root(&self) -> Option<&str> {
+        self.host_root.as_deref()
+    }
+
+    /// The image's own copy of `host` (a [`HOST_ONLY`] path such as
+    /// `/etc/os-release`), read past the host root; `None` when absent or
+    /// unreadable. Bounded like every read.
+    pub fn read_image_opt(&self, host: &str) -> Option<String> {
+        let bare = Sysroot {
+            host_root: None,
+            recorder: None,
+            ..self.clone()
+        };
+        bare.read_opt(host).ok().flatten()
     }
 
     /// This sysroot with reads of the live node abandoned after `deadline`.
@@ -257,9 +321,16 @@ impl Sysroot {
         &self.root
     }
 
-    /// Where host path `host` (absolute, like `/sys/class/kfd`) lives here.
+    /// Where host path `host` (absolute, like `/sys/class/kfd`) lives here:
+    /// under the host root for the host's own files, else under the root.
     pub fn path(&self, host: &str) -> PathBuf {
-        self.root.join(host.trim_start_matches('/'))
+        match &self.host_root {
+            Some(h) if is_host_only(host) => self
+                .root
+                .join(h.trim_start_matches('/'))
+                .join(host.trim_start_matches('/')),
+            _ => self.root.join(host.trim_start_matches('/')),
+        }
     }
 
     /// Whether `host` exists (following links).

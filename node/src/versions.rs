@@ -56,6 +56,33 @@ pub fn os_release(root: &Sysroot) -> Option<OsRelease> {
     (!os.id.is_empty()).then_some(os)
 }
 
+/// The host's OS, or why it cannot be known: inside a container without the
+/// host's root mounted, `/etc/os-release` is the image's, which says
+/// nothing of the host the GPUs and their driver run on.
+pub fn host_os(facts: &NodeFacts) -> Result<OsRelease, String> {
+    if let (Some(c), None) = (&facts.container, facts.sysroot.host_root()) {
+        let image = image_os(facts).map_or_else(String::new, |os| format!(" ({})", os.pretty));
+        return Err(format!(
+            "rocgate runs in a {} container without the host's root: its /etc/os-release is the image's{image}, not the host's; mount the host's / read-only at /host (`-v /:/host:ro`, or --host-root DIR)",
+            c.runtime
+        ));
+    }
+    os_release(&facts.sysroot).ok_or_else(|| {
+        "/etc/os-release (or /usr/lib/os-release) could not be read or names no OS".into()
+    })
+}
+
+/// The container image's own OS, when rocgate runs in a container.
+pub fn image_os(facts: &NodeFacts) -> Option<OsRelease> {
+    facts.container.as_ref()?;
+    let text = facts
+        .sysroot
+        .read_image_opt("/etc/os-release")
+        .or_else(|| facts.sysroot.read_image_opt("/usr/lib/os-release"))?;
+    let os = parse_os_release(&text);
+    (!os.id.is_empty()).then_some(os)
+}
+
 /// The installed ROCm release: `/opt/rocm/.info/version` (`6.2.0-66` gives
 /// `6.2.0`), or, where `/opt/rocm` is absent, the one versioned
 /// `/opt/rocm-X.Y.Z` installed. Several versioned installs and no
@@ -174,9 +201,12 @@ pub fn node_versions(
     if let Ok(k) = &facts.kernel_release {
         v.insert("kernel".into(), k.clone());
     }
-    if let Some(os) = os_release(&facts.sysroot) {
+    if let Ok(os) = host_os(facts) {
         v.insert("os".into(), os.short());
         v.insert("os_name".into(), os.pretty);
+    }
+    if let Some(os) = image_os(facts) {
+        v.insert("image_os".into(), os.short());
     }
     match (&facts.amdgpu.version, facts.amdgpu.inbox_srcversion()) {
         (Some(ver), _) => {

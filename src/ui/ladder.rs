@@ -365,12 +365,12 @@ pub fn summary(report: &RunReport, style: Style) -> String {
     };
     let waived = report.waived().len();
     let waived = if waived > 0 {
-        format!(" ({waived} waived)")
+        format!(" ({waived} of them waived)")
     } else {
         String::new()
     };
     format!(
-        "{verdict}: {} passed, {} failed, {} warned{waived}, {} blocked, {skipped}, {} timed out, {} crashed in {}",
+        "{verdict}: {} passed, {} failed, {} warned, {} blocked, {skipped}, {} timed out, {} crashed{waived} in {}",
         report.count(Status::Pass),
         report.count(Status::Fail),
         report.count(Status::Warn),

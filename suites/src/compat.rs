@@ -348,15 +348,16 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
     }
     // OS and kernel. What cannot be read is said, never left out: a matrix
     // check that skipped the OS must not read as "supported".
-    let os = versions::os_release(&facts.sysroot);
+    let (os, why) = match versions::host_os(facts) {
+        Ok(os) => (Some(os), String::new()),
+        Err(why) => (None, why),
+    };
     if os.is_none() && !row.os.is_empty() {
         components.push(Component {
             name: "os".into(),
             have: "unknown".into(),
             want: row.os.join(", "),
-            verdict: Fit::Unknown(
-                "/etc/os-release (or /usr/lib/os-release) could not be read or names no OS".into(),
-            ),
+            verdict: Fit::Unknown(why),
         });
     }
     if os.is_none() && !row.kernels.is_empty() {

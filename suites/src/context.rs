@@ -65,6 +65,22 @@ pub struct RunOptions {
     pub host_root: Option<std::path::PathBuf>,
 }
 
+/// `sysroot` reading the host's own files under `--host-root`, else, inside
+/// a container, under `/host` when it is a directory (node_exporter's
+/// convention for a read-only mount of the host's `/`).
+pub fn with_host_root(sysroot: Sysroot, flag: Option<&std::path::Path>) -> Sysroot {
+    let chosen = match flag {
+        Some(p) => Some(p.to_string_lossy().into_owned()),
+        None => (rocgate_node::facts::container::detect(&sysroot).is_some()
+            && sysroot.path("/host").is_dir())
+        .then(|| "/host".to_string()),
+    };
+    match chosen {
+        Some(h) => sysroot.with_host_root(&h),
+        None => sysroot,
+    }
+}
+
 /// What checks read.
 #[derive(Debug)]
 pub struct NodeContext {
@@ -109,6 +125,7 @@ impl NodeContext {
         if let Some(why) = why {
             return Err(format!("failed to open sysroot {}: {why}", root.display()));
         }
+        let sysroot = with_host_root(sysroot, options.host_root.as_deref());
         let facts = NodeFacts::discover(sysroot);
         if let Err(e) = &facts.capture {
             return Err(e.clone());

@@ -89,8 +89,16 @@ impl NodeFacts {
 
     /// The kernel log, read on first use (it can be large).
     pub fn kernel_log(&self) -> &Result<kernel_log::KernelLog, String> {
-        self.kernel_log
-            .get_or_init(|| kernel_log::read(&self.sysroot))
+        self.kernel_log.get_or_init(|| {
+            kernel_log::read(&self.sysroot).map_err(|e| match (&self.container, self.sysroot.host_root()) {
+                // In a container the log files are the image's.
+                (Some(c), None) => format!(
+                    "{e}; in a {} container, run privileged (for /dev/kmsg) or mount the host's / read-only at /host (`-v /:/host:ro`) for its /var/log",
+                    c.runtime
+                ),
+                _ => e,
+            })
+        })
     }
 
     /// Firmware and GPU-init errors in the kernel log (empty when the log is

@@ -121,6 +121,18 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Outcome {
         .as_ref()
         .map_err(|e| Verdict::unverifiable(format!("running kernel unknown: {e}")))?;
     if !facts.dkms.is_installed() {
+        // In a container the DKMS tree is the image's: a DKMS module that
+        // is loaded says the host has one rocgate cannot see.
+        if let (Some(c), None, Some(v)) = (
+            &facts.container,
+            facts.sysroot.host_root(),
+            &facts.amdgpu.version,
+        ) {
+            return Err(Verdict::unverifiable(format!(
+                "the loaded amdgpu {v} is a DKMS build, and rocgate runs in a {} container without the host's root, so the host's DKMS builds cannot be read: mount the host's / read-only at /host (`-v /:/host:ro`, or --host-root DIR)",
+                c.runtime
+            )));
+        }
         return Err(Verdict::not_applicable(
             "no DKMS amdgpu is installed (the kernel's inbox driver is used)",
         ));
