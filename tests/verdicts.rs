@@ -33,7 +33,14 @@ fn config(root: &Path, text: &str) -> String {
 
 /// A row of the decision table: scenario, extra arguments, the exit codes
 /// of `run`, `doctor` and `health`, and how health's line starts.
-type Row = (&'static str, &'static [&'static str], i32, i32, i32, &'static str);
+type Row = (
+    &'static str,
+    &'static [&'static str],
+    i32,
+    i32,
+    i32,
+    &'static str,
+);
 
 #[test]
 fn each_row_of_the_decision_table_through_run_doctor_and_health() {
