@@ -187,6 +187,21 @@ pub struct SelectArgs {
     pub checks: ChecksArgs,
 }
 
+impl ChecksArgs {
+    /// The plan of `session`'s checks at `tier` over `gpus`, with what this
+    /// selection (else the policy file's) leaves out marked.
+    pub fn plan<'s>(
+        &self,
+        session: &'s rocgate::session::Session,
+        config: &rocgate::config::Config,
+        gpus: &[u32],
+        tier: Tier,
+    ) -> Result<rocgate_harness::Plan<'s, rocgate_suites::NodeContext>, String> {
+        let selection = config.selection(&self.only, &self.skip, &session.registry)?;
+        session.plan_selected(gpus, tier, &selection)
+    }
+}
+
 impl VerdictArgs {
     /// `(strict, fail_on_warn)`: the flags, else the policy file's.
     pub fn resolve(&self, config: &rocgate::config::Config) -> (bool, bool) {

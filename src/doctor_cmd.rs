@@ -77,8 +77,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
     )?;
     let gpus = session.select_gpus(None)?;
     let tier = args.tier.or(config.tier()).unwrap_or_default();
-    let selection = config.selection(&args.checks.only, &args.checks.skip, &session.registry)?;
-    let plan = session.plan_selected(&gpus, tier, &selection)?;
+    let plan = args.checks.plan(&session, &config, &gpus, tier)?;
     let interrupt = crate::signals::interrupt_flag()?;
     let opts = ExecOptions {
         workers: crate::worker_cmd::threads(plan.gpus.len()),

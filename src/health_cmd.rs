@@ -118,12 +118,7 @@ fn check(args: &HealthArgs, started: Instant) -> Result<Verdict, String> {
     )?;
     let gpus = session.select_gpus(None)?;
     let tier = tier(args, &config);
-    let selection = config.selection(
-        &args.select.checks.only,
-        &args.select.checks.skip,
-        &session.registry,
-    )?;
-    let plan = session.plan_selected(&gpus, tier, &selection)?;
+    let plan = args.select.checks.plan(&session, &config, &gpus, tier)?;
     let interrupt = crate::signals::interrupt_flag()?;
     let for_checks = Duration::from_secs_f64(budget)
         .saturating_sub(RESERVE)

@@ -77,12 +77,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     )?;
     let gpus = session.select_gpus(None)?;
     let tier = args.select.tier.or(config.tier()).unwrap_or_default();
-    let selection = config.selection(
-        &args.select.checks.only,
-        &args.select.checks.skip,
-        &session.registry,
-    )?;
-    let plan = session.plan_selected(&gpus, tier, &selection)?;
+    let plan = args.select.checks.plan(&session, &config, &gpus, tier)?;
     let entries: Vec<String> = config
         .timeout_entries()
         .into_iter()
