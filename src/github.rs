@@ -149,7 +149,7 @@ fn summary(
     );
     if let Some(f) = &diagnosis.likely_cause {
         let (title, what) = if f.is_warning() {
-            ("First warning", "Warning")
+            ("First warning in layer", "Warning")
         } else {
             ("First failing layer", "Likely cause")
         };
