@@ -15,17 +15,16 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Child, Command};
 
-/// Processes that keep the machine's CPUs busy while they live: what CI
-/// machines shared with other jobs look like. Killed (by their own ids) on
-/// drop.
+/// Processes that keep the machine's CPUs busy while they live: what a
+/// 2-core CI machine shared with other jobs looks like. Killed (by their own
+/// ids) on drop.
 struct Load(Vec<Child>);
 
 impl Load {
-    /// One busy loop per CPU this test machine has, at least two.
+    /// Two busy loops.
     fn start() -> Load {
-        let cpus = std::thread::available_parallelism().map_or(2, usize::from);
         Load(
-            (0..cpus.max(2))
+            (0..2)
                 .map(|_| {
                     Command::new("sh")
                         .args(["-c", "while :; do :; done"])

@@ -567,6 +567,16 @@ mod tests {
         assert_eq!(v.metrics[0].kind, Some(MetricKind::Throughput));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn a_spread_is_ordered_whatever_the_samples(samples in proptest::collection::vec(proptest::num::f64::ANY, 0..9)) {
+            if let Some(s) = Spread::of(&samples) {
+                proptest::prop_assert!(s.min <= s.median && s.median <= s.max, "{:?}", s);
+                proptest::prop_assert!(s.samples >= 1 && s.samples <= samples.len());
+            }
+        }
+    }
+
     #[test]
     fn a_metric_without_a_kind_takes_one_from_its_unit_and_serialises_without_it() {
         let old: Metric = serde_json::from_str(r#"{"name":"t","value":1.0,"unit":"ms"}"#).unwrap();

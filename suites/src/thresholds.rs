@@ -406,6 +406,24 @@ mod tests {
 
     proptest! {
         #[test]
+        fn any_compare_table_parses_or_names_its_error(
+            default in "[-0-9.e]{1,6}|\"x\"",
+            families in proptest::collection::vec(("[a-z_]{1,22}|gemm_tflops|p2p_gbps", "[-0-9.e]{1,6}|nan|true"), 0..4),
+        ) {
+            let mut text = format!("schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 2e-2\n[compare]\ntolerance = {default}\n[compare.families]\n");
+            for (k, v) in &families {
+                text.push_str(&format!("{k} = {v}\n"));
+            }
+            match Thresholds::parse(&text, "f.toml") {
+                Ok(t) => prop_assert!(
+                    (0.0..1.0).contains(&t.compare.tolerance)
+                        && t.compare.families.iter().all(|(k, v)| FAMILIES.contains(&k.as_str()) && (0.0..1.0).contains(v))
+                ),
+                Err(e) => prop_assert!(e.contains("f.toml"), "{}", e),
+            }
+        }
+
+        #[test]
         fn never_panics(s in "\\PC{0,300}") {
             let _ = Thresholds::parse(&s, "f");
         }

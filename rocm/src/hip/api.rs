@@ -320,7 +320,7 @@ impl Stream {
 release_on_drop!(Stream, hip.hipStreamDestroy(raw));
 
 /// A copy whose time [`Stream::time_copies`] measures.
-pub enum Copy<'a> {
+pub enum TimedCopy<'a> {
     /// Pinned host memory to the device (`hipMemcpyAsync`).
     Upload {
         /// Where to.
@@ -358,7 +358,7 @@ impl Stream {
     /// using the buffers when their borrows end.
     pub fn time_copies(
         &self,
-        copy: &mut Copy<'_>,
+        copy: &mut TimedCopy<'_>,
         times: usize,
     ) -> Result<Vec<Duration>, HipError> {
         let events = (0..=times)
@@ -383,10 +383,10 @@ impl Stream {
             .collect()
     }
 
-    fn enqueue(&self, copy: &mut Copy<'_>) -> Result<(), HipError> {
+    fn enqueue(&self, copy: &mut TimedCopy<'_>) -> Result<(), HipError> {
         let hip = &self.hip;
         match copy {
-            Copy::Upload { to, from } => {
+            TimedCopy::Upload { to, from } => {
                 let f = hip.table.hipMemcpyAsync.clone()?;
                 let n = from.len.min(to.len);
                 // SAFETY: both ranges are valid for `n` bytes until the
@@ -396,7 +396,7 @@ impl Stream {
                     f(to.ptr, from.ptr, n, sys::MEMCPY_HOST_TO_DEVICE, self.raw)
                 })
             }
-            Copy::Download { to, from } => {
+            TimedCopy::Download { to, from } => {
                 let f = hip.table.hipMemcpyAsync.clone()?;
                 let n = from.len.min(to.len);
                 // SAFETY: as above; `to` is borrowed mutably, so nothing
@@ -405,7 +405,7 @@ impl Stream {
                     f(to.ptr, from.ptr, n, sys::MEMCPY_DEVICE_TO_HOST, self.raw)
                 })
             }
-            Copy::Peer {
+            TimedCopy::Peer {
                 to,
                 to_device,
                 from,

@@ -7,7 +7,7 @@ use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{
-    Copy, DeviceBuffer, HipError, HostBuffer, Module, Rtc, Stream, format_version, sys,
+    DeviceBuffer, HipError, HostBuffer, Module, Rtc, Stream, TimedCopy, format_version, sys,
 };
 use std::time::Instant;
 
@@ -387,7 +387,7 @@ fn bandwidth(ctx: &NodeContext, scope: Scope) -> Outcome {
     // between back-to-back copies: the host's scheduling is not counted);
     // the best is judged, and the three kept, so a comparison of runs can
     // tell a change from this run's own noise.
-    let rates = |copy: &mut Copy<'_>| -> Result<Vec<f64>, Verdict> {
+    let rates = |copy: &mut TimedCopy<'_>| -> Result<Vec<f64>, Verdict> {
         Ok(stream
             .time_copies(copy, 3)
             .map_err(fail)?
@@ -395,11 +395,11 @@ fn bandwidth(ctx: &NodeContext, scope: Scope) -> Outcome {
             .map(|d| BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9)
             .collect())
     };
-    let h2d = rates(&mut Copy::Upload {
+    let h2d = rates(&mut TimedCopy::Upload {
         to: &dev,
         from: &host,
     })?;
-    let d2h = rates(&mut Copy::Download {
+    let d2h = rates(&mut TimedCopy::Download {
         to: &mut host,
         from: &dev,
     })?;

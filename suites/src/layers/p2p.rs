@@ -11,7 +11,7 @@ use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Status, Tier, Verdict};
 use rocgate_node::facts::gpus::Gpu;
-use rocgate_rocm::hip::{Copy, DeviceBuffer, Hip, HipError, Stream};
+use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError, Stream, TimedCopy};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -166,7 +166,7 @@ fn copy_pair(
     if back != pattern {
         return Ok(None);
     }
-    let mut copy = Copy::Peer {
+    let mut copy = TimedCopy::Peer {
         to: &to.large,
         to_device: to.ordinal,
         from: &from.large,
