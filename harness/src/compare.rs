@@ -586,10 +586,9 @@ fn metrics(
     }
 }
 
-impl Measured {
-    fn width_of(w: Option<f64>) -> String {
-        w.map_or_else(|| "none".to_string(), |w| format!("{w:.3}"))
-    }
+/// A spread's width as printed, `none` when the run measured none.
+fn width_text(w: Option<f64>) -> String {
+    w.map_or_else(|| "none".to_string(), |w| format!("{w:.3}"))
 }
 
 impl MetricChange {
@@ -606,8 +605,8 @@ impl MetricChange {
         format!(
             "tolerance {:.0}%, spread {} before, {} after",
             self.tolerance * 100.0,
-            Measured::width_of(self.spread_before),
-            Measured::width_of(self.spread_after),
+            width_text(self.spread_before),
+            width_text(self.spread_after),
         )
     }
 }
@@ -714,18 +713,16 @@ fn status_groups(changes: &[StatusChange]) -> Vec<StatusGroup<'_>> {
         }
     }
     let mut seen = BTreeSet::new();
-    for s in changes {
-        let root_id = s.blocked_by.as_deref().unwrap_or(&s.id);
-        // A check under another index is a root by its id alone.
+    for s in changes.iter().filter(|s| s.blocked_by.is_none()) {
+        // A check under another index (`gpu1.x.y (was gpu2)`) is blocked_by's
+        // root by its id alone.
         let bare = s.id.split(' ').next().unwrap_or(&s.id);
-        if s.blocked_by.is_none() {
-            seen.insert(bare);
-            groups.push(StatusGroup {
-                root: Some(s),
-                root_id,
-                blocked: blocked.get(bare).copied().unwrap_or(0),
-            });
-        }
+        seen.insert(bare);
+        groups.push(StatusGroup {
+            root: Some(s),
+            root_id: &s.id,
+            blocked: blocked.get(bare).copied().unwrap_or(0),
+        });
     }
     for s in changes {
         if let Some(root) = s.blocked_by.as_deref()
