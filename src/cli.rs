@@ -58,7 +58,8 @@ pub enum Command {
     /// accepts, for diagnosis elsewhere.
     Snapshot(SnapshotArgs),
     /// Compare two runs' JSON results: version changes, checks that stopped
-    /// passing, metrics that got worse (exit 1 on a regression).
+    /// passing, throughputs that fell beyond their tolerance and spread,
+    /// error counters that grew (exit 1 on a regression).
     Compare(CompareArgs),
     /// The finding codes rocgate reports: layer, severity, category, meaning
     /// and next step.
@@ -421,9 +422,15 @@ pub struct CompareArgs {
     /// text, or markdown for a pull-request comment or a CI job summary.
     #[arg(long, default_value = "text", value_parser = ["text", "markdown"])]
     pub format: String,
-    /// How much worse a metric may get before it counts (0.05 = 5%).
-    #[arg(long, default_value_t = 0.05)]
-    pub tolerance: f64,
+    /// How far any throughput may fall before it counts (0.05 = 5%), for
+    /// every metric family alike; without it, each family's tolerance
+    /// from the thresholds' `[compare]` table.
+    #[arg(long)]
+    pub tolerance: Option<f64>,
+    /// Thresholds file (TOML) whose `[compare]` table sets the tolerances
+    /// per metric family, instead of the built-in one.
+    #[arg(long, value_name = "FILE")]
+    pub thresholds: Option<PathBuf>,
 }
 
 /// `rocgate codes`.

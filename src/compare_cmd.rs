@@ -1,7 +1,8 @@
 //! `rocgate compare BEFORE.json AFTER.json`: the upgrade gate.
 
 use crate::cli::CompareArgs;
-use rocgate_harness::compare;
+use rocgate_harness::compare::{self, Tolerances};
+use rocgate_suites::thresholds::Thresholds;
 use std::process::ExitCode;
 
 fn load(path: &std::path::Path) -> Result<serde_json::Value, String> {
@@ -13,16 +14,32 @@ fn load(path: &std::path::Path) -> Result<serde_json::Value, String> {
     Ok(doc)
 }
 
+/// The tolerances to judge throughputs with: `--tolerance` for every
+/// family when given, else the thresholds file's `[compare]` table.
+fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
+    // A file named is read even when --tolerance overrides it, so a wrong
+    // path or a broken file is not silently ignored.
+    let thresholds = match &args.thresholds {
+        Some(path) => Thresholds::load(path)?,
+        None => Thresholds::builtin()?,
+    };
+    match args.tolerance {
+        Some(t) if !(0.0..1.0).contains(&t) => {
+            Err(format!("--tolerance must be between 0 and 1, not {t}"))
+        }
+        Some(t) => Ok(Tolerances::flat(t)),
+        None => Ok(Tolerances {
+            default: thresholds.compare.tolerance,
+            families: thresholds.compare.families,
+        }),
+    }
+}
+
 /// Prints the comparison; exit 1 when the second run regressed.
 pub fn run(args: &CompareArgs) -> Result<ExitCode, String> {
-    if !(0.0..1.0).contains(&args.tolerance) {
-        return Err(format!(
-            "--tolerance must be between 0 and 1, not {}",
-            args.tolerance
-        ));
-    }
+    let tolerances = tolerances(args)?;
     let (before, after) = (load(&args.before)?, load(&args.after)?);
-    let c = compare::compare(&before, &after, args.tolerance);
+    let c = compare::compare(&before, &after, &tolerances);
     if args.format == "markdown" {
         out!("{}", compare::render_markdown(&c));
     } else {

@@ -67,7 +67,7 @@ fn correctable_errors_that_grow_between_runs_are_a_regression() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("Error counters that grew"), "{text}");
     assert!(
-        text.contains("gpu1.amdgpu.ras_errors ras_ce.umc 0 -> 5 errors (+5)"),
+        text.contains("gpu1.amdgpu.ras_errors ras_ce.umc (0000:26:00.0): 0 -> 5 errors (+5)"),
         "{text}"
     );
 }

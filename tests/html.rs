@@ -408,10 +408,10 @@ fn measurements_against_floors() -> Result<(), Failed> {
             page.to_str().unwrap(),
         ])
         .env("ROCGATE_FAKE_P2P_GBPS", "xgmi=4000;gpu0>gpu1=10")
+        .env("ROCGATE_FAKE_COPY_GBPS", "20")
         .run();
-    // The fakes copy memory at host speed, far under an MI300X's PCIe
-    // floor, and report GEMM rates far over its GEMM floors: one metric of
-    // each kind, judged.
+    // Host copies at 20 GB/s, far under an MI300X's PCIe floor, and GEMM
+    // rates far over its GEMM floors: one metric of each kind, judged.
     let bandwidth = common::result(&json, "gpu0.hip.bandwidth");
     let floor = bandwidth["metrics"][0]["floor"].as_f64();
     check(

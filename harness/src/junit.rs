@@ -385,6 +385,8 @@ mod tests {
             name: nasty.into(),
             value: 1.0,
             unit: nasty.into(),
+            kind: None,
+            spread: None,
             floor: None,
             between: None,
         }];
@@ -515,6 +517,8 @@ mod tests {
                             name: code,
                             value,
                             unit: next,
+                            kind: None,
+                            spread: None,
                             floor: Some(value),
                             between: None,
                         }],

@@ -158,7 +158,7 @@ mod tests {
             let m = Verdict::pass("").with_metric_against("p2p_gbps", value, "GB/s", floor);
             v = v.with_metrics_between(m.metrics, from, to);
         }
-        v.with_metric("h2d_gbps", 50.0, "GB/s").metrics
+        v.with_throughput("h2d_gbps", 50.0, "GB/s").metrics
     }
 
     #[test]

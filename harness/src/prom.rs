@@ -301,7 +301,7 @@ mod tests {
         r.results[0].metrics = crate::verdict::Verdict::pass("")
             .with_metrics_between(
                 crate::verdict::Verdict::pass("")
-                    .with_metric("p2p_gbps", 47.5, "GB/s")
+                    .with_throughput("p2p_gbps", 47.5, "GB/s")
                     .metrics,
                 "gpu0",
                 "gpu1",

@@ -200,15 +200,130 @@ impl Finding {
     }
 }
 
+/// What a metric measures, which says whether and how two runs' values of
+/// it can be compared (`rocgate compare`). The checks set it, so the engine
+/// needs no table of units or names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MetricKind {
+    /// A rate the hardware delivers (GB/s, TFLOP/s), measured over enough
+    /// work to mean the same on the next run: higher is better, and a drop
+    /// beyond its tolerance and its spread is a regression.
+    Throughput,
+    /// A count of errors (RAS, retired pages) that only grows on a healthy
+    /// part until a reset: any growth is a regression.
+    Counter,
+    /// How long something took (a check's kernel, a compile): it follows
+    /// the host's load and the work's size, so it is never compared.
+    Duration,
+    /// A value of the moment (a temperature, a power draw, the rate of one
+    /// cold call made to check a result): shown, never compared.
+    Reading,
+    /// How many of something there are (GPUs, compute units, lanes, bytes):
+    /// a change is a status change of the check that judges it, never a
+    /// metric regression.
+    Count,
+}
+
+impl MetricKind {
+    /// The lowercase name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKind::Throughput => "throughput",
+            MetricKind::Counter => "counter",
+            MetricKind::Duration => "duration",
+            MetricKind::Reading => "reading",
+            MetricKind::Count => "count",
+        }
+    }
+
+    /// The kind of a metric from a report written before metrics said
+    /// their kind, from its unit alone: times are durations, `errors` and
+    /// `pages` counters, rates (`.../s`) throughputs; anything else (a
+    /// count, a temperature) is not compared.
+    pub fn from_unit(unit: &str) -> MetricKind {
+        match unit {
+            "ms" | "s" | "us" | "ns" => MetricKind::Duration,
+            "errors" | "pages" => MetricKind::Counter,
+            "°C" | "W" => MetricKind::Reading,
+            u if u.ends_with("/s") => MetricKind::Throughput,
+            _ => MetricKind::Count,
+        }
+    }
+
+    /// Whether `rocgate compare` judges metrics of this kind at all.
+    pub fn compared(self) -> bool {
+        matches!(self, MetricKind::Throughput | MetricKind::Counter)
+    }
+}
+
+impl fmt::Display for MetricKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a measurement repeated within one run spread: the least, middle and
+/// greatest of its timed repetitions (copies, batches of GEMM calls,
+/// all-reduces), each expressed in the metric's unit. Two runs differ by
+/// more than noise only when they differ by more than this.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// The least sample.
+    pub min: f64,
+    /// The median sample (the mean of the middle two for an even count).
+    pub median: f64,
+    /// The greatest sample.
+    pub max: f64,
+    /// How many samples there were.
+    pub samples: usize,
+}
+
+impl Spread {
+    /// The spread of `samples`, ignoring those that are not finite; `None`
+    /// when none is.
+    pub fn of(samples: &[f64]) -> Option<Spread> {
+        let mut s: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
+        s.sort_by(f64::total_cmp);
+        let (first, last) = (*s.first()?, *s.last()?);
+        let mid = s.len() / 2;
+        let median = if s.len() % 2 == 1 {
+            s[mid]
+        } else {
+            (s[mid - 1] + s[mid]) / 2.0
+        };
+        Some(Spread {
+            min: first,
+            median,
+            max: last,
+            samples: s.len(),
+        })
+    }
+
+    /// How far apart the least and greatest samples are.
+    pub fn width(&self) -> f64 {
+        self.max - self.min
+    }
+}
+
 /// A measured number attached to a result (bandwidth, count, latency).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Metric {
-    /// Metric name (`h2d_bandwidth`).
+    /// Metric name (`h2d_gbps`); its family, what the thresholds' compare
+    /// tolerances are set for, is the part before the first `.`.
     pub name: String,
     /// The measured value.
     pub value: f64,
     /// Its unit (`GB/s`, `count`).
     pub unit: String,
+    /// What it measures, which says how runs compare it; absent in reports
+    /// written before metrics said so.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kind: Option<MetricKind>,
+    /// How the timed repetitions behind the value spread, when there were
+    /// several.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub spread: Option<Spread>,
     /// The least value the check accepted, when it judged the value against
     /// a floor (the published figure less the margin): reports draw the
     /// value against it.
@@ -219,6 +334,28 @@ pub struct Metric {
     /// ([`crate::matrix`]); the name is then [`crate::matrix::pair_name`].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub between: Option<(String, String)>,
+}
+
+impl Metric {
+    /// A metric of `kind`, with no spread, floor or pair.
+    pub fn new(kind: MetricKind, name: &str, value: f64, unit: &str) -> Metric {
+        Metric {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+            kind: Some(kind),
+            spread: None,
+            floor: None,
+            between: None,
+        }
+    }
+
+    /// Its kind: the one it says, else the one its unit implies (a report
+    /// written before metrics said their kind).
+    pub fn kind_or_unit(&self) -> MetricKind {
+        self.kind
+            .unwrap_or_else(|| MetricKind::from_unit(&self.unit))
+    }
 }
 
 /// What a check returns: pass, fail with a finding, or skipped with a reason,
@@ -320,29 +457,62 @@ impl Verdict {
         self
     }
 
-    /// Attaches a metric.
+    /// Attaches a metric of `kind`.
     #[must_use]
-    pub fn with_metric(mut self, name: &str, value: f64, unit: &str) -> Self {
-        self.metrics.push(Metric {
-            name: name.to_string(),
-            value,
-            unit: unit.to_string(),
-            floor: None,
-            between: None,
-        });
+    pub fn with_metric(mut self, kind: MetricKind, name: &str, value: f64, unit: &str) -> Self {
+        self.metrics.push(Metric::new(kind, name, value, unit));
         self
     }
 
-    /// Attaches a metric that was judged against `floor`, the least value
-    /// the check accepted.
+    /// Attaches a throughput (higher is better; compared across runs).
+    #[must_use]
+    pub fn with_throughput(self, name: &str, value: f64, unit: &str) -> Self {
+        self.with_metric(MetricKind::Throughput, name, value, unit)
+    }
+
+    /// Attaches an error counter (any growth between runs is a regression).
+    #[must_use]
+    pub fn with_counter(self, name: &str, value: f64, unit: &str) -> Self {
+        self.with_metric(MetricKind::Counter, name, value, unit)
+    }
+
+    /// Attaches how long something took, in milliseconds (never compared).
+    #[must_use]
+    pub fn with_duration_ms(self, name: &str, ms: f64) -> Self {
+        self.with_metric(MetricKind::Duration, name, ms, "ms")
+    }
+
+    /// Attaches a value of the moment (never compared).
+    #[must_use]
+    pub fn with_reading(self, name: &str, value: f64, unit: &str) -> Self {
+        self.with_metric(MetricKind::Reading, name, value, unit)
+    }
+
+    /// Attaches how many of something there are (never compared).
+    #[must_use]
+    pub fn with_count(self, name: &str, value: f64, unit: &str) -> Self {
+        self.with_metric(MetricKind::Count, name, value, unit)
+    }
+
+    /// Records on the metric attached last the spread of the timed
+    /// repetitions behind it, each in that metric's unit; nothing when
+    /// there is no metric or no finite sample.
+    #[must_use]
+    pub fn with_samples(mut self, samples: &[f64]) -> Self {
+        if let Some(m) = self.metrics.last_mut() {
+            m.spread = Spread::of(samples);
+        }
+        self
+    }
+
+    /// Attaches a throughput that was judged against `floor`, the least
+    /// value the check accepted (floors are for rates, where higher is
+    /// better).
     #[must_use]
     pub fn with_metric_against(mut self, name: &str, value: f64, unit: &str, floor: f64) -> Self {
         self.metrics.push(Metric {
-            name: name.to_string(),
-            value,
-            unit: unit.to_string(),
             floor: Some(floor),
-            between: None,
+            ..Metric::new(MetricKind::Throughput, name, value, unit)
         });
         self
     }
@@ -381,6 +551,50 @@ mod tests {
         let w = Verdict::found(Finding::new("numa", Severity::Warn, "on", "turn it off"));
         assert_eq!(w.status, Status::Warn);
         assert!(!w.status.is_fault() && w.status.has_finding());
+    }
+
+    #[test]
+    fn a_spread_is_the_least_middle_and_greatest_finite_sample() {
+        let s = Spread::of(&[3.0, f64::NAN, 1.0, 2.0]).unwrap();
+        assert_eq!((s.min, s.median, s.max, s.samples), (1.0, 2.0, 3.0, 3));
+        assert_eq!(Spread::of(&[4.0, 1.0, 3.0, 2.0]).unwrap().median, 2.5);
+        assert_eq!(Spread::of(&[]), None);
+        assert_eq!(Spread::of(&[f64::INFINITY]), None);
+        let v = Verdict::pass("")
+            .with_throughput("h2d_gbps", 50.0, "GB/s")
+            .with_samples(&[49.0, 50.0, 48.0]);
+        assert_eq!(v.metrics[0].spread.map(|s| s.width()), Some(2.0));
+        assert_eq!(v.metrics[0].kind, Some(MetricKind::Throughput));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_spread_is_ordered_whatever_the_samples(samples in proptest::collection::vec(proptest::num::f64::ANY, 0..9)) {
+            if let Some(s) = Spread::of(&samples) {
+                proptest::prop_assert!(s.min <= s.median && s.median <= s.max, "{:?}", s);
+                proptest::prop_assert!(s.samples >= 1 && s.samples <= samples.len());
+            }
+        }
+    }
+
+    #[test]
+    fn a_metric_without_a_kind_takes_one_from_its_unit_and_serialises_without_it() {
+        let old: Metric = serde_json::from_str(r#"{"name":"t","value":1.0,"unit":"ms"}"#).unwrap();
+        assert_eq!(old.kind_or_unit(), MetricKind::Duration);
+        assert!(!old.kind_or_unit().compared());
+        for (unit, kind) in [
+            ("GB/s", MetricKind::Throughput),
+            ("errors", MetricKind::Counter),
+            ("°C", MetricKind::Reading),
+            ("count", MetricKind::Count),
+        ] {
+            assert_eq!(MetricKind::from_unit(unit), kind, "{unit}");
+        }
+        let text = serde_json::to_string(&old).unwrap();
+        assert!(!text.contains("kind") && !text.contains("spread"), "{text}");
+        let new = Verdict::pass("").with_counter("ras_ce.umc", 0.0, "errors");
+        let text = serde_json::to_string(&new.metrics[0]).unwrap();
+        assert!(text.contains(r#""kind":"counter""#), "{text}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use crate::config_file;
 use rocgate_node::facts::gpus::Gpu;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The built-in file.
@@ -125,6 +126,72 @@ fn vram_share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     }
 }
 
+/// How much a throughput may fall between two runs before `rocgate
+/// compare` calls it a regression (when the fall also exceeds both runs'
+/// spread): a default, and values per metric family (the name before the
+/// first `.`, `gemm_tflops` of `gemm_tflops.fp16`).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Compare {
+    /// For families without their own.
+    #[serde(deserialize_with = "drop_tolerance")]
+    pub tolerance: f64,
+    /// Per family.
+    #[serde(default, deserialize_with = "families")]
+    pub families: BTreeMap<String, f64>,
+}
+
+impl Default for Compare {
+    fn default() -> Self {
+        Compare {
+            tolerance: 0.05,
+            families: BTreeMap::new(),
+        }
+    }
+}
+
+/// The throughput families the suites measure, which `[compare.families]`
+/// may name: a name outside them would tune nothing.
+pub const FAMILIES: [&str; 5] = [
+    "gemm_tflops",
+    "h2d_gbps",
+    "d2h_gbps",
+    "p2p_gbps",
+    "allreduce_busbw_gbps",
+];
+
+// A fall of 1 (100%) or more would never count.
+fn drop_tolerance<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if (0.0..1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "a compare tolerance must be a fraction from 0 to below 1 (0.05 = 5%), not {v}"
+        )))
+    }
+}
+
+/// A family's tolerance, checked as it is read so an error names its line.
+struct DropTolerance(f64);
+
+impl<'de> Deserialize<'de> for DropTolerance {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        drop_tolerance(d).map(DropTolerance)
+    }
+}
+
+fn families<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>, D::Error> {
+    let raw = BTreeMap::<String, DropTolerance>::deserialize(d)?;
+    if let Some(unknown) = raw.keys().find(|k| !FAMILIES.contains(&k.as_str())) {
+        return Err(serde::de::Error::custom(format!(
+            "[compare.families] names '{unknown}', which no check measures; known families: {}",
+            FAMILIES.join(", ")
+        )));
+    }
+    Ok(raw.into_iter().map(|(k, v)| (k, v.0)).collect())
+}
+
 fn whole_gpu() -> String {
     "SPX".to_string()
 }
@@ -146,6 +213,9 @@ pub struct Thresholds {
     /// How much the extended tier's device-memory test covers.
     #[serde(default)]
     pub memtest: Memtest,
+    /// What `rocgate compare` tolerates, per metric family.
+    #[serde(default)]
+    pub compare: Compare,
     /// Where the thresholds came from (for messages).
     #[serde(skip)]
     pub origin: String,
@@ -286,7 +356,73 @@ mod tests {
         }
     }
 
+    #[test]
+    fn compare_tolerances_are_per_family_and_errors_name_their_line() {
+        let t = Thresholds::builtin().unwrap();
+        assert!(
+            t.compare
+                .families
+                .keys()
+                .all(|f| FAMILIES.contains(&f.as_str()))
+        );
+        assert!(
+            t.compare.families.contains_key("gemm_tflops"),
+            "{:?}",
+            t.compare
+        );
+        let head = "schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 2e-2\n";
+        // Without a [compare] table, 5% for every family.
+        let plain = Thresholds::parse(head, "f").unwrap();
+        assert_eq!(plain.compare, Compare::default());
+        let with = |table: &str| Thresholds::parse(&format!("{head}{table}"), "fleet.toml");
+        let t = with("[compare]\ntolerance = 0.1\n[compare.families]\np2p_gbps = 0.2\n").unwrap();
+        assert_eq!(t.compare.tolerance, 0.1);
+        assert_eq!(t.compare.families.get("p2p_gbps"), Some(&0.2));
+        for (table, line, what) in [
+            ("[compare]\ntolerance = 1.5\n", 9, "compare tolerance"),
+            (
+                "[compare]\ntolerance = 0.1\n[compare.families]\np2p_gbps = -1\n",
+                11,
+                "compare tolerance",
+            ),
+            (
+                "[compare]\ntolerance = 0.1\n[compare.families]\ngemm = 0.1\n",
+                10,
+                "known families",
+            ),
+            (
+                "[compare]\ntolerance = 0.1\nfamily = 3\n",
+                10,
+                "unknown field",
+            ),
+        ] {
+            let e = with(table).unwrap_err();
+            assert!(
+                e.contains("fleet.toml") && e.contains(&format!("line {line}")) && e.contains(what),
+                "{table}: {e}"
+            );
+        }
+    }
+
     proptest! {
+        #[test]
+        fn any_compare_table_parses_or_names_its_error(
+            default in "[-0-9.e]{1,6}|\"x\"",
+            families in proptest::collection::vec(("[a-z_]{1,22}|gemm_tflops|p2p_gbps", "[-0-9.e]{1,6}|nan|true"), 0..4),
+        ) {
+            let mut text = format!("schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 2e-2\n[compare]\ntolerance = {default}\n[compare.families]\n");
+            for (k, v) in &families {
+                text.push_str(&format!("{k} = {v}\n"));
+            }
+            match Thresholds::parse(&text, "f.toml") {
+                Ok(t) => prop_assert!(
+                    (0.0..1.0).contains(&t.compare.tolerance)
+                        && t.compare.families.iter().all(|(k, v)| FAMILIES.contains(&k.as_str()) && (0.0..1.0).contains(v))
+                ),
+                Err(e) => prop_assert!(e.contains("f.toml"), "{}", e),
+            }
+        }
+
         #[test]
         fn never_panics(s in "\\PC{0,300}") {
             let _ = Thresholds::parse(&s, "f");

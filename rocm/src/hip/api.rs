@@ -12,6 +12,7 @@ use crate::table::release_on_drop;
 use std::ffi::{CString, c_char, c_void};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// An opened HIP runtime.
 pub type Hip = Library<Table>;
@@ -317,6 +318,159 @@ impl Stream {
 }
 
 release_on_drop!(Stream, hip.hipStreamDestroy(raw));
+
+/// A copy whose time [`Stream::time_copies`] measures.
+pub enum TimedCopy<'a> {
+    /// Pinned host memory to the device (`hipMemcpyAsync`).
+    Upload {
+        /// Where to.
+        to: &'a DeviceBuffer,
+        /// From where.
+        from: &'a HostBuffer,
+    },
+    /// The device to pinned host memory (`hipMemcpyAsync`).
+    Download {
+        /// Where to.
+        to: &'a mut HostBuffer,
+        /// From where.
+        from: &'a DeviceBuffer,
+    },
+    /// One device's memory to another's (`hipMemcpyPeerAsync`).
+    Peer {
+        /// Where to.
+        to: &'a DeviceBuffer,
+        /// The device `to` is on.
+        to_device: i32,
+        /// From where.
+        from: &'a DeviceBuffer,
+        /// The device `from` is on.
+        from_device: i32,
+    },
+}
+
+impl Stream {
+    /// Enqueues `copy` once untimed, then `times` more back to back with an
+    /// event between each two, waits for all of them, and returns each
+    /// timed copy's duration on the GPU's clock (`hipEventElapsedTime`):
+    /// what the host's scheduler does meanwhile is not counted, and the
+    /// untimed copy keeps the GPU busy while the rest is enqueued. Waits
+    /// for the stream before returning, on errors too, so no copy is still
+    /// using the buffers when their borrows end.
+    pub fn time_copies(
+        &self,
+        copy: &mut TimedCopy<'_>,
+        times: usize,
+    ) -> Result<Vec<Duration>, HipError> {
+        let events = (0..=times)
+            .map(|_| Event::new(&self.hip))
+            .collect::<Result<Vec<Event>, HipError>>()?;
+        let enqueued = (|| {
+            self.enqueue(copy)?;
+            for (i, e) in events.iter().enumerate() {
+                e.record(self)?;
+                if i < times {
+                    self.enqueue(copy)?;
+                }
+            }
+            Ok::<(), HipError>(())
+        })();
+        let waited = self.synchronize();
+        enqueued?;
+        waited?;
+        events
+            .windows(2)
+            .map(|pair| pair[1].since(&pair[0]))
+            .collect()
+    }
+
+    fn enqueue(&self, copy: &mut TimedCopy<'_>) -> Result<(), HipError> {
+        let hip = &self.hip;
+        match copy {
+            TimedCopy::Upload { to, from } => {
+                let f = hip.table.hipMemcpyAsync.clone()?;
+                let n = from.len.min(to.len);
+                // SAFETY: both ranges are valid for `n` bytes until the
+                // stream is synchronised, which `time_copies` does before
+                // the borrows end.
+                hip.check("hipMemcpyAsync", unsafe {
+                    f(to.ptr, from.ptr, n, sys::MEMCPY_HOST_TO_DEVICE, self.raw)
+                })
+            }
+            TimedCopy::Download { to, from } => {
+                let f = hip.table.hipMemcpyAsync.clone()?;
+                let n = from.len.min(to.len);
+                // SAFETY: as above; `to` is borrowed mutably, so nothing
+                // else reads it while the copy writes it.
+                hip.check("hipMemcpyAsync", unsafe {
+                    f(to.ptr, from.ptr, n, sys::MEMCPY_DEVICE_TO_HOST, self.raw)
+                })
+            }
+            TimedCopy::Peer {
+                to,
+                to_device,
+                from,
+                from_device,
+            } => {
+                let f = hip.table.hipMemcpyPeerAsync.clone()?;
+                let n = from.len.min(to.len);
+                // SAFETY: both device ranges are valid for `n` bytes until
+                // the stream is synchronised.
+                hip.check("hipMemcpyPeerAsync", unsafe {
+                    f(to.ptr, *to_device, from.ptr, *from_device, n, self.raw)
+                })
+            }
+        }
+    }
+}
+
+/// A HIP event, destroyed on drop.
+struct Event {
+    hip: Arc<Hip>,
+    raw: sys::Event,
+}
+
+impl Event {
+    /// `hipEventCreate`.
+    fn new(hip: &Arc<Hip>) -> Result<Event, HipError> {
+        let raw = hip.create("hipEventCreate", &hip.table.hipEventCreate)?;
+        Ok(Event {
+            hip: Arc::clone(hip),
+            raw,
+        })
+    }
+
+    /// `hipEventRecord` on `stream`.
+    fn record(&self, stream: &Stream) -> Result<(), HipError> {
+        let f = self.hip.table.hipEventRecord.clone()?;
+        // SAFETY: a live event and stream.
+        self.hip
+            .check("hipEventRecord", unsafe { f(self.raw, stream.raw) })
+    }
+
+    /// The GPU time from `start` to this event (`hipEventElapsedTime`),
+    /// both recorded and complete.
+    fn since(&self, start: &Event) -> Result<Duration, HipError> {
+        let sync = self.hip.table.hipEventSynchronize.clone()?;
+        // SAFETY: a live event.
+        self.hip
+            .check("hipEventSynchronize", unsafe { sync(self.raw) })?;
+        let f = self.hip.table.hipEventElapsedTime.clone()?;
+        let mut ms = 0f32;
+        // SAFETY: writes one float; both events are live.
+        self.hip.check("hipEventElapsedTime", unsafe {
+            f(&mut ms, start.raw, self.raw)
+        })?;
+        if !ms.is_finite() || ms < 0.0 {
+            return Err(HipError::Invalid {
+                call: "hipEventElapsedTime",
+                reason: format!("returned {ms} ms"),
+            });
+        }
+        Ok(Duration::from_secs_f64(f64::from(ms) / 1e3))
+    }
+}
+
+release_on_drop!(Event, hip.hipEventDestroy(raw));
 
 /// Device memory, freed on drop.
 pub struct DeviceBuffer {

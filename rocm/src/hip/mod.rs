@@ -4,7 +4,9 @@ mod api;
 mod error;
 pub mod sys;
 
-pub use api::{DeviceBuffer, Function, Hip, HostBuffer, Module, Rtc, Stream, format_version};
+pub use api::{
+    DeviceBuffer, Function, Hip, HostBuffer, Module, Rtc, Stream, TimedCopy, format_version,
+};
 pub use error::{ERROR_NAMES, HipError, fallback_name};
 
 /// The HIP runtime's sonames, newest first.

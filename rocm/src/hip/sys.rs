@@ -15,6 +15,7 @@ pub type Module = *mut c_void;
 pub type Function = *mut c_void;
 pub type RtcProgram = *mut c_void;
 pub type Stream = *mut c_void;
+pub type Event = *mut c_void;
 
 c_constants! {
     /// Every value above, by its C name, for the header probe
@@ -67,6 +68,13 @@ symbol_table! {
         hipStreamDestroy: fn(Stream) -> Error;
         hipStreamSynchronize: fn(Stream) -> Error;
         hipStreamQuery: fn(Stream) -> Error;
+        hipMemcpyAsync: fn(*mut c_void, *const c_void, usize, i32, Stream) -> Error;
+        hipMemcpyPeerAsync: fn(*mut c_void, i32, *const c_void, i32, usize, Stream) -> Error;
+        hipEventCreate: fn(*mut Event) -> Error;
+        hipEventDestroy: fn(Event) -> Error;
+        hipEventRecord: fn(Event, Stream) -> Error;
+        hipEventSynchronize: fn(Event) -> Error;
+        hipEventElapsedTime: fn(*mut f32, Event, Event) -> Error;
     }
 }
 

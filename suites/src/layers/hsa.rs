@@ -190,7 +190,7 @@ fn agents(ctx: &NodeContext, _: Scope) -> Outcome {
         counts.join(", "),
         super::list(&names, 4)
     ))
-    .with_metric("hsa_gpu_agents", gpus as f64, "count"))
+    .with_count("hsa_gpu_agents", gpus as f64, "count"))
 }
 
 /// This GPU's agent, matched by PCI domain and location.
@@ -245,7 +245,7 @@ fn agent(ctx: &NodeContext, scope: Scope) -> Outcome {
         "{} ({}), {} CUs, wave{}{seen}",
         a.name, a.product, a.compute_units, a.wavefront_size
     ))
-    .with_metric("compute_units", f64::from(a.compute_units), "count"))
+    .with_count("compute_units", f64::from(a.compute_units), "count"))
 }
 
 /// The agent's device pool (global, coarse-grained).
@@ -292,7 +292,7 @@ fn memory_pools(ctx: &NodeContext, scope: Scope) -> Outcome {
         "device pool of {:.1} GiB",
         p.size as f64 / f64::from(1u32 << 30)
     ))
-    .with_metric("device_pool_bytes", p.size as f64, "bytes"))
+    .with_count("device_pool_bytes", p.size as f64, "bytes"))
 }
 
 fn queue(ctx: &NodeContext, scope: Scope) -> Outcome {
@@ -430,7 +430,7 @@ fn dispatch(ctx: &NodeContext, scope: Scope) -> Outcome {
         "fill kernel over {N} work-items verified in {:.2} ms",
         elapsed.as_secs_f64() * 1e3
     ))
-    .with_metric("dispatch_ms", elapsed.as_secs_f64() * 1e3, "ms"))
+    .with_duration_ms("dispatch_ms", elapsed.as_secs_f64() * 1e3))
 }
 
 fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {

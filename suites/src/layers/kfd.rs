@@ -214,7 +214,7 @@ fn topology(ctx: &NodeContext, _: Scope) -> Outcome {
             silent.len()
         ));
     }
-    Ok(Verdict::pass(message).with_metric("kfd_gpu_nodes", gpus as f64, "count"))
+    Ok(Verdict::pass(message).with_count("kfd_gpu_nodes", gpus as f64, "count"))
 }
 
 /// GPUs grouped by a key, skipping GPUs without one.
@@ -483,7 +483,7 @@ fn compute_units(ctx: &NodeContext, scope: Scope) -> Outcome {
                 k.simd_count,
                 k.simd_per_cu.unwrap_or(0)
             ))
-            .with_metric("compute_units", cu as f64, "count")
+            .with_count("compute_units", cu as f64, "count")
         }
         _ => Verdict::found(codes::NO_COMPUTE_UNITS.finding(format!(
                 "KFD reports no compute units for {} (simd_count {}, simd_per_cu {})",

@@ -250,7 +250,7 @@ fn conv(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Outcome {
         run.algo,
         elapsed.as_secs_f64() * 1e3
     ))
-    .with_metric(&format!("conv_{}_ms", dt.name()), elapsed.as_secs_f64() * 1e3, "ms"))
+    .with_duration_ms(&format!("conv_{}_ms", dt.name()), elapsed.as_secs_f64() * 1e3))
 }
 
 fn conv_fp32(ctx: &NodeContext, scope: Scope) -> Outcome {

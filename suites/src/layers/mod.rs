@@ -188,8 +188,10 @@ fn pci_function(gpu: &Gpu) -> Result<&PciDevice, Verdict> {
         .ok_or_else(|| Verdict::not_applicable("not on the PCI bus (see pci.identity)"))
 }
 
-/// A measurement against its floor in the thresholds: pass above it, fail
-/// below it (naming the floor's source), skip when there is no floor.
+/// A throughput against its floor in the thresholds: pass above it, fail
+/// below it (naming the floor's source), skip when there is no floor. The
+/// verdict's last metric is the measurement, so a caller that timed
+/// repetitions adds their spread with `with_samples`.
 fn judge_floor(ctx: &NodeContext, gpu: &Gpu, metric: &str, measured: f64, unit: &str) -> Verdict {
     let t = &ctx.thresholds;
     let product = gpu
@@ -207,7 +209,7 @@ fn judge_floor(ctx: &NodeContext, gpu: &Gpu, metric: &str, measured: f64, unit: 
             "measured {measured:.1} {unit}, but {} has no {metric} floor for {who} (see README: thresholds)",
             t.origin
         ))
-        .with_metric(metric, measured, unit);
+        .with_throughput(metric, measured, unit);
     };
     let margin = floor.margin.unwrap_or(t.margin);
     let least = t.least(floor);
@@ -256,8 +258,11 @@ fn judge_round_trip(
         gbs(h2d),
         gbs(d2h)
     ))
-    .with_metric("h2d_bandwidth", gbs(h2d), "GB/s")
-    .with_metric("d2h_bandwidth", gbs(d2h), "GB/s"))
+    // One cold copy each way, made to check the data: its rate is mostly
+    // set-up and first touch, so it is shown, never compared across runs
+    // (hip.bandwidth measures bandwidth).
+    .with_reading("h2d_bandwidth", gbs(h2d), "GB/s")
+    .with_reading("d2h_bandwidth", gbs(d2h), "GB/s"))
 }
 
 /// Several sub-results as one verdict: the first failure; else a pass when
@@ -501,9 +506,9 @@ mod tests {
     #[test]
     fn combine_passes_when_every_part_passed_or_did_not_apply() {
         let v = combined(vec![
-            Verdict::pass("h2d ok").with_metric("h2d", 50.0, "GB/s"),
+            Verdict::pass("h2d ok").with_throughput("h2d", 50.0, "GB/s"),
             Verdict::not_applicable("no d2h on this GPU"),
-            Verdict::pass("d2h ok").with_metric("d2h", 40.0, "GB/s"),
+            Verdict::pass("d2h ok").with_throughput("d2h", 40.0, "GB/s"),
         ]);
         assert_eq!(v.status, Status::Pass);
         assert_eq!(v.message, "h2d ok; no d2h on this GPU; d2h ok");
@@ -513,9 +518,9 @@ mod tests {
     #[test]
     fn combine_reports_the_first_failure_with_every_part_s_metrics() {
         let v = combined(vec![
-            Verdict::pass("fp64 ok").with_metric("fp64", 70.0, "TFLOP/s"),
+            Verdict::pass("fp64 ok").with_throughput("fp64", 70.0, "TFLOP/s"),
             Verdict::unverifiable("fp16 could not be measured"),
-            fail(codes::PERF_BELOW_FLOOR, "fp32 is slow").with_metric("fp32", 1.0, "TFLOP/s"),
+            fail(codes::PERF_BELOW_FLOOR, "fp32 is slow").with_throughput("fp32", 1.0, "TFLOP/s"),
             fail(codes::INTERNAL_ERROR, "bf16 broke"),
         ]);
         assert_eq!(v.status, Status::Fail);
@@ -527,7 +532,7 @@ mod tests {
     #[test]
     fn combine_never_turns_a_part_that_could_not_look_into_a_pass() {
         let parts = |skips: Vec<Verdict>| {
-            let mut all = vec![Verdict::pass("a passed").with_metric("a", 1.0, "count")];
+            let mut all = vec![Verdict::pass("a passed").with_count("a", 1.0, "count")];
             all.extend(skips);
             combined(all)
         };

@@ -11,10 +11,9 @@ use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Status, Tier, Verdict};
 use rocgate_node::facts::gpus::Gpu;
-use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
+use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError, Stream, TimedCopy};
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Bytes of each timed copy: TransferBench's healthcheck moves hundreds of
 /// MiB per transfer, enough that launch overhead does not count.
@@ -48,6 +47,8 @@ struct Peer<'a> {
     device: usize,
     small: DeviceBuffer,
     large: DeviceBuffer,
+    /// A stream on this GPU, which copies to it are timed on.
+    stream: Stream,
 }
 
 /// What went wrong between two GPUs, by pair.
@@ -75,8 +76,9 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
             let pair = format!("{from_scope}>{to_scope}");
             let kind = links.kind(from.device, to.device);
             match copy_pair(hip, from, to, &pattern) {
-                Ok(Some(gbps)) => {
-                    let v = judge(ctx, from.gpu, kind, gbps);
+                Ok(Some(rates)) => {
+                    let gbps = rates.first().copied().unwrap_or(0.0);
+                    let v = judge(ctx, from.gpu, kind, gbps).with_samples(&rates);
                     if v.status == Status::Fail {
                         faults
                             .below
@@ -124,6 +126,7 @@ fn peers<'a>(
             device,
             small: DeviceBuffer::new(hip, CHECKED_BYTES).map_err(fail)?,
             large: DeviceBuffer::new(hip, TIMED_BYTES).map_err(fail)?,
+            stream: Stream::new(hip).map_err(fail)?,
         });
     }
     if peers.len() < 2 {
@@ -135,9 +138,15 @@ fn peers<'a>(
 }
 
 /// Copies `pattern` from `from` to `to` and back to the host, then times
-/// large copies (a warm-up, then the best of three). `Ok(None)`: the data
-/// arrived different.
-fn copy_pair(hip: &Hip, from: &Peer, to: &Peer, pattern: &[u8]) -> Result<Option<f64>, HipError> {
+/// large copies on the GPU's clock (a warm-up, then three back to back
+/// between events): their rates in GB/s, the best first. `Ok(None)`: the
+/// data arrived different.
+fn copy_pair(
+    hip: &Hip,
+    from: &Peer,
+    to: &Peer,
+    pattern: &[u8],
+) -> Result<Option<Vec<f64>>, HipError> {
     // Peer access is what HIP and RCCL use between linked GPUs; without
     // it hipMemcpyPeer stages through host memory, which is the fault.
     if !hip.can_access_peer(to.ordinal, from.ordinal)? {
@@ -157,17 +166,20 @@ fn copy_pair(hip: &Hip, from: &Peer, to: &Peer, pattern: &[u8]) -> Result<Option
     if back != pattern {
         return Ok(None);
     }
-    let mut best = f64::INFINITY;
-    for i in 0..4 {
-        let t = Instant::now();
-        to.large
-            .copy_from_peer(to.ordinal, &from.large, from.ordinal)?;
-        hip.synchronize()?;
-        if i > 0 {
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-    }
-    Ok(Some(TIMED_BYTES as f64 / best.max(1e-9) / 1e9))
+    let mut copy = TimedCopy::Peer {
+        to: &to.large,
+        to_device: to.ordinal,
+        from: &from.large,
+        from_device: from.ordinal,
+    };
+    let mut rates: Vec<f64> = to
+        .stream
+        .time_copies(&mut copy, 3)?
+        .iter()
+        .map(|d| TIMED_BYTES as f64 / d.as_secs_f64().max(1e-9) / 1e9)
+        .collect();
+    rates.sort_by(|a, b| b.total_cmp(a));
+    Ok(Some(rates))
 }
 
 /// `gbps` against the floor of its link kind, recorded as the family.

@@ -110,7 +110,7 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Outcome {
         ));
     }
     Ok(Verdict::pass(message)
-        .with_metric("pci_gpus", scan.gpus.len() as f64, "count")
+        .with_count("pci_gpus", scan.gpus.len() as f64, "count")
         .with_output(unreadable.join("\n")))
 }
 
@@ -139,7 +139,7 @@ fn gpu_count(ctx: &NodeContext, _: Scope) -> Outcome {
             ));
         }
     };
-    let metric = |v: Verdict| v.with_metric("pci_gpus", found as f64, "count");
+    let metric = |v: Verdict| v.with_count("pci_gpus", found as f64, "count");
     // Entries that could not be read may be the GPUs not counted: then
     // the count says nothing (pci::identity names the files).
     if found < expected && found + scan.errors.len() >= expected {
@@ -291,10 +291,10 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
                 "reseat the GPU or its riser/cable; `sudo lspci -vv -s {}` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth",
                 pci.address
             )))
-        .with_metric("link_width", f64::from(cur), "lanes"));
+        .with_count("link_width", f64::from(cur), "lanes"));
     }
     let pass = Verdict::pass(format!("x{cur} of x{max}, {speed}"));
-    Ok(pass.with_metric("link_width", f64::from(cur), "lanes"))
+    Ok(pass.with_count("link_width", f64::from(cur), "lanes"))
 }
 
 #[cfg(test)]

@@ -114,8 +114,8 @@ fn ras_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
             .with_fact("ras_ce", found.total_ce().to_string());
         for b in &found.blocks {
             v = v
-                .with_metric(&format!("ras_ue.{}", b.block), b.ue as f64, "errors")
-                .with_metric(&format!("ras_ce.{}", b.block), b.ce as f64, "errors");
+                .with_counter(&format!("ras_ue.{}", b.block), b.ue as f64, "errors")
+                .with_counter(&format!("ras_ce.{}", b.block), b.ce as f64, "errors");
         }
         v
     };
@@ -203,11 +203,8 @@ fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
     } else {
         Verdict::pass(format!("{count} retired VRAM pages ({how})"))
     };
-    Ok(v.with_fact("ras_bad_pages", count.to_string()).with_metric(
-        "ras_bad_pages",
-        count as f64,
-        "pages",
-    ))
+    Ok(v.with_fact("ras_bad_pages", count.to_string())
+        .with_counter("ras_bad_pages", count as f64, "pages"))
 }
 
 /// How close to a temperature limit counts as at it: within 5 °C.
@@ -268,7 +265,7 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
         )))
     };
     Ok(metrics.into_iter().fold(v, |v, (name, value, unit)| {
-        v.with_metric(&name, value, unit)
+        v.with_reading(&name, value, unit)
     }))
 }
 

@@ -1,0 +1,350 @@
+//! `rocgate compare` as an upgrade gate that does not cry wolf, through the
+//! real binary and the fake ROCm libraries: two runs of one healthy node on
+//! a loaded machine compare clean at the standard and the extended tier,
+//! while a slower GEMM on one GPU, a slower link between one pair and error
+//! counters that grew are regressions that name the GPU; durations never
+//! regress; checks blocked by one fault are one line under it, and versions
+//! their checks could not read say so.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::{FakeRun, HANG_GUARD, node, rocgate, run};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Child, Command};
+
+/// Processes that keep the machine's CPUs busy while they live: what a
+/// 2-core CI machine shared with other jobs looks like. Killed (by their own
+/// ids) on drop.
+struct Load(Vec<Child>);
+
+impl Load {
+    /// Two busy loops.
+    fn start() -> Load {
+        Load(
+            (0..2)
+                .map(|_| {
+                    Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// `rocgate compare BEFORE AFTER ARGS` on two results documents: its exit
+/// code and what it printed.
+fn compare(before: &Value, after: &Value, args: &[&str]) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, a) = (
+        dir.path().join("before.json"),
+        dir.path().join("after.json"),
+    );
+    std::fs::write(&b, before.to_string()).unwrap();
+    std::fs::write(&a, after.to_string()).unwrap();
+    let out = rocgate()
+        .arg("compare")
+        .arg(&b)
+        .arg(&a)
+        .args(args)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The built-in thresholds with the memory test over `share` of VRAM, so
+/// the extended tier's fake GPUs write megabytes rather than gigabytes, in
+/// `dir`.
+fn small_memtest(dir: &Path, share: &str) -> String {
+    let builtin = include_str!("../suites/thresholds.toml");
+    assert!(builtin.contains("vram_share = 0.1\n"));
+    let path = dir.join("thresholds.toml");
+    let changed = builtin.replace("vram_share = 0.1\n", &format!("vram_share = {share}\n"));
+    std::fs::write(&path, changed).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// The lines of `text` under the heading that starts with `title`.
+fn section<'a>(text: &'a str, title: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| !l.starts_with(title))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect()
+}
+
+/// The metric `name` of result `id`.
+fn metric<'a>(json: &'a Value, id: &str, name: &str) -> &'a Value {
+    common::entry(&common::result(json, id)["metrics"], "name", name)
+}
+
+#[test]
+fn two_runs_of_a_healthy_node_on_a_loaded_machine_compare_clean() {
+    let n = node("mi300x-8");
+    let dir = tempfile::tempdir().unwrap();
+    let thresholds = small_memtest(dir.path(), "0.0001");
+    let load = Load::start();
+    let started = std::time::Instant::now();
+    let standard = || {
+        FakeRun::on(&n.root)
+            .args(&["--tier", "standard"])
+            .exits(0)
+            .0
+    };
+    let (s1, s2) = (standard(), standard());
+    let extended = || {
+        FakeRun::on(&n.root)
+            .args(&["--tier", "extended", "--thresholds", &thresholds])
+            .exits(0)
+            .0
+    };
+    let (e1, e2) = (extended(), extended());
+    let took = started.elapsed();
+    drop(load);
+    for (tier, before, after) in [("standard", &s1, &s2), ("extended", &e1, &e2)] {
+        let (code, text) = compare(before, after, &[]);
+        assert_eq!(code, 0, "{tier}: {text}");
+        assert!(text.contains("NO REGRESSION"), "{tier}: {text}");
+        assert!(text.contains("Throughputs worse beyond their tolerance and spread: 0"));
+    }
+    // The extended tier's throughputs were judged, each with the spread of
+    // its repetitions; the standard tier measures none worth comparing
+    // (its rates are of single calls made to check results), only counters.
+    let (_, text) = compare(&e1, &e2, &[]);
+    let judged = |text: &str| -> usize {
+        let after = text.split("Metrics judged: ").nth(1).unwrap();
+        after.split(' ').next().unwrap().parse().unwrap()
+    };
+    // 8 GPUs' host copies each way, 4 GEMM data types and RAS counters, and
+    // 56 peer-to-peer pairs.
+    assert!(judged(&text) > 8 * 2 + 8 * 4 + 56, "{text}");
+    let h2d = metric(&e1, "gpu0.hip.bandwidth", "h2d_gbps");
+    assert_eq!(h2d["kind"], "throughput", "{h2d}");
+    assert_eq!(h2d["spread"]["samples"], 3, "{h2d}");
+    let gemm = metric(&e1, "gpu0.rocblas.gemm_throughput", "gemm_tflops.fp16");
+    assert_eq!(gemm["spread"]["samples"], 5, "{gemm}");
+    let (_, text) = compare(&s1, &s2, &[]);
+    assert!(text.contains("not judged: "), "{text}");
+    let duration = metric(&s1, "gpu0.hip.vector_add", "vector_add_ms");
+    assert_eq!(duration["kind"], "duration", "{duration}");
+    eprintln!("four runs under load took {took:?}");
+}
+
+/// The extended tier's `check` alone on `gpus` of a fresh mi300x-8, with
+/// `env` set.
+fn extended_check(check: &str, gpus: &str, env: &[(&'static str, &'static str)]) -> Value {
+    let mut run = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "extended", "--gpus", gpus, "--only", check]);
+    for (k, v) in env {
+        run = run.env(k, v);
+    }
+    run.exits(0).0
+}
+
+#[test]
+fn a_gemm_slower_on_one_gpu_is_a_regression_that_names_it() {
+    // 1000 TFLOP/s, and 700 on gpu3 after: 30% slower, yet above every
+    // MI300X floor, so only the comparison can see it.
+    let check = "rocblas::gemm_throughput";
+    let before = extended_check(check, "1,3", &[("ROCGATE_FAKE_GEMM_TFLOPS", "1000")]);
+    let after = extended_check(
+        check,
+        "1,3",
+        &[("ROCGATE_FAKE_GEMM_TFLOPS", "1000;gpu3=700")],
+    );
+    let (code, text) = compare(&before, &after, &[]);
+    assert_eq!(code, 1, "{text}");
+    let slower = section(&text, "Throughputs worse");
+    assert!(!slower.is_empty(), "{text}");
+    for line in &slower {
+        assert!(
+            line.starts_with("  gpu3.rocblas.gemm_throughput gemm_tflops.")
+                && line.contains(" (0000:65:00.0): ")
+                && line.contains("%; tolerance 5%, spread "),
+            "{text}"
+        );
+    }
+    assert!(
+        section(&text, "Checks that stopped passing").is_empty(),
+        "{text}"
+    );
+    // A tolerance above the drop, for every family, hides it.
+    let (code, text) = compare(&before, &after, &["--tolerance", "0.35"]);
+    assert_eq!(code, 0, "{text}");
+}
+
+#[test]
+fn a_link_slower_between_one_pair_is_a_regression_that_names_the_pair() {
+    // 60 GB/s over XGMI, and 45 from gpu2 to gpu5 after: still above the
+    // 42 GB/s floor, 25% slower.
+    let check = "hip::p2p_bandwidth";
+    let before = extended_check(check, "0,2,5", &[("ROCGATE_FAKE_P2P_GBPS", "xgmi=60")]);
+    let after = extended_check(
+        check,
+        "0,2,5",
+        &[("ROCGATE_FAKE_P2P_GBPS", "xgmi=60;gpu2>gpu5=45")],
+    );
+    let (code, text) = compare(&before, &after, &[]);
+    assert_eq!(code, 1, "{text}");
+    // The copies are timed on the simulated GPU's clock: exactly the
+    // link's rate, whatever the host's load.
+    let slower = section(&text, "Throughputs worse");
+    assert_eq!(slower.len(), 1, "{text}");
+    assert!(
+        slower[0].starts_with(
+            "  node.hip.p2p_bandwidth p2p_gbps.gpu2>gpu5 (0000:46:00.0 > 0000:a6:00.0): 60.0"
+        ) && slower[0].contains(" -> 45.0")
+            && slower[0].contains(" GB/s (-25.0%; tolerance 10%, spread 0.0"),
+        "{text}"
+    );
+    // The family's tolerance comes from the thresholds file: one that
+    // tolerates 30% for peer copies lets it pass; a broken one is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let lenient = dir.path().join("lenient.toml");
+    let builtin = include_str!("../suites/thresholds.toml");
+    std::fs::write(
+        &lenient,
+        builtin.replace("p2p_gbps = 0.1\n", "p2p_gbps = 0.3\n"),
+    )
+    .unwrap();
+    let (code, text) = compare(
+        &before,
+        &after,
+        &["--thresholds", lenient.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{text}");
+    let broken = dir.path().join("broken.toml");
+    std::fs::write(&broken, builtin.replace("p2p_gbps = 0.1\n", "p2p = 0.1\n")).unwrap();
+    let (code, text) = compare(&before, &after, &["--thresholds", broken.to_str().unwrap()]);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        text.contains("broken.toml") && text.contains("known families"),
+        "{text}"
+    );
+}
+
+#[test]
+fn retired_pages_that_grew_are_a_regression_that_names_the_gpu() {
+    let n = node("mi300x-8");
+    let (_, _, before, _) = run(&n.root, &[]);
+    let pages = n
+        .root
+        .join("sys/bus/pci/devices/0000:65:00.0/ras/gpu_vram_bad_pages");
+    std::fs::write(
+        &pages,
+        "0x00012345 : 0x00001000 : R\n0x00054321 : 0x00001000 : R\n",
+    )
+    .unwrap();
+    let (_, _, after, _) = run(&n.root, &[]);
+    let (code, text) = compare(&before, &after, &[]);
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(
+        section(&text, "Error counters that grew"),
+        ["  gpu3.amdgpu.ras_bad_pages ras_bad_pages (0000:65:00.0): 0 -> 2 pages (+2)"],
+        "{text}"
+    );
+}
+
+/// `doc` with every metric of `kind` scaled by `factor`.
+fn scaled(doc: &Value, kind: &str, factor: f64) -> Value {
+    let mut doc = doc.clone();
+    for r in doc["results"].as_array_mut().unwrap() {
+        for m in r["metrics"].as_array_mut().into_iter().flatten() {
+            if m["kind"] == kind {
+                m["value"] = (m["value"].as_f64().unwrap() * factor).into();
+            }
+        }
+    }
+    doc
+}
+
+#[test]
+fn durations_and_readings_never_regress_however_far_they_move() {
+    let (before, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "standard"])
+        .exits(0);
+    // A thousand times slower kernels and compiles, and a hundredth of
+    // every reading (single-call rates, temperatures).
+    let after = scaled(&scaled(&before, "duration", 1000.0), "reading", 0.01);
+    let (code, text) = compare(&before, &after, &[]);
+    assert_eq!(code, 0, "{text}");
+    let not_judged = text.split("not judged: ").nth(1).unwrap();
+    assert!(!not_judged.starts_with('0'), "{text}");
+    // The same report read as one written before metrics said their kind:
+    // times are still never compared.
+    let mut old = after.clone();
+    for r in old["results"].as_array_mut().unwrap() {
+        for m in r["metrics"].as_array_mut().into_iter().flatten() {
+            if m["kind"] == "duration" {
+                m.as_object_mut().unwrap().remove("kind");
+            }
+        }
+    }
+    let (code, text) = compare(&before, &old, &[]);
+    assert_eq!(code, 0, "{text}");
+}
+
+#[test]
+fn checks_blocked_by_one_fault_are_one_line_and_what_they_read_is_not_read() {
+    let (before, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "standard"])
+        .exits(0);
+    let (after, _) = FakeRun::scenario("amdgpu-not-loaded")
+        .args(&["--tier", "standard"])
+        .exits(1);
+    let (code, text) = compare(&before, &after, &[]);
+    assert_eq!(code, 1, "{text}");
+    let stopped = section(&text, "Checks that stopped passing");
+    let root = stopped
+        .iter()
+        .position(|l| l.starts_with("  node.amdgpu.module_live pass -> fail: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let blocked = stopped[root + 1];
+    assert!(
+        blocked.starts_with("    ") && blocked.ends_with(" checks above it blocked"),
+        "{text}"
+    );
+    // One line for the root, not one per check it blocked.
+    assert!(stopped.len() < 5, "{text}");
+    assert!(!text.contains("gpu3.hip.vector_add"), "{text}");
+    // HIP's version was read by a check the fault blocked: not "(none)".
+    let versions = section(&text, "Versions changed");
+    assert!(
+        versions.iter().any(|l| l.contains("hip_runtime_version")
+            && l.ends_with("not read (blocked by node.amdgpu.module_live)")),
+        "{text}"
+    );
+    assert!(
+        versions
+            .iter()
+            .all(|l| !l.contains("hip_runtime_version") || !l.contains("(none)")),
+        "{text}"
+    );
+    let (_, md) = compare(&before, &after, &["--format", "markdown"]);
+    assert!(md.contains("checks above it blocked"), "{md}");
+    assert!(
+        md.contains("not read (blocked by node.amdgpu.module_live)"),
+        "{md}"
+    );
+}
