@@ -165,7 +165,7 @@ impl Redactor {
                 }
                 if let Some(pci) = &g.pci {
                     let host = format!("{}/serial_number", pci.sysfs_dir());
-                    if let Outcome::Bytes(b) = reader.read(&host, &facts.sysroot.path(&host)) {
+                    if let Outcome::Bytes(b) = reader.read(&host, &facts.sysroot.recorded_path(&host)) {
                         let serial = String::from_utf8_lossy(&b).trim().to_string();
                         if serial.len() >= 4 {
                             pairs.push((
@@ -272,7 +272,7 @@ fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
     let devices = paths
         .into_iter()
         .map(|p| {
-            let meta = std::fs::metadata(facts.sysroot.path(&p)).ok();
+            let meta = std::fs::metadata(facts.sysroot.recorded_path(&p)).ok();
             let open = match facts.access(&p) {
                 Access::Granted => "ok".to_string(),
                 Access::Missing => "ENOENT".to_string(),
@@ -464,7 +464,7 @@ fn write_to<W: Write>(
         .map(|(host, _)| host.trim_end_matches('/').to_string())
         .collect();
     for dir in listed {
-        let Ok(entries) = std::fs::read_dir(root.path(&dir)) else {
+        let Ok(entries) = std::fs::read_dir(root.recorded_path(&dir)) else {
             continue;
         };
         for entry in entries.flatten() {
@@ -486,7 +486,7 @@ fn write_to<W: Write>(
         .iter()
         .filter(|(_, how)| **how == Use::Linked)
         .filter_map(|(host, _)| {
-            let target = std::fs::read_link(root.path(host)).ok()?;
+            let target = std::fs::read_link(root.recorded_path(host)).ok()?;
             Some((host.trim_start_matches('/'), target))
         })
         .collect();
@@ -520,7 +520,7 @@ fn write_to<W: Write>(
         let Some(at) = place(rel, &links).filter(|at| stored.insert(at.clone())) else {
             continue;
         };
-        let path = root.path(host);
+        let path = root.recorded_path(host);
         match how {
             Use::Linked => {
                 if let Some(target) = links.get(&at) {

@@ -206,7 +206,6 @@ impl Sysroot {
     pub fn read_image_opt(&self, host: &str) -> Option<String> {
         let bare = Sysroot {
             host_root: None,
-            recorder: None,
             ..self.clone()
         };
         bare.read_opt(host).ok().flatten()
@@ -301,11 +300,18 @@ impl Sysroot {
             .unwrap_or_default()
     }
 
-    /// Records an access made outside these methods (a device opened).
+    /// Records an access made outside these methods (a device opened). A
+    /// host file read under the host root is recorded where it was read
+    /// (`/host/etc/os-release`), so a snapshot replays as a container that
+    /// has the host's root mounted.
     pub fn note(&self, host: &str, how: PathUse) {
         if let Some(r) = &self.recorder {
+            let at = match &self.host_root {
+                Some(h) if is_host_only(host) => format!("{h}{host}"),
+                _ => host.to_string(),
+            };
             if let Ok(mut m) = r.lock() {
-                let e = m.entry(host.to_string()).or_insert(how);
+                let e = m.entry(at).or_insert(how);
                 *e = (*e).max(how);
             }
         }
@@ -331,6 +337,12 @@ impl Sysroot {
                 .join(host.trim_start_matches('/')),
             _ => self.root.join(host.trim_start_matches('/')),
         }
+    }
+
+    /// Where a path as recorded ([`Sysroot::recorded`]: host-root files
+    /// already under the host root) lives here.
+    pub fn recorded_path(&self, at: &str) -> PathBuf {
+        self.root.join(at.trim_start_matches('/'))
     }
 
     /// Whether `host` exists (following links).
