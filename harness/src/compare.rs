@@ -950,20 +950,22 @@ pub fn render_markdown(c: &Comparison) -> String {
         &["check", "before", "after", "message"],
         statuses,
     );
-    let value = |m: &MetricChange, v: f64| format!("{v:.3} {}", m.unit);
+    // A metric's row: where, what, before and after, then `rest`.
+    let row = |m: &MetricChange, rest: Vec<String>| {
+        let value = |v: f64| format!("{v:.3} {}", m.unit);
+        let mut cells = vec![
+            format!("`{}`", m.id),
+            md(&m.what()),
+            value(m.before),
+            value(m.after),
+        ];
+        cells.extend(rest);
+        cells
+    };
     let slower = c
         .slower
         .iter()
-        .map(|m| {
-            vec![
-                format!("`{}`", m.id),
-                md(&m.what()),
-                value(m, m.before),
-                value(m, m.after),
-                format!("**{:+.1}%**", m.change * 100.0),
-                m.how(),
-            ]
-        })
+        .map(|m| row(m, vec![format!("**{:+.1}%**", m.change * 100.0), m.how()]))
         .collect();
     md_table(
         &mut out,
@@ -974,15 +976,7 @@ pub fn render_markdown(c: &Comparison) -> String {
     let grew = c
         .grew
         .iter()
-        .map(|m| {
-            vec![
-                format!("`{}`", m.id),
-                md(&m.what()),
-                value(m, m.before),
-                value(m, m.after),
-                format!("**+{}**", m.change),
-            ]
-        })
+        .map(|m| row(m, vec![format!("**+{}**", m.change)]))
         .collect();
     md_table(
         &mut out,

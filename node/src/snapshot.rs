@@ -165,7 +165,9 @@ impl Redactor {
                 }
                 if let Some(pci) = &g.pci {
                     let host = format!("{}/serial_number", pci.sysfs_dir());
-                    if let Outcome::Bytes(b) = reader.read(&host, &facts.sysroot.recorded_path(&host)) {
+                    if let Outcome::Bytes(b) =
+                        reader.read(&host, &facts.sysroot.recorded_path(&host))
+                    {
                         let serial = String::from_utf8_lossy(&b).trim().to_string();
                         if serial.len() >= 4 {
                             pairs.push((
