@@ -306,40 +306,39 @@ impl Config {
         skip: &[String],
         registry: &[Check<C>],
     ) -> Result<Selection, String> {
-        let from_flags = |flag: &str, list: &[String]| -> Result<Vec<CheckPattern>, String> {
-            list.iter()
-                .flat_map(|s| s.split(','))
-                .filter(|s| !s.trim().is_empty())
-                .map(|s| CheckPattern::parse(s, registry).map_err(|e| format!("{flag} {e}")))
-                .collect()
+        // One list: the flag's when given (it replaces the file's), else the
+        // file's; with where it came from, for the skip message.
+        let list = |flag: &str, given: &[String], written: &[Spanned<String>]| {
+            let parsed: Result<Vec<CheckPattern>, String> = if given.is_empty() {
+                written
+                    .iter()
+                    .map(|s| {
+                        CheckPattern::parse(s.get_ref(), registry)
+                            .map_err(|e| self.at(s.span(), &e))
+                    })
+                    .collect()
+            } else {
+                given
+                    .iter()
+                    .flat_map(|s| s.split(','))
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| CheckPattern::parse(s, registry).map_err(|e| format!("{flag} {e}")))
+                    .collect()
+            };
+            let origin = if given.is_empty() {
+                format!("the config's `{}` in {}", &flag[2..], self.path)
+            } else {
+                flag.to_string()
+            };
+            parsed.map(|p| (p, origin))
         };
-        let from_file = |list: &[Spanned<String>]| -> Result<Vec<CheckPattern>, String> {
-            list.iter()
-                .map(|s| {
-                    CheckPattern::parse(s.get_ref(), registry).map_err(|e| self.at(s.span(), &e))
-                })
-                .collect()
-        };
-        let (only, only_origin) = if only.is_empty() {
-            (from_file(&self.file.only)?, "the config's `only`")
-        } else {
-            (from_flags("--only", only)?, "--only")
-        };
-        let (skip, skip_origin) = if skip.is_empty() {
-            (from_file(&self.file.skip)?, "the config's `skip`")
-        } else {
-            (from_flags("--skip", skip)?, "--skip")
-        };
+        let (only, only_origin) = list("--only", only, &self.file.only)?;
+        let (skip, skip_origin) = list("--skip", skip, &self.file.skip)?;
         let origin = match (only.is_empty(), skip.is_empty()) {
-            (false, true) => only_origin.to_string(),
-            (true, false) => skip_origin.to_string(),
+            (false, true) => only_origin,
+            (true, false) => skip_origin,
             (false, false) => format!("{only_origin} and {skip_origin}"),
             (true, true) => String::new(),
-        };
-        let origin = if origin.starts_with("the config") {
-            format!("{origin} in {}", self.path)
-        } else {
-            origin
         };
         Ok(Selection { only, skip, origin })
     }

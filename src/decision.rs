@@ -62,6 +62,9 @@ pub struct Decision {
     /// found: a fault on all 8 GPUs says so rather than naming one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub places: Vec<String>,
+    /// Whether `places` is every GPU the run checked (and more than one).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub every_gpu: bool,
     /// Warnings no waiver covers.
     pub warnings: usize,
     /// Results a waiver covers.
@@ -98,6 +101,7 @@ pub fn decide(report: &RunReport) -> Decision {
         reason: String::new(),
         cause: None,
         places: Vec::new(),
+        every_gpu: false,
         warnings: report.warnings().len(),
         waived: report.waived().len(),
         unverified: report.unverified().len(),
@@ -180,6 +184,12 @@ fn unhealthy(
         gpus.insert(0, cause.scope);
     }
     d.places = gpus.iter().map(|&s| place(report, s)).collect();
+    let checked = report
+        .scope_list()
+        .iter()
+        .filter(|s| s.gpu().is_some())
+        .count();
+    d.every_gpu = d.places.len() > 1 && d.places.len() == checked;
     // A GPU's own result says best what happened to it (a wedged GPU's
     // "hangs on its own" rather than the node-wide init that hung).
     let cause = match findings.iter().find(|f| {
@@ -203,12 +213,7 @@ fn unhealthy(
             without_gpu_label(&first_line, cause.scope)
         ),
         many => {
-            let gpus = report
-                .scope_list()
-                .iter()
-                .filter(|s| s.gpu().is_some())
-                .count();
-            let all = if many.len() == gpus { "all " } else { "" };
+            let all = if d.every_gpu { "all " } else { "" };
             format!(
                 "{} {all}{} GPUs: {}",
                 cause.code,

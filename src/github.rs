@@ -101,7 +101,7 @@ pub fn publication(run: &Presented<'_>) -> Publication {
     let more_errors = errors.len().saturating_sub(MAX_ANNOTATIONS);
     let more_warnings = warnings.len().saturating_sub(MAX_ANNOTATIONS);
     annotations.extend(warnings.into_iter().take(MAX_ANNOTATIONS));
-    let mut summary = summary(report, diagnosis, node, versions);
+    let mut summary = summary(report, diagnosis, &run.decision, node, versions);
     if more_errors + more_warnings > 0 {
         let _ = writeln!(
             summary,
@@ -137,11 +137,12 @@ fn one_line(s: &str) -> String {
 fn summary(
     report: &RunReport,
     diagnosis: &Diagnosis,
+    decision: &rocgate::decision::Decision,
     node: &[(String, String)],
     versions: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> String {
     let prop = |k: &str| crate::reports::node_property(node, k);
-    let verdict = rocgate::decision::headline(report, &rocgate::decision::decide(report));
+    let verdict = rocgate::decision::headline(report, decision);
     let mut out = format!(
         "## rocgate {verdict} on {} ({} tier)\n\n",
         md(prop("hostname").unwrap_or("this node")),

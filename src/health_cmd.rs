@@ -175,7 +175,7 @@ fn drain_reason(v: &Verdict) -> String {
         [] => d.reason.clone(),
         places => format!(
             "{code} {}{}",
-            if places.len() > 1 && places.len() == v.gpus {
+            if d.every_gpu {
                 format!("all {} GPUs ", places.len())
             } else {
                 String::new()

@@ -56,6 +56,8 @@ pub struct Presented<'a> {
     pub node: Vec<(String, String)>,
     /// Each scope's component versions.
     pub versions: BTreeMap<String, BTreeMap<String, String>>,
+    /// What the run means for those who act on it.
+    pub decision: rocgate::decision::Decision,
 }
 
 impl<'a> Presented<'a> {
@@ -66,6 +68,7 @@ impl<'a> Presented<'a> {
             diagnosis: doctor::diagnose(report),
             node: session.node_properties(report.tier),
             versions: session.versions(report),
+            decision: rocgate::decision::decide(report),
         }
     }
 }
@@ -78,7 +81,9 @@ pub fn write(
     session: &Session,
     report: &RunReport,
 ) -> (Vec<String>, Vec<String>) {
-    let props = session.node_properties(report.tier);
+    // What the reports show beside the results, worked out once for all.
+    let shown = Presented::of(session, report);
+    let props = &shown.node;
     let mut written = Vec::new();
     let mut failed = Vec::new();
     let mut put = |what: &str, label: &str, path: &Path, text: Result<String, String>| match text
@@ -91,11 +96,10 @@ pub fn write(
         )),
     };
     if let Some(path) = &args.junit {
-        put("JUnit", "JUnit:", path, junit::render(report, &props));
+        put("JUnit", "JUnit:", path, junit::render(report, props));
     }
     if let Some(path) = &args.json {
         let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
-        let versions = session.versions(report);
         put(
             "JSON",
             "JSON: ",
@@ -104,9 +108,9 @@ pub fn write(
                 report,
                 &json::JsonContext {
                     tool: &tool,
-                    node_properties: &props,
-                    versions: &versions,
-                    decision: serde_json::to_value(rocgate::decision::decide(report)).ok(),
+                    node_properties: props,
+                    versions: &shown.versions,
+                    decision: serde_json::to_value(&shown.decision).ok(),
                 },
             ),
         );
@@ -116,12 +120,11 @@ pub fn write(
             "Prometheus",
             "Prom: ",
             path,
-            Ok(textfile(path, &props, report)),
+            Ok(textfile(path, props, report)),
         );
     }
     if let Some(path) = &args.html {
-        let page = crate::html::run_page(&Presented::of(session, report));
-        put("HTML", "HTML: ", path, Ok(page));
+        put("HTML", "HTML: ", path, Ok(crate::html::run_page(&shown)));
     }
     (written, failed)
 }

@@ -16,8 +16,8 @@ pub fn run_page(run: &Presented<'_>) -> String {
     let (report, diagnosis) = (run.report, &run.diagnosis);
     let (node, versions) = (&run.node, &run.versions);
     let host = node_property(node, "hostname").unwrap_or("this node");
-    let decision = rocgate::decision::decide(report);
-    let verdict = rocgate::decision::headline(report, &decision);
+    let decision = &run.decision;
+    let verdict = rocgate::decision::headline(report, decision);
     let verdict_class = match decision.health {
         _ if report.interrupted.is_some() => "unverif",
         rocgate::decision::Health::Healthy if decision.warnings > 0 => "warn",
