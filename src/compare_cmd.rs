@@ -2,14 +2,14 @@
 
 use crate::cli::CompareArgs;
 use rocgate_harness::compare::{self, Tolerances};
+use rocgate_harness::saved_report;
 use rocgate_suites::thresholds::Thresholds;
 use std::process::ExitCode;
 
+/// One run's report: a regular file of bounded size, of the schema this
+/// rocgate reads ([`saved_report`]).
 fn load(path: &std::path::Path) -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("failed to read {}: {e}", path.display()))?;
-    let doc: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("failed to parse {}: {e}", path.display()))?;
+    let doc = saved_report::read(path)?;
     compare::validate(&doc, &path.display().to_string())?;
     Ok(doc)
 }
@@ -40,11 +40,12 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, String> {
     let tolerances = tolerances(args)?;
     let (before, after) = (load(&args.before)?, load(&args.after)?);
     let c = compare::compare(&before, &after, &tolerances);
-    if args.format == "markdown" {
-        out!("{}", compare::render_markdown(&c));
+    let text = if args.format == "markdown" {
+        compare::render_markdown(&c)
     } else {
-        out!("{}", compare::render_text(&c));
-    }
+        compare::render_text(&c)
+    };
+    out!("{text}");
     Ok(if c.regressed() {
         ExitCode::from(1)
     } else {

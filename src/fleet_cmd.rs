@@ -1,7 +1,13 @@
 //! `rocgate fleet report`: many nodes' run reports as one view.
+//!
+//! Exit codes: 0 every report read and every node passed; 1 a node failed
+//! (whatever else could not be read: a fault found is found); 2 no node
+//! failed but a report could not be read (not every node was judged), or
+//! there was no report at all.
 
 use crate::cli::{FleetAction, FleetArgs};
-use rocgate_harness::fleet::Fleet;
+use rocgate_harness::fleet::{Fleet, Input};
+use rocgate_harness::saved_report;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -9,49 +15,55 @@ use std::process::ExitCode;
 pub fn run(args: &FleetArgs) -> Result<ExitCode, String> {
     match &args.action {
         FleetAction::Report(report) => {
-            let files = reports_in(&report.inputs)?;
-            let texts = files
-                .iter()
-                .map(|f| {
-                    std::fs::read_to_string(f)
-                        .map(|t| (f.display().to_string(), t))
-                        .map_err(|e| format!("failed to read {}: {e}", f.display()))
+            let inputs: Vec<Input> = reports_in(&report.inputs)?
+                .into_iter()
+                .map(|(file, listed)| {
+                    let doc = listed.and_then(|()| saved_report::read(&file));
+                    (file.display().to_string(), doc)
                 })
-                .collect::<Result<Vec<_>, String>>()?;
+                .collect();
             let layers: Vec<&str> = rocgate_suites::stack::LAYERS
                 .iter()
                 .map(|l| l.as_str())
                 .collect();
-            let fleet = Fleet::read(&texts, &layers)?;
-            match report.format.as_str() {
-                "json" => outln!("{}", fleet.json()?),
-                "html" => out!("{}", crate::html::fleet_page(&fleet)),
-                _ => out!("{}", fleet.markdown()),
+            let fleet = Fleet::read(inputs, &layers);
+            for r in &fleet.not_read {
+                errln!("rocgate: not read: {}", r.why);
             }
-            Ok(if fleet.all_passed() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
+            let text = match report.format.as_str() {
+                "json" => format!("{}\n", fleet.json()?),
+                "html" => crate::html::fleet_page(&fleet),
+                _ => fleet.markdown(),
+            };
+            out!("{text}");
+            Ok(ExitCode::from(fleet.exit_code()))
         }
     }
 }
 
 /// The report files named by `inputs`: files as given, directories' `*.json`
-/// in name order. A fleet with no report is an error, not a green fleet.
-fn reports_in(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// in name order; a directory that cannot be listed is an entry of its own
+/// with the error, so the rest of the fleet is still read. A fleet with no
+/// report is an error, not a green fleet.
+fn reports_in(inputs: &[PathBuf]) -> Result<Vec<(PathBuf, Result<(), String>)>, String> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(input)
-                .map_err(|e| format!("failed to list {}: {e}", input.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
-                .collect();
-            found.sort();
-            files.extend(found);
+            let listed = std::fs::read_dir(input)
+                .and_then(|d| d.map(|e| e.map(|e| e.path())).collect::<Result<Vec<_>, _>>());
+            match listed {
+                Ok(mut found) => {
+                    found.retain(|p| p.extension().is_some_and(|x| x == "json") && p.is_file());
+                    found.sort();
+                    files.extend(found.into_iter().map(|p| (p, Ok(()))));
+                }
+                Err(e) => {
+                    let why = format!("failed to list {}: {e}", input.display());
+                    files.push((input.clone(), Err(why)));
+                }
+            }
         } else {
-            files.push(input.clone());
+            files.push((input.clone(), Ok(())));
         }
     }
     if files.is_empty() {

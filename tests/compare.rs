@@ -348,3 +348,72 @@ fn checks_blocked_by_one_fault_are_one_line_and_what_they_read_is_not_read() {
         "{md}"
     );
 }
+
+/// Swaps KFD nodes `a` and `b` of the sysroot at `root` (their directories
+/// and every IO link naming them): the same GPUs, enumerated in another
+/// order, as after a reboot that probed them differently.
+fn swap_kfd_nodes(root: &Path, a: u32, b: u32) {
+    let topo = root.join(common::TOPO);
+    let tmp = topo.join("swap");
+    std::fs::rename(topo.join(a.to_string()), &tmp).unwrap();
+    std::fs::rename(topo.join(b.to_string()), topo.join(a.to_string())).unwrap();
+    std::fs::rename(&tmp, topo.join(b.to_string())).unwrap();
+    let swap = |v: &str| match v.parse::<u32>() {
+        Ok(n) if n == a => b.to_string(),
+        Ok(n) if n == b => a.to_string(),
+        _ => v.to_string(),
+    };
+    for node in std::fs::read_dir(&topo).unwrap() {
+        let links = node.unwrap().path().join("io_links");
+        for link in std::fs::read_dir(&links).into_iter().flatten() {
+            let p = link.unwrap().path().join("properties");
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            let out: String = text
+                .lines()
+                .map(|l| match l.split_once(' ') {
+                    Some((k @ ("node_from" | "node_to"), v)) => format!("{k} {}\n", swap(v)),
+                    _ => format!("{l}\n"),
+                })
+                .collect();
+            std::fs::write(p, out).unwrap();
+        }
+    }
+}
+
+/// The extended tier's peer copies on a mi300x-8 whose KFD nodes `swap`
+/// are exchanged (none: as written), with `rates` for the fake's links.
+fn p2p_run(swap: Option<(u32, u32)>, rates: &str) -> Value {
+    let n = node("mi300x-8");
+    if let Some((a, b)) = swap {
+        swap_kfd_nodes(&n.root, a, b);
+    }
+    FakeRun::on(&n.root)
+        .args(&["--tier", "extended", "--gpus", "0,2,5", "--only", "hip::p2p_bandwidth"])
+        .env("ROCGATE_FAKE_P2P_GBPS", rates)
+        .run()
+        .2
+}
+
+#[test]
+fn pairs_are_matched_by_both_gpus_identity_when_kfd_renumbers_them() {
+    // gpu2 is 0000:46:00.0 and gpu5 0000:a6:00.0 (KFD nodes 4 and 7); the
+    // link from 0x46 to 0x a6 is slow in both runs. After the swap it is
+    // gpu5>gpu2: by name a false regression, by identity the same link.
+    let before = p2p_run(None, "xgmi=60;gpu2>gpu5=45");
+    let after = p2p_run(Some((4, 7)), "xgmi=60;gpu5>gpu2=45");
+    let scope = |doc: &Value, gpu: &str| {
+        common::entry(&doc["scopes"], "scope", gpu)["properties"]["pci_address"].clone()
+    };
+    assert_eq!(scope(&before, "gpu2"), scope(&after, "gpu5"));
+    let (code, text) = compare(&before, &after, &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("NO REGRESSION"), "{text}");
+    // A 79% drop on the renumbered pair is a regression named by both
+    // GPUs' addresses.
+    let after = p2p_run(Some((4, 7)), "xgmi=60;gpu2>gpu5=45;gpu0>gpu5=12.6");
+    let (code, text) = compare(&before, &after, &[]);
+    assert_eq!(code, 1, "{text}");
+    eprintln!("{text}");
+}

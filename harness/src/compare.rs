@@ -4,10 +4,15 @@
 //! GPUs or checks that are gone.
 //!
 //! GPUs are matched by identity (PCI address, else serial), never by index:
-//! when a GPU falls off the bus, every later `gpuN` shifts, and comparing by
-//! index would compare different physical GPUs. A GPU, or a check, present
-//! before and absent after is a regression whatever the tolerance, and so is
-//! a change in the GPU count.
+//! when a GPU falls off the bus or KFD numbers the GPUs in another order,
+//! `gpuN` names another GPU, and comparing by index would compare different
+//! physical GPUs. A metric between two GPUs (`p2p_gbps.gpu6>gpu5`) is
+//! matched by both GPUs' identities, from the pair it names (`between`, or
+//! in older reports its name). Only when a report does not say who a GPU is
+//! are both runs matched by index, and the comparison says so. A GPU, a
+//! check, or a measurement present before and absent after (removed, or
+//! written as `null`) while its check still passes is a regression whatever
+//! the tolerance, and so is a change in the GPU count.
 //!
 //! Metrics say what they measure ([`MetricKind`]), so this module holds no
 //! table of units or names: a throughput regressed only when its drop
@@ -17,6 +22,7 @@
 //! never compared (they follow the host's load, the moment, or a check
 //! that judges them).
 
+use crate::markdown::{cell as md, code as md_code};
 use crate::verdict::{MetricKind, Spread};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -116,6 +122,26 @@ pub struct MetricChange {
     pub spread_after: Option<f64>,
 }
 
+/// A measurement the first run took and the second did not, while its
+/// check still passed: a check that passes without measuring proves
+/// nothing of what it measured.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Missing {
+    /// Test id (after).
+    pub id: String,
+    /// Metric name (before).
+    pub metric: String,
+    /// The GPU or pair it was measured on, as [`MetricChange::on`].
+    pub on: Option<String>,
+    /// Unit.
+    pub unit: String,
+    /// Its value before.
+    pub before: f64,
+    /// Whether the second run wrote it with no value (`null`) rather than
+    /// leaving it out.
+    pub null: bool,
+}
+
 /// Something present in the first run and absent from the second.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gone {
@@ -143,6 +169,12 @@ pub struct Comparison {
     /// Error counters (RAS errors, retired pages) that grew, by any amount;
     /// `change` is the increase.
     pub grew: Vec<MetricChange>,
+    /// Measurements of the first run missing from the second while their
+    /// checks still passed.
+    pub missing: Vec<Missing>,
+    /// Why GPUs were matched by index rather than identity, when they were
+    /// (a report that does not say who its GPUs are).
+    pub by_index: Option<String>,
     /// Metrics in both runs that were judged (throughputs and counters).
     pub judged: usize,
     /// Metrics in both runs that are never compared (durations, readings,
@@ -158,6 +190,7 @@ impl Comparison {
         !self.regressions.is_empty()
             || !self.slower.is_empty()
             || !self.grew.is_empty()
+            || !self.missing.is_empty()
             || !self.gone.is_empty()
             || self.gpu_count.is_some()
     }
@@ -212,6 +245,32 @@ struct Identity {
 }
 
 type Identities = BTreeMap<String, Identity>;
+
+/// The GPU labels a document's results or scopes name that its scopes do
+/// not identify (no PCI address, no serial).
+fn unidentified(doc: &Value, ids: &Identities) -> Vec<String> {
+    let mut labels: BTreeSet<String> = ids.keys().cloned().collect();
+    for r in doc["results"].as_array().into_iter().flatten() {
+        if let Some(s) = r["scope"].as_str() {
+            labels.insert(s.to_string());
+        }
+    }
+    labels
+        .into_iter()
+        .filter(|l| l.starts_with("gpu"))
+        .filter(|l| ids.get(l).is_none_or(|i| i.id.is_none()))
+        .collect()
+}
+
+/// Every scope of `ids` keyed by its label alone, for runs matched by index.
+fn by_label(ids: &Identities) -> Identities {
+    ids.iter()
+        .map(|(label, i)| {
+            let key = label.clone();
+            (label.clone(), Identity { key, ..i.clone() })
+        })
+        .collect()
+}
 
 /// Each scope label of a results document (`gpu3`) with its identity.
 fn identities(doc: &Value) -> Identities {
@@ -329,17 +388,11 @@ fn gpus_of(ids: &Identities) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Checks that `doc` is a rocgate results document (schema 1); names `what`.
+/// Checks that `doc` is a rocgate results document (schema 1); names `what`
+/// and, when it is not, what its schema_version is
+/// ([`crate::saved_report::check_schema`]).
 pub fn validate(doc: &Value, what: &str) -> Result<(), String> {
-    match doc["schema_version"].as_u64() {
-        Some(1) if doc["results"].is_array() => Ok(()),
-        Some(v) => Err(format!(
-            "{what}: schema_version {v} is not supported (1 is)"
-        )),
-        None => Err(format!(
-            "{what} is not a rocgate results file (no schema_version); write one with `rocgate run --json FILE`"
-        )),
-    }
+    crate::saved_report::check_schema(doc, what)
 }
 
 /// A metric as a results document holds it.
@@ -349,7 +402,8 @@ struct MetricOf {
     unit: String,
     /// The kind the report states (None in older reports).
     kind: Option<MetricKind>,
-    measured: Measured,
+    /// None: written with no value (`null`, as older rocgate wrote NaN).
+    measured: Option<Measured>,
     /// The pair's identities, for a metric between two scopes.
     on: Option<String>,
 }
@@ -360,15 +414,24 @@ struct MetricOf {
 fn metrics_of(r: &Value, ids: &Identities) -> BTreeMap<String, MetricOf> {
     let mut out = BTreeMap::new();
     for m in r["metrics"].as_array().into_iter().flatten() {
-        let (Some(name), Some(value)) = (m["name"].as_str(), m["value"].as_f64()) else {
+        let Some(name) = m["name"].as_str() else {
             continue;
         };
+        let value = m["value"].as_f64();
         let unit = m["unit"].as_str().unwrap_or("").to_string();
         let kind = serde_json::from_value::<MetricKind>(m["kind"].clone()).ok();
         let spread = serde_json::from_value::<Spread>(m["spread"].clone()).ok();
+        // A report older than `between` names the pair only in the metric's
+        // name: `p2p_gbps.gpu6>gpu5`, both scopes of this run.
+        let named = || {
+            let (_, pair) = name.rsplit_once('.')?;
+            let (from, to) = pair.split_once('>')?;
+            (ids.contains_key(from) && ids.contains_key(to)).then_some((from, to))
+        };
         let pair = m["between"]
             .as_array()
-            .and_then(|p| Some((p.first()?.as_str()?, p.get(1)?.as_str()?)));
+            .and_then(|p| Some((p.first()?.as_str()?, p.get(1)?.as_str()?)))
+            .or_else(named);
         let (key, on) = match pair {
             Some((from, to)) => {
                 let (f, t) = (identity(ids, from), identity(ids, to));
@@ -387,7 +450,7 @@ fn metrics_of(r: &Value, ids: &Identities) -> BTreeMap<String, MetricOf> {
                 name: name.to_string(),
                 unit,
                 kind,
-                measured: Measured { value, spread },
+                measured: value.map(|value| Measured { value, spread }),
                 on,
             },
         );
@@ -421,7 +484,25 @@ pub fn compare(before: &Value, after: &Value, tolerances: &Tolerances) -> Compar
         tolerances: tolerances.clone(),
         ..Comparison::default()
     };
-    let (ib, ia) = (identities(before), identities(after));
+    let (mut ib, mut ia) = (identities(before), identities(after));
+    // A GPU a report does not identify could be any of the other run's:
+    // both runs are then matched by index, and the comparison says so.
+    let (ub, ua) = (unidentified(before, &ib), unidentified(after, &ia));
+    if !ub.is_empty() || !ua.is_empty() {
+        let runs: Vec<String> = [("first", &ub), ("second", &ua)]
+            .into_iter()
+            .filter(|(_, u)| !u.is_empty())
+            .map(|(run, u)| {
+                let names: Vec<&str> = u.iter().map(String::as_str).collect();
+                format!("{} of the {run} run", list(&names, 4))
+            })
+            .collect();
+        c.by_index = Some(format!(
+            "{} have no pci_address or unique_id: GPUs are matched by index (gpuN), which names another GPU when KFD numbers them differently",
+            runs.join(" and ")
+        ));
+        (ib, ia) = (by_label(&ib), by_label(&ia));
+    }
     let (gb, ga) = (gpus_of(&ib), gpus_of(&ia));
     let (rb, ra) = (results_of(before, &ib), results_of(after, &ia));
     versions(&mut c, before, after, (&gb, &ga), (&rb, &ra));
@@ -481,6 +562,9 @@ pub fn compare(before: &Value, after: &Value, tolerances: &Tolerances) -> Compar
             c.fixed.push(change);
         }
         metrics(&mut c, &id, pa.gpu.as_deref(), (b, a), (&ib, &ia));
+        if matches!(sa, "pass" | "warn") {
+            missing(&mut c, &id, pa.gpu.as_deref(), (b, a), (&ib, &ia));
+        }
     }
     c
 }
@@ -549,13 +633,16 @@ fn metrics(
         let Some(after) = ma.get(key) else {
             continue;
         };
+        let (Some(mbefore), Some(mafter)) = (before.measured, after.measured) else {
+            continue;
+        };
         // The kind a report states, the later one's first; without one
         // (reports older than kinds), the unit's.
         let kind = after
             .kind
             .or(before.kind)
             .unwrap_or_else(|| MetricKind::from_unit(&before.unit));
-        let (vb, va) = (before.measured.centre(), after.measured.centre());
+        let (vb, va) = (mbefore.centre(), mafter.centre());
         if !kind.compared() || !vb.is_finite() || !va.is_finite() {
             c.not_judged += 1;
             continue;
@@ -571,17 +658,66 @@ fn metrics(
             after: va,
             change,
             tolerance,
-            spread_before: before.measured.width(),
-            spread_after: after.measured.width(),
+            spread_before: mbefore.width(),
+            spread_after: mafter.width(),
         };
         match kind {
             MetricKind::Counter if va > vb => c.grew.push(change(va - vb)),
-            MetricKind::Throughput
-                if throughput_regressed(&before.measured, &after.measured, tolerance) =>
+            MetricKind::Throughput if throughput_regressed(&mbefore, &mafter, tolerance) =>
             {
                 c.slower.push(change(va / vb - 1.0));
             }
             _ => {}
+        }
+    }
+}
+
+/// The measurements of one check that the first run took (with a value)
+/// and the second, whose check still passed, did not: left out, or written
+/// with no value. Of every kind: a reading the check judged (a temperature)
+/// that vanished proves as little as a throughput.
+fn missing(
+    c: &mut Comparison,
+    id: &str,
+    gpu: Option<&str>,
+    (b, a): (&Value, &Value),
+    (ib, ia): (&Identities, &Identities),
+) {
+    let (mb, ma) = (metrics_of(b, ib), metrics_of(a, ia));
+    for (key, before) in &mb {
+        let Some(value) = before.measured.map(|m| m.centre()) else {
+            continue;
+        };
+        let after = ma.get(key);
+        if after.is_some_and(|m| m.measured.is_some()) {
+            continue;
+        }
+        c.missing.push(Missing {
+            id: id.to_string(),
+            metric: before.name.clone(),
+            on: before.on.clone().or_else(|| gpu.map(str::to_string)),
+            unit: before.unit.clone(),
+            before: value,
+            null: after.is_some(),
+        });
+    }
+}
+
+impl Missing {
+    /// The metric and where it was measured.
+    fn what(&self) -> String {
+        match &self.on {
+            Some(on) => format!("{} ({on})", self.metric),
+            None => self.metric.clone(),
+        }
+    }
+
+    /// How it is missing.
+    fn how(&self) -> &'static str {
+        if self.null {
+            "missing (written with no value)"
+        } else {
+            "missing (not in the report)"
         }
     }
 }
@@ -764,6 +900,9 @@ fn judged_text(c: &Comparison) -> String {
 /// Plain text for a terminal.
 pub fn render_text(c: &Comparison) -> String {
     let mut out = String::new();
+    if let Some(why) = &c.by_index {
+        let _ = writeln!(out, "Note: {why}");
+    }
     if let Some((b, a)) = c.gpu_count {
         let _ = writeln!(out, "GPU count changed: {b} -> {a}");
     }
@@ -841,6 +980,16 @@ pub fn render_text(c: &Comparison) -> String {
             )
         }),
     );
+    if !c.missing.is_empty() {
+        text_list(
+            &mut out,
+            "Measurements missing while their checks pass",
+            c.missing.len(),
+            c.missing.iter().map(|m| {
+                format!("{} {}: {} {} -> {}", m.id, m.what(), m.before, m.unit, m.how())
+            }),
+        );
+    }
     if !c.fixed.is_empty() {
         text_list(
             &mut out,
@@ -864,9 +1013,6 @@ pub fn render_text(c: &Comparison) -> String {
     out
 }
 
-fn md(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
 
 /// Appends a section `title` holding a table of `rows` under `header`;
 /// nothing when there are no rows.
@@ -896,13 +1042,16 @@ pub fn render_markdown(c: &Comparison) -> String {
             "no regression"
         }
     );
+    if let Some(why) = &c.by_index {
+        let _ = writeln!(out, "**Note:** {}\n", md(why));
+    }
     if let Some((b, a)) = c.gpu_count {
         let _ = writeln!(out, "**GPU count changed: {b} -> {a}**\n");
     }
     let gone = c
         .gone
         .iter()
-        .map(|g| vec![md(&g.what), g.before.clone()])
+        .map(|g| vec![md(&g.what), md(&g.before)])
         .collect();
     md_table(
         &mut out,
@@ -930,13 +1079,13 @@ pub fn render_markdown(c: &Comparison) -> String {
             };
             match g.root {
                 Some(r) => vec![
-                    format!("`{}`", r.id),
-                    r.before.clone(),
-                    format!("**{}**", r.after),
+                    md_code(&r.id),
+                    md(&r.before),
+                    format!("**{}**", md(&r.after)),
                     format!("{}{blocked}", md(&r.message)),
                 ],
                 None => vec![
-                    format!("`{}`", g.root_id),
+                    md_code(g.root_id),
                     "not pass".to_string(),
                     "not pass".to_string(),
                     format!("did not pass before either{blocked}"),
@@ -952,9 +1101,9 @@ pub fn render_markdown(c: &Comparison) -> String {
     );
     // A metric's row: where, what, before and after, then `rest`.
     let row = |m: &MetricChange, rest: Vec<String>| {
-        let value = |v: f64| format!("{v:.3} {}", m.unit);
+        let value = |v: f64| format!("{v:.3} {}", md(&m.unit));
         let mut cells = vec![
-            format!("`{}`", m.id),
+            md_code(&m.id),
             md(&m.what()),
             value(m.before),
             value(m.after),
@@ -983,6 +1132,24 @@ pub fn render_markdown(c: &Comparison) -> String {
         "Error counters that grew",
         &["check", "metric", "before", "after", "change"],
         grew,
+    );
+    let missing = c
+        .missing
+        .iter()
+        .map(|m| {
+            vec![
+                md_code(&m.id),
+                md(&m.what()),
+                format!("{} {}", m.before, md(&m.unit)),
+                format!("**{}**", m.how()),
+            ]
+        })
+        .collect();
+    md_table(
+        &mut out,
+        "Measurements missing while their checks pass",
+        &["check", "metric", "before", "after"],
+        missing,
     );
     if !c.fixed.is_empty() {
         let _ = writeln!(
@@ -1275,6 +1442,58 @@ mod tests {
             Some(("gpu0.hip.bandwidth on gpu0 (0000:05:00.0)", "pass")),
             "{c:?}"
         );
+    }
+
+    #[test]
+    fn a_measurement_gone_while_its_check_passes_is_a_regression() {
+        let before = node(&[0x05, 0x26], 50.0);
+        let mut after = before.clone();
+        after["results"][0]["metrics"][0]["value"] = json!(null);
+        after["results"][2]["metrics"] = json!([]);
+        let c = compare(&before, &after, &flat(0.99));
+        assert!(c.regressed(), "{c:?}");
+        let what: Vec<(String, bool)> = c.missing.iter().map(|m| (m.what(), m.null)).collect();
+        assert_eq!(
+            what,
+            [
+                ("p2p_gbps.gpu0>gpu1 (0000:05:00.0 > 0000:26:00.0)".to_string(), false),
+                ("h2d_gbps (0000:05:00.0)".to_string(), true)
+            ]
+        );
+        let text = render_text(&c);
+        assert!(
+            text.contains("gpu0.hip.bandwidth h2d_gbps (0000:05:00.0): 50 GB/s -> missing (written with no value)"),
+            "{text}"
+        );
+        // A check that stopped passing is reported as such, not as each of
+        // its measurements.
+        after["results"][0]["status"] = json!("fail");
+        let c = compare(&before, &after, &flat(0.99));
+        assert_eq!(c.missing.len(), 1, "{c:?}");
+        assert_eq!(c.regressions.len(), 1, "{c:?}");
+    }
+
+    #[test]
+    fn gpus_a_report_does_not_identify_are_matched_by_index_and_it_says_so() {
+        let before = node(&[0x05, 0x26], 50.0);
+        let mut after = before.clone();
+        after["scopes"][2]["properties"] = json!({});
+        let c = compare(&before, &after, &flat(0.05));
+        assert!(!c.regressed(), "{c:?}");
+        let why = c.by_index.as_deref().unwrap_or_default();
+        assert!(why.starts_with("gpu1 of the second run have no pci_address or unique_id"), "{why}");
+        assert!(render_text(&c).starts_with("Note: gpu1 of the second run"));
+        // Pairs in reports older than `between` are matched by the GPUs
+        // their names hold.
+        let mut old = node(&[0x26, 0x05], 50.0);
+        old["results"][2]["metrics"][0].as_object_mut().unwrap().remove("between");
+        old["results"][2]["metrics"][0]["value"] = json!(10.0);
+        let mut reversed = node(&[0x05, 0x26], 50.0);
+        reversed["results"][2]["metrics"][0]["name"] = json!("p2p_gbps.gpu1>gpu0");
+        reversed["results"][2]["metrics"][0]["between"] = json!(["gpu1", "gpu0"]);
+        reversed["results"][2]["metrics"][0]["value"] = json!(10.0);
+        let c = compare(&old, &reversed, &flat(0.05));
+        assert!(c.slower.is_empty() && c.missing.is_empty(), "{c:?}");
     }
 
     /// A node whose module check `module` and, above it, `n` GPU checks

@@ -4,11 +4,20 @@
 //! Reports carry layers by name only, so the caller gives the order of the
 //! layers it knows; a layer a report names that the caller does not know
 //! goes after them, in the order it first appears.
+//!
+//! A node is judged by its report's results, and by its `passed` and its
+//! decision only where they agree with them: a report that says `passed:
+//! true` over a failing check is counted failed and flagged, never taken
+//! at its word. A report that cannot be read (too large, not JSON, another
+//! schema) is listed as not read, naming its file and why, and the rest of
+//! the fleet is still reported.
 
+use crate::markdown;
 use crate::model::Scope;
-use crate::result::SavedResult;
-use crate::verdict::Status;
+use crate::saved_report;
+use crate::verdict::{SkipReason, Status};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -20,7 +29,8 @@ pub struct FleetNode {
     pub node: String,
     /// The report it was read from.
     pub file: String,
-    /// Whether the run passed.
+    /// Whether the run passed: its results, its `passed` and its decision
+    /// all say so.
     pub passed: bool,
     /// Why the run stopped early, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -33,14 +43,20 @@ pub struct FleetNode {
     pub first_failing_layer: Option<String>,
     /// The finding code of the fault that stops the stack lowest.
     pub code: Option<String>,
-    /// Where it was found (`gpu3`, `node`).
+    /// Where it was found (`gpu3`, `node`): the GPU a node-wide check's
+    /// finding blames (an all-reduce narrowed to one GPU), else the
+    /// check's own scope.
     pub scope: Option<String>,
     /// That GPU's PCI address.
     pub pci_address: Option<String>,
     /// Whether the node should be drained: its report says so (the run's
-    /// own decision), or, in a report that does not, it has a fault no
-    /// waiver covers.
+    /// own decision), or, in a report that does not or whose decision its
+    /// results contradict, it has a fault no waiver covers.
     pub drain: bool,
+    /// How the report contradicts itself, when its `passed` or its
+    /// decision disagrees with its results.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disagrees: Option<String>,
 }
 
 impl FleetNode {
@@ -55,67 +71,161 @@ impl FleetNode {
     }
 }
 
+/// A report the fleet could not read, and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NotRead {
+    /// The file.
+    pub file: String,
+    /// Why it was not read (what it is, what was expected).
+    pub why: String,
+}
+
 /// A fleet's reports, read.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Fleet {
     /// The layers, in report order.
     pub layers: Vec<String>,
-    /// One entry per report, in the order given.
+    /// One entry per report read, in the order given.
     pub nodes: Vec<FleetNode>,
     /// How many nodes failed with each code.
     pub codes: BTreeMap<String, usize>,
+    /// The reports that could not be read: their nodes are not judged.
+    pub not_read: Vec<NotRead>,
 }
 
-/// The parts of a run report the fleet view reads.
+/// The parts of a run report the fleet view reads: nothing of metrics,
+/// facts or durations, so a value written oddly there (a `null` reading)
+/// does not cost the node its place in the fleet.
 #[derive(Deserialize)]
 struct Report {
     #[serde(default)]
-    node: BTreeMap<String, String>,
+    node: BTreeMap<String, Value>,
     passed: bool,
     #[serde(default)]
     interrupted: Option<String>,
+    /// `--strict`: a check that could not look fails the run.
+    #[serde(default)]
+    strict: bool,
+    /// `warn` under `--fail-on warn`.
+    #[serde(default)]
+    fail_on: Option<String>,
     #[serde(default)]
     first_failing_layer: Option<String>,
     #[serde(default)]
     scopes: Vec<ScopeEntry>,
-    results: Vec<SavedResult>,
+    results: Vec<Saved>,
     /// What the run decided for schedulers, when the report carries it.
     #[serde(default)]
     decision: Option<SavedDecision>,
+}
+
+/// The part of a result the fleet reads.
+#[derive(Deserialize)]
+struct Saved {
+    id: String,
+    layer: String,
+    scope: Scope,
+    status: Status,
+    #[serde(default)]
+    finding: Option<SavedFinding>,
+    #[serde(default)]
+    skip_reason: Option<SkipReason>,
+    #[serde(default)]
+    waiver: Option<SavedWaiver>,
+}
+
+#[derive(Deserialize)]
+struct SavedFinding {
+    code: String,
+    #[serde(default)]
+    blames: Option<Scope>,
+}
+
+#[derive(Deserialize)]
+struct SavedWaiver {
+    #[serde(default)]
+    expired: bool,
+}
+
+impl Saved {
+    fn waived(&self) -> bool {
+        self.waiver.as_ref().is_some_and(|w| !w.expired)
+    }
+
+    /// A fault no waiver covers (as `CheckResult::is_fault`).
+    fn is_fault(&self) -> bool {
+        self.status.is_fault() && !self.waived()
+    }
+
+    fn is_warning(&self) -> bool {
+        self.status == Status::Warn && !self.waived()
+    }
+
+    fn is_unverified(&self) -> bool {
+        self.status == Status::Skipped
+            && self.skip_reason == Some(SkipReason::Unverifiable)
+            && !self.waived()
+    }
+
+    /// Whether it fails its run, as `RunReport::fails_run` decides.
+    fn fails(&self, report: &Report) -> bool {
+        self.is_fault()
+            || (self.status == Status::Blocked && !self.waived())
+            || (report.fail_on.as_deref() == Some("warn") && self.is_warning())
+            || (report.strict && self.is_unverified())
+    }
 }
 
 /// The part of a report's decision the fleet reads.
 #[derive(Deserialize)]
 struct SavedDecision {
     drain: bool,
+    /// The exit code `rocgate run` ended with (0 when it passed).
+    #[serde(default)]
+    exit_code: Option<i64>,
 }
 
 #[derive(Deserialize)]
 struct ScopeEntry {
     scope: String,
     #[serde(default)]
-    properties: BTreeMap<String, String>,
+    properties: BTreeMap<String, Value>,
 }
 
+/// A report given to the fleet: its file and its parsed JSON, or why it
+/// could not be read.
+pub type Input = (String, Result<Value, String>);
+
 impl Fleet {
-    /// Reads `reports` (`(file name, JSON text)`), with `layer_order` the
-    /// layers the caller knows, bottom-up. An unreadable report is an error
-    /// naming its file.
-    pub fn read(reports: &[(String, String)], layer_order: &[&str]) -> Result<Fleet, String> {
+    /// Reads `reports`, with `layer_order` the layers the caller knows,
+    /// bottom-up. A report that could not be read, is of another schema or
+    /// is not a run report is listed in [`Fleet::not_read`], naming its
+    /// file; the others are read all the same.
+    pub fn read(reports: Vec<Input>, layer_order: &[&str]) -> Fleet {
         let mut fleet = Fleet {
             layers: layer_order.iter().map(|l| l.to_string()).collect(),
             ..Fleet::default()
         };
-        for (file, text) in reports {
-            let report: Report = serde_json::from_str(text).map_err(|e| {
-                format!("{file} is not a rocgate run report (`rocgate run --json`): {e}")
-            })?;
+        for (file, doc) in reports {
+            let report = doc.and_then(|doc| {
+                saved_report::check_schema(&doc, &file)?;
+                serde_json::from_value::<Report>(doc).map_err(|e| {
+                    format!("{file} is not a rocgate run report (`rocgate run --json`): {e}")
+                })
+            });
+            let report = match report {
+                Ok(r) => r,
+                Err(why) => {
+                    fleet.not_read.push(NotRead { file, why });
+                    continue;
+                }
+            };
             for r in &report.results {
                 if !fleet.layers.contains(&r.layer) {
                     fleet.layers.push(r.layer.clone());
                 }
             }
-            let mut node = summarise(file, &report);
+            let mut node = summarise(&file, &report);
             // Two reports of one host name (a node run twice, copied
             // fixtures) stay apart by their files.
             if fleet.nodes.iter().any(|n: &FleetNode| n.node == node.node) {
@@ -126,12 +236,25 @@ impl Fleet {
             }
             fleet.nodes.push(node);
         }
-        Ok(fleet)
+        fleet
     }
 
-    /// Whether every node passed.
+    /// Whether every node read passed (reports not read say nothing).
     pub fn all_passed(&self) -> bool {
         self.nodes.iter().all(|n| n.passed)
+    }
+
+    /// How `rocgate fleet report` ends: 1 when a node failed (a fault
+    /// found is found, whatever else could not be read), else 2 when a
+    /// report could not be read (not every node was judged), else 0.
+    pub fn exit_code(&self) -> u8 {
+        if !self.all_passed() {
+            1
+        } else if !self.not_read.is_empty() {
+            2
+        } else {
+            0
+        }
     }
 
     /// The nodes to drain.
@@ -139,41 +262,55 @@ impl Fleet {
         self.nodes.iter().filter(|n| n.drain)
     }
 
-    /// Markdown: the table, the counts per code and the nodes to drain.
-    pub fn markdown(&self) -> String {
+    /// The nodes whose reports contradict themselves.
+    pub fn disagreeing(&self) -> impl Iterator<Item = (&FleetNode, &str)> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.disagrees.as_deref().map(|d| (n, d)))
+    }
+
+    /// The title: how many nodes failed, and how many reports were not read.
+    pub fn title(&self) -> String {
         let failed = self.nodes.iter().filter(|n| !n.passed).count();
-        let mut out = format!(
-            "## rocgate fleet: {failed} of {} nodes failed\n\n",
+        let mut title = format!(
+            "rocgate fleet: {failed} of {} nodes failed",
             self.nodes.len()
         );
-        let mut header = vec!["node"];
-        header.extend(self.layers.iter().map(String::as_str));
-        header.extend(["first failing layer", "code", "GPU"]);
+        if !self.not_read.is_empty() {
+            let n = self.not_read.len();
+            let _ = write!(title, "; {n} report{} not read", if n == 1 { "" } else { "s" });
+        }
+        title
+    }
+
+    /// Markdown: the table, the counts per code, the nodes to drain, the
+    /// reports that contradict themselves and those not read. Every string
+    /// a report carries is escaped ([`markdown::cell`]).
+    pub fn markdown(&self) -> String {
+        let cell = markdown::cell;
+        let mut out = format!("## {}\n\n", self.title());
+        let mut header = vec!["node".to_string()];
+        header.extend(self.layers.iter().map(|l| cell(l)));
+        header.extend(["first failing layer", "code", "GPU"].map(String::from));
         let _ = writeln!(out, "| {} |", header.join(" | "));
         let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
         for n in &self.nodes {
-            let mut row = vec![md(&n.node)];
+            let mut row = vec![cell(&n.node)];
             row.extend(self.layers.iter().map(|l| {
-                let cell = n.layers.get(l).map_or("-", String::as_str);
-                match cell {
+                match n.layers.get(l).map_or("-", String::as_str) {
                     "fail" => "**fail**".to_string(),
-                    other => other.to_string(),
+                    other => cell(other),
                 }
             }));
-            row.push(n.first_failing_layer.clone().unwrap_or_default());
-            row.push(
-                n.code
-                    .as_deref()
-                    .map(|c| format!("`{c}`"))
-                    .unwrap_or_default(),
-            );
-            row.push(n.gpu());
+            row.push(cell(n.first_failing_layer.as_deref().unwrap_or_default()));
+            row.push(n.code.as_deref().map(markdown::code).unwrap_or_default());
+            row.push(cell(&n.gpu()));
             let _ = writeln!(out, "| {} |", row.join(" | "));
         }
         if !self.codes.is_empty() {
             out.push_str("\n### Failures by code\n\n| code | nodes |\n|---|---|\n");
             for (code, n) in &self.codes {
-                let _ = writeln!(out, "| `{code}` | {n} |");
+                let _ = writeln!(out, "| {} | {n} |", markdown::code(code));
             }
         }
         let drain: Vec<&FleetNode> = self.to_drain().collect();
@@ -182,17 +319,31 @@ impl Fleet {
             for n in drain {
                 let _ = writeln!(
                     out,
-                    "- {}: `{}` on {}",
-                    md(&n.node),
-                    n.code.as_deref().unwrap_or("?"),
-                    n.gpu()
+                    "- {}: {} on {}",
+                    cell(&n.node),
+                    markdown::code(n.code.as_deref().unwrap_or("?")),
+                    cell(&n.gpu())
                 );
+            }
+        }
+        let disagreeing: Vec<_> = self.disagreeing().collect();
+        if !disagreeing.is_empty() {
+            out.push_str("\n### Reports that contradict their results (counted failed)\n\n");
+            for (n, why) in disagreeing {
+                let _ = writeln!(out, "- {} ({}): {}", cell(&n.node), cell(&n.file), cell(why));
+            }
+        }
+        if !self.not_read.is_empty() {
+            out.push_str("\n### Reports not read (their nodes are not judged)\n\n");
+            for r in &self.not_read {
+                let _ = writeln!(out, "- {}: {}", cell(&r.file), cell(&r.why));
             }
         }
         out
     }
 
-    /// JSON: `{"nodes": [...], "layers": [...], "codes": {...}, "drain": [...]}`.
+    /// JSON: `{"nodes": [...], "layers": [...], "codes": {...}, "drain":
+    /// [...], "not_read": [{"file", "why"}]}`.
     pub fn json(&self) -> Result<String, String> {
         #[derive(Serialize)]
         struct Doc<'a> {
@@ -200,15 +351,54 @@ impl Fleet {
             layers: &'a [String],
             codes: &'a BTreeMap<String, usize>,
             drain: Vec<&'a str>,
+            not_read: &'a [NotRead],
         }
         serde_json::to_string_pretty(&Doc {
             nodes: &self.nodes,
             layers: &self.layers,
             codes: &self.codes,
             drain: self.to_drain().map(|n| n.node.as_str()).collect(),
+            not_read: &self.not_read,
         })
         .map_err(|e| format!("failed to serialise the fleet report: {e}"))
     }
+}
+
+/// How a report's own verdicts compare with its results: whether it
+/// passed by all of them, and how they disagree when they do.
+fn judge(report: &Report) -> (bool, Option<String>) {
+    let failing = report.results.iter().find(|r| r.fails(report));
+    let by_results = report.interrupted.is_none() && failing.is_none();
+    let why_fails = || match (failing, &report.interrupted) {
+        (Some(r), _) => format!("{} is {}", r.id, r.status.as_str()),
+        (None, Some(why)) => format!("the run was interrupted ({why})"),
+        (None, None) => String::new(),
+    };
+    let decided = report
+        .decision
+        .as_ref()
+        .and_then(|d| d.exit_code)
+        .map(|c| c == 0);
+    let mut disagrees = Vec::new();
+    if report.passed != by_results {
+        disagrees.push(if report.passed {
+            format!("it says passed: true, but {}", why_fails())
+        } else {
+            "it says passed: false, but none of its results fails the run".to_string()
+        });
+    }
+    if let Some(decided) = decided.filter(|&d| d != by_results) {
+        disagrees.push(if decided {
+            format!("its decision says exit 0, but {}", why_fails())
+        } else {
+            "its decision says the run failed, but none of its results fails it".to_string()
+        });
+    }
+    let passed = by_results && report.passed && decided.unwrap_or(true);
+    (
+        passed,
+        (!disagrees.is_empty()).then(|| disagrees.join("; ")),
+    )
 }
 
 /// One report, summed up.
@@ -216,8 +406,9 @@ fn summarise(file: &str, report: &Report) -> FleetNode {
     let name = report
         .node
         .get("hostname")
+        .and_then(Value::as_str)
         .filter(|h| !h.is_empty())
-        .cloned()
+        .map(str::to_string)
         .unwrap_or_else(|| {
             std::path::Path::new(file)
                 .file_stem()
@@ -241,32 +432,40 @@ fn summarise(file: &str, report: &Report) -> FleetNode {
         .find(|r| Some(&r.layer) == report.first_failing_layer.as_ref())
         .or_else(|| stopping.clone().next())
         .or_else(|| report.results.iter().find(|r| r.is_warning()));
-    let scope = fault.map(|r| r.scope);
-    let pci_address = scope.and_then(|s| {
+    // A node-wide check whose finding blames one GPU (an all-reduce
+    // narrowed to it) is that GPU's fault.
+    let scope = fault.map(|r| r.finding.as_ref().and_then(|f| f.blames).unwrap_or(r.scope));
+    let pci_address = scope.filter(|s| s.gpu().is_some()).and_then(|s| {
         report
             .scopes
             .iter()
             .find(|e| e.scope == s.label())
-            .and_then(|e| e.properties.get("pci_address").cloned())
+            .and_then(|e| e.properties.get("pci_address")?.as_str().map(str::to_string))
     });
+    let (passed, disagrees) = judge(report);
+    let has_fault = stopping.clone().next().is_some();
+    // The run's own decision drains, unless the report contradicts itself:
+    // then its results do.
+    let drain = match &report.decision {
+        Some(d) if disagrees.is_none() => d.drain,
+        _ => has_fault,
+    };
     FleetNode {
         node: name,
         file: file.to_string(),
-        passed: report.passed,
+        passed,
         interrupted: report.interrupted.clone(),
         layers,
         first_failing_layer: report.first_failing_layer.clone(),
         code: fault.and_then(|r| r.finding.as_ref().map(|f| f.code.clone())),
         scope: scope.map(Scope::label),
         pci_address,
-        drain: report
-            .decision
-            .as_ref()
-            .map_or_else(|| stopping.clone().next().is_some(), |d| d.drain),
+        drain,
+        disagrees,
     }
 }
 
-fn cell_of(r: &SavedResult) -> &'static str {
+fn cell_of(r: &Saved) -> &'static str {
     match r.status {
         _ if r.waived() => "waived",
         Status::Fail | Status::Timeout | Status::Crash => "fail",
@@ -289,29 +488,26 @@ fn rank(cell: &str) -> u8 {
     }
 }
 
-fn md(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn report(host: &str, results: serde_json::Value, first: Option<&str>) -> (String, String) {
+    fn report(host: &str, results: serde_json::Value, first: Option<&str>) -> Input {
         let passed = results
             .as_array()
             .unwrap()
             .iter()
             .all(|r| r["status"] != "fail" && r["status"] != "blocked");
         let doc = json!({
+            "schema_version": 1,
             "node": {"hostname": host},
             "passed": passed,
             "first_failing_layer": first,
             "scopes": [{"scope": "gpu3", "properties": {"pci_address": "0000:65:00.0"}}],
             "results": results,
         });
-        (format!("out/{host}.json"), doc.to_string())
+        (format!("out/{host}.json"), Ok(doc))
     }
 
     fn result(
@@ -357,7 +553,7 @@ mod tests {
                 Some("firmware"),
             ),
         ];
-        let fleet = Fleet::read(&reports, &["pci", "firmware", "kfd"]).unwrap();
+        let fleet = Fleet::read(reports.to_vec(), &["pci", "firmware", "kfd"]);
         assert!(!fleet.all_passed());
         assert_eq!(fleet.layers, ["pci", "firmware", "kfd", "rocx"]);
         let n07 = &fleet.nodes[1];
@@ -399,29 +595,74 @@ mod tests {
         let mut waived = result("gpu3.kfd.k", "kfd", "gpu3", "fail", Some("kfd-x"));
         waived["waiver"] = json!({"reason": "known", "source": "site.toml:3"});
         let fleet = Fleet::read(
-            &[report("n02", json!([slow, waived]), Some("pci"))],
+            vec![report("n02", json!([slow, waived]), Some("pci"))],
             &["pci", "kfd"],
-        )
-        .unwrap();
+        );
         let n = &fleet.nodes[0];
         assert_eq!(n.layers["pci"], "warn");
         assert_eq!(n.layers["kfd"], "waived");
         assert!(!n.drain);
         assert_eq!(n.code.as_deref(), Some("pcie-link-degraded"));
         // A report's own decision is what drains.
-        let mut decided: serde_json::Value =
-            serde_json::from_str(&report("n03", json!([]), None).1).unwrap();
+        let mut decided = report("n03", json!([]), None).1.unwrap();
         decided["decision"] = json!({"drain": true});
-        let fleet = Fleet::read(&[("n03.json".into(), decided.to_string())], &[]).unwrap();
+        let fleet = Fleet::read(vec![("n03.json".into(), Ok(decided))], &[]);
         assert!(fleet.nodes[0].drain);
     }
 
     #[test]
-    fn a_file_that_is_not_a_report_is_named() {
-        let err = Fleet::read(&[("out/x.json".into(), "{}".into())], &[]).unwrap_err();
-        assert!(
-            err.contains("out/x.json is not a rocgate run report"),
-            "{err}"
+    fn a_file_that_is_not_a_report_is_named_and_the_others_are_read() {
+        let fleet = Fleet::read(
+            vec![
+                ("out/x.json".into(), Ok(json!({}))),
+                ("out/y.json".into(), Err("failed to open out/y.json".into())),
+                ("out/z.json".into(), Ok(json!({"schema_version": 1, "results": [1]}))),
+                report("n01", json!([]), None),
+            ],
+            &[],
         );
+        let why: Vec<&str> = fleet.not_read.iter().map(|r| r.why.as_str()).collect();
+        assert!(why[0].starts_with("out/x.json is not a rocgate run report"), "{why:?}");
+        assert_eq!(why[1], "failed to open out/y.json");
+        assert!(why[2].starts_with("out/z.json is not a rocgate run report"), "{why:?}");
+        assert_eq!(fleet.nodes.len(), 1);
+        assert_eq!(fleet.exit_code(), 2);
+        assert!(fleet.markdown().contains("- out/x.json: out/x.json is not"));
+    }
+
+    #[test]
+    fn a_report_that_says_it_passed_over_a_failing_check_is_failed_and_flagged() {
+        let mut doc = report(
+            "n04",
+            json!([result("node.kfd.present", "kfd", "node", "fail", Some("kfd-missing"))]),
+            Some("kfd"),
+        )
+        .1
+        .unwrap();
+        doc["passed"] = json!(true);
+        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc.clone()))], &["kfd"]);
+        let n = &fleet.nodes[0];
+        assert!(!n.passed && n.drain, "{n:?}");
+        assert_eq!(
+            n.disagrees.as_deref(),
+            Some("it says passed: true, but node.kfd.present is fail")
+        );
+        assert_eq!(fleet.exit_code(), 1);
+        assert_eq!(fleet.codes["kfd-missing"], 1);
+        // A decision of exit 0 over it is contradicted too, and does not
+        // keep the node in service.
+        doc["decision"] = json!({"drain": false, "exit_code": 0});
+        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc))], &["kfd"]);
+        let n = &fleet.nodes[0];
+        assert!(!n.passed && n.drain, "{n:?}");
+        assert!(n.disagrees.as_deref().unwrap().contains("its decision says exit 0"));
+    }
+
+    #[test]
+    fn a_node_wide_fault_blaming_a_gpu_names_it_and_its_address() {
+        let mut r = result("node.rccl.all_reduce", "rccl", "node", "fail", Some("rccl-hang-isolated"));
+        r["finding"]["blames"] = json!("gpu3");
+        let fleet = Fleet::read(vec![report("n05", json!([r]), Some("rccl"))], &["rccl"]);
+        assert_eq!(fleet.nodes[0].gpu(), "gpu3 (0000:65:00.0)");
     }
 }

@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod isolate;
 pub mod json;
 pub mod junit;
+pub mod markdown;
 pub mod matrix;
 pub mod model;
 pub mod output;
@@ -23,6 +24,7 @@ pub mod plan;
 pub mod policy;
 pub mod prom;
 pub mod result;
+pub mod saved_report;
 pub mod signal;
 pub mod verdict;
 

@@ -1,5 +1,8 @@
 //! A fleet as a page: nodes x layers coloured as each node's run ended,
-//! the failures counted by code, and the nodes to drain.
+//! the failures counted by code, the nodes to drain, and the reports that
+//! contradict themselves or could not be read. Every string comes from a
+//! report and goes through maud's `(...)`, which escapes `&`, `<`, `>`
+//! and `"` in text and attributes alike (maud 0.27, src/escape.rs).
 
 use super::{bar, class_of, legend, page};
 use maud::html;
@@ -7,11 +10,7 @@ use rocgate_harness::fleet::Fleet;
 
 /// The page for `fleet`.
 pub fn fleet_page(fleet: &Fleet) -> String {
-    let failed = fleet.nodes.iter().filter(|n| !n.passed).count();
-    let title = format!(
-        "rocgate fleet: {failed} of {} nodes failed",
-        fleet.nodes.len()
-    );
+    let title = fleet.title();
     let most = fleet.codes.values().copied().max().unwrap_or(0) as f64;
     let body = html! {
         h1 { (title) }
@@ -70,6 +69,23 @@ pub fn fleet_page(fleet: &Fleet) -> String {
             ul {
                 @for n in drain {
                     li { strong { (n.node) } ": " code { (n.code.as_deref().unwrap_or("?")) } " on " (n.gpu()) }
+                }
+            }
+        }
+        @let disagreeing: Vec<_> = fleet.disagreeing().collect();
+        @if !disagreeing.is_empty() {
+            h2 { "Reports that contradict their results (counted failed)" }
+            ul {
+                @for (n, why) in disagreeing {
+                    li { strong { (n.node) } " (" (n.file) "): " (why) }
+                }
+            }
+        }
+        @if !fleet.not_read.is_empty() {
+            h2 { "Reports not read (their nodes are not judged)" }
+            ul {
+                @for r in &fleet.not_read {
+                    li { strong { (r.file) } ": " (r.why) }
                 }
             }
         }
