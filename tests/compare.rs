@@ -396,24 +396,185 @@ fn p2p_run(swap: Option<(u32, u32)>, rates: &str) -> Value {
         .2
 }
 
+/// `doc` as a report older than `between` wrote it: pairs named only by
+/// their metric's name.
+fn without_between(doc: &Value) -> Value {
+    let mut doc = doc.clone();
+    for r in doc["results"].as_array_mut().unwrap() {
+        for m in r["metrics"].as_array_mut().into_iter().flatten() {
+            m.as_object_mut().unwrap().remove("between");
+        }
+    }
+    doc
+}
+
 #[test]
 fn pairs_are_matched_by_both_gpus_identity_when_kfd_renumbers_them() {
     // gpu2 is 0000:46:00.0 and gpu5 0000:a6:00.0 (KFD nodes 4 and 7); the
-    // link from 0x46 to 0x a6 is slow in both runs. After the swap it is
+    // link from 0x46 to 0xa6 is slow in both runs. After the swap it is
     // gpu5>gpu2: by name a false regression, by identity the same link.
     let before = p2p_run(None, "xgmi=60;gpu2>gpu5=45");
     let after = p2p_run(Some((4, 7)), "xgmi=60;gpu5>gpu2=45");
-    let scope = |doc: &Value, gpu: &str| {
+    let address = |doc: &Value, gpu: &str| {
         common::entry(&doc["scopes"], "scope", gpu)["properties"]["pci_address"].clone()
     };
-    assert_eq!(scope(&before, "gpu2"), scope(&after, "gpu5"));
-    let (code, text) = compare(&before, &after, &[]);
-    assert_eq!(code, 0, "{text}");
-    assert!(text.contains("NO REGRESSION"), "{text}");
-    // A 79% drop on the renumbered pair is a regression named by both
-    // GPUs' addresses.
-    let after = p2p_run(Some((4, 7)), "xgmi=60;gpu2>gpu5=45;gpu0>gpu5=12.6");
-    let (code, text) = compare(&before, &after, &[]);
-    assert_eq!(code, 1, "{text}");
-    eprintln!("{text}");
+    assert_eq!(address(&before, "gpu2"), "0000:46:00.0");
+    assert_eq!(address(&after, "gpu5"), "0000:46:00.0");
+    for (form, b, a) in [
+        ("this release's", before.clone(), after.clone()),
+        ("an older release's", without_between(&before), without_between(&after)),
+    ] {
+        let (code, text) = compare(&b, &a, &[]);
+        assert_eq!(code, 0, "{form} reports: {text}");
+        assert!(text.contains("NO REGRESSION"), "{form}: {text}");
+        assert!(!text.contains("matched by index"), "{form}: {text}");
+    }
+    // A 79% drop of that link, renumbered, is a regression named by both
+    // GPUs' addresses, whichever pair the same name held before.
+    let before = p2p_run(None, "xgmi=60");
+    let after = p2p_run(Some((4, 7)), "xgmi=60;gpu5>gpu2=12.6");
+    for (form, b, a) in [
+        ("this release's", before.clone(), after.clone()),
+        ("an older release's", without_between(&before), without_between(&after)),
+    ] {
+        let (code, text) = compare(&b, &a, &[]);
+        assert_eq!(code, 1, "{form}: {text}");
+        let slower = section(&text, "Throughputs worse");
+        assert_eq!(slower.len(), 1, "{form}: {text}");
+        assert!(
+            slower[0].starts_with("  node.hip.p2p_bandwidth p2p_gbps.gpu5>gpu2 (0000:46:00.0 > 0000:a6:00.0): 60.0")
+                && slower[0].contains("-79.0%"),
+            "{form}: {text}"
+        );
+    }
+    // A report that does not say who its GPUs are is matched by index, and
+    // the comparison says so.
+    let mut anonymous = after.clone();
+    for s in anonymous["scopes"].as_array_mut().unwrap() {
+        s["properties"] = serde_json::json!({});
+    }
+    let (_, text) = compare(&before, &anonymous, &[]);
+    assert!(
+        text.starts_with("Note: gpu0, gpu2, gpu5 of the second run have no pci_address or unique_id: GPUs are matched by index"),
+        "{text}"
+    );
+}
+
+/// `doc` with the first metric of result `id` set to `value`, or removed.
+fn with_metric(doc: &Value, id: &str, value: Option<Value>) -> Value {
+    let mut doc = doc.clone();
+    let r = doc["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["id"] == id)
+        .unwrap();
+    let metrics = r["metrics"].as_array_mut().unwrap();
+    match value {
+        Some(v) => metrics[0]["value"] = v,
+        None => {
+            metrics.remove(0);
+        }
+    }
+    doc
+}
+
+#[test]
+fn a_measurement_that_vanished_while_its_check_passes_is_a_regression() {
+    let (before, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "standard"])
+        .exits(0);
+    // A GPU's RAS counter written with no value (as a NaN was), and a
+    // reading left out, while both checks pass.
+    let ras = "gpu2.amdgpu.ras_bad_pages";
+    let name = |id: &str| common::result(&before, id)["metrics"][0]["name"].clone();
+    assert_eq!(common::result(&before, ras)["status"], "pass");
+    let vector = "gpu6.hip.vector_add";
+    for (id, value, says) in [
+        (ras, Some(Value::Null), "missing (written with no value)"),
+        (vector, None, "missing (not in the report)"),
+    ] {
+        let after = with_metric(&before, id, value);
+        let (code, text) = compare(&before, &after, &[]);
+        assert_eq!(code, 1, "{text}");
+        let missing = section(&text, "Measurements missing while their checks pass");
+        assert_eq!(missing.len(), 1, "{text}");
+        let metric = name(id);
+        assert!(
+            missing[0].starts_with(&format!("  {id} {}", metric.as_str().unwrap()))
+                && missing[0].ends_with(says),
+            "{text}"
+        );
+        assert!(text.ends_with("REGRESSED\n"), "{text}");
+        let (_, md) = compare(&before, &after, &["--format", "markdown"]);
+        assert!(md.contains("### Measurements missing while their checks pass"), "{md}");
+    }
+}
+
+#[test]
+fn reports_of_another_schema_say_what_theirs_is_and_what_is_expected() {
+    let (doc, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "passive"])
+        .exits(0);
+    for (version, says) in [
+        (serde_json::json!("1.0"), "schema_version the string \"1.0\", not the integer 1"),
+        (serde_json::json!(1.5), "schema_version 1.5, a number that is not the integer 1"),
+        (serde_json::json!(2), "schema_version 2 is not supported"),
+    ] {
+        let mut other = doc.clone();
+        other["schema_version"] = version;
+        let (code, text) = compare(&doc, &other, &[]);
+        assert_eq!(code, 2, "{text}");
+        assert!(text.contains("after.json: ") && text.contains(says), "{text}");
+        assert!(!text.contains("no schema_version"), "{text}");
+        assert!(text.contains("this rocgate reads schema_version 1"), "{text}");
+    }
+    let mut none = doc.clone();
+    none.as_object_mut().unwrap().remove("schema_version");
+    let (code, text) = compare(&none, &doc, &[]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("before.json is not a rocgate run report: it has no schema_version"), "{text}");
+    // Not a file of any size: refused before anything is read.
+    let out = rocgate()
+        .args(["compare", "/dev/zero", "/dev/null"])
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/dev/zero is a character device, not a report file"), "{err}");
+}
+
+#[test]
+fn node_text_in_compare_markdown_is_never_markup() {
+    let (before, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "passive"])
+        .exits(0);
+    let mut after = before.clone();
+    let r = after["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["status"] == "pass")
+        .unwrap();
+    r["status"] = "fail".into();
+    r["message"] = "<img src=https://e.x/p.png> | <script>x</script>\n| [l](https://e.x)".into();
+    let (code, md) = compare(&before, &after, &["--format", "markdown"]);
+    assert_eq!(code, 1, "{md}");
+    assert!(!md.contains("<img") && !md.contains("<script") && !md.contains("://"), "{md}");
+    assert!(md.contains("&lt;img src=https&#58;//e.x/p.png&gt; \\| &lt;script&gt;"), "{md}");
+    let row = md.lines().find(|l| l.contains("&lt;img")).unwrap();
+    assert_eq!(unescaped_pipes(row), 5, "{row}");
+}
+
+/// The pipes of a markdown row that split cells: those no backslash escapes.
+fn unescaped_pipes(row: &str) -> usize {
+    let (mut backslashes, mut n) = (0, 0);
+    for c in row.chars() {
+        if c == '|' && backslashes % 2 == 0 {
+            n += 1;
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+    }
+    n
 }

@@ -519,3 +519,216 @@ fn the_fleet_report_reads_a_directory_of_runs() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `rocgate fleet report ARGS`: its exit code, stdout and stderr.
+fn fleet(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let out = rocgate()
+        .args(["fleet", "report"])
+        .args(args)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The JSON report at `path`, changed by `edit` and written back.
+fn edit(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut doc);
+    std::fs::write(path, doc.to_string()).unwrap();
+}
+
+/// The result `id` of a report, to change.
+fn result_mut<'a>(doc: &'a mut Value, id: &str) -> &'a mut Value {
+    doc["results"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no result {id}"))
+}
+
+#[test]
+fn a_report_that_says_passed_over_a_failing_check_fails_the_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = run_report(dir.path(), "mi300x-8");
+    let lying = run_report(dir.path(), "firmware-load-failed");
+    // Its `passed` and its decision say it passed; its results do not.
+    edit(&lying, |doc| {
+        doc["passed"] = true.into();
+        doc["decision"]["exit_code"] = 0.into();
+        doc["decision"]["drain"] = false.into();
+    });
+    let (code, md, _) = fleet(&[dir.path().as_os_str()]);
+    assert_eq!(code, 1, "{md}");
+    assert!(md.starts_with("## rocgate fleet: 1 of 2 nodes failed"), "{md}");
+    assert!(md.contains("| `firmware-load-failed` | 1 |"), "{md}");
+    assert!(
+        md.contains("- firmware-load-failed: `firmware-load-failed` on gpu7 (0000:65:00.0)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("### Reports that contradict their results (counted failed)\n\n- firmware-load-failed ("),
+        "{md}"
+    );
+    assert!(md.contains("it says passed: true, but gpu7.firmware."), "{md}");
+    let (code, json, _) = fleet(&["--format".as_ref(), "json".as_ref(), lying.as_os_str()]);
+    assert_eq!(code, 1, "{json}");
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["nodes"][0]["passed"], false);
+    assert!(doc["nodes"][0]["disagrees"].as_str().unwrap().contains("its decision says exit 0"));
+    // The honest report alone passes.
+    let (code, _, _) = fleet(&[ok.as_os_str()]);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_node_wide_fault_that_blames_a_gpu_shows_that_gpu_and_its_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_report(dir.path(), "mi300x-8");
+    // An all-reduce narrowed to gpu5, as the narrowing search leaves it.
+    edit(&report, |doc| {
+        doc["passed"] = false.into();
+        let r = result_mut(doc, "node.pci.amd_gpu_present");
+        r["status"] = "fail".into();
+        r["finding"] = serde_json::json!({"code": "rccl-hang-isolated", "severity": "fail",
+            "message": "m", "next_step": "n", "blames": "gpu5"});
+    });
+    let (code, md, _) = fleet(&[report.as_os_str()]);
+    assert_eq!(code, 1, "{md}");
+    assert!(md.contains("| `rccl-hang-isolated` | gpu5 (0000:a6:00.0) |"), "{md}");
+    let (_, html, _) = fleet(&["--format".as_ref(), "html".as_ref(), report.as_os_str()]);
+    assert!(html.contains("gpu5 (0000:a6:00.0)"), "{html}");
+}
+
+#[test]
+fn reports_that_cannot_be_read_are_named_and_the_rest_of_the_fleet_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = run_report(dir.path(), "mi300x-8");
+    let text = std::fs::read_to_string(&ok).unwrap();
+    let variant = |name: &str, edit: &dyn Fn(&mut Value)| {
+        let mut doc: Value = serde_json::from_str(&text).unwrap();
+        doc["node"]["hostname"] = name.into();
+        edit(&mut doc);
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, doc.to_string()).unwrap();
+        path
+    };
+    // A metric with no value (older rocgate wrote NaN so) is still a
+    // report: its node is judged.
+    variant("null-reading", &|doc| {
+        let r = doc["results"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|r| r["metrics"].as_array().is_some_and(|m| !m.is_empty()))
+            .unwrap();
+        r["metrics"][0]["value"] = Value::Null;
+    });
+    variant("v99", &|doc| doc["schema_version"] = 99.into());
+    variant("v-string", &|doc| doc["schema_version"] = "1".into());
+    variant("v-none", &|doc| {
+        doc.as_object_mut().unwrap().remove("schema_version");
+    });
+    // Larger than any report (sparse: nothing is written, nothing read).
+    let big = dir.path().join("big.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(65 << 20)
+        .unwrap();
+    let (code, md, err) = fleet(&[dir.path().as_os_str()]);
+    assert_eq!(code, 2, "{md}{err}");
+    assert!(
+        md.starts_with("## rocgate fleet: 0 of 2 nodes failed; 4 reports not read"),
+        "{md}"
+    );
+    assert!(md.contains("| null-reading | "), "{md}");
+    assert!(md.contains("| mi300x-8 | "), "{md}");
+    let not_read: Vec<&str> = md
+        .split("### Reports not read (their nodes are not judged)\n\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{md}"))
+        .lines()
+        .collect();
+    assert_eq!(not_read.len(), 4, "{md}");
+    for (file, says) in [
+        ("big.json", "is 68157440 bytes, more than the 64 MiB a run report may be"),
+        ("v-none.json", "it has no schema_version; this rocgate reads schema_version 1"),
+        ("v-string.json", "schema_version the string \"1\", not the integer 1"),
+        ("v99.json", "schema_version 99 is not supported"),
+    ] {
+        assert!(
+            not_read.iter().any(|l| l.contains(file) && l.contains(says)),
+            "{file}: {md}"
+        );
+        assert!(err.contains(file), "{err}");
+    }
+    // A failed node decides the exit, whatever could not be read.
+    run_report(dir.path(), "kfd-missing");
+    let (code, json, _) = fleet(&["--format".as_ref(), "json".as_ref(), dir.path().as_os_str()]);
+    assert_eq!(code, 1, "{json}");
+    let doc: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["not_read"].as_array().unwrap().len(), 4, "{json}");
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), 3, "{json}");
+}
+
+/// The pipes of a markdown row that split cells: those no backslash escapes.
+fn unescaped_pipes(row: &str) -> usize {
+    let (mut backslashes, mut n) = (0, 0);
+    for c in row.chars() {
+        if c == '|' && backslashes % 2 == 0 {
+            n += 1;
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+    }
+    n
+}
+
+#[test]
+fn node_text_in_the_fleet_markdown_and_page_is_never_markup() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = run_report(dir.path(), "firmware-load-failed");
+    edit(&report, |doc| {
+        doc["node"]["hostname"] = "n1 | x\n| <img src=https://e.x/a.png>".into();
+        let faulty = doc["scopes"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|s| s["properties"]["pci_address"] == "0000:65:00.0")
+            .unwrap();
+        faulty["properties"]["pci_address"] = "<script>alert(1)</script>|`".into();
+        for r in doc["results"].as_array_mut().unwrap() {
+            if r["layer"] == "pci" {
+                r["layer"] = "pci|<b>x</b>".into();
+            }
+            if r["finding"]["code"] == "firmware-load-failed" {
+                r["finding"]["code"] = "fw`|<i>&".into();
+            }
+        }
+    });
+    let (code, md, _) = fleet(&[report.as_os_str()]);
+    assert_eq!(code, 1, "{md}");
+    for raw in ["<img", "<script", "<b>", "<i>"] {
+        assert!(!md.contains(raw), "{raw}: {md}");
+    }
+    let lines: Vec<&str> = md.lines().collect();
+    let header = lines.iter().position(|l| l.starts_with("| node |")).unwrap();
+    let columns = unescaped_pipes(lines[header]);
+    // The header, its rule, and one row for the one node, all as wide.
+    assert_eq!(unescaped_pipes(lines[header + 2]), columns, "{md}");
+    assert!(lines[header + 3].is_empty(), "{md}");
+    assert!(
+        md.contains("&lt;script&gt;alert(1)&lt;/script&gt;\\|\\`"),
+        "{md}"
+    );
+    assert!(md.contains("fw\\`\\|&lt;i&gt;&amp;"), "{md}");
+    let (_, html, _) = fleet(&["--format".as_ref(), "html".as_ref(), report.as_os_str()]);
+    for raw in ["<img", "<script>alert", "<b>x", "<i>&"] {
+        assert!(!html.contains(raw), "{raw}: {html}");
+    }
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
+}
