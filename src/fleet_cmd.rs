@@ -41,16 +41,21 @@ pub fn run(args: &FleetArgs) -> Result<ExitCode, String> {
     }
 }
 
+/// A report file to read, or why it could not even be listed.
+type Listed = (PathBuf, Result<(), String>);
+
 /// The report files named by `inputs`: files as given, directories' `*.json`
 /// in name order; a directory that cannot be listed is an entry of its own
 /// with the error, so the rest of the fleet is still read. A fleet with no
 /// report is an error, not a green fleet.
-fn reports_in(inputs: &[PathBuf]) -> Result<Vec<(PathBuf, Result<(), String>)>, String> {
+fn reports_in(inputs: &[PathBuf]) -> Result<Vec<Listed>, String> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            let listed = std::fs::read_dir(input)
-                .and_then(|d| d.map(|e| e.map(|e| e.path())).collect::<Result<Vec<_>, _>>());
+            let listed = std::fs::read_dir(input).and_then(|d| {
+                d.map(|e| e.map(|e| e.path()))
+                    .collect::<Result<Vec<_>, _>>()
+            });
             match listed {
                 Ok(mut found) => {
                     found.retain(|p| p.extension().is_some_and(|x| x == "json") && p.is_file());

@@ -390,7 +390,14 @@ fn p2p_run(swap: Option<(u32, u32)>, rates: &str) -> Value {
         swap_kfd_nodes(&n.root, a, b);
     }
     FakeRun::on(&n.root)
-        .args(&["--tier", "extended", "--gpus", "0,2,5", "--only", "hip::p2p_bandwidth"])
+        .args(&[
+            "--tier",
+            "extended",
+            "--gpus",
+            "0,2,5",
+            "--only",
+            "hip::p2p_bandwidth",
+        ])
         .env("ROCGATE_FAKE_P2P_GBPS", rates)
         .run()
         .2
@@ -422,7 +429,11 @@ fn pairs_are_matched_by_both_gpus_identity_when_kfd_renumbers_them() {
     assert_eq!(address(&after, "gpu5"), "0000:46:00.0");
     for (form, b, a) in [
         ("this release's", before.clone(), after.clone()),
-        ("an older release's", without_between(&before), without_between(&after)),
+        (
+            "an older release's",
+            without_between(&before),
+            without_between(&after),
+        ),
     ] {
         let (code, text) = compare(&b, &a, &[]);
         assert_eq!(code, 0, "{form} reports: {text}");
@@ -435,15 +446,20 @@ fn pairs_are_matched_by_both_gpus_identity_when_kfd_renumbers_them() {
     let after = p2p_run(Some((4, 7)), "xgmi=60;gpu5>gpu2=12.6");
     for (form, b, a) in [
         ("this release's", before.clone(), after.clone()),
-        ("an older release's", without_between(&before), without_between(&after)),
+        (
+            "an older release's",
+            without_between(&before),
+            without_between(&after),
+        ),
     ] {
         let (code, text) = compare(&b, &a, &[]);
         assert_eq!(code, 1, "{form}: {text}");
         let slower = section(&text, "Throughputs worse");
         assert_eq!(slower.len(), 1, "{form}: {text}");
         assert!(
-            slower[0].starts_with("  node.hip.p2p_bandwidth p2p_gbps.gpu5>gpu2 (0000:46:00.0 > 0000:a6:00.0): 60.0")
-                && slower[0].contains("-79.0%"),
+            slower[0].starts_with(
+                "  node.hip.p2p_bandwidth p2p_gbps.gpu5>gpu2 (0000:46:00.0 > 0000:a6:00.0): 60.0"
+            ) && slower[0].contains("-79.0%"),
             "{form}: {text}"
         );
     }
@@ -507,7 +523,10 @@ fn a_measurement_that_vanished_while_its_check_passes_is_a_regression() {
         );
         assert!(text.ends_with("REGRESSED\n"), "{text}");
         let (_, md) = compare(&before, &after, &["--format", "markdown"]);
-        assert!(md.contains("### Measurements missing while their checks pass"), "{md}");
+        assert!(
+            md.contains("### Measurements missing while their checks pass"),
+            "{md}"
+        );
     }
 }
 
@@ -517,23 +536,38 @@ fn reports_of_another_schema_say_what_theirs_is_and_what_is_expected() {
         .args(&["--tier", "passive"])
         .exits(0);
     for (version, says) in [
-        (serde_json::json!("1.0"), "schema_version the string \"1.0\", not the integer 1"),
-        (serde_json::json!(1.5), "schema_version 1.5, a number that is not the integer 1"),
+        (
+            serde_json::json!("1.0"),
+            "schema_version the string \"1.0\", not the integer 1",
+        ),
+        (
+            serde_json::json!(1.5),
+            "schema_version 1.5, a number that is not the integer 1",
+        ),
         (serde_json::json!(2), "schema_version 2 is not supported"),
     ] {
         let mut other = doc.clone();
         other["schema_version"] = version;
         let (code, text) = compare(&doc, &other, &[]);
         assert_eq!(code, 2, "{text}");
-        assert!(text.contains("after.json: ") && text.contains(says), "{text}");
+        assert!(
+            text.contains("after.json: ") && text.contains(says),
+            "{text}"
+        );
         assert!(!text.contains("no schema_version"), "{text}");
-        assert!(text.contains("this rocgate reads schema_version 1"), "{text}");
+        assert!(
+            text.contains("this rocgate reads schema_version 1"),
+            "{text}"
+        );
     }
     let mut none = doc.clone();
     none.as_object_mut().unwrap().remove("schema_version");
     let (code, text) = compare(&none, &doc, &[]);
     assert_eq!(code, 2, "{text}");
-    assert!(text.contains("before.json is not a rocgate run report: it has no schema_version"), "{text}");
+    assert!(
+        text.contains("before.json is not a rocgate run report: it has no schema_version"),
+        "{text}"
+    );
     // Not a file of any size: refused before anything is read.
     let out = rocgate()
         .args(["compare", "/dev/zero", "/dev/null"])
@@ -542,7 +576,10 @@ fn reports_of_another_schema_say_what_theirs_is_and_what_is_expected() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("/dev/zero is a character device, not a report file"), "{err}");
+    assert!(
+        err.contains("/dev/zero is a character device, not a report file"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -561,8 +598,14 @@ fn node_text_in_compare_markdown_is_never_markup() {
     r["message"] = "<img src=https://e.x/p.png> | <script>x</script>\n| [l](https://e.x)".into();
     let (code, md) = compare(&before, &after, &["--format", "markdown"]);
     assert_eq!(code, 1, "{md}");
-    assert!(!md.contains("<img") && !md.contains("<script") && !md.contains("://"), "{md}");
-    assert!(md.contains("&lt;img src=https&#58;//e.x/p.png&gt; \\| &lt;script&gt;"), "{md}");
+    assert!(
+        !md.contains("<img") && !md.contains("<script") && !md.contains("://"),
+        "{md}"
+    );
+    assert!(
+        md.contains("&lt;img src=https&#58;//e.x/p.png&gt; \\| &lt;script&gt;"),
+        "{md}"
+    );
     let row = md.lines().find(|l| l.contains("&lt;img")).unwrap();
     assert_eq!(unescaped_pipes(row), 5, "{row}");
 }

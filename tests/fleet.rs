@@ -565,22 +565,35 @@ fn a_report_that_says_passed_over_a_failing_check_fails_the_fleet() {
     });
     let (code, md, _) = fleet(&[dir.path().as_os_str()]);
     assert_eq!(code, 1, "{md}");
-    assert!(md.starts_with("## rocgate fleet: 1 of 2 nodes failed"), "{md}");
+    assert!(
+        md.starts_with("## rocgate fleet: 1 of 2 nodes failed"),
+        "{md}"
+    );
     assert!(md.contains("| `firmware-load-failed` | 1 |"), "{md}");
     assert!(
         md.contains("- firmware-load-failed: `firmware-load-failed` on gpu7 (0000:65:00.0)"),
         "{md}"
     );
     assert!(
-        md.contains("### Reports that contradict their results (counted failed)\n\n- firmware-load-failed ("),
+        md.contains(
+            "### Reports that contradict their results (counted failed)\n\n- firmware-load-failed ("
+        ),
         "{md}"
     );
-    assert!(md.contains("it says passed: true, but gpu7.firmware."), "{md}");
+    assert!(
+        md.contains("it says passed: true, but gpu7.firmware."),
+        "{md}"
+    );
     let (code, json, _) = fleet(&["--format".as_ref(), "json".as_ref(), lying.as_os_str()]);
     assert_eq!(code, 1, "{json}");
     let doc: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["nodes"][0]["passed"], false);
-    assert!(doc["nodes"][0]["disagrees"].as_str().unwrap().contains("its decision says exit 0"));
+    assert!(
+        doc["nodes"][0]["disagrees"]
+            .as_str()
+            .unwrap()
+            .contains("its decision says exit 0")
+    );
     // The honest report alone passes.
     let (code, _, _) = fleet(&[ok.as_os_str()]);
     assert_eq!(code, 0);
@@ -600,7 +613,10 @@ fn a_node_wide_fault_that_blames_a_gpu_shows_that_gpu_and_its_address() {
     });
     let (code, md, _) = fleet(&[report.as_os_str()]);
     assert_eq!(code, 1, "{md}");
-    assert!(md.contains("| `rccl-hang-isolated` | gpu5 (0000:a6:00.0) |"), "{md}");
+    assert!(
+        md.contains("| `rccl-hang-isolated` | gpu5 (0000:a6:00.0) |"),
+        "{md}"
+    );
     let (_, html, _) = fleet(&["--format".as_ref(), "html".as_ref(), report.as_os_str()]);
     assert!(html.contains("gpu5 (0000:a6:00.0)"), "{html}");
 }
@@ -656,13 +672,24 @@ fn reports_that_cannot_be_read_are_named_and_the_rest_of_the_fleet_is_reported()
         .collect();
     assert_eq!(not_read.len(), 4, "{md}");
     for (file, says) in [
-        ("big.json", "is 68157440 bytes, more than the 64 MiB a run report may be"),
-        ("v-none.json", "it has no schema_version; this rocgate reads schema_version 1"),
-        ("v-string.json", "schema_version the string \"1\", not the integer 1"),
+        (
+            "big.json",
+            "is 68157440 bytes, more than the 64 MiB a run report may be",
+        ),
+        (
+            "v-none.json",
+            "it has no schema_version; this rocgate reads schema_version 1",
+        ),
+        (
+            "v-string.json",
+            "schema_version the string \"1\", not the integer 1",
+        ),
         ("v99.json", "schema_version 99 is not supported"),
     ] {
         assert!(
-            not_read.iter().any(|l| l.contains(file) && l.contains(says)),
+            not_read
+                .iter()
+                .any(|l| l.contains(file) && l.contains(says)),
             "{file}: {md}"
         );
         assert!(err.contains(file), "{err}");
@@ -716,7 +743,10 @@ fn node_text_in_the_fleet_markdown_and_page_is_never_markup() {
         assert!(!md.contains(raw), "{raw}: {md}");
     }
     let lines: Vec<&str> = md.lines().collect();
-    let header = lines.iter().position(|l| l.starts_with("| node |")).unwrap();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("| node |"))
+        .unwrap();
     let columns = unescaped_pipes(lines[header]);
     // The header, its rule, and one row for the one node, all as wide.
     assert_eq!(unescaped_pipes(lines[header + 2]), columns, "{md}");
@@ -730,5 +760,8 @@ fn node_text_in_the_fleet_markdown_and_page_is_never_markup() {
     for raw in ["<img", "<script>alert", "<b>x", "<i>&"] {
         assert!(!html.contains(raw), "{raw}: {html}");
     }
-    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{html}"
+    );
 }

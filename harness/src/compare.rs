@@ -663,8 +663,7 @@ fn metrics(
         };
         match kind {
             MetricKind::Counter if va > vb => c.grew.push(change(va - vb)),
-            MetricKind::Throughput if throughput_regressed(&mbefore, &mafter, tolerance) =>
-            {
+            MetricKind::Throughput if throughput_regressed(&mbefore, &mafter, tolerance) => {
                 c.slower.push(change(va / vb - 1.0));
             }
             _ => {}
@@ -986,7 +985,14 @@ pub fn render_text(c: &Comparison) -> String {
             "Measurements missing while their checks pass",
             c.missing.len(),
             c.missing.iter().map(|m| {
-                format!("{} {}: {} {} -> {}", m.id, m.what(), m.before, m.unit, m.how())
+                format!(
+                    "{} {}: {} {} -> {}",
+                    m.id,
+                    m.what(),
+                    m.before,
+                    m.unit,
+                    m.how()
+                )
             }),
         );
     }
@@ -1012,7 +1018,6 @@ pub fn render_text(c: &Comparison) -> String {
     );
     out
 }
-
 
 /// Appends a section `title` holding a table of `rows` under `header`;
 /// nothing when there are no rows.
@@ -1456,7 +1461,10 @@ mod tests {
         assert_eq!(
             what,
             [
-                ("p2p_gbps.gpu0>gpu1 (0000:05:00.0 > 0000:26:00.0)".to_string(), false),
+                (
+                    "p2p_gbps.gpu0>gpu1 (0000:05:00.0 > 0000:26:00.0)".to_string(),
+                    false
+                ),
                 ("h2d_gbps (0000:05:00.0)".to_string(), true)
             ]
         );
@@ -1481,12 +1489,18 @@ mod tests {
         let c = compare(&before, &after, &flat(0.05));
         assert!(!c.regressed(), "{c:?}");
         let why = c.by_index.as_deref().unwrap_or_default();
-        assert!(why.starts_with("gpu1 of the second run have no pci_address or unique_id"), "{why}");
+        assert!(
+            why.starts_with("gpu1 of the second run have no pci_address or unique_id"),
+            "{why}"
+        );
         assert!(render_text(&c).starts_with("Note: gpu1 of the second run"));
         // Pairs in reports older than `between` are matched by the GPUs
         // their names hold.
         let mut old = node(&[0x26, 0x05], 50.0);
-        old["results"][2]["metrics"][0].as_object_mut().unwrap().remove("between");
+        old["results"][2]["metrics"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("between");
         old["results"][2]["metrics"][0]["value"] = json!(10.0);
         let mut reversed = node(&[0x05, 0x26], 50.0);
         reversed["results"][2]["metrics"][0]["name"] = json!("p2p_gbps.gpu1>gpu0");

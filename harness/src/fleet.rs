@@ -278,7 +278,11 @@ impl Fleet {
         );
         if !self.not_read.is_empty() {
             let n = self.not_read.len();
-            let _ = write!(title, "; {n} report{} not read", if n == 1 { "" } else { "s" });
+            let _ = write!(
+                title,
+                "; {n} report{} not read",
+                if n == 1 { "" } else { "s" }
+            );
         }
         title
     }
@@ -296,12 +300,12 @@ impl Fleet {
         let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
         for n in &self.nodes {
             let mut row = vec![cell(&n.node)];
-            row.extend(self.layers.iter().map(|l| {
-                match n.layers.get(l).map_or("-", String::as_str) {
+            row.extend(self.layers.iter().map(
+                |l| match n.layers.get(l).map_or("-", String::as_str) {
                     "fail" => "**fail**".to_string(),
                     other => cell(other),
-                }
-            }));
+                },
+            ));
             row.push(cell(n.first_failing_layer.as_deref().unwrap_or_default()));
             row.push(n.code.as_deref().map(markdown::code).unwrap_or_default());
             row.push(cell(&n.gpu()));
@@ -330,7 +334,13 @@ impl Fleet {
         if !disagreeing.is_empty() {
             out.push_str("\n### Reports that contradict their results (counted failed)\n\n");
             for (n, why) in disagreeing {
-                let _ = writeln!(out, "- {} ({}): {}", cell(&n.node), cell(&n.file), cell(why));
+                let _ = writeln!(
+                    out,
+                    "- {} ({}): {}",
+                    cell(&n.node),
+                    cell(&n.file),
+                    cell(why)
+                );
             }
         }
         if !self.not_read.is_empty() {
@@ -440,7 +450,12 @@ fn summarise(file: &str, report: &Report) -> FleetNode {
             .scopes
             .iter()
             .find(|e| e.scope == s.label())
-            .and_then(|e| e.properties.get("pci_address")?.as_str().map(str::to_string))
+            .and_then(|e| {
+                e.properties
+                    .get("pci_address")?
+                    .as_str()
+                    .map(str::to_string)
+            })
     });
     let (passed, disagrees) = judge(report);
     let has_fault = stopping.clone().next().is_some();
@@ -616,15 +631,24 @@ mod tests {
             vec![
                 ("out/x.json".into(), Ok(json!({}))),
                 ("out/y.json".into(), Err("failed to open out/y.json".into())),
-                ("out/z.json".into(), Ok(json!({"schema_version": 1, "results": [1]}))),
+                (
+                    "out/z.json".into(),
+                    Ok(json!({"schema_version": 1, "results": [1]})),
+                ),
                 report("n01", json!([]), None),
             ],
             &[],
         );
         let why: Vec<&str> = fleet.not_read.iter().map(|r| r.why.as_str()).collect();
-        assert!(why[0].starts_with("out/x.json is not a rocgate run report"), "{why:?}");
+        assert!(
+            why[0].starts_with("out/x.json is not a rocgate run report"),
+            "{why:?}"
+        );
         assert_eq!(why[1], "failed to open out/y.json");
-        assert!(why[2].starts_with("out/z.json is not a rocgate run report"), "{why:?}");
+        assert!(
+            why[2].starts_with("out/z.json is not a rocgate run report"),
+            "{why:?}"
+        );
         assert_eq!(fleet.nodes.len(), 1);
         assert_eq!(fleet.exit_code(), 2);
         assert!(fleet.markdown().contains("- out/x.json: out/x.json is not"));
@@ -634,7 +658,13 @@ mod tests {
     fn a_report_that_says_it_passed_over_a_failing_check_is_failed_and_flagged() {
         let mut doc = report(
             "n04",
-            json!([result("node.kfd.present", "kfd", "node", "fail", Some("kfd-missing"))]),
+            json!([result(
+                "node.kfd.present",
+                "kfd",
+                "node",
+                "fail",
+                Some("kfd-missing")
+            )]),
             Some("kfd"),
         )
         .1
@@ -655,12 +685,23 @@ mod tests {
         let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc))], &["kfd"]);
         let n = &fleet.nodes[0];
         assert!(!n.passed && n.drain, "{n:?}");
-        assert!(n.disagrees.as_deref().unwrap().contains("its decision says exit 0"));
+        assert!(
+            n.disagrees
+                .as_deref()
+                .unwrap()
+                .contains("its decision says exit 0")
+        );
     }
 
     #[test]
     fn a_node_wide_fault_blaming_a_gpu_names_it_and_its_address() {
-        let mut r = result("node.rccl.all_reduce", "rccl", "node", "fail", Some("rccl-hang-isolated"));
+        let mut r = result(
+            "node.rccl.all_reduce",
+            "rccl",
+            "node",
+            "fail",
+            Some("rccl-hang-isolated"),
+        );
         r["finding"]["blames"] = json!("gpu3");
         let fleet = Fleet::read(vec![report("n05", json!([r]), Some("rccl"))], &["rccl"]);
         assert_eq!(fleet.nodes[0].gpu(), "gpu3 (0000:65:00.0)");

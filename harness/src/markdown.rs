@@ -84,7 +84,10 @@ mod tests {
             "&lt;/details&gt;&lt;/table&gt;&lt;script&gt;"
         );
         assert_eq!(cell("![x](y) [l](z)"), "\\!\\[x\\](y) \\[l\\](z)");
-        assert_eq!(cell("`code` **b** ~s~ $m$"), "\\`code\\` \\*\\*b\\*\\* \\~s\\~ \\$m\\$");
+        assert_eq!(
+            cell("`code` **b** ~s~ $m$"),
+            "\\`code\\` \\*\\*b\\*\\* \\~s\\~ \\$m\\$"
+        );
         assert_eq!(cell("&amp; \\|"), "&amp;amp; \\\\\\|");
         assert_eq!(cell("see www.e.x or awww.x"), "see www&#46;e.x or awww.x");
         assert_eq!(cell("\u{1b}]52;c;x\u{7}"), " \\]52;c;x ");

@@ -73,9 +73,8 @@ pub fn read(path: &Path) -> Result<Value, String> {
     if bytes.len() as u64 > MAX_REPORT_BYTES {
         return Err(too_big("still growing".to_string()));
     }
-    serde_json::from_slice(&bytes).map_err(|e| {
-        format!("{shown} is not JSON ({e}): give the file `rocgate run --json` wrote")
-    })
+    serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{shown} is not JSON ({e}): give the file `rocgate run --json` wrote"))
 }
 
 /// Checks that `doc` is a results document of schema
@@ -125,12 +124,30 @@ mod tests {
         let ok = json!({"schema_version": 1, "results": []});
         assert_eq!(check_schema(&ok, "a.json"), Ok(()));
         for (doc, says) in [
-            (json!({"schema_version": 99, "results": []}), "schema_version 99 is not supported"),
-            (json!({"schema_version": "1", "results": []}), "the string \"1\", not the integer 1"),
-            (json!({"schema_version": "1.0", "results": []}), "the string \"1.0\""),
-            (json!({"schema_version": 1.0, "results": []}), "1.0, a number that is not the integer 1"),
-            (json!({"schema_version": -1, "results": []}), "schema_version -1 is not"),
-            (json!({"schema_version": [1], "results": []}), "schema_version [1] is not"),
+            (
+                json!({"schema_version": 99, "results": []}),
+                "schema_version 99 is not supported",
+            ),
+            (
+                json!({"schema_version": "1", "results": []}),
+                "the string \"1\", not the integer 1",
+            ),
+            (
+                json!({"schema_version": "1.0", "results": []}),
+                "the string \"1.0\"",
+            ),
+            (
+                json!({"schema_version": 1.0, "results": []}),
+                "1.0, a number that is not the integer 1",
+            ),
+            (
+                json!({"schema_version": -1, "results": []}),
+                "schema_version -1 is not",
+            ),
+            (
+                json!({"schema_version": [1], "results": []}),
+                "schema_version [1] is not",
+            ),
             (json!({"results": []}), "has no schema_version"),
             (json!([1]), "not a rocgate run report (a JSON object)"),
             (json!({"schema_version": 1}), "no results list"),
