@@ -31,7 +31,7 @@ struct Document<'a> {
     node: BTreeMap<&'a str, &'a str>,
     versions: &'a BTreeMap<String, BTreeMap<String, String>>,
     scopes: Vec<ScopeDoc>,
-    results: &'a [CheckResult],
+    results: std::borrow::Cow<'a, [CheckResult]>,
 }
 
 #[derive(Serialize)]
@@ -52,6 +52,30 @@ pub struct JsonContext<'a> {
     /// What the run means for those who act on it (exit code, health,
     /// drain), as the front end decided it.
     pub decision: Option<serde_json::Value>,
+}
+
+/// The results with every metric a finite number: serde_json writes NaN
+/// and the infinities as `null`, which no reader takes for a number (and
+/// which makes `fleet report` refuse the file), so one that reached here is
+/// left out and named ([`CheckResult::drop_non_finite_metrics`]).
+fn finite(results: &[CheckResult]) -> std::borrow::Cow<'_, [CheckResult]> {
+    let bad = |r: &CheckResult| {
+        r.metrics.iter().any(|m| {
+            !m.value.is_finite()
+                || m.floor.is_some_and(|f| !f.is_finite())
+                || m.spread.is_some_and(|s| {
+                    !(s.min.is_finite() && s.median.is_finite() && s.max.is_finite())
+                })
+        })
+    };
+    if !results.iter().any(bad) {
+        return std::borrow::Cow::Borrowed(results);
+    }
+    let mut owned = results.to_vec();
+    for r in &mut owned {
+        r.drop_non_finite_metrics();
+    }
+    std::borrow::Cow::Owned(owned)
 }
 
 /// Renders a run as pretty-printed JSON.
@@ -100,8 +124,38 @@ pub fn render(report: &RunReport, ctx: &JsonContext<'_>) -> Result<String, Strin
                 properties: report.scope_info(s).properties.into_iter().collect(),
             })
             .collect(),
-        results: &report.results,
+        results: finite(&report.results),
     };
     serde_json::to_string_pretty(&doc)
         .map_err(|e| format!("failed to serialise the JSON report: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Scope;
+    use crate::model::test_stack::A;
+
+    #[test]
+    fn a_metric_that_is_not_finite_is_never_written_as_null() {
+        let mut r = CheckResult::new(
+            "gpu0.a.x".into(),
+            "a::x".into(),
+            A,
+            Scope::Gpu(0),
+            Status::Pass,
+        );
+        r.metrics = crate::verdict::Verdict::pass("")
+            .with_reading("temp_junction", f64::NAN, "°C")
+            .with_reading("power", 300.0, "W")
+            .metrics;
+        let clean = [r.clone()];
+        let kept = finite(&clean);
+        assert_eq!(kept[0].metrics.len(), 1);
+        let text = serde_json::to_string(&*kept).unwrap();
+        assert!(!text.contains("null"), "{text}");
+        r.metrics.remove(0);
+        let fine = [r];
+        assert!(matches!(finite(&fine), std::borrow::Cow::Borrowed(_)));
+    }
 }

@@ -122,6 +122,43 @@ impl<L> CheckResult<L> {
         self.status == Status::Warn && !self.waived()
     }
 
+    /// Removes the metrics whose value is not a finite number (NaN, an
+    /// infinity: JSON has no such number, and no report may show one as a
+    /// reading), naming each in the result's output; a floor that is not
+    /// finite is dropped from its metric, and so is such a spread. The
+    /// checks validate what they read, so this is the last guard that no
+    /// report carries one.
+    pub fn drop_non_finite_metrics(&mut self) {
+        let mut dropped = Vec::new();
+        self.metrics.retain_mut(|m| {
+            if !m.value.is_finite() {
+                dropped.push(format!("{} ({})", m.name, m.value));
+                return false;
+            }
+            m.floor = m.floor.filter(|f| f.is_finite());
+            m.spread = m
+                .spread
+                .filter(|s| s.min.is_finite() && s.median.is_finite() && s.max.is_finite());
+            true
+        });
+        if !dropped.is_empty() {
+            if !self.output.is_empty() {
+                self.output.push('\n');
+            }
+            self.output.push_str(&format!(
+                "metrics left out, not being finite numbers: {}",
+                dropped.join(", ")
+            ));
+        }
+    }
+
+    /// The result after [`CheckResult::drop_non_finite_metrics`].
+    #[must_use]
+    pub fn with_finite_metrics(mut self) -> Self {
+        self.drop_non_finite_metrics();
+        self
+    }
+
     /// A check that could not look (skipped as unverifiable) that no
     /// waiver covers.
     pub fn is_unverified(&self) -> bool {
@@ -314,6 +351,30 @@ pub(crate) mod tests {
     use super::*;
     use crate::model::test_stack::{self, A, B, C};
     use crate::verdict::{Finding, Severity};
+
+    #[test]
+    fn metrics_that_are_not_finite_are_left_out_and_named() {
+        let mut r = CheckResult::new(
+            "gpu0.a.thermals".into(),
+            "a::thermals".into(),
+            A,
+            Scope::Gpu(0),
+            Status::Pass,
+        );
+        r.metrics = crate::verdict::Verdict::pass("")
+            .with_reading("temp_junction", f64::NAN, "°C")
+            .with_reading("power", f64::INFINITY, "W")
+            .with_metric_against("h2d_gbps", 50.0, "GB/s", f64::NEG_INFINITY)
+            .metrics;
+        r.drop_non_finite_metrics();
+        assert_eq!(r.metrics.len(), 1);
+        assert_eq!(r.metrics[0].floor, None);
+        assert!(
+            r.output.contains("temp_junction (NaN)") && r.output.contains("power (inf)"),
+            "{}",
+            r.output
+        );
+    }
 
     fn result(id: &str, layer: Layer, status: Status) -> CheckResult {
         let mut r = CheckResult::new(id.into(), id.into(), layer, Scope::Node, status);

@@ -63,7 +63,8 @@ pub(super) fn completed_result<C>(
             metrics: v.metrics,
             facts: v.facts,
             ..base_result(plan, i)
-        },
+        }
+        .with_finite_metrics(),
         Err(panic) => engine_result(
             plan,
             i,

@@ -167,7 +167,12 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
             format!("no {missing} (the file is empty, truncated or NUL bytes)"),
         ));
     }
-    let num = |key: &str| props.number(key, path);
+    // kfd_topology.c `node_show` prints every key here with "%u" from a
+    // 32-bit field (`sysfs_show_32bit_prop`) but hive_id and unique_id
+    // ("%llu", `sysfs_show_64bit_prop`): a value past its type is not what
+    // the kernel wrote.
+    let num = |key: &str| props.number32(key, path);
+    let num64 = |key: &str| props.number(key, path);
     let mut node = KfdNode {
         id,
         gpu_id: root
@@ -184,20 +189,35 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
         location_id: num("location_id")?,
         domain: num("domain")?,
         drm_render_minor: num("drm_render_minor")?,
-        hive_id: num("hive_id")?,
-        unique_id: num("unique_id")?,
+        hive_id: num64("hive_id")?,
+        unique_id: num64("unique_id")?,
         num_xcc: num("num_xcc")?,
         fw_version: num("fw_version")?,
         sdma_fw_version: num("sdma_fw_version")?,
         wave_front_size: num("wave_front_size")?,
         ..KfdNode::default()
     };
+    // A GPU's render minor names /dev/dri/renderD<minor>, a device minor
+    // of MINORBITS = 20 bits (include/linux/kdev_t.h; drm_drv.c allocates
+    // render minors below it).
+    if let Some(minor) = node
+        .drm_render_minor
+        .filter(|m| node.is_gpu() && *m >= 1 << 20)
+    {
+        return Err(ReadError::malformed(
+            path,
+            format!(
+                "drm_render_minor is {minor}, past the 20-bit device minors the kernel allocates"
+            ),
+        ));
+    }
     for bank in list_sub(root, &format!("{dir}/mem_banks"))? {
         let p = format!("{dir}/mem_banks/{bank}/properties");
         let path = Path::new(&p);
         let props = Properties::parse(&root.read_text(&p)?, path)?;
+        // mem_show: heap_type "%u" (32-bit), size_in_bytes "%llu".
         node.mem_banks.push((
-            props.number("heap_type", path)?.unwrap_or(0),
+            props.number32("heap_type", path)?.unwrap_or(0),
             props.number("size_in_bytes", path)?.unwrap_or(0),
         ));
     }
@@ -205,12 +225,13 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
         let p = format!("{dir}/io_links/{link}/properties");
         let path = Path::new(&p);
         let props = Properties::parse(&root.read_text(&p)?, path)?;
+        // iolink_show prints every key with "%u" (32-bit).
         node.io_links.push(IoLink {
-            link_type: props.number("type", path)?.unwrap_or(0),
-            node_from: props.number("node_from", path)?.unwrap_or(u64::from(id)),
-            node_to: props.number("node_to", path)?.unwrap_or(u64::MAX),
-            flags: props.number("flags", path)?.unwrap_or(0),
-            max_bandwidth: props.number("max_bandwidth", path)?,
+            link_type: props.number32("type", path)?.unwrap_or(0),
+            node_from: props.number32("node_from", path)?.unwrap_or(u64::from(id)),
+            node_to: props.number32("node_to", path)?.unwrap_or(u64::MAX),
+            flags: props.number32("flags", path)?.unwrap_or(0),
+            max_bandwidth: props.number32("max_bandwidth", path)?,
         });
     }
     Ok(node)
@@ -228,6 +249,53 @@ fn list_sub(root: &Sysroot, dir: &str) -> Result<Vec<String>, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// A one-GPU topology whose GPU node has `key value` among its
+    /// properties.
+    fn topology_with(key: &str, value: &str) -> Result<Topology, ReadError> {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("sys/class/kfd/kfd/topology/nodes/1");
+        std::fs::create_dir_all(&node).unwrap();
+        let mut props = String::from(
+            "cpu_cores_count 0\nsimd_count 1216\nsimd_per_cu 4\ngfx_target_version 90402\ndomain 0\ndrm_render_minor 128\n",
+        );
+        props = props
+            .lines()
+            .filter(|l| !l.starts_with(&format!("{key} ")))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        props.push_str(&format!("{key} {value}\n"));
+        std::fs::write(node.join("properties"), props).unwrap();
+        read(&Sysroot::at(dir.path()))
+    }
+
+    #[test]
+    fn values_past_what_the_kernel_prints_are_damage() {
+        for (key, value) in [
+            ("simd_count", u64::MAX.to_string()),
+            ("drm_render_minor", (1u64 << 32).to_string()),
+            ("drm_render_minor", (1u64 << 20).to_string()),
+            ("domain", (1u64 << 32).to_string()),
+            ("gfx_target_version", "99999999999".to_string()),
+        ] {
+            let t = topology_with(key, &value).unwrap();
+            assert!(t.nodes.is_empty(), "{key} {value}");
+            assert!(t.errors[0].to_string().contains(key), "{}", t.errors[0]);
+        }
+        // At the limits the kernel can print, they read.
+        let t = topology_with("domain", &u32::MAX.to_string()).unwrap();
+        assert_eq!(t.nodes[0].domain, Some(u64::from(u32::MAX)));
+        let t = topology_with("hive_id", &u64::MAX.to_string()).unwrap();
+        assert_eq!(t.nodes[0].hive_id, Some(u64::MAX));
+    }
+
+    proptest! {
+        #[test]
+        fn no_value_panics_the_reader(key in "(simd_count|domain|drm_render_minor|gfx_target_version|location_id|hive_id)", value in "[0-9]{1,22}|\\PC{0,8}") {
+            let _ = topology_with(&key, &value);
+        }
+    }
 
     #[test]
     fn pci_address_from_domain_and_location() {

@@ -82,6 +82,30 @@ impl Properties {
         }
     }
 
+    /// The value of `key` as [`Properties::number`] reads it, bounded by
+    /// the 32-bit unsigned type the kernel prints it from (kfd_topology.c
+    /// `sysfs_show_32bit_prop`: `"%s %u\n"`): a larger value is not what
+    /// the kernel wrote, so it is an error naming the file and line.
+    pub fn number32(&self, key: &str, path: &Path) -> Result<Option<u64>, ReadError> {
+        let value = self.number(key, path)?;
+        match value {
+            Some(v) if v > u64::from(u32::MAX) => {
+                let line = self
+                    .entries
+                    .iter()
+                    .find(|e| e.key == key)
+                    .map_or(0, |e| e.line);
+                Err(ReadError::malformed(
+                    path,
+                    format!(
+                        "line {line}: {key} is {v}, past the 32-bit unsigned value the kernel prints there"
+                    ),
+                ))
+            }
+            v => Ok(v),
+        }
+    }
+
     /// Number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -122,6 +146,18 @@ mod tests {
         assert!(e.to_string().contains("nodes/2/properties"), "{e}");
         assert!(e.to_string().contains("line 2"), "{e}");
 
+        let big = Properties::parse("simd_count 4294967296\ndomain 4294967295\n", p).unwrap();
+        let e = big.number32("simd_count", p).unwrap_err();
+        assert!(
+            e.to_string().contains("line 1: simd_count is 4294967296"),
+            "{e}"
+        );
+        assert_eq!(
+            big.number32("domain", p).unwrap(),
+            Some(u64::from(u32::MAX))
+        );
+        assert_eq!(big.number32("none", p).unwrap(), None);
+
         let bad = Properties::parse("simd_count -4\n", p).unwrap();
         let e = bad.number("simd_count", p).unwrap_err();
         assert!(e.to_string().contains("not an unsigned decimal"), "{e}");
@@ -133,6 +169,7 @@ mod tests {
             let p = Path::new("props");
             if let Ok(props) = Properties::parse(&s, p) {
                 let _ = props.number("simd_count", p);
+                let _ = props.number32("simd_count", p);
             }
         }
 

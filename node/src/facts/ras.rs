@@ -20,6 +20,13 @@
 
 use crate::{ReadError, Sysroot};
 
+/// The most of `gpu_vram_bad_pages` read: 1 MiB. The driver keeps retired
+/// pages in an EEPROM table of 256 KiB with 24-byte records
+/// (amdgpu_ras_eeprom.c, `RAS_TBL_SIZE_BYTES`, `RAS_TABLE_RECORD_SIZE`:
+/// about 10,900 records), each printed in 28 bytes, so a list longer than
+/// this is not what the driver prints; its count is unknown.
+pub const BAD_PAGES_LIMIT: u64 = 1 << 20;
+
 /// One block's error counters.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlockCount {
@@ -31,6 +38,10 @@ pub struct BlockCount {
     pub ce: u64,
     /// Deferred errors, on kernels that count them.
     pub de: Option<u64>,
+    /// Counters the file gives more than once, which the driver never
+    /// prints (`ue` twice): the greatest value of each is kept, so that a
+    /// later `ue: 0` cannot hide a `ue: 5`; the file is still garbled.
+    pub repeated: Vec<String>,
 }
 
 /// How a retired VRAM page stands.
@@ -55,17 +66,32 @@ pub struct BadPage {
     pub state: PageState,
 }
 
-/// What a GPU's `ras/` directory says.
+/// A `gpu_vram_bad_pages` that is there but could not be read whole: the
+/// records it did give are a lower bound, not the count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadPagesUnread {
+    /// Why, naming the file.
+    pub why: String,
+    /// The well-formed records that were read.
+    pub valid: usize,
+}
+
+/// What a GPU's `ras/` directory says. Each file is its own fact: one that
+/// cannot be read leaves the others standing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ras {
-    /// Per block, in file-name order.
+    /// Per block, in file-name order: the counter files that read.
     pub blocks: Vec<BlockCount>,
     /// Retired (or to-be-retired) VRAM pages; `None` when the file is absent
-    /// (a GPU whose VRAM has no ECC, or an old kernel).
+    /// (a GPU whose VRAM has no ECC, or an old kernel) or unreadable (then
+    /// [`Ras::bad_pages_unread`] says why).
     pub bad_pages: Option<Vec<BadPage>>,
-    /// The feature mask, when readable.
+    /// Why `gpu_vram_bad_pages`, which is there, could not be read whole.
+    pub bad_pages_unread: Option<BadPagesUnread>,
+    /// The feature mask, when readable (no check depends on it).
     pub features: Option<u64>,
-    /// Files that were there but not in the format above, with why.
+    /// Counter files that were there but could not be read or were not in
+    /// the driver's format, each naming the file and why.
     pub malformed: Vec<String>,
 }
 
@@ -75,117 +101,258 @@ impl Ras {
         self.blocks.iter().filter(|b| b.ue > 0)
     }
 
-    /// All uncorrectable errors.
+    /// All uncorrectable errors, saturating at `u64::MAX` (counts near the
+    /// limit must not wrap to a clean 0).
     pub fn total_ue(&self) -> u64 {
-        self.blocks.iter().map(|b| b.ue).sum()
+        self.blocks
+            .iter()
+            .fold(0, |sum, b| sum.saturating_add(b.ue))
     }
 
-    /// All correctable errors.
+    /// All correctable errors, saturating like [`Ras::total_ue`].
     pub fn total_ce(&self) -> u64 {
-        self.blocks.iter().map(|b| b.ce).sum()
+        self.blocks
+            .iter()
+            .fold(0, |sum, b| sum.saturating_add(b.ce))
     }
 }
 
 /// Reads the RAS directory of the GPU at PCI `address`; `None` when the GPU
-/// has none.
+/// has none. Only a directory that cannot be listed is an error: a file in
+/// it that does not read is noted in [`Ras::malformed`] (counters) or
+/// [`Ras::bad_pages_unread`], and the other files are still read, apart
+/// from after a file that did not answer (a wedged device: the rest would
+/// each wait the deadline too).
 pub fn read(sysroot: &Sysroot, address: &str) -> Result<Option<Ras>, ReadError> {
     let dir = format!("/sys/bus/pci/devices/{address}/ras");
     let Some(names) = sysroot.list_dir_if_present(&dir)? else {
         return Ok(None);
     };
     let mut ras = Ras::default();
-    for name in &names {
+    for (i, name) in names.iter().enumerate() {
         let path = format!("{dir}/{name}");
         let block = name
             .strip_suffix("_err_count")
             .or_else(|| name.strip_prefix("aca_"));
-        if let Some(block) = block {
-            let text = sysroot.read_text(&path)?;
-            match parse_count(block, &text) {
-                Ok(count) => ras.blocks.push(count),
-                Err(why) => ras.malformed.push(format!("{path}: {why}")),
+        let timed_out = if let Some(block) = block {
+            match sysroot.read_text(&path) {
+                Ok(text) => {
+                    match parse_count(block, &text) {
+                        Ok(count) => {
+                            if !count.repeated.is_empty() {
+                                ras.malformed.push(format!(
+                                    "{path}: {} (the driver prints each once; the greatest is taken)",
+                                    count.repeated.join(", ")
+                                ));
+                            }
+                            ras.blocks.push(count);
+                        }
+                        Err(why) => ras.malformed.push(format!("{path}: {why}")),
+                    }
+                    false
+                }
+                Err(e) => {
+                    ras.malformed.push(e.to_string());
+                    e.is_timeout()
+                }
             }
         } else if name == "gpu_vram_bad_pages" {
-            let text = sysroot.read_text(&path)?;
-            match parse_bad_pages(&text) {
-                Ok(pages) => ras.bad_pages = Some(pages),
-                Err(why) => ras.malformed.push(format!("{path}: {why}")),
+            match read_bad_pages(sysroot, &path) {
+                Ok(pages) => {
+                    ras.bad_pages = Some(pages);
+                    false
+                }
+                Err((unread, timed_out)) => {
+                    ras.bad_pages_unread = Some(unread);
+                    timed_out
+                }
             }
         } else if name == "features" {
-            let text = sysroot.read_text(&path)?;
-            ras.features = parse_features(&text);
+            match sysroot.read_text(&path) {
+                Ok(text) => {
+                    ras.features = parse_features(&text);
+                    false
+                }
+                Err(e) => e.is_timeout(),
+            }
+        } else {
+            false
+        };
+        if timed_out {
+            let rest: Vec<&str> = names[i + 1..].iter().map(String::as_str).collect();
+            if !rest.is_empty() {
+                ras.malformed.push(format!(
+                    "{dir}: not read after a file that did not answer: {}",
+                    rest.join(", ")
+                ));
+            }
+            break;
         }
     }
     Ok(Some(ras))
 }
 
-/// Parses one `<block>_err_count` file.
+/// Reads `gpu_vram_bad_pages` at `path`, whole and well formed, or says why
+/// not with the records it did give (and whether the file did not answer).
+fn read_bad_pages(sysroot: &Sysroot, path: &str) -> Result<Vec<BadPage>, (BadPagesUnread, bool)> {
+    let unread = |why: String| (BadPagesUnread { why, valid: 0 }, false);
+    let bytes = sysroot.read_bytes(path, BAD_PAGES_LIMIT + 1).map_err(|e| {
+        (
+            BadPagesUnread {
+                why: e.to_string(),
+                valid: 0,
+            },
+            e.is_timeout(),
+        )
+    })?;
+    let cut = bytes.len() as u64 > BAD_PAGES_LIMIT;
+    let bytes = &bytes[..bytes.len().min(BAD_PAGES_LIMIT as usize)];
+    // Captures are often NUL-padded: the text ends at the first NUL.
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    let text = match std::str::from_utf8(&bytes[..end]) {
+        Ok(t) => t,
+        // A cut can split nothing here (records are ASCII), so this is
+        // garbage, not the limit.
+        Err(_) => return Err(unread(format!("{path} is not UTF-8 text"))),
+    };
+    if cut {
+        // The last line may be cut in two: count whole records only.
+        let whole = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+        let valid = parse_bad_pages(whole).records.len();
+        return Err((
+            BadPagesUnread {
+                why: format!(
+                    "{path} is longer than the 1 MiB rocgate reads of it (the driver's EEPROM table holds about 10,900 records, 28 bytes each): its count is unknown, at least {valid}"
+                ),
+                valid,
+            },
+            false,
+        ));
+    }
+    let parsed = parse_bad_pages(text);
+    match parsed.garbled {
+        None => Ok(parsed.records),
+        Some(why) => Err((
+            BadPagesUnread {
+                why: format!(
+                    "{path}: {why} (the driver prints `0x%08x : 0x%08x : %1s`); {} valid records",
+                    parsed.records.len()
+                ),
+                valid: parsed.records.len(),
+            },
+            false,
+        )),
+    }
+}
+
+/// Parses one `<block>_err_count` file. A counter given twice keeps its
+/// greatest value and is named in [`BlockCount::repeated`].
 pub fn parse_count(block: &str, text: &str) -> Result<BlockCount, String> {
     let mut count = BlockCount {
         block: block.to_string(),
         ue: 0,
         ce: 0,
         de: None,
+        repeated: Vec::new(),
     };
-    let (mut ue, mut ce) = (false, false);
+    let (mut ue, mut ce) = (None::<u64>, None::<u64>);
     for line in text.trim_end_matches('\0').lines().map(str::trim) {
         if line.is_empty() {
             continue;
         }
         let (key, value) = line
             .split_once(':')
-            .ok_or_else(|| format!("line {line:?} is not `key: count`"))?;
+            .ok_or_else(|| format!("line {:?} is not `key: count`", short(line)))?;
         let n: u64 = value
             .trim()
             .parse()
-            .map_err(|_| format!("{:?} is not a count", value.trim()))?;
-        match key.trim() {
-            "ue" => (count.ue, ue) = (n, true),
-            "ce" => (count.ce, ce) = (n, true),
-            "de" => count.de = Some(n),
+            .map_err(|_| format!("{:?} is not a count", short(value.trim())))?;
+        let key = key.trim();
+        let slot = match key {
+            "ue" => &mut ue,
+            "ce" => &mut ce,
+            "de" => &mut count.de,
             // A counter this reader does not know is left alone.
-            _ => {}
+            _ => continue,
+        };
+        if let Some(before) = *slot {
+            count
+                .repeated
+                .push(format!("`{key}` is given twice ({before}, then {n})"));
         }
+        *slot = Some(slot.map_or(n, |before| before.max(n)));
     }
-    if ue && ce {
-        Ok(count)
-    } else {
-        Err("no `ue:` and `ce:` lines".into())
+    match (ue, ce) {
+        (Some(ue), Some(ce)) => {
+            (count.ue, count.ce) = (ue, ce);
+            Ok(count)
+        }
+        _ => Err("no `ue:` and `ce:` lines".into()),
     }
 }
 
-/// Parses `gpu_vram_bad_pages`.
-pub fn parse_bad_pages(text: &str) -> Result<Vec<BadPage>, String> {
+/// `gpu_vram_bad_pages` parsed: the well-formed records, and the first line
+/// that is not one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ParsedBadPages {
+    /// The well-formed records, in file order.
+    pub records: Vec<BadPage>,
+    /// The first line that is no record: which and why.
+    pub garbled: Option<String>,
+}
+
+/// Parses `gpu_vram_bad_pages`: every line a record, else the first that
+/// is not is named (`line 3: ...`) and the rest still counted.
+pub fn parse_bad_pages(text: &str) -> ParsedBadPages {
     let hex = |s: &str| {
         let s = s.trim();
         s.strip_prefix("0x")
             .and_then(|h| u64::from_str_radix(h, 16).ok())
-            .ok_or_else(|| format!("{s:?} is not a hex number"))
+            .ok_or_else(|| format!("{:?} is not a hex number", short(s)))
     };
-    text.trim_end_matches('\0')
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(|line| {
-            let mut parts = line.split(':');
-            let (Some(page), Some(size), Some(flag), None) =
-                (parts.next(), parts.next(), parts.next(), parts.next())
-            else {
-                return Err(format!("line {line:?} is not `page : size : flag`"));
-            };
-            let state = match flag.trim() {
-                "R" => PageState::Reserved,
-                "P" => PageState::Pending,
-                "F" => PageState::Failed,
-                other => return Err(format!("flag {other:?} is not R, P or F")),
-            };
-            Ok(BadPage {
-                page: hex(page)?,
-                size: hex(size)?,
-                state,
-            })
+    let record = |line: &str| {
+        let mut parts = line.split(':');
+        let (Some(page), Some(size), Some(flag), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(format!("{:?} is not `page : size : flag`", short(line)));
+        };
+        let state = match flag.trim() {
+            "R" => PageState::Reserved,
+            "P" => PageState::Pending,
+            "F" => PageState::Failed,
+            other => return Err(format!("flag {:?} is not R, P or F", short(other))),
+        };
+        Ok(BadPage {
+            page: hex(page)?,
+            size: hex(size)?,
+            state,
         })
-        .collect()
+    };
+    let mut parsed = ParsedBadPages::default();
+    for (i, line) in text.trim_end_matches('\0').lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match record(line) {
+            Ok(r) => parsed.records.push(r),
+            Err(why) if parsed.garbled.is_none() => {
+                parsed.garbled = Some(format!("line {}: {why}", i + 1));
+            }
+            Err(_) => {}
+        }
+    }
+    parsed
+}
+
+/// At most 40 characters of `s`, for messages.
+fn short(s: &str) -> String {
+    if s.chars().count() > 40 {
+        format!("{}...", s.chars().take(40).collect::<String>())
+    } else {
+        s.to_string()
+    }
 }
 
 /// Parses `features` (`feature mask: 0x...`).
@@ -211,14 +378,79 @@ mod tests {
 
     #[test]
     fn bad_pages_read_as_the_driver_prints_them() {
-        let pages =
-            parse_bad_pages("0x00012345 : 0x00001000 : R\n0x00054321 : 0x00001000 : P\n").unwrap();
+        let parsed = parse_bad_pages("0x00012345 : 0x00001000 : R\n0x00054321 : 0x00001000 : P\n");
+        assert_eq!(parsed.garbled, None);
+        let pages = parsed.records;
         assert_eq!(pages.len(), 2);
         assert_eq!(pages[0].page, 0x12345);
         assert_eq!(pages[1].state, PageState::Pending);
-        assert!(parse_bad_pages("").unwrap().is_empty());
-        assert!(parse_bad_pages("0x1 : 0x1000 : X\n").is_err());
+        assert_eq!(parse_bad_pages(""), ParsedBadPages::default());
+        assert!(parse_bad_pages("0x1 : 0x1000 : X\n").garbled.is_some());
         assert_eq!(parse_features("feature mask: 0x3fbb\n"), Some(0x3fbb));
+    }
+
+    #[test]
+    fn a_garbled_line_is_named_and_the_records_around_it_counted() {
+        let p =
+            parse_bad_pages("0x1 : 0x1000 : R\nnot a record\n\n0x2 : 0x1000 : F\n0x3 : x : R\n");
+        assert_eq!(p.records.len(), 2);
+        assert_eq!(
+            p.garbled.as_deref(),
+            Some("line 2: \"not a record\" is not `page : size : flag`")
+        );
+    }
+
+    #[test]
+    fn a_repeated_counter_keeps_its_greatest_value_and_is_named() {
+        let c = parse_count("umc", "ue: 5\nce: 0\nue: 0\n").unwrap();
+        assert_eq!(c.ue, 5);
+        assert_eq!(c.repeated, ["`ue` is given twice (5, then 0)"]);
+        let c = parse_count("umc", "ue: 0\nce: 1\nce: 7\n").unwrap();
+        assert_eq!((c.ue, c.ce), (0, 7));
+    }
+
+    #[test]
+    fn totals_saturate() {
+        let block = |ue| BlockCount {
+            block: "umc".into(),
+            ue,
+            ce: ue,
+            de: None,
+            repeated: Vec::new(),
+        };
+        let ras = Ras {
+            blocks: vec![block(u64::MAX), block(1)],
+            ..Ras::default()
+        };
+        assert_eq!(ras.total_ue(), u64::MAX);
+        assert_eq!(ras.total_ce(), u64::MAX);
+    }
+
+    #[test]
+    fn each_file_is_its_own_fact() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Sysroot::at(dir.path());
+        let ras = dir.path().join("sys/bus/pci/devices/0000:05:00.0/ras");
+        std::fs::create_dir_all(ras.join("features")).unwrap();
+        std::fs::write(ras.join("aca_umc"), "ue: 5\nce: 0\nde: 0\n").unwrap();
+        std::fs::write(ras.join("aca_gfx"), [0xff, 0xfe]).unwrap();
+        std::os::unix::fs::symlink("gone", ras.join("gpu_vram_bad_pages")).unwrap();
+        let got = read(&root, "0000:05:00.0").unwrap().unwrap();
+        assert_eq!(got.total_ue(), 5);
+        assert_eq!(got.features, None);
+        assert_eq!(got.bad_pages, None);
+        let unread = got.bad_pages_unread.unwrap();
+        assert!(unread.why.contains("gpu_vram_bad_pages"), "{}", unread.why);
+        assert_eq!(got.malformed.len(), 1, "{:?}", got.malformed);
+        assert!(got.malformed[0].contains("aca_gfx"), "{:?}", got.malformed);
+        // A list past the limit is cut, not read as a shorter one.
+        let line = "0x00012345 : 0x00001000 : R\n";
+        std::fs::remove_file(ras.join("gpu_vram_bad_pages")).unwrap();
+        std::fs::write(ras.join("gpu_vram_bad_pages"), line.repeat(40_000)).unwrap();
+        let got = read(&root, "0000:05:00.0").unwrap().unwrap();
+        let unread = got.bad_pages_unread.unwrap();
+        assert_eq!(unread.valid, (BAD_PAGES_LIMIT as usize) / line.len());
+        assert!(unread.why.contains("1 MiB"), "{}", unread.why);
     }
 
     proptest! {
@@ -227,6 +459,15 @@ mod tests {
             let _ = parse_count("umc", &text);
             let _ = parse_bad_pages(&text);
             let _ = parse_features(&text);
+        }
+
+        #[test]
+        fn no_lines_panic_the_parsers(lines in proptest::collection::vec(
+            "(ue|ce|de|0x[0-9a-f]{0,20}|[RPF]| |:|[0-9]{1,22}|\\PC{0,3})*", 0..12)) {
+            let text = lines.join("\n");
+            let _ = parse_count("umc", &text);
+            let p = parse_bad_pages(&text);
+            prop_assert!(p.records.len() <= lines.len());
         }
 
         #[test]

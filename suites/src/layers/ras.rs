@@ -7,7 +7,7 @@ use super::check;
 use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;
-use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, SkipReason, Verdict};
 use rocgate_node::facts::NodeFacts;
 use rocgate_node::facts::hwmon;
 use rocgate_node::facts::ras::{self, Ras};
@@ -62,17 +62,27 @@ fn amdgpu_parameter(ctx: &NodeContext, name: &str) -> Option<i64> {
 
 /// The GPU's RAS directory, or why the check cannot look: a GPU without
 /// RAS has nothing to check, but one whose RAS the driver was told to turn
-/// off (`amdgpu.ras_enable=0`) hides its errors.
+/// off (`amdgpu.ras_enable=0`) hides its errors, and a `ras` that is there
+/// but no directory is not read.
 fn ras_of(ctx: &NodeContext, address: &str) -> Result<Ras, Verdict> {
-    ras::read(&ctx.facts.sysroot, address)
+    let sysroot = &ctx.facts.sysroot;
+    ras::read(sysroot, address)
         .map_err(|e| Verdict::unverifiable(e.to_string()))?
-        .ok_or_else(|| match amdgpu_parameter(ctx, "ras_enable") {
-            Some(0) => Verdict::unverifiable(format!(
-                "{address} has no ras/ directory because amdgpu.ras_enable=0 turned RAS off: its errors are not counted"
-            )),
-            _ => Verdict::not_applicable(format!(
-                "{address} has no ras/ directory: this GPU has no RAS"
-            )),
+        .ok_or_else(|| {
+            let dir = format!("/sys/bus/pci/devices/{address}/ras");
+            if sysroot.exists(&dir) {
+                return Verdict::unverifiable(format!(
+                    "{dir} is not a directory: its counters cannot be read"
+                ));
+            }
+            match amdgpu_parameter(ctx, "ras_enable") {
+                Some(0) => Verdict::unverifiable(format!(
+                    "{address} has no ras/ directory because amdgpu.ras_enable=0 turned RAS off: its errors are not counted"
+                )),
+                _ => Verdict::not_applicable(format!(
+                    "{address} has no ras/ directory: this GPU has no RAS"
+                )),
+            }
         })
 }
 
@@ -107,7 +117,19 @@ const UE_LOG: &[&str] = &[
 fn ras_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gpu = ctx.gpu(scope)?;
     let address = gpu.physical_address();
-    let found = ras_of(ctx, address)?;
+    // The kernel log is a fact of its own: its uncorrectable errors count
+    // even when the counters cannot be read.
+    let logged = log_lines(&ctx.facts, address, UE_LOG);
+    let found = match ras_of(ctx, address) {
+        Ok(found) => found,
+        Err(skip) if logged.is_empty() => return Err(skip),
+        // No RAS directory: the log alone tells.
+        Err(skip) if skip.skip_reason == Some(SkipReason::NotApplicable) => Ras::default(),
+        Err(skip) => Ras {
+            malformed: vec![skip.message],
+            ..Ras::default()
+        },
+    };
     let verdict_metrics = |v: Verdict| {
         let mut v = v
             .with_fact("ras_ue", found.total_ue().to_string())
@@ -123,13 +145,18 @@ fn ras_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
         .uncorrectable()
         .map(|b| format!("{}: {} uncorrectable", b.block, b.ue))
         .collect();
-    let logged = log_lines(&ctx.facts, address, UE_LOG);
     if !bad.is_empty() || !logged.is_empty() {
-        let what = if bad.is_empty() {
+        let mut what = if bad.is_empty() {
             format!("the kernel log reports uncorrectable errors: {}", logged[0])
         } else {
             format!("RAS counts {}", bad.join(", "))
         };
+        if !found.malformed.is_empty() {
+            what.push_str(&format!(
+                " (also unreadable or not as the driver prints it: {})",
+                super::list(&found.malformed, 3)
+            ));
+        }
         return Ok(verdict_metrics(Verdict::found(
             codes::RAS_UNCORRECTABLE.finding_next(
                 format!("{}: {what}", gpu.label()),
@@ -167,15 +194,23 @@ fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
     let address = gpu.physical_address();
     let found = ras_of(ctx, address)?;
     let param = amdgpu_parameter(ctx, "bad_page_threshold");
-    let pages = found.bad_pages.as_ref().ok_or_else(|| match param {
-        Some(0) => Verdict::unverifiable(format!(
-            "{address} retires no pages: amdgpu.bad_page_threshold=0 turned page retirement off"
-        )),
-        _ => Verdict::not_applicable(format!(
-            "{address} has no gpu_vram_bad_pages: its VRAM has no ECC"
-        )),
-    })?;
-    let count = pages.len();
+    // A list that is there but did not read whole gives only a lower bound:
+    // it still fails when that bound is at the threshold, and otherwise
+    // cannot be verified.
+    let (count, unread) = match (&found.bad_pages, &found.bad_pages_unread) {
+        (Some(pages), _) => (pages.len(), None),
+        (None, Some(unread)) => (unread.valid, Some(unread.why.as_str())),
+        (None, None) => {
+            return Err(match param {
+                Some(0) => Verdict::unverifiable(format!(
+                    "{address} retires no pages: amdgpu.bad_page_threshold=0 turned page retirement off"
+                )),
+                _ => Verdict::not_applicable(format!(
+                    "{address} has no gpu_vram_bad_pages: its VRAM has no ECC"
+                )),
+            });
+        }
+    };
     // A positive threshold is the user's; a negative one the driver
     // derives, and how changed across kernels (-1 was 1 page per 100 MiB
     // of VRAM up to the EEPROM's record limit; 2025 kernels take a default
@@ -190,9 +225,13 @@ fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
     };
     let logged = log_lines(&ctx.facts, address, THRESHOLD_LOG);
     let near = threshold.is_some_and(|t| count as f64 >= NEAR_THRESHOLD * t as f64);
+    let at_least = if unread.is_some() { "at least " } else { "" };
+    if let Some(why) = unread.filter(|_| !near && logged.is_empty()) {
+        return Err(Verdict::unverifiable(why.to_string()));
+    }
     let v = if near || !logged.is_empty() {
         Verdict::found(codes::RAS_BAD_PAGES.finding(format!(
-            "{}: {count} retired VRAM pages ({how}){}",
+            "{}: {at_least}{count} retired VRAM pages ({how}){}",
             gpu.label(),
             logged
                 .first()
@@ -203,6 +242,10 @@ fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
     } else {
         Verdict::pass(format!("{count} retired VRAM pages ({how})"))
     };
+    // A lower bound is no count to compare across runs.
+    if unread.is_some() {
+        return Ok(v.with_fact("ras_bad_pages", format!("{at_least}{count}")));
+    }
     Ok(v.with_fact("ras_bad_pages", count.to_string())
         .with_counter("ras_bad_pages", count as f64, "pages"))
 }
@@ -240,12 +283,22 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
     if let Some((watts, file)) = sensors.power {
         shown.push(format!("{watts:.0} W ({file})"));
         metrics.push(("power".to_string(), watts, "W"));
-        if let Some(cap) = sensors
-            .power_cap
-            .filter(|c| *c > 0.0 && watts >= AT_CAP * c)
-        {
+        // The reader drops a cap of 0 (none), as it drops limits of 0.
+        if let Some(cap) = sensors.power_cap.filter(|c| watts >= AT_CAP * c) {
             hot.push(format!("drawing {watts:.0} W of its {cap:.0} W cap"));
         }
+    }
+    // A garbled reading (NaN, an infinity, a value past what amdgpu
+    // prints) is a failing sensor or a damaged capture: the GPU may be at
+    // its limit for all that can be told, so unless another sensor already
+    // shows it there, the check could not look. It is never shown or
+    // reported as a value.
+    if hot.is_empty() && !sensors.garbled.is_empty() {
+        return Err(Verdict::unverifiable(format!(
+            "{} of the GPU's sensor files hold no reading: {}",
+            sensors.garbled.len(),
+            sensors.garbled.join("; ")
+        )));
     }
     // A hwmon device whose sensors all refused to read showed nothing:
     // that is not a GPU below its limits.
@@ -258,11 +311,15 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
     let v = if hot.is_empty() {
         Verdict::pass(shown.join(", "))
     } else {
-        Verdict::found(codes::GPU_AT_LIMIT_IDLE.finding(format!(
+        let mut message = format!(
             "{} before rocgate loaded it: {}",
             gpu.label(),
             hot.join("; ")
-        )))
+        );
+        if !sensors.garbled.is_empty() {
+            message.push_str(&format!("; unreadable: {}", sensors.garbled.join("; ")));
+        }
+        Verdict::found(codes::GPU_AT_LIMIT_IDLE.finding(message))
     };
     Ok(metrics.into_iter().fold(v, |v, (name, value, unit)| {
         v.with_reading(&name, value, unit)
@@ -273,7 +330,6 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
 mod tests {
     use super::*;
     use crate::layers::fixture::{code, fails_saying, node};
-    use rocgate_harness::SkipReason;
 
     #[test]
     fn a_healthy_node_has_no_ras_errors_no_retired_pages_near_the_threshold_and_cool_gpus() {

@@ -210,6 +210,12 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
     let mut redirecting = Vec::new();
     let mut unseen = Vec::new();
     let mut withheld = false;
+    let mut not_stored = false;
+    // A short config means something else when root read it: the kernel
+    // gives root all of it, so a capture taken as root that holds less did
+    // not store it (and on a live node the device did not answer in full).
+    let by_root = ctx.facts.user.as_ref().is_some_and(|u| u.uid == 0);
+    let live = ctx.facts.sysroot.is_live();
     let mut clear = 0;
     for (bridge, gpus) in &bridges {
         match acs::read(&ctx.facts.sysroot, bridge) {
@@ -219,6 +225,13 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
             Ok(Acs::Present { .. } | Acs::Absent) => clear += 1,
             // drivers/pci/pci-sysfs.c: a reader without CAP_SYS_ADMIN gets
             // the first 64 bytes of config space (128 for a CardBus bridge).
+            Ok(Acs::Hidden { bytes }) if bytes < 0x100 && by_root && !live => {
+                not_stored = true;
+                unseen.push(format!("{bridge} (the capture holds {bytes} bytes of its config space although it was taken as root: the capture did not store it)"));
+            }
+            Ok(Acs::Hidden { bytes }) if bytes < 0x100 && by_root => unseen.push(format!(
+                "{bridge} (the kernel gave root only {bytes} bytes of its config space: the device did not answer in full)"
+            )),
             Ok(Acs::Hidden { bytes }) if bytes < 0x100 => {
                 withheld = true;
                 unseen.push(format!("{bridge} (the kernel gave {bytes} bytes of its config space: the rest is for root)"));
@@ -269,6 +282,9 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
         if withheld {
             message.push_str("; run rocgate as root (or take the snapshot as root) to read it");
         }
+        if not_stored {
+            message.push_str("; capture the node again to store it");
+        }
         return Ok(Verdict::unverifiable(message));
     }
     Ok(Verdict::pass(format!(
@@ -284,15 +300,17 @@ fn cpu_governor(ctx: &NodeContext, _: Scope) -> Outcome {
                 "no CPU exposes cpufreq (/sys/devices/system/cpu/cpu*/cpufreq): the firmware or a hypervisor keeps the frequency",
             )
         })?;
-    let total: usize = governors.values().sum();
+    let unit = governors.unit;
+    let total: usize = governors.counts.values().sum();
     let others: Vec<String> = governors
+        .counts
         .iter()
         .filter(|(name, _)| *name != "performance")
-        .map(|(name, n)| format!("{name} on {n} of {total} CPUs"))
+        .map(|(name, n)| format!("{name} on {n} of {total} {unit}"))
         .collect();
     if others.is_empty() {
         return Ok(Verdict::pass(format!(
-            "all {total} CPUs run the performance governor"
+            "all {total} {unit} run the performance governor"
         )));
     }
     Ok(Verdict::found(codes::CPU_GOVERNOR_NOT_PERFORMANCE.finding(
