@@ -417,8 +417,8 @@ fn cases() -> Vec<Case> {
         // A filter rocgate inherited is the caller's view, not a fault
         // (tests/health.rs); a GPU ROCr could not open is one.
         fault(
-            "a GPU ROCr could not open",
-            "hsa_init@gpu3=wrong",
+            "a GPU ROCr could not open, one HIP misplaces",
+            "hsa_init@gpu3=wrong;hipDeviceGetPCIBusId@gpu5=wrong",
             &["--no-gate"],
             &["hsa-agent-missing", "hip-device-missing"],
         ),
