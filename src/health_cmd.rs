@@ -26,9 +26,11 @@ const RESERVE: Duration = Duration::from_secs(3);
 const SLURM_RESERVE: Duration = Duration::from_secs(8);
 
 /// The shortest timeout whose expiry is taken for a hang: a check the
-/// budget cut below both this and its own timeout may only be slow, so its
+/// budget cut below both this and its own timeout may only be slow (a
+/// worker's start and ROCm's init take seconds on a loaded node), so its
 /// timeout is rocgate's limit (the verdict is unknown), not a GPU fault.
-const HANG_EVIDENCE: Duration = Duration::from_secs(10);
+/// Budgets of 18 s and more give every check at least this.
+const HANG_EVIDENCE: Duration = Duration::from_secs(5);
 
 /// The exit code of a health check whose reports could not be written, as
 /// `run`'s.
