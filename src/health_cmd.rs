@@ -192,7 +192,11 @@ fn check(
         let list: Vec<String> = indices.iter().map(u32::to_string).collect();
         match std::sync::Arc::get_mut(&mut session.ctx) {
             Some(ctx) => ctx.options.gpus = Some(list.join(",")),
-            None => return Err(Stop::Unknown("internal error: the session is shared".into())),
+            None => {
+                return Err(Stop::Unknown(
+                    "internal error: the session is shared".into(),
+                ));
+            }
         }
     }
     let gpus = session.select_gpus(None)?;
@@ -205,7 +209,11 @@ fn check(
     // The node's state only picks the tier: a tenth of the budget for it,
     // so a slow slurmctld leaves time for the checks and the drain (and an
     // unanswered question is the passive tier, which touches no GPU).
-    let tier = tier(args, &config, started + Duration::from_secs_f64(budget / 10.0));
+    let tier = tier(
+        args,
+        &config,
+        started + Duration::from_secs_f64(budget / 10.0),
+    );
     let plan = args.select.checks.plan(&session, &config, &gpus, tier)?;
     let interrupt = crate::signals::interrupt_flag()?;
     let for_checks = Duration::from_secs_f64(budget)
@@ -416,7 +424,11 @@ mod tests {
         assert!(s.ends_with("..."));
         // Bytes, on a character boundary.
         let wide = shorten(&format!("rocgate: x {}", "é".repeat(100)), MAX_LINE);
-        assert!(wide.len() <= MAX_LINE && wide.ends_with("..."), "{}", wide.len());
+        assert!(
+            wide.len() <= MAX_LINE && wide.ends_with("..."),
+            "{}",
+            wide.len()
+        );
         assert_eq!(
             shorten("rocgate: ok 8 GPUs", MAX_LINE),
             "rocgate: ok 8 GPUs"

@@ -200,16 +200,22 @@ pub fn act(node: &str, verdict: Verdict<'_>, until: Instant) -> Result<String, S
             if current.drained() && current.reason.as_deref() == Some(reason.as_str()) {
                 return Ok(format!("{node} is already drained: {reason}"));
             }
-            scontrol(&[
-                "update",
-                &format!("NodeName={node}"),
-                "State=DRAIN",
-                &format!("Reason={reason}"),
-            ], until)?;
+            scontrol(
+                &[
+                    "update",
+                    &format!("NodeName={node}"),
+                    "State=DRAIN",
+                    &format!("Reason={reason}"),
+                ],
+                until,
+            )?;
             Ok(format!("drained {node}: {reason}"))
         }
         Verdict::Healthy if current.drained() && current.reason_is_ours() => {
-            scontrol(&["update", &format!("NodeName={node}"), "State=RESUME"], until)?;
+            scontrol(
+                &["update", &format!("NodeName={node}"), "State=RESUME"],
+                until,
+            )?;
             Ok(format!("resumed {node}, which rocgate had drained"))
         }
         Verdict::Healthy if current.drained() => Ok(format!(
@@ -249,9 +255,10 @@ mod tests {
         assert!(theirs.drained() && !theirs.reason_is_ours());
         assert_eq!(parse_show_node("Node n1 not found"), None);
         // An administrator's reason that starts with a space is theirs.
-        let spaced =
-            parse_show_node("State=IDLE+DRAIN\n   Reason= rocgate: kfd-missing node [admin@2026-11-30T10:00:00]\n")
-                .unwrap();
+        let spaced = parse_show_node(
+            "State=IDLE+DRAIN\n   Reason= rocgate: kfd-missing node [admin@2026-11-30T10:00:00]\n",
+        )
+        .unwrap();
         assert_eq!(spaced.reason.as_deref(), Some(" rocgate: kfd-missing node"));
         assert!(!spaced.reason_is_ours());
     }

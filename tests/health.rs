@@ -105,7 +105,11 @@ fn a_visibility_filter_the_scheduler_set_is_the_jobs_view_not_a_fault() {
     env.extend(filters);
     let h = health(&n.root, &["--slurm-prolog"], &env, Some(""));
     assert_eq!(h.code, 0, "{}", h.stderr);
-    assert!(prolog_line(&h).starts_with("rocgate: ok 2 GPUs"), "{}", h.stderr);
+    assert!(
+        prolog_line(&h).starts_with("rocgate: ok 2 GPUs"),
+        "{}",
+        h.stderr
+    );
     // A filter that hides GPUs from a whole-node check hides nothing from
     // rocgate's workers: every GPU is checked, and passes.
     let h = health(
@@ -123,21 +127,42 @@ fn slurm_gpu_numbers_follow_the_pci_bus_and_a_gpu_slurm_gave_that_is_gone_fails(
     // 0000:65:00.0's firmware did not load: KFD lacks it, so rocgate lists
     // it last (gpu7), but Slurm, numbering by bus id, calls it GPU 3.
     let n = node("firmware-load-failed");
-    let h = health(&n.root, &["--slurm-prolog"], &[("SLURM_JOB_GPUS", "3")], None);
+    let h = health(
+        &n.root,
+        &["--slurm-prolog"],
+        &[("SLURM_JOB_GPUS", "3")],
+        None,
+    );
     assert_eq!(h.code, 1, "{}", h.stderr);
     assert!(prolog_line(&h).contains("0000:65:00.0"), "{}", h.stderr);
     // Slurm's 7 is the last GPU on the bus, healthy.
-    let h = health(&n.root, &["--slurm-epilog"], &[("SLURM_JOB_GPUS", "7")], None);
+    let h = health(
+        &n.root,
+        &["--slurm-epilog"],
+        &[("SLURM_JOB_GPUS", "7")],
+        None,
+    );
     assert_eq!(h.code, 0, "{}", h.stderr);
-    assert!(prolog_line(&h).starts_with("rocgate: ok 1 GPU"), "{}", h.stderr);
+    assert!(
+        prolog_line(&h).starts_with("rocgate: ok 1 GPU"),
+        "{}",
+        h.stderr
+    );
     // A GPU Slurm gave the job that the node does not have: the job would
     // start without it, so the prolog fails, naming it.
     let lost = node("gpu-count-mismatch");
-    let h = health(&lost.root, &["--slurm-prolog"], &[("SLURM_JOB_GPUS", "6,7")], None);
+    let h = health(
+        &lost.root,
+        &["--slurm-prolog"],
+        &[("SLURM_JOB_GPUS", "6,7")],
+        None,
+    );
     assert_eq!(h.code, 1, "{}", h.stderr);
     let line = prolog_line(&h);
     assert!(
-        line.starts_with("rocgate: gpu-count-mismatch SLURM_JOB_GPUS=6,7: GPU 7 is not on this node"),
+        line.starts_with(
+            "rocgate: gpu-count-mismatch SLURM_JOB_GPUS=6,7: GPU 7 is not on this node"
+        ),
         "{line}"
     );
 }
@@ -298,13 +323,22 @@ fn the_line_counts_devices_with_their_partitions_and_fits_eighty_bytes() {
     let h = health(&far, &[], &[], None);
     assert_eq!(h.code, 2, "{}", h.stdout);
     let line = h.stdout.trim_end();
-    assert!(line.len() <= 80 && line.ends_with("..."), "{} bytes: {line}", line.len());
+    assert!(
+        line.len() <= 80 && line.ends_with("..."),
+        "{} bytes: {line}",
+        line.len()
+    );
 }
 
 #[test]
 fn an_unwritten_textfile_is_exit_2_and_an_empty_strict_is_unset() {
     let n = node("mi300x-8");
-    let h = health(&n.root, &["--prom", "/nonexistent/dir/rocgate.prom"], &[], None);
+    let h = health(
+        &n.root,
+        &["--prom", "/nonexistent/dir/rocgate.prom"],
+        &[],
+        None,
+    );
     assert_eq!(h.code, 2, "{} {}", h.stdout, h.stderr);
     assert!(h.stdout.starts_with("rocgate: ok"), "{}", h.stdout);
     assert!(h.stderr.contains("/nonexistent/dir"), "{}", h.stderr);
@@ -342,7 +376,12 @@ fn an_interrupted_prolog_exits_with_a_documented_code() {
 fn a_wedged_sensor_fails_its_gpu_under_health_and_the_prolog() {
     let n = node("mi300x-8");
     let hwmon = n.root.join("sys/bus/pci/devices/0000:05:00.0/hwmon");
-    let dir = std::fs::read_dir(&hwmon).unwrap().next().unwrap().unwrap().path();
+    let dir = std::fs::read_dir(&hwmon)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let sensor = std::fs::canonicalize(dir.join("temp2_input")).unwrap();
     std::fs::remove_file(&sensor).unwrap();
     assert!(
@@ -355,15 +394,53 @@ fn a_wedged_sensor_fails_its_gpu_under_health_and_the_prolog() {
     let h = health(&n.root, &[], &[], None);
     assert_eq!(h.code, 1, "{}", h.stdout);
     assert!(h.stdout.contains("0000:05:00.0"), "{}", h.stdout);
-    let h = health(&n.root, &["--slurm-prolog"], &[("SLURM_JOB_GPUS", "0")], None);
+    let h = health(
+        &n.root,
+        &["--slurm-prolog"],
+        &[("SLURM_JOB_GPUS", "0")],
+        None,
+    );
     assert_eq!(h.code, 1, "{}", h.stderr);
     // A partition short of its device fails the job's check too.
     let cpx = node("cpx-partition-missing");
-    let h = health(&cpx.root, &["--slurm-prolog"], &[("SLURM_JOB_GPUS", "0")], None);
+    let h = health(
+        &cpx.root,
+        &["--slurm-prolog"],
+        &[("SLURM_JOB_GPUS", "0")],
+        None,
+    );
     assert_eq!(h.code, 1, "{}", h.stderr);
     assert!(
         prolog_line(&h).starts_with("rocgate: partition-count-mismatch"),
         "{}",
         h.stderr
+    );
+}
+
+#[test]
+fn corrupted_peer_copies_name_the_gpu_they_share_and_drain() {
+    let n = node("mi300x-8");
+    let fake = FakeScontrol::new("IDLE", None);
+    let path = fake.path();
+    // gpu2 (0000:46:00.0) corrupts every copy it sends.
+    let h = health(
+        &n.root,
+        &["--slurm", "--tier", "extended", "--budget", "120"],
+        &[("PATH", path.as_str()), ("SLURMD_NODENAME", "gpu17")],
+        Some("hipMemcpyPeer@gpu2=wrong"),
+    );
+    assert_eq!(h.code, 1, "{} {}", h.stdout, h.stderr);
+    assert!(
+        h.stdout
+            .starts_with("rocgate: p2p-copy-corrupt 0000:46:00.0"),
+        "{}",
+        h.stdout
+    );
+    assert!(
+        fake.calls()
+            .iter()
+            .any(|c| c.starts_with("update") && c.contains("p2p-copy-corrupt 0000:46:00.0")),
+        "{:?}",
+        fake.calls()
     );
 }

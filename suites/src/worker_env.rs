@@ -105,7 +105,11 @@ mod tests {
     fn the_node_worker_sees_every_kfd_gpu_whatever_filter_rocgate_inherited() {
         let (_d, f) = facts("mi300x-8");
         let env = worker_env(&f, Scope::Node);
-        for v in ["ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"] {
+        for v in [
+            "ROCR_VISIBLE_DEVICES",
+            "HIP_VISIBLE_DEVICES",
+            "CUDA_VISIBLE_DEVICES",
+        ] {
             assert!(env.contains(&EnvChange::Remove(v)), "{v}: {env:?}");
         }
     }

@@ -232,7 +232,9 @@ fn rocr_visible(kfd: &[&Gpu], list: &str) -> usize {
                 _ => None,
             }
         } else {
-            strtol(token).and_then(|i| usize::try_from(i).ok()).filter(|&i| i < kfd.len())
+            strtol(token)
+                .and_then(|i| usize::try_from(i).ok())
+                .filter(|&i| i < kfd.len())
         };
         match found {
             Some(i) if !picked.contains(&i) => picked.push(i),
@@ -557,7 +559,12 @@ mod tests {
         assert_eq!(rocr_visible(&kfd, "x,1"), 0);
         assert_eq!(rocr_visible(&kfd, ""), 0);
         assert_eq!(rocr_visible(&kfd, &"0,".repeat(20)), 1);
-        if let Some(u) = kfd[3].kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0) {
+        if let Some(u) = kfd[3]
+            .kfd
+            .as_ref()
+            .and_then(|k| k.unique_id)
+            .filter(|&u| u != 0)
+        {
             assert_eq!(rocr_visible(&kfd, &format!("gpu-{u:016x},0")), 2);
         }
     }
