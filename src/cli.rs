@@ -317,8 +317,11 @@ pub struct HealthArgs {
     #[arg(long)]
     pub slurm: bool,
     /// Act as a Slurm prolog: check only the job's GPUs (SLURM_JOB_GPUS,
-    /// else ROCR_VISIBLE_DEVICES), call no Slurm command, fail only for a
-    /// node fault, and say why on stderr for the job's log.
+    /// Slurm's numbers, matched to GPUs by PCI bus id as Slurm numbers them;
+    /// else ROCR_VISIBLE_DEVICES), call no Slurm command, exit 1 only for a
+    /// node fault (a GPU the job was given that is not there included) and
+    /// 0 otherwise (an unknown verdict, a signal), and say why on stderr for
+    /// the job's log.
     #[arg(long, conflicts_with_all = ["slurm", "slurm_epilog", "gpus"])]
     pub slurm_prolog: bool,
     /// As `--slurm-prolog`, after the job.
