@@ -235,7 +235,7 @@ pub struct VerdictArgs {
     /// Fail the run when a check could not verify what it checks (an
     /// unverifiable skip: an unreadable kernel log, no code object for a
     /// GPU, hidden KFD nodes, an unknown driver release).
-    #[arg(long, env = "ROCGATE_STRICT", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, env = "ROCGATE_STRICT", value_parser = boolish)]
     pub strict: bool,
 }
 
@@ -317,8 +317,11 @@ pub struct HealthArgs {
     #[arg(long)]
     pub slurm: bool,
     /// Act as a Slurm prolog: check only the job's GPUs (SLURM_JOB_GPUS,
-    /// else ROCR_VISIBLE_DEVICES), call no Slurm command, fail only for a
-    /// node fault, and say why on stderr for the job's log.
+    /// Slurm's numbers, matched to GPUs by PCI bus id as Slurm numbers them;
+    /// else ROCR_VISIBLE_DEVICES), call no Slurm command, exit 1 only for a
+    /// node fault (a GPU the job was given that is not there included) and
+    /// 0 otherwise (an unknown verdict, a signal), and say why on stderr for
+    /// the job's log.
     #[arg(long, conflicts_with_all = ["slurm", "slurm_epilog", "gpus"])]
     pub slurm_prolog: bool,
     /// As `--slurm-prolog`, after the job.
@@ -480,6 +483,21 @@ pub struct SnapshotArgs {
 }
 
 /// Parses `--budget`: seconds from 1 to a day.
+/// A boolean option's value, as from its environment variable: `1`, `true`,
+/// `yes`, `on` (and `y`, `t`) or `0`, `false`, `no`, `off` (`n`, `f`), any
+/// case; empty (`ROCGATE_STRICT=` exported by a shell file) means unset, so
+/// false, rather than an error that would fail every run (and, under a
+/// Slurm prolog, drain the node).
+fn boolish(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "" | "0" | "n" | "no" | "f" | "false" | "off" => Ok(false),
+        "1" | "y" | "yes" | "t" | "true" | "on" => Ok(true),
+        _ => Err(format!(
+            "'{s}' is not a boolean: use 1/true/yes/on or 0/false/no/off (empty is unset)"
+        )),
+    }
+}
+
 fn budget(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()

@@ -8,9 +8,9 @@
 //!
 //! | the run found | run, doctor | health | drain |
 //! |---|---|---|---|
-//! | a fault of rocgate's own (`internal-error`) | 2 | unknown | no |
 //! | rocgate cannot see the node (`environment` findings: no `/sys`) | 2 | unknown | no |
-//! | a failure, timeout or crash no waiver covers | 1 | unhealthy | yes |
+//! | a failure, timeout or crash no waiver covers (said beside any fault of rocgate's own) | 1 | unhealthy | yes |
+//! | a fault of rocgate's own (`internal-error`) | 2 | unknown | no |
 //! | interrupted or out of time before every layer was checked | 130 | unknown | no |
 //! | a warning, under `--fail-on warn` | 1 | unhealthy | yes |
 //! | a check that could not look, under `--strict` | 1 | unhealthy | yes |
@@ -117,10 +117,6 @@ pub fn decide(report: &RunReport) -> Decision {
         .iter()
         .filter(|f| f.severity == Severity::Fail)
         .collect();
-    if let Some(own) = faults.iter().find(|f| f.code == INTERNAL_ERROR) {
-        let why = format!("rocgate failed ({}): {}", own.check, own.message);
-        return unknown(d, EXIT_UNKNOWN, why);
-    }
     if let Some(blind) = faults.iter().find(|f| is_environment(&f.code)) {
         let why = format!(
             "rocgate cannot see this node ({}): {}",
@@ -128,14 +124,31 @@ pub fn decide(report: &RunReport) -> Decision {
         );
         return unknown(d, EXIT_UNKNOWN, why);
     }
-    // A fault decides even a run cut short: what was found is found.
-    let cause = faults.first().copied().cloned().or_else(|| {
-        report
-            .fail_on_warn
-            .then(|| diagnosis.findings.iter().find(|f| f.is_warning()).cloned())?
-    });
+    let own = faults.iter().find(|f| f.code == INTERNAL_ERROR).copied();
+    // A fault of the node decides even a run cut short, or one where
+    // rocgate also failed: what was found is found, and rocgate's own
+    // trouble is said beside it rather than hiding it.
+    let cause = faults
+        .iter()
+        .find(|f| f.code != INTERNAL_ERROR)
+        .copied()
+        .cloned()
+        .or_else(|| {
+            report
+                .fail_on_warn
+                .then(|| diagnosis.findings.iter().find(|f| f.is_warning()).cloned())?
+        });
     if let Some(cause) = cause {
-        return unhealthy(d, report, &diagnosis.findings, cause);
+        let mut d = unhealthy(d, report, &diagnosis.findings, cause);
+        if let Some(own) = own {
+            d.reason
+                .push_str(&format!("; rocgate also failed ({})", own.check));
+        }
+        return d;
+    }
+    if let Some(own) = own {
+        let why = format!("rocgate failed ({}): {}", own.check, own.message);
+        return unknown(d, EXIT_UNKNOWN, why);
     }
     if let Some(why) = &report.interrupted {
         let why = match why.as_str() {
@@ -347,6 +360,24 @@ mod tests {
         assert_eq!(
             (own.health, own.exit_code, own.drain),
             (Health::Unknown, 2, false)
+        );
+        // ... but never hides a fault of the node: both are said.
+        let both = decide(&report(
+            vec![
+                result(Scope::Node, Status::Fail, Some(INTERNAL_ERROR)),
+                result(Scope::Gpu(3), Status::Fail, Some("broken")),
+            ],
+            8,
+        ));
+        assert_eq!(
+            (both.health, both.exit_code, both.drain),
+            (Health::Unhealthy, 1, true)
+        );
+        assert!(
+            both.reason.starts_with("broken 0000:03:00.0")
+                && both.reason.ends_with("; rocgate also failed (node.hsa.x)"),
+            "{}",
+            both.reason
         );
         let blind = decide(&report(
             vec![result(

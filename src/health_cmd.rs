@@ -12,13 +12,29 @@ use rocgate_harness::{ExecOptions, Scope, Tier};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// The longest line a health check prints: node-problem-detector keeps 80
-/// characters of a plugin's output.
+/// The longest line a health check prints, in bytes: node-problem-detector
+/// keeps the first 80 bytes of a custom plugin's output (its
+/// `max_output_length`, 80 by default, applied to the output as Go bytes).
 const MAX_LINE: usize = 80;
 
 /// Kept back from the budget for the engine's grace to running checks and
 /// for writing the reports.
 const RESERVE: Duration = Duration::from_secs(3);
+
+/// Kept back from the budget, under `--slurm`, for `scontrol show node` and
+/// `scontrol update`: the drain must land before slurmd kills the program.
+const SLURM_RESERVE: Duration = Duration::from_secs(8);
+
+/// The shortest timeout whose expiry is taken for a hang: a check the
+/// budget cut below both this and its own timeout may only be slow (a
+/// worker's start and ROCm's init take seconds on a loaded node), so its
+/// timeout is rocgate's limit (the verdict is unknown), not a GPU fault.
+/// Budgets of 18 s and more give every check at least this.
+const HANG_EVIDENCE: Duration = Duration::from_secs(5);
+
+/// The exit code of a health check whose reports could not be written, as
+/// `run`'s.
+const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
 
 /// The budget without `--budget`: inside Slurm's 60 s HealthCheckTimeout.
 const DEFAULT_BUDGET: f64 = 50.0;
@@ -26,69 +42,109 @@ const DEFAULT_BUDGET: f64 = 50.0;
 /// What the node is, as far as rocgate could tell, and what to print.
 struct Verdict {
     decision: Decision,
-    /// The GPUs checked.
+    /// The GPU devices checked (a partitioned device counts once).
     gpus: usize,
+    /// The partitions checked, when a device shows several.
+    partitions: usize,
     /// Checks not run here (the runtime layers on a capture without
     /// `--rocm-path`, checks the selection left out): counted, not passed.
     not_run: usize,
     /// The tier that ran.
     tier: Tier,
+    /// Reports that could not be written.
+    not_written: usize,
+}
+
+/// Why a health check ended without a run's verdict.
+enum Stop {
+    /// rocgate could not decide (a configuration error, a node it cannot
+    /// open): nothing may be drained on its word.
+    Unknown(String),
+    /// The node is unfit without running a check: a GPU the job was given
+    /// is not there.
+    Unhealthy(String),
+}
+
+impl From<String> for Stop {
+    fn from(why: String) -> Stop {
+        Stop::Unknown(why)
+    }
 }
 
 /// Runs the health check.
 pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let job = args.slurm_prolog || args.slurm_epilog;
-    let verdict = check(args, started);
+    let mut budget_end = None;
+    let verdict = check(args, started, &mut budget_end);
     let line = match &verdict {
         Ok(v) => one_line(v),
-        Err(why) => shorten(
+        Err(Stop::Unknown(why)) => shorten(
             &format!("rocgate: unknown {}", why.lines().next().unwrap_or("")),
             MAX_LINE,
         ),
+        Err(Stop::Unhealthy(why)) => shorten(&format!("rocgate: {why}"), MAX_LINE),
     };
-    let health = verdict
-        .as_ref()
-        .map_or(Health::Unknown, |v| v.decision.health);
+    let health = match &verdict {
+        Ok(v) => v.decision.health,
+        Err(Stop::Unknown(_)) => Health::Unknown,
+        Err(Stop::Unhealthy(_)) => Health::Unhealthy,
+    };
+    let not_written = verdict.as_ref().map_or(0, |v| v.not_written);
     if job {
         // The job's log gets the line; Slurm is not called from a prolog.
+        // Slurm drains the node on any other exit than 0, so only a fault
+        // of the node exits 1; rocgate's own trouble (an unknown verdict, a
+        // report not written, a signal) is said and exits 0.
         errln!("{line}");
+        if not_written > 0 {
+            errln!("rocgate: a report was not written (above); the verdict stands");
+        }
         return Ok(ExitCode::from(u8::from(health == Health::Unhealthy)));
     }
     outln!("{line}");
     if args.slurm {
-        let reason = verdict
-            .as_ref()
-            .ok()
-            .filter(|v| v.decision.health == Health::Unhealthy)
-            .map(drain_reason);
+        let reason = match &verdict {
+            Ok(v) if v.decision.health == Health::Unhealthy => Some(drain_reason(v)),
+            Err(Stop::Unhealthy(why)) => Some(slurm::bounded_reason(&format!(
+                "{} {why}",
+                slurm::REASON_PREFIX
+            ))),
+            _ => None,
+        };
         let act = match (health, &reason) {
             (Health::Healthy, _) => slurm::Verdict::Healthy,
             (Health::Unhealthy, Some(r)) => slurm::Verdict::Unhealthy(r),
             _ => slurm::Verdict::Unknown,
         };
-        match node_name(&args.node).and_then(|n| slurm::act(&n, act)) {
+        // The drain's calls come out of the budget, not on top of it.
+        let until = budget_end.unwrap_or_else(|| started + Duration::from_secs_f64(DEFAULT_BUDGET));
+        match node_name(&args.node).and_then(|n| slurm::act(&n, act, until)) {
             Ok(done) => errln!("rocgate: {done}"),
             Err(e) => errln!("rocgate: {e}"),
         }
     }
-    Ok(ExitCode::from(match health {
-        Health::Healthy => 0,
-        Health::Unhealthy => 1,
-        Health::Unknown => 2,
+    Ok(ExitCode::from(if not_written > 0 {
+        EXIT_REPORT_NOT_WRITTEN
+    } else {
+        match health {
+            Health::Healthy => 0,
+            Health::Unhealthy => 1,
+            Health::Unknown => 2,
+        }
     }))
 }
 
 /// The tier to run: `--tier`, else the policy file's; else, as Slurm's
 /// health check, passive while jobs hold the node (or when its state cannot
 /// be read: its GPUs may be in use) and quick when it is idle; else quick.
-fn tier(args: &HealthArgs, config: &Config) -> Tier {
+fn tier(args: &HealthArgs, config: &Config, until: Instant) -> Tier {
     if let Some(t) = args.select.tier.or(config.health_tier()) {
         return t;
     }
     if args.slurm {
         let busy = node_name(&args.node)
-            .and_then(|n| slurm::show(&n))
+            .and_then(|n| slurm::show(&n, until))
             .map_or(true, |s| s.runs_jobs());
         if busy {
             return Tier::Passive;
@@ -97,31 +153,71 @@ fn tier(args: &HealthArgs, config: &Config) -> Tier {
     Tier::Quick
 }
 
-/// Runs the checks and judges them; an `Err` is a reason for unknown.
-fn check(args: &HealthArgs, started: Instant) -> Result<Verdict, String> {
+/// Runs the checks and judges them; `budget_end` is set to when the budget
+/// ends, for what comes after the checks.
+fn check(
+    args: &HealthArgs,
+    started: Instant,
+    budget_end: &mut Option<Instant>,
+) -> Result<Verdict, Stop> {
     crate::reports::distinct_paths(&args.reports)?;
     let config = args.node.config()?;
     let budget = args
         .budget
         .or(config.health_budget())
         .unwrap_or(DEFAULT_BUDGET);
+    let end = started + Duration::from_secs_f64(budget);
+    *budget_end = Some(end);
     let node = args.node.open()?;
-    let selector = if args.slurm_prolog || args.slurm_epilog {
-        Some(job_gpus()?)
-    } else {
-        args.select.gpus.clone()
-    };
-    let session = Session::open(
+    let job = args.slurm_prolog || args.slurm_epilog;
+    let mut session = Session::open(
         node.sysroot(),
-        args.node
-            .options(&config, args.select.expect_gpus, selector.as_deref()),
+        args.node.options(
+            &config,
+            args.select.expect_gpus,
+            if job {
+                None
+            } else {
+                args.select.gpus.as_deref()
+            },
+        ),
     )?;
+    if job {
+        // The job's GPUs, as Slurm numbers them, to this node's GPUs; the
+        // workers are given the inventory indices.
+        let indices = crate::slurm_gpus::job_gpus(&session.facts().gpus).map_err(|e| match e {
+            crate::slurm_gpus::JobGpus::Unknown(why) => Stop::Unknown(why),
+            crate::slurm_gpus::JobGpus::Missing(why) => Stop::Unhealthy(why),
+        })?;
+        let list: Vec<String> = indices.iter().map(u32::to_string).collect();
+        match std::sync::Arc::get_mut(&mut session.ctx) {
+            Some(ctx) => ctx.options.gpus = Some(list.join(",")),
+            None => {
+                return Err(Stop::Unknown(
+                    "internal error: the session is shared".into(),
+                ));
+            }
+        }
+    }
     let gpus = session.select_gpus(None)?;
-    let tier = tier(args, &config);
+    // A short budget keeps a quarter for the drain, not all of itself.
+    let slurm_reserve = if args.slurm {
+        SLURM_RESERVE.min(Duration::from_secs_f64(budget / 4.0))
+    } else {
+        Duration::ZERO
+    };
+    // The node's state only picks the tier: a tenth of the budget for it,
+    // so a slow slurmctld leaves time for the checks and the drain (and an
+    // unanswered question is the passive tier, which touches no GPU).
+    let tier = tier(
+        args,
+        &config,
+        started + Duration::from_secs_f64(budget / 10.0),
+    );
     let plan = args.select.checks.plan(&session, &config, &gpus, tier)?;
     let interrupt = crate::signals::interrupt_flag()?;
     let for_checks = Duration::from_secs_f64(budget)
-        .saturating_sub(RESERVE)
+        .saturating_sub(RESERVE + slurm_reserve)
         .max(Duration::from_secs(1));
     let mut opts = ExecOptions {
         interrupt: std::sync::Arc::clone(&interrupt),
@@ -138,16 +234,22 @@ fn check(args: &HealthArgs, started: Instant) -> Result<Verdict, String> {
     };
     // A hung GPU must time out inside the budget: a timeout is a finding
     // (the node is drained), a run cut short by the budget decides nothing.
-    let cap = args
-        .check_timeout
-        .or(config.health_check_timeout())
-        .map_or(for_checks / 3, Duration::from_secs_f64);
+    let given = args.check_timeout.or(config.health_check_timeout());
+    let cap = given.map_or(for_checks / 3, Duration::from_secs_f64);
+    // Checks whose timeout the budget cut too short to tell a hang from
+    // a slow check: their timeout is the budget's, not the GPU's.
+    let mut too_short = std::collections::BTreeSet::new();
     for check in &session.registry {
-        if opts.timeout_of(check) > cap {
+        let own = opts.timeout_of(check);
+        if own > cap {
             opts.timeouts.insert(check.id.to_string(), cap);
+            if given.is_none() && cap < own.min(HANG_EVIDENCE) {
+                too_short.insert(check.id.to_string());
+            }
         }
     }
     let mut report = session.run(&plan, &opts, |_| {});
+    let cut = budget_timeouts(&mut report, &too_short, cap, budget);
     // A failed all-reduce is narrowed down to its GPU while the budget lasts,
     // so a drain reason can name the GPU rather than the node.
     if opts.isolator.is_some() {
@@ -155,15 +257,69 @@ fn check(args: &HealthArgs, started: Instant) -> Result<Verdict, String> {
             session.narrow_collectives(&mut report, &opts, &program);
         }
     }
+    if cut && report.interrupted.is_none() {
+        report.interrupted = Some("time budget".to_string());
+    }
     (report.strict, report.fail_on_warn) = args.verdict.resolve(&config);
     let (_, not_written) = crate::reports::write(&args.reports, &session, &report);
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
+    let devices: std::collections::BTreeSet<&str> = plan
+        .gpus
+        .iter()
+        .filter_map(|&g| session.facts().gpu(g))
+        .map(|g| g.physical_address())
+        .collect();
     Ok(Verdict {
         decision: decide(&report),
-        gpus: plan.gpus.len(),
+        gpus: devices.len(),
+        partitions: plan.gpus.len(),
         not_run: report.count_skipped(rocgate_harness::SkipReason::NotConfigured),
         tier,
+        not_written: not_written.len(),
     })
+}
+
+/// Turns the timeouts of the checks in `too_short` (their timeout cut to
+/// `cap` by a `budget` too short to tell a hang from a slow check) into
+/// checks the budget interrupted, with the checks they blocked; returns
+/// whether there were any. A short budget is rocgate's limit: it must never
+/// drain a node.
+fn budget_timeouts(
+    report: &mut rocgate_harness::RunReport,
+    too_short: &std::collections::BTreeSet<String>,
+    cap: Duration,
+    budget: f64,
+) -> bool {
+    use rocgate_harness::{SkipReason, Status};
+    let mut cut = Vec::new();
+    for r in report
+        .results
+        .iter_mut()
+        .filter(|r| r.status == Status::Timeout && too_short.contains(&r.check))
+    {
+        r.status = Status::Skipped;
+        r.skip_reason = Some(SkipReason::Interrupted);
+        r.finding = None;
+        r.message = format!(
+            "cut short after {:.1} s by the health budget (--budget {budget} s), too short to tell a hang from a slow check: {}",
+            cap.as_secs_f64(),
+            r.message
+        );
+        cut.push(r.id.clone());
+    }
+    // What the executor blocked as "GPU unresponsive after <id>" was only
+    // not reached.
+    for r in report.results.iter_mut().filter(|r| {
+        r.status == Status::Blocked
+            && cut
+                .iter()
+                .any(|id| r.message.contains(&format!("after {id} (timed out)")))
+    }) {
+        r.status = Status::Skipped;
+        r.skip_reason = Some(SkipReason::Interrupted);
+        r.message = format!("not run: {}", r.message.trim_start_matches("blocked: "));
+    }
+    !cut.is_empty()
 }
 
 /// The reason a drained node carries (at most 255 bytes): the cause's code
@@ -186,14 +342,18 @@ fn drain_reason(v: &Verdict) -> String {
     slurm::bounded_reason(&format!("{} {text}", slurm::REASON_PREFIX))
 }
 
-/// The one line: `rocgate: ok 8 GPUs`, `rocgate: <code> <where> <text>` or
-/// `rocgate: unknown <why>`, at most [`MAX_LINE`] characters.
+/// The one line: `rocgate: ok 8 GPUs` (`ok 8 GPUs (64 partitions)`),
+/// `rocgate: <code> <where> <text>` or `rocgate: unknown <why>`, at most
+/// [`MAX_LINE`] bytes. GPUs are devices, as `--expect-gpus` counts them.
 fn one_line(v: &Verdict) -> String {
     let d = &v.decision;
     let line = match d.health {
         Health::Healthy => {
             let plural = if v.gpus == 1 { "" } else { "s" };
             let mut line = format!("rocgate: ok {} GPU{plural}", v.gpus);
+            if v.partitions > v.gpus {
+                line.push_str(&format!(" ({} partitions)", v.partitions));
+            }
             if v.tier == Tier::Passive {
                 line.push_str(" (passive)");
             }
@@ -224,33 +384,17 @@ fn one_line(v: &Verdict) -> String {
     shorten(&line, MAX_LINE)
 }
 
-/// `s` cut to `max` characters, ending in `...` when cut.
+/// `s` cut to `max` bytes on a character boundary, ending in `...` when
+/// cut.
 fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
+    if s.len() <= max {
         return s.to_string();
     }
-    let kept: String = s.chars().take(max.saturating_sub(3)).collect();
-    format!("{}...", kept.trim_end())
-}
-
-/// The job's GPUs as `--gpus` takes them: SLURM_JOB_GPUS (Slurm's GPU
-/// indices, which follow the node's GPU order), else ROCR_VISIBLE_DEVICES.
-fn job_gpus() -> Result<String, String> {
-    for var in ["SLURM_JOB_GPUS", "ROCR_VISIBLE_DEVICES"] {
-        if let Ok(v) = std::env::var(var) {
-            let v = v.trim().to_string();
-            if v.is_empty() {
-                continue;
-            }
-            if v.split(',').all(|i| i.trim().parse::<u32>().is_ok()) {
-                return Ok(v);
-            }
-            return Err(format!(
-                "{var}={v} is not a list of GPU indices; rocgate checks a job's GPUs by index"
-            ));
-        }
+    let mut end = max.saturating_sub(3);
+    while !s.is_char_boundary(end) {
+        end -= 1;
     }
-    Err("neither SLURM_JOB_GPUS nor ROCR_VISIBLE_DEVICES names the job's GPUs".into())
+    format!("{}...", s[..end].trim_end())
 }
 
 /// The Slurm node this runs on: SLURMD_NODENAME, else `--node-name`, else
@@ -276,8 +420,15 @@ mod tests {
     fn lines_fit_eighty_characters() {
         let long = "x".repeat(200);
         let s = shorten(&format!("rocgate: unknown {long}"), MAX_LINE);
-        assert_eq!(s.chars().count(), MAX_LINE);
+        assert_eq!(s.len(), MAX_LINE);
         assert!(s.ends_with("..."));
+        // Bytes, on a character boundary.
+        let wide = shorten(&format!("rocgate: x {}", "é".repeat(100)), MAX_LINE);
+        assert!(
+            wide.len() <= MAX_LINE && wide.ends_with("..."),
+            "{}",
+            wide.len()
+        );
         assert_eq!(
             shorten("rocgate: ok 8 GPUs", MAX_LINE),
             "rocgate: ok 8 GPUs"

@@ -41,6 +41,7 @@ mod reports;
 mod run_cmd;
 mod signals;
 mod slurm;
+mod slurm_gpus;
 mod snapshot_cmd;
 mod ui;
 mod worker_cmd;
@@ -86,6 +87,10 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    // A health check ends with one of its documented codes (0, 1, 2; a
+    // prolog's 0 or 1) even when a signal stopped it: Slurm drains a node
+    // on any other, and an interrupted check is no fault of the node.
+    let keeps_code = matches!(cli.command, cli::Command::Health(_));
     let result = match cli.command {
         cli::Command::Run(args) => run_cmd::run(&args),
         cli::Command::Doctor(args) => doctor_cmd::run(&args),
@@ -104,7 +109,7 @@ fn main() -> ExitCode {
     // interrupted, whatever it was doing.
     let interrupted = signals::received() != 0;
     match result {
-        Ok(_) if interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        Ok(_) if interrupted && !keeps_code => ExitCode::from(EXIT_INTERRUPTED),
         Ok(code) => code,
         Err(e) => {
             errln!("rocgate: {e}");

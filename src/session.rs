@@ -236,7 +236,6 @@ impl Session {
         if gpus.is_some() {
             options.gpus = gpus;
         }
-        let user_rocr = std::env::var("ROCR_VISIBLE_DEVICES").ok();
         let ctx = Arc::clone(&self.ctx);
         let config = if options.thresholds.is_some() || options.matrix.is_some() {
             Some(self.write_worker_config()?)
@@ -267,11 +266,7 @@ impl Session {
                 }
                 rocgate_suites::worker_env::apply(
                     &mut cmd,
-                    &rocgate_suites::worker_env::worker_env(
-                        &ctx.facts,
-                        scope,
-                        user_rocr.as_deref(),
-                    ),
+                    &rocgate_suites::worker_env::worker_env(&ctx.facts, scope),
                 );
                 cmd
             }),

@@ -1,12 +1,15 @@
 //! Draining and resuming a Slurm node through `scontrol`, with the manners
 //! of LBNL NHC: rocgate's reasons start with `rocgate:`, a reason someone
 //! else set is never overwritten, and only a node rocgate drained is
-//! resumed. `scontrol` is taken from PATH and given a deadline, since a
-//! health check that waits on an unreachable slurmctld is killed at 60 s.
+//! resumed. `scontrol` is taken from PATH and given a deadline inside the
+//! health check's budget, since a health check that waits on an
+//! unreachable slurmctld is killed at 60 s; it runs in a process group of
+//! its own, so a wrapper's children die with it.
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
 
 /// How rocgate's drain reasons start.
@@ -15,8 +18,27 @@ pub const REASON_PREFIX: &str = "rocgate:";
 /// slurmdbd keeps at most this many bytes of a reason.
 const MAX_REASON_BYTES: usize = 255;
 
-/// How long one `scontrol` call may take.
+/// How long one `scontrol` call may take at most.
 const SCONTROL_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Whether `name` can be given to scontrol as one node's name: a host name
+/// (letters, digits, `-`, `_`, `.`), not starting with `-` (scontrol would
+/// take it for an option) and holding no `[`, `,` or space (a hostlist
+/// expression that names other nodes, or several).
+pub fn valid_node_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a Slurm node name rocgate passes to scontrol (letters, digits, '-', '_' and '.', not starting with '-'; no hostlist expression): set --node-name or SLURMD_NODENAME to this node's own name"
+        ))
+    }
+}
 
 /// A node as `scontrol show node` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,7 +63,8 @@ impl NodeState {
             .any(|s| s.starts_with("ALLOC") || s.starts_with("MIX") || s.starts_with("COMPLETING"))
     }
 
-    /// Whether the reason is rocgate's own.
+    /// Whether the reason is rocgate's own: it starts with `rocgate:`
+    /// exactly (an administrator's `" rocgate: ..."` is theirs).
     pub fn reason_is_ours(&self) -> bool {
         self.reason
             .as_deref()
@@ -64,8 +87,10 @@ pub fn parse_show_node(text: &str) -> Option<NodeState> {
             Some(i) if r.ends_with(']') => &r[..i],
             _ => r,
         })
-        .map(|r| r.trim().to_string())
-        .filter(|r| !r.is_empty() && r != "(null)");
+        // Only the end is trimmed: a reason that starts with a space is
+        // not rocgate's, which never writes one.
+        .map(|r| r.trim_end().to_string())
+        .filter(|r| !r.trim().is_empty() && r != "(null)");
     Some(NodeState { state, reason })
 }
 
@@ -78,24 +103,42 @@ pub fn bounded_reason(reason: &str) -> String {
     reason[..end].to_string()
 }
 
-/// Runs `scontrol args` and returns its standard output.
-fn scontrol(args: &[&str]) -> Result<String, String> {
+/// Runs `scontrol args`, ending it by `until` (and within
+/// [`SCONTROL_DEADLINE`]), and returns its standard output.
+fn scontrol(args: &[&str], until: Instant) -> Result<String, String> {
     let shown = format!("scontrol {}", args.join(" "));
+    let deadline = until
+        .saturating_duration_since(Instant::now())
+        .min(SCONTROL_DEADLINE);
+    if deadline.is_zero() {
+        return Err(format!(
+            "{shown} not run: the health budget has no time left for it (raise --budget)"
+        ));
+    }
     let mut child = Command::new("scontrol")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Its own process group, so that a wrapper script's children are
+        // killed with it.
+        .process_group(0)
         .spawn()
         .map_err(|e| format!("{shown} could not start: {e} (is Slurm's scontrol on PATH?)"))?;
-    let status = match child.wait_timeout(SCONTROL_DEADLINE) {
+    let status = match child.wait_timeout(deadline) {
         Ok(Some(status)) => status,
         Ok(None) => {
+            if let Ok(pid) = i32::try_from(child.id()) {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!(
-                "{shown} did not answer within {} s (is slurmctld reachable?)",
-                SCONTROL_DEADLINE.as_secs()
+                "{shown} did not answer within {:.1} s (is slurmctld reachable?)",
+                deadline.as_secs_f64()
             ));
         }
         Err(e) => return Err(format!("{shown}: {e}")),
@@ -126,9 +169,10 @@ pub enum Verdict<'a> {
     Unknown,
 }
 
-/// `node` as `scontrol show node` shows it now.
-pub fn show(node: &str) -> Result<NodeState, String> {
-    let shown = scontrol(&["show", "node", node])?;
+/// `node` as `scontrol show node` shows it now, asked by `until`.
+pub fn show(node: &str, until: Instant) -> Result<NodeState, String> {
+    valid_node_name(node)?;
+    let shown = scontrol(&["show", "node", node], until)?;
     parse_show_node(&shown).ok_or_else(|| {
         format!(
             "scontrol show node {node} printed no State=: {}",
@@ -137,13 +181,13 @@ pub fn show(node: &str) -> Result<NodeState, String> {
     })
 }
 
-/// Drains or resumes `node` for `verdict`; returns what was done, for the
-/// log, or why nothing could be.
-pub fn act(node: &str, verdict: Verdict<'_>) -> Result<String, String> {
+/// Drains or resumes `node` for `verdict`, by `until`; returns what was
+/// done, for the log, or why nothing could be.
+pub fn act(node: &str, verdict: Verdict<'_>, until: Instant) -> Result<String, String> {
     if verdict == Verdict::Unknown {
         return Ok(format!("{node} left as it is: the verdict is unknown"));
     }
-    let current = show(node)?;
+    let current = show(node, until)?;
     match verdict {
         Verdict::Unhealthy(reason) => {
             if current.reason.is_some() && !current.reason_is_ours() {
@@ -156,16 +200,22 @@ pub fn act(node: &str, verdict: Verdict<'_>) -> Result<String, String> {
             if current.drained() && current.reason.as_deref() == Some(reason.as_str()) {
                 return Ok(format!("{node} is already drained: {reason}"));
             }
-            scontrol(&[
-                "update",
-                &format!("NodeName={node}"),
-                "State=DRAIN",
-                &format!("Reason={reason}"),
-            ])?;
+            scontrol(
+                &[
+                    "update",
+                    &format!("NodeName={node}"),
+                    "State=DRAIN",
+                    &format!("Reason={reason}"),
+                ],
+                until,
+            )?;
             Ok(format!("drained {node}: {reason}"))
         }
         Verdict::Healthy if current.drained() && current.reason_is_ours() => {
-            scontrol(&["update", &format!("NodeName={node}"), "State=RESUME"])?;
+            scontrol(
+                &["update", &format!("NodeName={node}"), "State=RESUME"],
+                until,
+            )?;
             Ok(format!("resumed {node}, which rocgate had drained"))
         }
         Verdict::Healthy if current.drained() => Ok(format!(
@@ -204,6 +254,21 @@ mod tests {
         assert_eq!(theirs.reason.as_deref(), Some("bad DIMM"));
         assert!(theirs.drained() && !theirs.reason_is_ours());
         assert_eq!(parse_show_node("Node n1 not found"), None);
+        // An administrator's reason that starts with a space is theirs.
+        let spaced = parse_show_node(
+            "State=IDLE+DRAIN\n   Reason= rocgate: kfd-missing node [admin@2026-11-30T10:00:00]\n",
+        )
+        .unwrap();
+        assert_eq!(spaced.reason.as_deref(), Some(" rocgate: kfd-missing node"));
+        assert!(!spaced.reason_is_ours());
+    }
+
+    #[test]
+    fn node_names_are_never_options_or_hostlists() {
+        assert!(valid_node_name("gpu-node07.cluster").is_ok());
+        for bad in ["-h", "--help", "adv[1-1]", "a,b", "a b", "", "n1\n"] {
+            assert!(valid_node_name(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -414,15 +414,14 @@ fn cases() -> Vec<Case> {
                 &["p2p-copy-failed"],
             )
         },
-        Case {
-            env: &[("ROCR_VISIBLE_DEVICES", "0")],
-            ..fault(
-                "ROCm shown one GPU",
-                "",
-                &["--no-gate"],
-                &["hsa-agent-missing", "hip-device-missing"],
-            )
-        },
+        // A filter rocgate inherited is the caller's view, not a fault
+        // (tests/health.rs); a GPU ROCr could not open is one.
+        fault(
+            "a GPU ROCr could not open, one HIP misplaces",
+            "hsa_init@gpu3=wrong;hipDeviceGetPCIBusId@gpu5=wrong",
+            &["--no-gate"],
+            &["hsa-agent-missing", "hip-device-missing"],
+        ),
         Case {
             fake: Some(damage_libraries),
             ..fault(

@@ -307,12 +307,13 @@ fn a_prolog_checks_only_the_jobs_gpus_and_calls_no_slurm_command() {
     let fake = FakeScontrol::new();
     fake.node_is("IDLE", None);
     let path = fake.path();
-    // gpu7 (0000:65:00.0) is the GPU whose firmware did not load.
+    // 0000:65:00.0, whose firmware did not load, is Slurm's GPU 3 (Slurm
+    // numbers GPUs by PCI bus id), though KFD's absence makes it gpu7.
     let n = node("firmware-load-failed");
     for (flag, gpus, code) in [
         ("--slurm-prolog", "0,1", 0),
-        ("--slurm-prolog", "6,7", 1),
-        ("--slurm-epilog", "7", 1),
+        ("--slurm-prolog", "2,3", 1),
+        ("--slurm-epilog", "3", 1),
     ] {
         let h = health(
             &n.root,

@@ -8,14 +8,24 @@
 //! `amd_filter_device.cpp`). An index rather than a `GPU-<uuid>` because the
 //! partitions of one MI300X share their unique_id. HIP's own filters index
 //! the list ROCr leaves, which is now one GPU long, so they are cleared.
-//! The node's worker sees what rocgate itself sees. A ROCR_VISIBLE_DEVICES
-//! the user set is kept as it is: the user chose what ROCm may see.
+//!
+//! The node's worker sees every GPU KFD lists: its checks count ROCr's
+//! agents and HIP's devices against KFD's GPU nodes. A filter rocgate was
+//! started under is never passed on: under Slurm it is the job's view
+//! (slurmd sets `ROCR_VISIBLE_DEVICES` beside `SLURM_JOB_GPUS`, for the
+//! prolog too), not the node's, and a worker that inherited it would find
+//! GPUs "missing" that are only hidden. Which GPUs rocgate checks is
+//! `--gpus` (the prolog's: the job's GPUs); what a worker sees is rocgate's
+//! to decide, as it is here.
 
 use rocgate_harness::Scope;
 use rocgate_node::facts::NodeFacts;
 
+/// The variable ROCr reads to pick among KFD's GPUs.
+pub const ROCR_FILTER: &str = "ROCR_VISIBLE_DEVICES";
+
 /// Variables HIP reads to pick among ROCr's devices.
-const HIP_FILTERS: [&str; 3] = [
+pub const HIP_FILTERS: [&str; 3] = [
     "HIP_VISIBLE_DEVICES",
     "CUDA_VISIBLE_DEVICES",
     "GPU_DEVICE_ORDINAL",
@@ -30,27 +40,30 @@ pub enum EnvChange {
     Remove(&'static str),
 }
 
-/// The changes for the worker of `scope`; `user_rocr` is rocgate's own
-/// ROCR_VISIBLE_DEVICES, if set.
-pub fn worker_env(facts: &NodeFacts, scope: Scope, user_rocr: Option<&str>) -> Vec<EnvChange> {
+/// The changes for the worker of `scope`: every filter rocgate's own
+/// environment may hold is replaced or removed.
+pub fn worker_env(facts: &NodeFacts, scope: Scope) -> Vec<EnvChange> {
+    let clear_hip = HIP_FILTERS.iter().map(|v| EnvChange::Remove(v));
     let Some(index) = scope.gpu() else {
-        return Vec::new();
+        return std::iter::once(EnvChange::Remove(ROCR_FILTER))
+            .chain(clear_hip)
+            .collect();
     };
-    if user_rocr.is_some() {
-        return Vec::new();
-    }
     let ordinal = facts
         .gpus
         .iter()
         .filter(|g| g.kfd.is_some())
         .position(|g| g.index == index);
     let Some(ordinal) = ordinal else {
-        // Not in KFD: ROCr cannot see it either; its checks say so.
-        return Vec::new();
+        // Not in KFD: ROCr cannot see it either, and its checks say so
+        // without starting ROCm; set but empty, ROCr shows no GPU.
+        return std::iter::once(EnvChange::Set(ROCR_FILTER, String::new()))
+            .chain(clear_hip)
+            .collect();
     };
-    let mut changes = vec![EnvChange::Set("ROCR_VISIBLE_DEVICES", ordinal.to_string())];
-    changes.extend(HIP_FILTERS.iter().map(|v| EnvChange::Remove(v)));
-    changes
+    std::iter::once(EnvChange::Set(ROCR_FILTER, ordinal.to_string()))
+        .chain(clear_hip)
+        .collect()
 }
 
 /// Applies `changes` to a command.
@@ -83,17 +96,31 @@ mod tests {
     #[test]
     fn a_gpu_worker_sees_its_own_kfd_ordinal_and_no_hip_filter() {
         let (_d, f) = facts("mi300x-8-cpx");
-        let env = worker_env(&f, Scope::Gpu(13), None);
+        let env = worker_env(&f, Scope::Gpu(13));
         assert_eq!(env[0], EnvChange::Set("ROCR_VISIBLE_DEVICES", "13".into()));
         assert!(env.contains(&EnvChange::Remove("HIP_VISIBLE_DEVICES")));
-        assert!(worker_env(&f, Scope::Node, None).is_empty());
-        assert!(worker_env(&f, Scope::Gpu(13), Some("0,1")).is_empty());
+    }
+
+    #[test]
+    fn the_node_worker_sees_every_kfd_gpu_whatever_filter_rocgate_inherited() {
+        let (_d, f) = facts("mi300x-8");
+        let env = worker_env(&f, Scope::Node);
+        for v in [
+            "ROCR_VISIBLE_DEVICES",
+            "HIP_VISIBLE_DEVICES",
+            "CUDA_VISIBLE_DEVICES",
+        ] {
+            assert!(env.contains(&EnvChange::Remove(v)), "{v}: {env:?}");
+        }
     }
 
     #[test]
     fn a_gpu_missing_from_kfd_gets_no_ordinal() {
         let (_d, f) = facts("gpu-missing-from-kfd");
         let missing = f.gpus.iter().find(|g| g.kfd.is_none()).unwrap();
-        assert!(worker_env(&f, Scope::Gpu(missing.index), None).is_empty());
+        assert_eq!(
+            worker_env(&f, Scope::Gpu(missing.index))[0],
+            EnvChange::Set("ROCR_VISIBLE_DEVICES", String::new())
+        );
     }
 }

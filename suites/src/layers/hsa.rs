@@ -151,27 +151,30 @@ fn init(ctx: &NodeContext, _: Scope) -> Outcome {
 fn agents(ctx: &NodeContext, _: Scope) -> Outcome {
     let agents = ctx.runtime.agents()?;
     let gpus = agents.iter().filter(|a| a.is_gpu()).count();
-    let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
+    let kfd: Vec<&Gpu> = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).collect();
     let names: Vec<String> = agents
         .iter()
         .filter(|a| a.is_gpu())
         .map(|a| a.name.clone())
         .collect();
-    if gpus != kfd {
-        let visible = [
-            "ROCR_VISIBLE_DEVICES",
-            "HIP_VISIBLE_DEVICES",
-            "CUDA_VISIBLE_DEVICES",
-        ]
-        .iter()
-        .filter_map(|v| std::env::var(v).ok().map(|x| format!("{v}={x}")))
-        .collect::<Vec<_>>();
-        let note = if visible.is_empty() {
-            String::new()
-        } else {
-            format!(" ({} is set)", visible.join(", "))
-        };
-        return Err(Verdict::found(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but KFD has {kfd} GPU nodes{note}"), "unset ROCR_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES if set; otherwise ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`")));
+    // rocgate's workers see every KFD GPU (`worker_env`); a check run in
+    // rocgate's own process sees what its ROCR_VISIBLE_DEVICES leaves, the
+    // caller's view and not a fault, so that is what ROCr must list.
+    let filter = std::env::var(crate::worker_env::ROCR_FILTER).ok();
+    let expected = filter
+        .as_deref()
+        .map_or(kfd.len(), |f| rocr_visible(&kfd, f));
+    if gpus != expected {
+        let shown = filter.as_deref().map_or_else(
+            || format!("KFD has {} GPU nodes", kfd.len()),
+            |f| {
+                format!(
+                    "ROCR_VISIBLE_DEVICES={f} leaves {expected} of KFD's {} GPU nodes",
+                    kfd.len()
+                )
+            },
+        );
+        return Err(Verdict::found(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but {shown}"), "ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`")));
     }
     // Not every agent that is not a GPU is a CPU: Ryzen AI hosts add an
     // AIE agent (ROCm 7), some platforms a DSP.
@@ -193,16 +196,79 @@ fn agents(ctx: &NodeContext, _: Scope) -> Outcome {
     .with_count("hsa_gpu_agents", gpus as f64, "count"))
 }
 
+/// How many of the KFD GPUs `kfd` (in node order) ROCr shows a process
+/// whose ROCR_VISIBLE_DEVICES is `list`. ROCR-Runtime
+/// `core/runtime/amd_filter_device.cpp` (`RvdFilter`, ROCm 5.x to 7.x):
+/// tokens are comma-separated, trimmed and upper-cased; a number is an
+/// ordinal among the KFD GPU nodes (C `strtol`, base 0), a token starting
+/// with `G` a prefix (5 to 20 characters) of `GPU-<unique_id, 16 hex
+/// digits>` that names exactly one GPU; only the first `min(GPUs, tokens)`
+/// tokens count, and parsing stops at the first bad, out-of-range,
+/// ambiguous or repeated token. Set but empty, no GPU is visible.
+fn rocr_visible(kfd: &[&Gpu], list: &str) -> usize {
+    if list.trim().is_empty() {
+        return 0;
+    }
+    let uuid = |g: &Gpu| {
+        g.kfd
+            .as_ref()
+            .and_then(|k| k.unique_id)
+            .filter(|&u| u != 0)
+            .map(|u| format!("GPU-{u:016X}"))
+    };
+    let tokens: Vec<String> = list
+        .split(',')
+        .map(|t| t.trim().to_ascii_uppercase())
+        .collect();
+    let mut picked: Vec<usize> = Vec::new();
+    for token in tokens.iter().take(kfd.len().min(tokens.len())) {
+        let found = if token.starts_with('G') {
+            let mut hits = (0..kfd.len()).filter(|&i| {
+                (5..=20).contains(&token.len())
+                    && uuid(kfd[i]).is_some_and(|u| u.starts_with(token.as_str()))
+            });
+            match (hits.next(), hits.next()) {
+                (Some(i), None) => Some(i),
+                _ => None,
+            }
+        } else {
+            strtol(token)
+                .and_then(|i| usize::try_from(i).ok())
+                .filter(|&i| i < kfd.len())
+        };
+        match found {
+            Some(i) if !picked.contains(&i) => picked.push(i),
+            _ => break,
+        }
+    }
+    picked.len()
+}
+
+/// C's `strtol(s, &end, 0)` where all of `s` must be consumed: decimal,
+/// `0x` hex, or octal after a leading zero.
+fn strtol(s: &str) -> Option<i64> {
+    let (digits, radix) = if let Some(h) = s.strip_prefix("0X") {
+        (h, 16)
+    } else if s.len() > 1 && s.starts_with('0') {
+        (&s[1..], 8)
+    } else {
+        (s, 10)
+    };
+    i64::from_str_radix(digits, radix).ok()
+}
+
 /// This GPU's agent, matched by PCI domain and location.
 fn find_agent(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, AgentInfo, &Arc<Hsa>), Verdict> {
     let gpu = ctx.gpu(scope)?;
-    let hsa = ctx.runtime.hsa_ready()?;
-    let agents = ctx.runtime.agents()?;
+    // A GPU KFD does not list is hidden from its worker's ROCr
+    // (`worker_env`): nothing to ask ROCm.
     let Some(k) = &gpu.kfd else {
         return Err(Verdict::not_applicable(
             "no KFD node for this GPU (see kfd.topology_node)",
         ));
     };
+    let hsa = ctx.runtime.hsa_ready()?;
+    let agents = ctx.runtime.agents()?;
     let (loc, dom) = (k.location_id.unwrap_or(0), k.domain.unwrap_or(0));
     match agents
         .iter()
@@ -468,4 +534,38 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {
         d,
         (h2d, d2h),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_visibility_filter_leaves_what_rocr_would_show() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("n");
+        rocgate_fixtures::scenario("mi300x-8")
+            .unwrap()
+            .spec
+            .write(&root)
+            .unwrap();
+        let facts = rocgate_node::facts::NodeFacts::discover(rocgate_node::Sysroot::at(&root));
+        let kfd: Vec<&Gpu> = facts.gpus.iter().filter(|g| g.kfd.is_some()).collect();
+        assert_eq!(kfd.len(), 8);
+        assert_eq!(rocr_visible(&kfd, "2,3"), 2);
+        assert_eq!(rocr_visible(&kfd, " 0x1 , 07 "), 2);
+        assert_eq!(rocr_visible(&kfd, "1,9,2"), 1, "out of range stops");
+        assert_eq!(rocr_visible(&kfd, "1,1,2"), 1, "a repeat stops");
+        assert_eq!(rocr_visible(&kfd, "x,1"), 0);
+        assert_eq!(rocr_visible(&kfd, ""), 0);
+        assert_eq!(rocr_visible(&kfd, &"0,".repeat(20)), 1);
+        if let Some(u) = kfd[3]
+            .kfd
+            .as_ref()
+            .and_then(|k| k.unique_id)
+            .filter(|&u| u != 0)
+        {
+            assert_eq!(rocr_visible(&kfd, &format!("gpu-{u:016x},0")), 2);
+        }
+    }
 }

@@ -55,6 +55,8 @@ struct Peer<'a> {
 #[derive(Default)]
 struct Faults {
     corrupt: Vec<String>,
+    /// The GPUs of each corrupted pair, to name the one they share.
+    corrupt_gpus: Vec<(u32, u32)>,
     failed: Vec<String>,
     below: Vec<String>,
 }
@@ -88,7 +90,10 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
                         measured.with_metrics_between(v.metrics.clone(), &from_scope, &to_scope);
                     judged.push(v);
                 }
-                Ok(None) => faults.corrupt.push(format!("{pair} ({})", kind.label())),
+                Ok(None) => {
+                    faults.corrupt.push(format!("{pair} ({})", kind.label()));
+                    faults.corrupt_gpus.push((from.gpu.index, to.gpu.index));
+                }
                 Err(e) => faults
                     .failed
                     .push(format!("{pair} ({}): {e}", kind.label())),
@@ -198,11 +203,19 @@ fn judge(ctx: &NodeContext, gpu: &Gpu, kind: LinkKind, gbps: f64) -> Verdict {
 /// The check's verdict from what every pair showed.
 fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
     if !faults.corrupt.is_empty() {
-        return Verdict::found(codes::P2P_COPY_CORRUPT.finding(format!(
+        let mut finding = codes::P2P_COPY_CORRUPT.finding(format!(
             "{} of {pairs} GPU pairs corrupted a peer-to-peer copy: {}",
             faults.corrupt.len(),
             super::list(&faults.corrupt, 6)
-        )));
+        ));
+        // The GPU in every corrupted pair is the one to drain and name,
+        // not the node.
+        let (a, b) = faults.corrupt_gpus[0];
+        finding.blames = [a, b]
+            .into_iter()
+            .find(|g| faults.corrupt_gpus.iter().all(|&(x, y)| x == *g || y == *g))
+            .map(Scope::Gpu);
+        return Verdict::found(finding);
     }
     if !faults.failed.is_empty() {
         return Verdict::found(codes::P2P_COPY_FAILED.finding(format!(
