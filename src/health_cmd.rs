@@ -156,7 +156,12 @@ fn check(args: &HealthArgs, started: Instant) -> Result<Verdict, String> {
         }
     }
     (report.strict, report.fail_on_warn) = args.verdict.resolve(&config);
-    let (_, not_written) = crate::reports::write(&args.reports, &session, &report);
+    let (_, not_written) = crate::reports::write(
+        crate::reports::Source::Health,
+        &args.reports,
+        &session,
+        &report,
+    );
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
     Ok(Verdict {
         decision: decide(&report),
