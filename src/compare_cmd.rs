@@ -41,9 +41,9 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, String> {
     let (before, after) = (load(&args.before)?, load(&args.after)?);
     let c = compare::compare(&before, &after, &tolerances);
     if args.format == "markdown" {
-        out!("{}", compare::render_markdown(&c));
+        crate::ui::document::text(&compare::render_markdown(&c))?;
     } else {
-        out!("{}", compare::render_text(&c));
+        crate::ui::document::text(&compare::render_text(&c))?;
     }
     Ok(if c.regressed() {
         ExitCode::from(1)

@@ -24,9 +24,9 @@ pub fn run(args: &FleetArgs) -> Result<ExitCode, String> {
                 .collect();
             let fleet = Fleet::read(&texts, &layers)?;
             match report.format.as_str() {
-                "json" => outln!("{}", fleet.json()?),
-                "html" => out!("{}", crate::html::fleet_page(&fleet)),
-                _ => out!("{}", fleet.markdown()),
+                "json" => crate::ui::document::json(&fleet.json()?)?,
+                "html" => crate::ui::document::html(&crate::html::fleet_page(&fleet))?,
+                _ => crate::ui::document::text(&fleet.markdown())?,
             }
             Ok(if fleet.all_passed() {
                 ExitCode::SUCCESS
