@@ -161,8 +161,7 @@ pub fn escape_cell(s: &str) -> String {
 /// digits, `-_.:`), else as escaped text: entities do not work inside code.
 fn code(s: &str) -> String {
     let plain = !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
     if plain {
         format!("`{s}`")

@@ -182,7 +182,11 @@ fn render(inv: &Inventory, style: Style) -> String {
         .iter()
         .filter(|g| !g.health.is_empty())
         .map(|g| {
-            let facts: Vec<String> = g.health.iter().map(|(k, v)| format!("{} {}", t(k), t(v))).collect();
+            let facts: Vec<String> = g
+                .health
+                .iter()
+                .map(|(k, v)| format!("{} {}", t(k), t(v)))
+                .collect();
             format!("  gpu{:<4} {}\n", g.index, facts.join(" · "))
         })
         .collect();

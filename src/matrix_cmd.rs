@@ -102,9 +102,7 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
         }
     };
     if args.json {
-        crate::ui::document::json(
-            &serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
-        )?;
+        crate::ui::document::json(&serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)?;
     } else {
         crate::ui::document::text(&text)?;
     }

@@ -180,12 +180,7 @@ pub fn source_labels(source: Source, report: &RunReport) -> Vec<(&'static str, S
 
 /// The textfile for `report`, keeping the last success of the file it
 /// replaces at `path`.
-fn textfile(
-    source: Source,
-    path: &Path,
-    props: &[(String, String)],
-    report: &RunReport,
-) -> String {
+fn textfile(source: Source, path: &Path, props: &[(String, String)], report: &RunReport) -> String {
     let prop = |k: &str| node_property(props, k).unwrap_or_default().to_string();
     let labels = source_labels(source, report);
     let info: Vec<(&str, String)> = [

@@ -122,8 +122,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     report.fail_on_warn = fail_on_warn;
     progress.finish();
 
-    let (written, mut not_written) =
-        crate::reports::write(crate::reports::Source::Run, &args.reports, &session, &report);
+    let (written, mut not_written) = crate::reports::write(
+        crate::reports::Source::Run,
+        &args.reports,
+        &session,
+        &report,
+    );
     if !args.quiet {
         outln!();
         say(&ladder::ladder(&report, style));

@@ -1382,7 +1382,10 @@ fn textfiles_side_by_side() -> Result<Completion, Failed> {
     for (args, file) in [
         (&["health"][..], "rocgate.prom"),
         (&["run", "--quiet"][..], "rocgate-quick.prom"),
-        (&["run", "--quiet", "--tier", "extended"][..], "rocgate-extended.prom"),
+        (
+            &["run", "--quiet", "--tier", "extended"][..],
+            "rocgate-extended.prom",
+        ),
     ] {
         let prom = dir.path().join(file);
         Command::new(rocgate_bin())

@@ -156,7 +156,12 @@ fn a_summary_that_cannot_be_written_makes_the_run_exit_2() {
         let n = node(name);
         for summary in [&full, &dir.path().to_path_buf(), &missing] {
             let (code, stdout, stderr) = with_summary(&n.root, summary);
-            assert_eq!(code, Some(2), "{name} {}: {stdout}\n{stderr}", summary.display());
+            assert_eq!(
+                code,
+                Some(2),
+                "{name} {}: {stdout}\n{stderr}",
+                summary.display()
+            );
             assert!(
                 stderr.contains(&format!(
                     "GitHub job summary not written to {}",
@@ -240,7 +245,10 @@ fn node_text_in_the_summary_is_text_and_on_stdout_no_command() {
     .unwrap();
     let (stdout, summary) = in_actions(&n.root, &[], &[]);
     // The node's text is in the summary, escaped: no tag, link or image.
-    assert!(summary.contains("&lt;/details&gt;&lt;/table&gt;&lt;img"), "{summary}");
+    assert!(
+        summary.contains("&lt;/details&gt;&lt;/table&gt;&lt;img"),
+        "{summary}"
+    );
     assert_eq!(summary.matches("</details>").count(), 1, "{summary}");
     for made in ["<img", "</table>", "[docs](", "![x](", "|`x`"] {
         assert!(!summary.contains(made), "{made} in\n{summary}");

@@ -626,8 +626,16 @@ fn links_the_kernel_would_follow_are_followed_in_a_sticky_directory() {
         &[Path::new("--json"), &own, Path::new("--junit"), &theirs],
     );
     assert!(matches!(code, 0 | 1), "{stdout}\n{stderr}");
-    assert!(fs::read_to_string(&target).unwrap().contains("\"schema_version\""));
-    assert!(fs::read_to_string(&junit_target).unwrap().contains("<testsuites"));
+    assert!(
+        fs::read_to_string(&target)
+            .unwrap()
+            .contains("\"schema_version\"")
+    );
+    assert!(
+        fs::read_to_string(&junit_target)
+            .unwrap()
+            .contains("<testsuites")
+    );
 }
 
 // Commands whose stdout is their document: a full disk is an error.
@@ -684,7 +692,11 @@ fn inventory_prints_no_terminal_control_from_the_node() {
     let vbios = glob_one(&n.root.join("sys/bus/pci/devices"), "vbios_version");
     // An OSC 52 clipboard write, a screen clear, a carriage return that
     // would draw over the line.
-    fs::write(&vbios, "113-\u{1b}]52;c;ZXZpbA==\u{7}D\u{1b}[2J\u{1b}[H70\rfake").unwrap();
+    fs::write(
+        &vbios,
+        "113-\u{1b}]52;c;ZXZpbA==\u{7}D\u{1b}[2J\u{1b}[H70\rfake",
+    )
+    .unwrap();
     let out = rocgate()
         .args(["inventory", "--sysroot"])
         .arg(&n.root)
@@ -696,7 +708,9 @@ fn inventory_prints_no_terminal_control_from_the_node() {
     assert!(!stdout.contains(['\u{1b}', '\u{7}', '\r']), "{stdout:?}");
     // What is left of it is on one line.
     assert!(
-        stdout.lines().any(|l| l.contains("113-D70") && l.contains("fake")),
+        stdout
+            .lines()
+            .any(|l| l.contains("113-D70") && l.contains("fake")),
         "{stdout}"
     );
     // JSON keeps the exact text, escaped as JSON.
@@ -750,7 +764,14 @@ fn node_text_on_stdout_is_never_a_workflow_command() {
         assert!(workflow_commands(stdout).is_empty(), "{args:?}:\n{stdout}");
     }
     // The text is still there, and JSON says exactly what the node said.
-    assert!(runs[0].1.contains("6.8.0-#\u{2060}#[add-mask]generic"), "{}", runs[0].1);
+    assert!(
+        runs[0].1.contains("6.8.0-#\u{2060}#[add-mask]generic"),
+        "{}",
+        runs[0].1
+    );
     let doc: serde_json::Value = serde_json::from_str(&runs[2].1).unwrap();
-    assert!(doc.to_string().contains("6.8.0-##[add-mask]generic"), "{doc}");
+    assert!(
+        doc.to_string().contains("6.8.0-##[add-mask]generic"),
+        "{doc}"
+    );
 }

@@ -80,7 +80,10 @@ fn write_within(path: &Path, bytes: &[u8], stall_limit: Duration) -> Result<(), 
     match decide(path)? {
         Destination::Stream(stream) => write_stream(stream, path, bytes),
         Destination::File(end) => {
-            let mode = end.meta.as_ref().map_or(NEW_FILE_MODE, |m| m.mode() & 0o7777);
+            let mode = end
+                .meta
+                .as_ref()
+                .map_or(NEW_FILE_MODE, |m| m.mode() & 0o7777);
             replace(&end, bytes, mode, path)
         }
         Destination::New(end) => replace(&end, bytes, NEW_FILE_MODE, path),
@@ -321,7 +324,7 @@ fn may_follow(link: &Path, meta: &fs::Metadata, dir: &Path, path: &Path) -> Resu
     }
     let dir_meta = fs::metadata(dir)
         .map_err(|e| format!("failed to look at {}: {e}; check the path", dir.display()))?;
-    let sticky_and_open = u32::from(nix::libc::S_ISVTX) | u32::from(nix::libc::S_IWOTH);
+    let sticky_and_open = nix::libc::S_ISVTX | nix::libc::S_IWOTH;
     if dir_meta.mode() & sticky_and_open != sticky_and_open || dir_meta.uid() == meta.uid() {
         return Ok(());
     }
@@ -348,9 +351,9 @@ fn open_dir(end: &End, path: &Path) -> Result<File, String> {
                 path.display()
             )
         })?;
-    let meta = dir.metadata().map_err(|e| {
-        format!("failed to look at the directory {}: {e}", end.dir.display())
-    })?;
+    let meta = dir
+        .metadata()
+        .map_err(|e| format!("failed to look at the directory {}: {e}", end.dir.display()))?;
     if (meta.dev(), meta.ino()) != end.dir_id {
         return Err(changed(&end.dir, path));
     }
@@ -376,13 +379,17 @@ fn same_entry(dir: &File, end: &End, path: &Path) -> Result<(), String> {
     );
     let same = match (&end.meta, now) {
         (Some(m), Ok(st)) => {
-            (st.st_dev as u64, st.st_ino as u64) == (m.dev(), m.ino())
+            (st.st_dev, st.st_ino) == (m.dev(), m.ino())
                 && st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFREG
         }
         (None, Err(nix::errno::Errno::ENOENT)) => true,
         _ => false,
     };
-    if same { Ok(()) } else { Err(changed(&end.path(), path)) }
+    if same {
+        Ok(())
+    } else {
+        Err(changed(&end.path(), path))
+    }
 }
 
 /// Opens (creating it with `O_EXCL` or appending) `name` in `dir` without
@@ -455,7 +462,11 @@ fn replace(end: &End, bytes: &[u8], mode: u32, path: &Path) -> Result<(), String
         }
     };
     let remove = || {
-        let _ = nix::unistd::unlinkat(&dir, tmp_name.as_os_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
+        let _ = nix::unistd::unlinkat(
+            &dir,
+            tmp_name.as_os_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
     };
     // A temp file starts out private; the report gets the mode of the file
     // it replaces, or one CI's other users can read.
@@ -984,6 +995,10 @@ mod tests {
         assert_eq!(fs::read(a.join("r.json")).unwrap(), b"in a");
         let file = dir.path().join("file");
         fs::write(&file, "").unwrap();
-        assert!(write(&file.join("r.json"), b"x").unwrap_err().contains("not a directory"));
+        assert!(
+            write(&file.join("r.json"), b"x")
+                .unwrap_err()
+                .contains("not a directory")
+        );
     }
 }

@@ -403,7 +403,10 @@ mod tests {
     #[test]
     fn every_series_carries_the_labels_of_its_source() {
         let r = report(vec![result(Scope::Node, A, Status::Pass, None)]);
-        let labels = [("source", "run".to_string()), ("tier", "extended".to_string())];
+        let labels = [
+            ("source", "run".to_string()),
+            ("tier", "extended".to_string()),
+        ];
         let info = [("version", "0.1.0".to_string())];
         let text = render(
             &r,
