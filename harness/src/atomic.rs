@@ -1001,4 +1001,46 @@ mod tests {
                 .contains("not a directory")
         );
     }
+
+    #[test]
+    fn a_link_swapped_in_after_the_path_was_resolved_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "precious").unwrap();
+        let p = dir.path().join("r.json");
+        fs::write(&p, "old").unwrap();
+        // Resolved while a file, then the file is swapped for a link.
+        let end = resolve(&p).unwrap();
+        fs::remove_file(&p).unwrap();
+        symlink(&victim, &p).unwrap();
+        let err = replace(&end, b"x", 0o644, &p).unwrap_err();
+        assert!(err.contains("changed while rocgate wrote"), "{err}");
+        let err = append_to(&end, b"x", &p).unwrap_err();
+        assert!(err.contains(&p.display().to_string()), "{err}");
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        assert!(is_symlink(&p));
+        // Nothing there when resolved, a link by the time of the write.
+        let new = dir.path().join("new.json");
+        let end = resolve(&new).unwrap();
+        symlink(&victim, &new).unwrap();
+        assert!(replace(&end, b"x", 0o644, &new).is_err());
+        assert!(append_to(&end, b"x", &new).is_err());
+        assert_eq!(fs::read(&victim).unwrap(), b"precious");
+        // The directory swapped for a link to another.
+        let sub = dir.path().join("sub");
+        fs::create_dir(&sub).unwrap();
+        let end = resolve(&sub.join("s.json")).unwrap();
+        fs::rename(&sub, dir.path().join("moved")).unwrap();
+        symlink(dir.path(), &sub).unwrap();
+        let err = replace(&end, b"x", 0o644, &sub.join("s.json")).unwrap_err();
+        assert!(err.contains("sub"), "{err}");
+        assert!(!dir.path().join("s.json").exists());
+        // No temporary file left anywhere.
+        assert!(
+            fs::read_dir(dir.path())
+                .unwrap()
+                .flatten()
+                .all(|e| !e.file_name().to_string_lossy().starts_with(".rocgate-"))
+        );
+    }
 }

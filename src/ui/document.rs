@@ -1,7 +1,7 @@
 //! What a command prints on stdout as its result (an inventory, a report, a
 //! catalogue), written whole, flushed and checked: a command whose output
-//! was lost (a full disk, a closed pipe) says so and exits 2 rather than
-//! passing for one that printed it. Nothing in it is taken for a GitHub
+//! was lost (a full disk) says so and exits 2 rather than passing for one
+//! that printed it. Nothing in it is taken for a GitHub
 //! Actions workflow command ([`rocgate_harness::output::no_workflow_commands`]).
 
 use std::io::Write as _;
@@ -27,14 +27,15 @@ pub fn html(page: &str) -> Result<(), String> {
 }
 
 /// Writes `doc` to stdout and flushes it; the error names stdout and what
-/// the OS said.
+/// the OS said. A reader that went away (`| head -1`: EPIPE) chose to stop
+/// reading, so the output ends there and the command's verdict stands; a
+/// full disk or an I/O error lost output nobody chose to drop.
 fn put(doc: &str) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
-    out.write_all(doc.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| {
-            format!(
-                "failed to write the output to stdout: {e}; make sure stdout can take it (free space where it is redirected, or read the pipe to the end)"
-            )
-        })
+    match out.write_all(doc.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!(
+            "failed to write the output to stdout: {e}; make sure stdout can take it (free space where it is redirected)"
+        )),
+        _ => Ok(()),
+    }
 }
