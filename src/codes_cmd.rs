@@ -11,10 +11,10 @@ pub fn run(args: &CodesArgs) -> Result<ExitCode, String> {
         "json" => {
             let json = serde_json::to_string_pretty(codes::ALL)
                 .map_err(|e| format!("failed to encode the catalogue: {e}"))?;
-            outln!("{json}");
+            crate::ui::document::json(&json)?;
         }
-        "markdown" => out!("{}", markdown()),
-        _ => out!("{}", text()),
+        "markdown" => crate::ui::document::text(&markdown())?,
+        _ => crate::ui::document::text(&text())?,
     }
     Ok(ExitCode::SUCCESS)
 }

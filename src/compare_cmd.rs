@@ -40,12 +40,11 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, String> {
     let tolerances = tolerances(args)?;
     let (before, after) = (load(&args.before)?, load(&args.after)?);
     let c = compare::compare(&before, &after, &tolerances);
-    let text = if args.format == "markdown" {
-        compare::render_markdown(&c)
+    if args.format == "markdown" {
+        crate::ui::document::text(&compare::render_markdown(&c))?;
     } else {
-        compare::render_text(&c)
-    };
-    out!("{text}");
+        crate::ui::document::text(&compare::render_text(&c))?;
+    }
     Ok(if c.regressed() {
         ExitCode::from(1)
     } else {

@@ -110,12 +110,15 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
         };
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| format!("failed to serialise the diagnosis: {e}"))?;
-        outln!("{text}");
+        crate::ui::document::json(&text)?;
     } else {
-        out!(
-            "{}",
-            render(&session, &report, &diagnosis, &layers, Style::for_stdout())
-        );
+        crate::ui::document::text(&render(
+            &session,
+            &report,
+            &diagnosis,
+            &layers,
+            Style::for_stdout(),
+        ))?;
     }
     Ok(if interrupted.is_some() {
         ExitCode::from(rocgate::decision::EXIT_INTERRUPTED)

@@ -30,12 +30,11 @@ pub fn run(args: &FleetArgs) -> Result<ExitCode, String> {
             for r in &fleet.not_read {
                 errln!("rocgate: not read: {}", r.why);
             }
-            let text = match report.format.as_str() {
-                "json" => format!("{}\n", fleet.json()?),
-                "html" => crate::html::fleet_page(&fleet),
-                _ => fleet.markdown(),
-            };
-            out!("{text}");
+            match report.format.as_str() {
+                "json" => crate::ui::document::json(&fleet.json()?)?,
+                "html" => crate::ui::document::html(&crate::html::fleet_page(&fleet))?,
+                _ => crate::ui::document::text(&fleet.markdown())?,
+            }
             Ok(ExitCode::from(fleet.exit_code()))
         }
     }

@@ -4,6 +4,13 @@
 //! the log gets workflow commands (`::error`, `::warning`) that GitHub turns
 //! into annotations, at most 10 of each (GitHub keeps 10 per step), most
 //! important first, each beginning with its finding code.
+//!
+//! Node text (a VBIOS string, a message quoting a sysfs file, a host name)
+//! is data, never markup: every such string in the summary goes through
+//! [`escape_cell`], so `</details>`, `<img src=...>` or `[x](http://...)`
+//! read on a node show as typed and load or link nothing. In annotations it
+//! is workflow-command data, escaped as the Actions toolkit does, so it
+//! cannot end the command or start another.
 
 use crate::reports::Presented;
 use crate::ui::ladder::{layer_cell, layer_fault};
@@ -11,7 +18,7 @@ use rocgate_harness::RunReport;
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::path::Path;
 
 /// GitHub keeps this many annotations of each kind per step.
 const MAX_ANNOTATIONS: usize = 10;
@@ -124,14 +131,43 @@ pub fn publication(run: &Presented<'_>) -> Publication {
     }
 }
 
-/// Text for a table cell: pipes escaped, one line.
-fn md(s: &str) -> String {
-    one_line(s).replace('|', "\\|")
+/// Text from the node for a markdown table cell or paragraph that GitHub
+/// renders: one line without control characters or escape sequences, the
+/// characters HTML gives a meaning (`<`, `>`, `&`, quotes) as entities and
+/// those markdown does (emphasis, links and images, code, tables, headings,
+/// strikethrough, math) backslash-escaped, so it shows as typed: no tag, no
+/// link, no image is made from it. (A bare `https://...` is still linked by
+/// GitHub, showing the address itself.)
+pub fn escape_cell(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in rocgate_harness::output::one_line(s).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '!' | '~' | '$' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
-/// Text for a paragraph: one line.
-fn one_line(s: &str) -> String {
-    s.replace('\n', " ")
+/// A finding code or a PCI address as inline code when it is one (letters,
+/// digits, `-_.:`), else as escaped text: entities do not work inside code.
+fn code(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+    if plain {
+        format!("`{s}`")
+    } else {
+        escape_cell(s)
+    }
 }
 
 fn summary(
@@ -144,8 +180,9 @@ fn summary(
     let prop = |k: &str| crate::reports::node_property(node, k);
     let verdict = rocgate::decision::headline(report, decision);
     let mut out = format!(
-        "## rocgate {verdict} on {} ({} tier)\n\n",
-        md(prop("hostname").unwrap_or("this node")),
+        "## rocgate {} on {} ({} tier)\n\n",
+        escape_cell(&verdict),
+        escape_cell(prop("hostname").unwrap_or("this node")),
         report.tier
     );
     if let Some(f) = &diagnosis.likely_cause {
@@ -156,23 +193,23 @@ fn summary(
         };
         let _ = writeln!(
             out,
-            "**{title}:** {}  \n**{what}:** `{}` on {}: {}  \n**Next step:** {}\n",
-            f.layer,
-            f.code,
-            f.scope.label(),
-            one_line(&f.message),
-            one_line(&f.next_step)
+            "**{title}:** {}  \n**{what}:** {} on {}: {}  \n**Next step:** {}\n",
+            escape_cell(&f.layer.to_string()),
+            code(&f.code),
+            escape_cell(&f.scope.label()),
+            escape_cell(&f.message),
+            escape_cell(&f.next_step)
         );
     }
     for f in &diagnosis.waived {
         if let Some(w) = &f.waiver {
             let _ = writeln!(
                 out,
-                "**Waived:** `{}` on {} ({}; {})  ",
-                f.code,
-                f.scope.label(),
-                one_line(&w.reason),
-                w.source
+                "**Waived:** {} on {} ({}; {})  ",
+                code(&f.code),
+                escape_cell(&f.scope.label()),
+                escape_cell(&w.reason),
+                escape_cell(&w.source)
             );
         }
     }
@@ -185,7 +222,7 @@ fn summary(
         "| scope | {} |\n|---|{}",
         layers
             .iter()
-            .map(|l| l.as_str())
+            .map(|l| escape_cell(l.as_str()))
             .collect::<Vec<_>>()
             .join(" | "),
         "---|".repeat(layers.len())
@@ -193,8 +230,8 @@ fn summary(
     for scope in report.scope_list() {
         let info = report.scope_info(scope);
         let who = match info.get("pci_address") {
-            Some(pci) => format!("{} `{pci}`", scope.label()),
-            None => scope.label(),
+            Some(pci) => format!("{} {}", escape_cell(&scope.label()), code(pci)),
+            None => escape_cell(&scope.label()),
         };
         let cells: Vec<String> = layers
             .iter()
@@ -202,10 +239,10 @@ fn summary(
                 let cell = layer_cell(report, scope, layer);
                 let code = layer_fault(report, scope, layer)
                     .and_then(|r| r.finding.as_ref())
-                    .map(|f| f.code.as_str());
+                    .map(|f| code(&f.code));
                 match code {
-                    Some(c) if cell == "warn" || cell == "waived" => format!("{cell} `{c}`"),
-                    Some(c) => format!("**{cell}** `{c}`"),
+                    Some(c) if cell == "warn" || cell == "waived" => format!("{cell} {c}"),
+                    Some(c) => format!("**{cell}** {c}"),
                     None => cell.to_string(),
                 }
             })
@@ -215,34 +252,56 @@ fn summary(
     out.push_str("\n<details><summary>Versions</summary>\n\n| scope | component | version |\n|---|---|---|\n");
     for (scope, components) in versions {
         for (k, v) in components {
-            let _ = writeln!(out, "| {scope} | {k} | {} |", md(v));
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} |",
+                escape_cell(scope),
+                escape_cell(k),
+                escape_cell(v)
+            );
         }
     }
     out.push_str("\n</details>\n");
     out
 }
 
-/// Appends the summary to $GITHUB_STEP_SUMMARY (when set) and prints the
-/// annotations; an error names the summary file.
+/// Appends the summary to $GITHUB_STEP_SUMMARY (when set and not empty)
+/// and prints the annotations; an error names the summary file. The
+/// summary goes through the report writer's rules
+/// ([`rocgate_harness::atomic::append`]): a planted link is not followed, a
+/// FIFO nobody reads fails at once instead of blocking the run.
 pub fn publish(publication: &Publication) -> Result<(), String> {
     for line in &publication.annotations {
         outln!("{line}");
     }
-    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+    let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|p| !p.is_empty()) else {
         return Ok(());
     };
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(&path)
-        .map_err(|e| format!("GitHub job summary {}: {e}", path.to_string_lossy()))?;
-    file.write_all(publication.summary.as_bytes())
-        .map_err(|e| format!("GitHub job summary {}: {e}", path.to_string_lossy()))
+    let path = Path::new(&path);
+    rocgate_harness::atomic::append(path, publication.summary.as_bytes()).map_err(|e| {
+        format!(
+            "GitHub job summary not written to {} ($GITHUB_STEP_SUMMARY): {e}",
+            path.display()
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_text_in_a_cell_is_text() {
+        let s = "</details></table><img src=http://x/y.png>[x](http://e)|`a`*b*\n$m$ &amp;";
+        let e = escape_cell(s);
+        assert_eq!(
+            e,
+            "&lt;/details&gt;&lt;/table&gt;&lt;img src=http://x/y.png&gt;\\[x\\](http://e)\\|\\`a\\`\\*b\\* \\$m\\$ &amp;amp;"
+        );
+        assert_eq!(code("kfd-missing"), "`kfd-missing`");
+        assert_eq!(code("0000:05:00.0"), "`0000:05:00.0`");
+        assert_eq!(code("a`b"), "a\\`b");
+    }
 
     #[test]
     fn workflow_commands_are_escaped_as_the_toolkit_does() {

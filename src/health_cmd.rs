@@ -261,7 +261,12 @@ fn check(
         report.interrupted = Some("time budget".to_string());
     }
     (report.strict, report.fail_on_warn) = args.verdict.resolve(&config);
-    let (_, not_written) = crate::reports::write(&args.reports, &session, &report);
+    let (_, not_written) = crate::reports::write(
+        crate::reports::Source::Health,
+        &args.reports,
+        &session,
+        &report,
+    );
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
     let devices: std::collections::BTreeSet<&str> = plan
         .gpus

@@ -32,9 +32,9 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
     if args.json {
         let text = serde_json::to_string_pretty(&inv)
             .map_err(|e| format!("failed to serialise the inventory: {e}"))?;
-        outln!("{text}");
+        crate::ui::document::json(&text)?;
     } else {
-        out!("{}", render(&inv, Style::for_stdout()));
+        crate::ui::document::text(&render(&inv, Style::for_stdout()))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -73,8 +73,16 @@ fn gib(bytes: Option<u64>) -> String {
     )
 }
 
+/// A node value for the terminal, `-` when absent.
 fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or_else(|| "-".into(), |v| v.to_string())
+    v.map_or_else(|| "-".into(), |v| t(&v.to_string()))
+}
+
+/// Node text for one line of the terminal: no escape sequence (an OSC 52
+/// clipboard write, a screen clear in a VBIOS string), no line break, as
+/// run, doctor and health print it.
+fn t(s: &str) -> String {
+    rocgate_harness::output::one_line(s)
 }
 
 fn render(inv: &Inventory, style: Style) -> String {
@@ -82,24 +90,26 @@ fn render(inv: &Inventory, style: Style) -> String {
     let driver = match (&n.amdgpu_initstate, &n.amdgpu_version, &n.amdgpu_srcversion) {
         (None, _, _) => "amdgpu not loaded".to_string(),
         (Some(s), None, _) if n.amdgpu_version_error.is_some() => {
-            format!("amdgpu, version unreadable ({s})")
+            format!("amdgpu, version unreadable ({})", t(s))
         }
-        (Some(s), Some(v), _) => format!("amdgpu {v} (DKMS, {s})"),
-        (Some(s), None, Some(src)) => format!("inbox amdgpu srcversion {src} ({s})"),
-        (Some(s), None, None) => format!("amdgpu ({s})"),
+        (Some(s), Some(v), _) => format!("amdgpu {} (DKMS, {})", t(v), t(s)),
+        (Some(s), None, Some(src)) => {
+            format!("inbox amdgpu srcversion {} ({})", t(src), t(s))
+        }
+        (Some(s), None, None) => format!("amdgpu ({})", t(s)),
     };
     let mut out = format!(
         "{} {} · kernel {} · {driver} · {} AMD GPUs on PCI, {} GPU scopes\n",
         style.bold("node"),
-        inv.sysroot,
-        n.kernel.as_deref().unwrap_or("unknown"),
+        t(&inv.sysroot),
+        t(n.kernel.as_deref().unwrap_or("unknown")),
         n.pci_gpus,
         inv.gpus.len()
     );
     if !n.dkms_kernels.is_empty() {
         out.push_str(&format!(
             "DKMS amdgpu built for: {}\n",
-            n.dkms_kernels.join(", ")
+            t(&n.dkms_kernels.join(", "))
         ));
     }
     out.push('\n');
@@ -125,7 +135,7 @@ fn render(inv: &Inventory, style: Style) -> String {
         out.push_str(&format!(
             "{:<7}{:<15}{:<8}{:<28}{:<9}{:>5}{:>5} {:>9}  {:<20}{:<20}{:>5}{:>7}  {}\n",
             format!("gpu{}", g.index),
-            g.pci_address,
+            t(&g.pci_address),
             opt(g.device_id.as_deref()),
             opt(g.product.as_deref()),
             opt(g.gfx_target.as_deref()),
@@ -145,7 +155,7 @@ fn render(inv: &Inventory, style: Style) -> String {
     if let Some(node) = inv.versions.get("node") {
         out.push_str("\nversions\n");
         for (k, v) in node {
-            out.push_str(&format!("  {k:<20} {v}\n"));
+            out.push_str(&format!("  {:<20} {}\n", t(k), t(v)));
         }
     }
     if let Some(first) = inv.gpus.first() {
@@ -163,7 +173,7 @@ fn render(inv: &Inventory, style: Style) -> String {
                 }
             ));
             for (k, x) in v {
-                out.push_str(&format!("  {k:<20} {x}\n"));
+                out.push_str(&format!("  {:<20} {}\n", t(k), t(x)));
             }
         }
     }
@@ -172,7 +182,11 @@ fn render(inv: &Inventory, style: Style) -> String {
         .iter()
         .filter(|g| !g.health.is_empty())
         .map(|g| {
-            let facts: Vec<String> = g.health.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let facts: Vec<String> = g
+                .health
+                .iter()
+                .map(|(k, v)| format!("{} {}", t(k), t(v)))
+                .collect();
             format!("  gpu{:<4} {}\n", g.index, facts.join(" · "))
         })
         .collect();
@@ -189,7 +203,7 @@ fn render(inv: &Inventory, style: Style) -> String {
     if !problems.is_empty() {
         out.push_str("\nruntime libraries\n");
         for (k, v) in problems {
-            out.push_str(&format!("  {k:<20} {v}\n"));
+            out.push_str(&format!("  {:<20} {}\n", t(k), t(v)));
         }
     }
     out

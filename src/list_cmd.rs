@@ -31,15 +31,24 @@ const TIERS: [(Tier, &str); 4] = [
 
 /// Lists checks (or, with a sysroot, the test ids they expand to).
 pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
+    let mut out = String::new();
+    list(args, &mut out)?;
+    crate::ui::document::text(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the listing `args` asks for to `out`.
+fn list(args: &ListArgs, out: &mut String) -> Result<(), String> {
+    use std::fmt::Write as _;
     let style = Style::for_stdout();
     let config = Config::find(args.config.as_deref())?;
     let registry = registry();
     if args.tiers {
         for (tier, what) in TIERS {
             let n = registry.iter().filter(|c| c.tier <= tier).count();
-            outln!("{:<10}{n:>4} checks  {what}", tier.as_str());
+            let _ = writeln!(out, "{:<10}{n:>4} checks  {what}", tier.as_str());
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let tier = args.tier.or(config.tier()).unwrap_or_default();
     let selection = config.selection(&args.checks.only, &args.checks.skip, &registry)?;
@@ -51,15 +60,16 @@ pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
         let gpus = session.select_gpus(None)?;
         let plan = session.plan_selected(&gpus, tier, &selection)?;
         for inst in &plan.instances {
-            match &inst.excluded {
-                Some(why) => outln!("{}  (skipped: {why})", inst.test_id),
-                None => outln!("{}", inst.test_id),
-            }
+            let _ = match &inst.excluded {
+                Some(why) => writeln!(out, "{}  (skipped: {why})", inst.test_id),
+                None => writeln!(out, "{}", inst.test_id),
+            };
         }
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     let show_selection = !selection.is_everything();
-    outln!(
+    let _ = writeln!(
+        out,
         "{}",
         style.bold(&format!(
             "{:<10}{:<9}{:<10}{:>8}  {:<13}{:<30}{}",
@@ -75,7 +85,8 @@ pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
             .excludes(c.id, c.layer)
             .filter(|_| show_selection)
             .map_or_else(String::new, |why| format!("  [{why}]"));
-        outln!(
+        let _ = writeln!(
+            out,
             "{:<10}{:<9}{:<10}{:>7}s  {:<13}{:<30}{}{left_out}",
             c.layer.as_str(),
             scope,
@@ -86,7 +97,7 @@ pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
             c.summary
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// What a failure of `c` keeps from running: the layers above it (in its

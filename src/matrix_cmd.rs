@@ -102,12 +102,9 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
         }
     };
     if args.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?
-        );
+        crate::ui::document::json(&serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)?;
     } else {
-        out!("{text}");
+        crate::ui::document::text(&text)?;
     }
     Ok(if supported {
         ExitCode::SUCCESS

@@ -73,10 +73,30 @@ impl<'a> Presented<'a> {
     }
 }
 
+/// The command whose run the reports are of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `rocgate health`.
+    Health,
+    /// `rocgate run`.
+    Run,
+}
+
+impl Source {
+    /// The command's name, as the `source` label of its textfile's series.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Health => "health",
+            Source::Run => "run",
+        }
+    }
+}
+
 /// Writes every report asked for; one that cannot be written does not stop
 /// the others. Returns the lines naming the reports written and the errors
 /// of those that were not.
 pub fn write(
+    source: Source,
     args: &ReportArgs,
     session: &Session,
     report: &RunReport,
@@ -120,7 +140,7 @@ pub fn write(
             "Prometheus",
             "Prom: ",
             path,
-            Ok(textfile(path, props, report)),
+            Ok(textfile(source, path, props, report)),
         );
     }
     if let Some(path) = &args.html {
@@ -128,6 +148,10 @@ pub fn write(
     }
     (written, failed)
 }
+
+/// The largest earlier textfile read for its last success: far above any
+/// rocgate writes (a few hundred KiB on 64 partitions).
+const PREVIOUS_TEXTFILE_LIMIT: u64 = 16 << 20;
 
 /// The node property `key` (`hostname`, `kernel`) among `props`, as the
 /// session lists them for every report.
@@ -138,32 +162,54 @@ pub fn node_property<'a>(props: &'a [(String, String)], key: &str) -> Option<&'a
         .map(|(_, v)| v.as_str())
 }
 
+/// The labels every series of `source`'s textfile carries, so that two
+/// textfiles in one collector directory never export one series twice
+/// (node_exporter refuses the scrape: "collected before with the same name
+/// and label values"): health's (whatever tier it chose, one job's series)
+/// and each tier of run's (a nightly extended run beside an hourly quick
+/// one).
+pub fn source_labels(source: Source, report: &RunReport) -> Vec<(&'static str, String)> {
+    match source {
+        Source::Health => vec![("source", source.as_str().to_string())],
+        Source::Run => vec![
+            ("source", source.as_str().to_string()),
+            ("tier", report.tier.to_string()),
+        ],
+    }
+}
+
 /// The textfile for `report`, keeping the last success of the file it
 /// replaces at `path`.
-fn textfile(path: &Path, props: &[(String, String)], report: &RunReport) -> String {
+fn textfile(source: Source, path: &Path, props: &[(String, String)], report: &RunReport) -> String {
     let prop = |k: &str| node_property(props, k).unwrap_or_default().to_string();
-    let info = [
+    let labels = source_labels(source, report);
+    let info: Vec<(&str, String)> = [
         ("version", prop("rocgate_version")),
         ("hostname", prop("hostname")),
         ("kernel", prop("kernel")),
         ("amdgpu_release", prop("amdgpu_release")),
         ("rocm", prop("rocm")),
         ("tier", prop("tier")),
-    ];
+    ]
+    .into_iter()
+    // A label every series carries is not repeated in the info.
+    .filter(|(k, _)| !labels.iter().any(|(l, _)| l == k))
+    .collect();
     let codes: Vec<(&str, rocgate_harness::Severity)> = rocgate_suites::findings::codes::ALL
         .iter()
         .map(|c| (c.code, c.severity))
         .collect();
     // Only a regular file can hold an earlier run's figures; a FIFO must
-    // not be read here.
+    // not be read here, nor a file bigger than any textfile rocgate writes.
     let previous = std::fs::metadata(path)
         .ok()
-        .filter(std::fs::Metadata::is_file)
+        .filter(|m| m.is_file() && m.len() < PREVIOUS_TEXTFILE_LIMIT)
         .and_then(|_| std::fs::read_to_string(path).ok())
         .and_then(|t| prom::previous_success(&t));
     prom::render(
         report,
         &PromContext {
+            labels: &labels,
             info: &info,
             codes: &codes,
             previous_success: previous,

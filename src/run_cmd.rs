@@ -42,6 +42,14 @@ pub fn timeout_overrides(
     Ok(out)
 }
 
+/// Prints `text` on stdout with no line the GitHub Actions runner would take
+/// for a workflow command: the ladder quotes node text (messages, product
+/// names, paths), and `::add-mask::` or `##[error]` read on a node must not
+/// act on the job. rocgate's own annotations are printed apart from this.
+fn say(text: &str) {
+    out!("{}", rocgate_harness::output::no_workflow_commands(text));
+}
+
 /// Exit code of a run whose report could not be written, as for a usage
 /// error: the caller must fix how rocgate was asked to report.
 const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
@@ -51,7 +59,8 @@ const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
 /// The exit code, first match wins:
 /// - 2 (as an `Err`): a usage error, found before any check runs;
 /// - 2: a report could not be written (each one is named on stderr with the
-///   error; every other report is still written). A CI gate that reads the
+///   error; every other report is still written), the GitHub job summary
+///   included. A CI gate that reads the
 ///   reports must not take a run it cannot read for a verdict, so this
 ///   outranks what the checks found, an interruption included;
 /// - 130: the run was interrupted;
@@ -100,7 +109,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
         ..ExecOptions::default()
     };
     if !args.quiet {
-        out!("{}", header(&session, &plan, &opts, style));
+        say(&header(&session, &plan, &opts, style));
     }
     let mut progress = Progress::new(plan.instances.len(), args.quiet);
     let mut report = session.run(&plan, &opts, |e| progress.on_event(e));
@@ -113,36 +122,43 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     report.fail_on_warn = fail_on_warn;
     progress.finish();
 
-    let (written, not_written) = crate::reports::write(&args.reports, &session, &report);
+    let (written, mut not_written) = crate::reports::write(
+        crate::reports::Source::Run,
+        &args.reports,
+        &session,
+        &report,
+    );
     if !args.quiet {
         outln!();
-        out!("{}", ladder::ladder(&report, style));
+        say(&ladder::ladder(&report, style));
         let matrices = ladder::matrices(&report, style);
         if !matrices.is_empty() {
             outln!();
-            out!("{matrices}");
+            say(&matrices);
         }
     }
     let failures = ladder::failures(&report, style);
     if !failures.is_empty() {
         outln!();
-        out!("{failures}");
+        say(&failures);
     }
     let unverified = ladder::unverified(&report, style);
     if !unverified.is_empty() {
         outln!();
-        out!("{unverified}");
+        say(&unverified);
     }
     outln!();
-    outln!("{}", ladder::summary(&report, style));
-    written.iter().for_each(|l| outln!("{l}"));
-    not_written.iter().for_each(|e| errln!("rocgate: {e}"));
+    say(&format!("{}\n", ladder::summary(&report, style)));
+    written.iter().for_each(|l| say(&format!("{l}\n")));
     if crate::github::active(args.no_github) {
         let shown = crate::github::publication(&crate::reports::Presented::of(&session, &report));
+        // The job summary is a report like the others: unwritten, it
+        // makes the run exit 2.
         if let Err(e) = crate::github::publish(&shown) {
-            errln!("rocgate: {e}");
+            not_written.push(e);
         }
     }
+    not_written.iter().for_each(|e| errln!("rocgate: {e}"));
     let decision = rocgate::decision::decide(&report);
     if decision.exit_code == rocgate::decision::EXIT_UNKNOWN {
         errln!("rocgate: no verdict on this node: {}", decision.reason);

@@ -35,6 +35,10 @@ fn main() {
         Trial::ignorable_test("promtool_accepts_the_textfile", promtool),
         Trial::ignorable_test("node_exporter_serves_the_textfile", node_exporter),
         Trial::ignorable_test(
+            "node_exporter_serves_health_and_run_textfiles_side_by_side",
+            textfiles_side_by_side,
+        ),
+        Trial::ignorable_test(
             "slurm_drains_and_resumes_through_its_daemons",
             slurm_cluster,
         ),
@@ -936,9 +940,9 @@ fn node_exporter() -> Result<Completion, Failed> {
     };
     for line in [
         "node_textfile_scrape_error 0",
-        "rocgate_check_failures{code=\"kfd-missing\"} 1",
-        "rocgate_layer_up{layer=\"kfd\",pci_address=\"\",scope=\"node\"} 0",
-        "rocgate_run_passed 0",
+        "rocgate_check_failures{code=\"kfd-missing\",source=\"health\"} 1",
+        "rocgate_layer_up{layer=\"kfd\",pci_address=\"\",scope=\"node\",source=\"health\"} 0",
+        "rocgate_run_passed{source=\"health\"} 0",
     ] {
         check(
             body.lines().any(|l| l == line),
@@ -1208,7 +1212,7 @@ fn slurm_cluster() -> Result<Completion, Failed> {
     // directory of the site's settings, naming the node as Slurm does.
     let prom = std::fs::read_to_string(cluster.dir.path().join("textfile/rocgate.prom"))?;
     check(
-        prom.contains("rocgate_check_failures{code=\"kfd-missing\"} 1")
+        prom.contains("rocgate_check_failures{source=\"health\",code=\"kfd-missing\"} 1")
             && prom
                 .lines()
                 .any(|l| l.starts_with("rocgate_info{") && l.contains("hostname=\"rg1\"")),
@@ -1337,4 +1341,75 @@ fn fleet_sbatch(cluster: &Cluster, root: &Path) -> Result<(), Failed> {
         check(out.join(file).is_file(), format!("no {file}"))?;
     }
     Ok(())
+}
+
+/// Serves the textfile collector's `dir` with node_exporter until dropped:
+/// the daemon and the first `/metrics` body.
+fn scrape(dir: &Path) -> Result<(Daemon, String), Failed> {
+    let port = free_port()?;
+    let exporter = Daemon(
+        Command::new("prometheus-node-exporter")
+            .args(["--collector.disable-defaults", "--collector.textfile"])
+            .arg(format!("--collector.textfile.directory={}", dir.display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?,
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(body) = http_get(port, "/metrics") {
+            return Ok((exporter, body));
+        }
+        check(
+            Instant::now() < deadline,
+            "node_exporter did not answer in 30 s",
+        )?;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// health's textfile and two runs' (quick and extended) in one collector
+/// directory, as the deploy files put them: node_exporter serves all three
+/// (a series in two files would fail the scrape with "collected before with
+/// the same name and label values").
+fn textfiles_side_by_side() -> Result<Completion, Failed> {
+    if !have("prometheus-node-exporter") {
+        return missing("prometheus-node-exporter is not installed");
+    }
+    let dir = tempfile::tempdir()?;
+    let broken = node("kfd-missing");
+    for (args, file) in [
+        (&["health"][..], "rocgate.prom"),
+        (&["run", "--quiet"][..], "rocgate-quick.prom"),
+        (
+            &["run", "--quiet", "--tier", "extended"][..],
+            "rocgate-extended.prom",
+        ),
+    ] {
+        let prom = dir.path().join(file);
+        Command::new(rocgate_bin())
+            .args(args)
+            .arg("--sysroot")
+            .arg(&broken.root)
+            .arg("--prom")
+            .arg(&prom)
+            .env("ROCGATE_CONFIG", "")
+            .output()?;
+        check(prom.is_file(), format!("no {file} written"))?;
+    }
+    let (_exporter, body) = scrape(dir.path())?;
+    for line in [
+        "node_textfile_scrape_error 0",
+        "rocgate_run_passed{source=\"health\"} 0",
+        "rocgate_run_passed{source=\"run\",tier=\"quick\"} 0",
+        "rocgate_run_passed{source=\"run\",tier=\"extended\"} 0",
+        "rocgate_check_failures{code=\"kfd-missing\",source=\"run\",tier=\"extended\"} 1",
+    ] {
+        check(
+            body.lines().any(|l| l == line),
+            format!("no {line:?} in\n{body}"),
+        )?;
+    }
+    Ok(Completion::Completed)
 }

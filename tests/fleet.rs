@@ -340,12 +340,18 @@ fn a_prolog_checks_only_the_jobs_gpus_and_calls_no_slurm_command() {
 }
 
 /// The samples of a textfile: `name{labels}` -> value.
+/// The samples of a `run` textfile, each series named without the labels
+/// that say which command and tier wrote it (every series carries them).
 fn samples(text: &str) -> Vec<(String, f64)> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .map(|l| {
             let (series, value) = l.rsplit_once(' ').unwrap();
-            (series.to_string(), value.parse().unwrap())
+            let series = series
+                .replace(r#"{source="run",tier="quick"}"#, "")
+                .replace(r#"{source="run",tier="quick","#, "{");
+            assert!(!series.contains("source="), "{l}");
+            (series, value.parse().unwrap())
         })
         .collect()
 }

@@ -7,6 +7,8 @@
 mod common;
 
 use common::{HANG_GUARD, fake_rocm, node, rocgate};
+use rocgate_fixtures::hostile::{char_device, is_char_device};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// `rocgate run` inside GitHub Actions: its stdout and the summary file,
@@ -124,4 +126,144 @@ fn junit_faults_put_the_code_and_next_step_where_junit_reporters_look() {
     let open = r#"<failure message="kfd-missing: /dev/kfd does not exist" type="kfd-missing">/dev/kfd does not exist
 next step: "#;
     assert!(xml.contains(open), "{xml}");
+}
+
+/// `rocgate run --quiet` on `root` inside GitHub Actions with
+/// $GITHUB_STEP_SUMMARY set to `summary`: (exit code, stdout, stderr).
+fn with_summary(root: &Path, summary: &Path) -> (Option<i32>, String, String) {
+    let out = rocgate()
+        .args(["run", "--quiet", "--sysroot"])
+        .arg(root)
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_STEP_SUMMARY", summary)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_summary_that_cannot_be_written_makes_the_run_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = char_device(dir.path(), "full", 7);
+    let missing = dir.path().join("no-such-dir/summary.md");
+    // A passing node and a failing one: 2 over both verdicts.
+    for name in ["mi300x-8", "kfd-missing"] {
+        let n = node(name);
+        for summary in [&full, &dir.path().to_path_buf(), &missing] {
+            let (code, stdout, stderr) = with_summary(&n.root, summary);
+            assert_eq!(
+                code,
+                Some(2),
+                "{name} {}: {stdout}\n{stderr}",
+                summary.display()
+            );
+            assert!(
+                stderr.contains(&format!(
+                    "GitHub job summary not written to {}",
+                    summary.display()
+                )),
+                "{stderr}"
+            );
+        }
+    }
+    assert!(is_char_device(&full));
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_summary_fifo_without_a_reader_fails_at_once_and_one_with_a_reader_gets_it() {
+    let n = node("kfd-missing");
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("summary");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let started = std::time::Instant::now();
+    let (code, _, stderr) = with_summary(&n.root, &fifo);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("nothing is reading"), "{stderr}");
+    // Not the hang guard: it did not wait for a reader.
+    assert!(started.elapsed() < HANG_GUARD / 2);
+    // With a reader (open before rocgate writes; the summary fits the pipe).
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let (code, _, stderr) = with_summary(&n.root, &fifo);
+    assert_eq!(code, Some(1), "{stderr}");
+    let mut got = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut reader, &mut got);
+    let got = String::from_utf8_lossy(&got);
+    assert!(got.starts_with("## rocgate FAILED on kfd-missing"), "{got}");
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
+#[test]
+fn a_summary_link_another_user_planted_in_a_sticky_directory_is_not_followed() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("not root: cannot plant another user's link; skipped");
+        return;
+    }
+    let n = node("kfd-missing");
+    let dir = tempfile::tempdir().unwrap();
+    let sticky = dir.path().join("tmp");
+    std::fs::create_dir(&sticky).unwrap();
+    std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let victim = dir.path().join("bashrc");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let link = sticky.join("summary.md");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
+    let (code, _, stderr) = with_summary(&n.root, &link);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&link.display().to_string()) && stderr.contains("fs.protected_symlinks"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+}
+
+#[test]
+fn node_text_in_the_summary_is_text_and_on_stdout_no_command() {
+    let n = node("mi300x-8");
+    let evil = "</details></table><img src=\"https://evil.example/t.png\">[docs](https://evil.example)![x](https://evil.example/i.png)|`x`";
+    let vbios = std::fs::read_dir(n.root.join("sys/bus/pci/devices"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("vbios_version"))
+        .find(|p| p.exists())
+        .unwrap();
+    std::fs::write(&vbios, evil).unwrap();
+    std::fs::write(
+        n.root.join("proc/sys/kernel/osrelease"),
+        "6.8.0-##[add-mask]generic",
+    )
+    .unwrap();
+    let (stdout, summary) = in_actions(&n.root, &[], &[]);
+    // The node's text is in the summary, escaped: no tag, link or image.
+    assert!(
+        summary.contains("&lt;/details&gt;&lt;/table&gt;&lt;img"),
+        "{summary}"
+    );
+    assert_eq!(summary.matches("</details>").count(), 1, "{summary}");
+    for made in ["<img", "</table>", "[docs](", "![x](", "|`x`"] {
+        assert!(!summary.contains(made), "{made} in\n{summary}");
+    }
+    // Every row of the versions table has its three cells.
+    for row in summary.lines().filter(|l| l.contains("| vbios |")) {
+        assert_eq!(row.replace("\\|", "").matches('|').count(), 4, "{row}");
+    }
+    // stdout: rocgate's own annotations only.
+    for line in stdout.split(['\n', '\r']) {
+        let own = line.starts_with("::error title=rocgate ")
+            || line.starts_with("::warning title=rocgate ");
+        assert!(
+            own || !(line.trim_start().starts_with("::") || line.contains("##[")),
+            "{line}"
+        );
+    }
 }

@@ -10,7 +10,7 @@ use common::{HANG_GUARD, node, rocgate};
 use rocgate_fixtures::hostile::{char_device, is_char_device};
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, symlink};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -527,4 +527,251 @@ fn each_stream_is_coloured_only_when_it_is_the_terminal() {
     assert!(has_colour(&run.terminal), "{:?}", run.terminal);
     assert!(run.other.contains("FAILED"), "{}", run.other);
     assert!(!run.other.contains('\u{1b}'), "{:?}", run.other);
+}
+
+// Report paths another user planted: the kernel's fs.protected_symlinks
+// rule, applied by rocgate (which resolves links itself).
+
+/// A sticky world-writable directory (mode 1777, as /tmp) in a temporary
+/// one, when the test runs as root: only root can give a link to another
+/// user. `None` (the test is then vacuous) otherwise.
+fn sticky_dir() -> Option<(tempfile::TempDir, PathBuf)> {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("not root: cannot plant another user's link; skipped");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sticky = dir.path().join("tmp");
+    fs::create_dir(&sticky).unwrap();
+    fs::set_permissions(&sticky, fs::Permissions::from_mode(0o1777)).unwrap();
+    Some((dir, sticky))
+}
+
+/// `link`, a symlink to `target` owned by nobody (uid 65534).
+fn planted(target: &Path, link: &Path) -> PathBuf {
+    symlink(target, link).unwrap();
+    std::os::unix::fs::lchown(link, Some(65534), Some(65534)).unwrap();
+    link.to_path_buf()
+}
+
+#[test]
+fn a_link_another_user_planted_in_a_sticky_directory_is_not_followed() {
+    let Some((dir, sticky)) = sticky_dir() else {
+        return;
+    };
+    let n = node("rx7900xtx-1");
+    let victims = dir.path().join("victims");
+    fs::create_dir(&victims).unwrap();
+    let victim = victims.join("shadow");
+    fs::write(&victim, "precious").unwrap();
+    // The final link to a file, a dangling one, one to a directory on the
+    // way, and a device (a tty, say) behind a link.
+    let json = planted(&victim, &sticky.join("x.json"));
+    let junit = planted(&victims.join("new.xml"), &sticky.join("x.xml"));
+    let through = planted(&victims, &sticky.join("d"));
+    let html = through.join("page.html");
+    let null = char_device(dir.path(), "null", 3);
+    let prom = planted(&null, &sticky.join("x.prom"));
+    let (code, stdout, stderr) = run_reports(
+        &n.root,
+        &[
+            Path::new("--json"),
+            &json,
+            Path::new("--junit"),
+            &junit,
+            Path::new("--html"),
+            &html,
+            Path::new("--prom"),
+            &prom,
+        ],
+    );
+    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    for (what, path) in [
+        ("JSON", &json),
+        ("JUnit", &junit),
+        ("HTML", &html),
+        ("Prometheus", &prom),
+    ] {
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&format!("{what} report not written to {}", path.display())))
+            .unwrap_or_else(|| panic!("no {what} error in\n{stderr}"));
+        assert!(line.contains("fs.protected_symlinks"), "{line}");
+    }
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(!victims.join("new.xml").exists());
+    assert_eq!(fs::read_dir(&victims).unwrap().count(), 1);
+    assert!(is_char_device(&null));
+}
+
+#[test]
+fn links_the_kernel_would_follow_are_followed_in_a_sticky_directory() {
+    let Some((dir, sticky)) = sticky_dir() else {
+        return;
+    };
+    let n = node("rx7900xtx-1");
+    let target = dir.path().join("target.json");
+    // rocgate's own link; another user's in a sticky directory that user
+    // owns (the directory's owner may link in it).
+    let own = sticky.join("own.json");
+    symlink(&target, &own).unwrap();
+    let theirs_dir = dir.path().join("theirs");
+    fs::create_dir(&theirs_dir).unwrap();
+    fs::set_permissions(&theirs_dir, fs::Permissions::from_mode(0o1777)).unwrap();
+    std::os::unix::fs::lchown(&theirs_dir, Some(65534), Some(65534)).unwrap();
+    let junit_target = dir.path().join("target.xml");
+    let theirs = planted(&junit_target, &theirs_dir.join("r.xml"));
+    let (code, stdout, stderr) = run_reports(
+        &n.root,
+        &[Path::new("--json"), &own, Path::new("--junit"), &theirs],
+    );
+    assert!(matches!(code, 0 | 1), "{stdout}\n{stderr}");
+    assert!(
+        fs::read_to_string(&target)
+            .unwrap()
+            .contains("\"schema_version\"")
+    );
+    assert!(
+        fs::read_to_string(&junit_target)
+            .unwrap()
+            .contains("<testsuites")
+    );
+}
+
+// Commands whose stdout is their document: a full disk is an error.
+
+#[test]
+fn a_document_on_a_full_stdout_fails_with_exit_2_naming_stdout() {
+    let n = node("kfd-missing");
+    let dir = tempfile::tempdir().unwrap();
+    let full = char_device(dir.path(), "full", 7);
+    let json = dir.path().join("r.json");
+    let (code, _, stderr) = run_reports(&n.root, &[Path::new("--json"), &json]);
+    assert_eq!(code, 1, "{stderr}");
+    let root = n.root.to_str().unwrap();
+    let report = json.to_str().unwrap();
+    let commands: [&[&str]; 9] = [
+        &["inventory", "--json", "--sysroot", root],
+        &["inventory", "--sysroot", root],
+        &["fleet", "report", report],
+        &["compare", report, report],
+        &["codes"],
+        &["codes", "--format", "markdown"],
+        &["doctor", "--json", "--sysroot", root],
+        &["list"],
+        &["matrix", "check", "--sysroot", root],
+    ];
+    for args in commands {
+        let err_path = dir.path().join("stderr");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rocgate"))
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env("ROCGATE_CONFIG", "")
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("ROCGATE_NODE_NAME")
+            .stdin(Stdio::null())
+            .stdout(File::options().write(true).open(&full).unwrap())
+            .stderr(File::create(&err_path).unwrap())
+            .spawn()
+            .unwrap();
+        let code = wait_guarded(&mut child);
+        let stderr = fs::read_to_string(&err_path).unwrap();
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("stdout") && stderr.contains("No space left on device"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+// Node text on stdout: no terminal control, no workflow command.
+
+#[test]
+fn inventory_prints_no_terminal_control_from_the_node() {
+    let n = node("rx7900xtx-1");
+    let vbios = glob_one(&n.root.join("sys/bus/pci/devices"), "vbios_version");
+    // An OSC 52 clipboard write, a screen clear, a carriage return that
+    // would draw over the line.
+    fs::write(
+        &vbios,
+        "113-\u{1b}]52;c;ZXZpbA==\u{7}D\u{1b}[2J\u{1b}[H70\rfake",
+    )
+    .unwrap();
+    let out = rocgate()
+        .args(["inventory", "--sysroot"])
+        .arg(&n.root)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(!stdout.contains(['\u{1b}', '\u{7}', '\r']), "{stdout:?}");
+    // What is left of it is on one line.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("113-D70") && l.contains("fake")),
+        "{stdout}"
+    );
+    // JSON keeps the exact text, escaped as JSON.
+    let out = rocgate()
+        .args(["inventory", "--json", "--sysroot"])
+        .arg(&n.root)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert!(!out.stdout.contains(&0x1b), "raw escape in the JSON");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc.to_string().contains("113-\\u001b]52;c;"), "{doc}");
+}
+
+/// Whether a GitHub Actions runner would take a line of `text` for a
+/// workflow command (actions/runner ActionCommand.cs: `::` after leading
+/// white space, `##[` anywhere; lines split at `\n` and `\r`).
+fn workflow_commands(text: &str) -> Vec<&str> {
+    text.split(['\n', '\r'])
+        .filter(|l| l.trim_start().starts_with("::") || l.contains("##["))
+        .collect()
+}
+
+#[test]
+fn node_text_on_stdout_is_never_a_workflow_command() {
+    let n = node("rx7900xtx-1");
+    fs::write(
+        n.root.join("proc/sys/kernel/osrelease"),
+        "6.8.0-##[add-mask]generic",
+    )
+    .unwrap();
+    let vbios = glob_one(&n.root.join("sys/bus/pci/devices"), "vbios_version");
+    fs::write(&vbios, "::add-mask::113-D70 ##[error]x").unwrap();
+    let mut runs: Vec<(Vec<&str>, String)> = Vec::new();
+    for args in [
+        vec!["run", "--sysroot"],
+        vec!["inventory", "--sysroot"],
+        vec!["inventory", "--json", "--sysroot"],
+        vec!["doctor", "--sysroot"],
+        vec!["doctor", "--json", "--sysroot"],
+    ] {
+        let out = rocgate()
+            .args(&args)
+            .arg(&n.root)
+            .timeout(HANG_GUARD)
+            .output()
+            .unwrap();
+        runs.push((args, String::from_utf8_lossy(&out.stdout).into_owned()));
+    }
+    for (args, stdout) in &runs {
+        assert!(workflow_commands(stdout).is_empty(), "{args:?}:\n{stdout}");
+    }
+    // The text is still there, and JSON says exactly what the node said.
+    assert!(
+        runs[0].1.contains("6.8.0-#\u{2060}#[add-mask]generic"),
+        "{}",
+        runs[0].1
+    );
+    let doc: serde_json::Value = serde_json::from_str(&runs[2].1).unwrap();
+    assert!(
+        doc.to_string().contains("6.8.0-##[add-mask]generic"),
+        "{doc}"
+    );
 }

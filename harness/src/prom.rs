@@ -15,6 +15,10 @@ use std::fmt::Write as _;
 
 /// What the textfile says beyond the run's results.
 pub struct PromContext<'a> {
+    /// Labels every series carries, first: which command (and tier) wrote
+    /// the file, so two of rocgate's textfiles in one collector directory
+    /// never export one series twice, which node_exporter refuses.
+    pub labels: &'a [(&'a str, String)],
     /// Labels of `rocgate_info` (`version`, `hostname`, `rocm`, ...), in order.
     pub info: &'a [(&'a str, String)],
     /// Every finding code the suites can report, with its severity, so
@@ -39,6 +43,10 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
         "gauge",
         "rocgate and the node's versions; always 1.",
     );
+    let sample = |out: &mut String, name: &str, labels: &[(&str, String)], value: f64| {
+        let all: Vec<(&str, String)> = ctx.labels.iter().chain(labels).cloned().collect();
+        sample(out, name, &all, value);
+    };
     sample(&mut out, "rocgate_info", ctx.info, 1.0);
 
     family(
@@ -180,10 +188,17 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
 }
 
 /// `rocgate_last_success_timestamp_seconds` in a textfile written before,
-/// if it holds a usable one.
+/// if it holds a usable one, whatever labels it carries (a file written before the series had
+/// `source` labels included).
 pub fn previous_success(text: &str) -> Option<f64> {
     text.lines()
-        .filter_map(|l| l.strip_prefix("rocgate_last_success_timestamp_seconds "))
+        .filter_map(|l| l.strip_prefix("rocgate_last_success_timestamp_seconds"))
+        .filter_map(|rest| match rest.strip_prefix('{') {
+            // Label values are escaped, so the last `}` ends the labels.
+            Some(labelled) => labelled.rsplit_once('}').map(|(_, v)| v),
+            None => Some(rest),
+        })
+        .filter(|v| v.starts_with(' '))
         .filter_map(|v| v.trim().parse::<f64>().ok())
         .find(|v| v.is_finite() && *v > 0.0)
 }
@@ -274,6 +289,7 @@ mod tests {
 
     fn ctx<'a>(info: &'a [(&'a str, String)], previous: Option<f64>) -> PromContext<'a> {
         PromContext {
+            labels: &[],
             info,
             codes: &[
                 ("broken", Severity::Fail),
@@ -364,5 +380,50 @@ mod tests {
             "{first}"
         );
         assert_eq!(previous_success(&first), None);
+        // With the labels of its source, and from a file without them.
+        let labels = [("source", "health".to_string())];
+        let labelled = render(
+            &passing,
+            &PromContext {
+                labels: &labels,
+                ..ctx(&[], None)
+            },
+        );
+        assert!(previous_success(&labelled).is_some(), "{labelled}");
+        assert_eq!(
+            previous_success("rocgate_last_success_timestamp_seconds 1234.5\n"),
+            Some(1234.5)
+        );
+        assert_eq!(
+            previous_success("rocgate_last_success_timestamp_secondsX 1\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn every_series_carries_the_labels_of_its_source() {
+        let r = report(vec![result(Scope::Node, A, Status::Pass, None)]);
+        let labels = [
+            ("source", "run".to_string()),
+            ("tier", "extended".to_string()),
+        ];
+        let info = [("version", "0.1.0".to_string())];
+        let text = render(
+            &r,
+            &PromContext {
+                labels: &labels,
+                ..ctx(&info, None)
+            },
+        );
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(samples.len() > 5, "{text}");
+        for l in &samples {
+            assert!(
+                l.contains(r#"{source="run",tier="extended""#),
+                "{l} lacks the source labels"
+            );
+        }
+        assert!(text.contains(r#"rocgate_info{source="run",tier="extended",version="0.1.0"} 1"#));
+        assert!(text.contains(r#"rocgate_run_passed{source="run",tier="extended"} 1"#));
     }
 }
