@@ -7,7 +7,7 @@
 //!
 //! Node text (a VBIOS string, a message quoting a sysfs file, a host name)
 //! is data, never markup: every such string in the summary goes through
-//! [`escape_cell`], so `</details>`, `<img src=...>` or `[x](http://...)`
+//! [`rocgate_harness::markdown::cell`], so `</details>`, `<img src=...>` or `[x](http://...)`
 //! read on a node show as typed and load or link nothing. In annotations it
 //! is workflow-command data, escaped as the Actions toolkit does, so it
 //! cannot end the command or start another.
@@ -131,44 +131,7 @@ pub fn publication(run: &Presented<'_>) -> Publication {
     }
 }
 
-/// Text from the node for a markdown table cell or paragraph that GitHub
-/// renders: one line without control characters or escape sequences, the
-/// characters HTML gives a meaning (`<`, `>`, `&`, quotes) as entities and
-/// those markdown does (emphasis, links and images, code, tables, headings,
-/// strikethrough, math) backslash-escaped, so it shows as typed: no tag, no
-/// link, no image is made from it. (A bare `https://...` is still linked by
-/// GitHub, showing the address itself.)
-pub fn escape_cell(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in rocgate_harness::output::one_line(s).chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '!' | '~' | '$' | '#' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A finding code or a PCI address as inline code when it is one (letters,
-/// digits, `-_.:`), else as escaped text: entities do not work inside code.
-fn code(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
-    if plain {
-        format!("`{s}`")
-    } else {
-        escape_cell(s)
-    }
-}
+use rocgate_harness::markdown::{cell as escape_cell, code};
 
 fn summary(
     report: &RunReport,
@@ -289,19 +252,6 @@ pub fn publish(publication: &Publication) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn node_text_in_a_cell_is_text() {
-        let s = "</details></table><img src=http://x/y.png>[x](http://e)|`a`*b*\n$m$ &amp;";
-        let e = escape_cell(s);
-        assert_eq!(
-            e,
-            "&lt;/details&gt;&lt;/table&gt;&lt;img src=http://x/y.png&gt;\\[x\\](http://e)\\|\\`a\\`\\*b\\* \\$m\\$ &amp;amp;"
-        );
-        assert_eq!(code("kfd-missing"), "`kfd-missing`");
-        assert_eq!(code("0000:05:00.0"), "`0000:05:00.0`");
-        assert_eq!(code("a`b"), "a\\`b");
-    }
 
     #[test]
     fn workflow_commands_are_escaped_as_the_toolkit_does() {

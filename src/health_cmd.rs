@@ -90,7 +90,7 @@ pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
         Err(Stop::Unknown(_)) => Health::Unknown,
         Err(Stop::Unhealthy(_)) => Health::Unhealthy,
     };
-    let not_written = verdict.as_ref().map_or(0, |v| v.not_written);
+    let mut not_written = verdict.as_ref().map_or(0, |v| v.not_written);
     if job {
         // The job's log gets the line; Slurm is not called from a prolog.
         // Slurm drains the node on any other exit than 0, so only a fault
@@ -102,7 +102,12 @@ pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
         }
         return Ok(ExitCode::from(u8::from(health == Health::Unhealthy)));
     }
-    outln!("{line}");
+    // The line is what a monitor reads: node text in it is never a workflow
+    // command, and a line stdout did not take is a report not written.
+    if let Err(e) = crate::ui::document::text(&format!("{line}\n")) {
+        errln!("rocgate: {e}");
+        not_written += 1;
+    }
     if args.slurm {
         let reason = match &verdict {
             Ok(v) if v.decision.health == Health::Unhealthy => Some(drain_reason(v)),

@@ -13,11 +13,13 @@
 //! `www.`, `http://` and `https://` (6.9).
 
 /// `text` as the content of one markdown table cell, or of any inline
-/// markdown: pipes and markdown punctuation escaped, `<`, `>` and `&` as
-/// entities, line breaks and other control characters as spaces, and
-/// autolinks (`https://`, `www.`) broken so they stay text.
+/// markdown: terminal escape sequences dropped and line breaks as spaces
+/// ([`crate::output::one_line`]), pipes and markdown punctuation escaped,
+/// `<`, `>`, `&` and quotes as entities (a cell may sit inside an HTML
+/// attribute of a `<details>` summary), and autolinks (`https://`, `www.`)
+/// broken so they stay text.
 pub fn cell(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
+    let chars: Vec<char> = crate::output::one_line(text).chars().collect();
     let mut out = String::with_capacity(text.len());
     for (i, &c) in chars.iter().enumerate() {
         let word = |j: Option<usize>| {
@@ -28,6 +30,8 @@ pub fn cell(text: &str) -> String {
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
             '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
             // `_` inside a word (`fw_mec`) never emphasises (GFM 6.4):
             // left as it is, the raw text stays readable.
             '_' if word(i.checked_sub(1)) && word(Some(i + 1)) => out.push('_'),
@@ -69,6 +73,16 @@ pub fn code(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quotes_and_escape_sequences_never_leave_the_text() {
+        assert_eq!(
+            cell("\u{1b}]52;c;aGk=\u{7}\"a\" 'b'\u{1b}[2J"),
+            "&quot;a&quot; &#39;b&#39;"
+        );
+        assert_eq!(code("a`b"), "a\\`b");
+        assert_eq!(code("0000:05:00.0"), "`0000:05:00.0`");
+    }
 
     #[test]
     fn node_text_stays_in_its_cell_and_is_never_markup() {
