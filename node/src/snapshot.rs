@@ -11,13 +11,14 @@
 
 use crate::PathUse as Use;
 use crate::Sysroot;
+use crate::sysroot::Kind;
 use crate::facts::NodeFacts;
 use crate::facts::access::{self, Access};
 use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser};
 use nix::errno::Errno;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -54,7 +55,7 @@ enum Outcome {
 
 /// The reading thread's request and reply channels.
 type ReadWorker = (
-    mpsc::Sender<PathBuf>,
+    mpsc::Sender<String>,
     mpsc::Receiver<std::io::Result<Vec<u8>>>,
 );
 
@@ -63,27 +64,31 @@ type ReadWorker = (
 /// its thread is abandoned, and the PCI device it belongs to is treated as
 /// wedged from then on (its other files are not tried).
 struct BoundedReader {
+    root: Sysroot,
     worker: Option<ReadWorker>,
     wedged: Vec<String>,
 }
 
 impl BoundedReader {
-    fn new() -> BoundedReader {
+    /// Reads recorded paths of `root`, its links resolved inside it.
+    fn new(root: &Sysroot) -> BoundedReader {
         BoundedReader {
+            root: root.clone(),
             worker: None,
             wedged: Vec::new(),
         }
     }
 
-    fn spawn() -> Option<ReadWorker> {
-        let (to_worker, requests) = mpsc::channel::<PathBuf>();
+    fn spawn(root: Sysroot) -> Option<ReadWorker> {
+        let (to_worker, requests) = mpsc::channel::<String>();
         let (replies, from_worker) = mpsc::channel();
         std::thread::Builder::new()
             .name("rocgate-snapshot-read".into())
             .spawn(move || {
-                for path in requests {
+                for at in requests {
                     let mut bytes = Vec::new();
-                    let r = std::fs::File::open(&path)
+                    let r = root
+                        .recorded_open(&at)
                         .and_then(|f| f.take(MAX_FILE).read_to_end(&mut bytes))
                         .map(|_| bytes);
                     if replies.send(r).is_err() {
@@ -95,23 +100,25 @@ impl BoundedReader {
         Some((to_worker, from_worker))
     }
 
-    /// Reads `path`, the node's `host` path.
-    fn read(&mut self, host: &str, path: &Path) -> Outcome {
+    /// Reads `host`, a recorded path.
+    fn read(&mut self, host: &str) -> Outcome {
         if self.wedged.iter().any(|w| host.starts_with(w.as_str())) {
             return Outcome::Hung;
         }
         if self.worker.is_none() {
-            self.worker = Self::spawn();
+            self.worker = Self::spawn(self.root.clone());
         }
         let Some((tx, rx)) = &self.worker else {
             return Outcome::Failed;
         };
-        if tx.send(path.to_path_buf()).is_err() {
+        if tx.send(host.to_string()).is_err() {
             self.worker = None;
             return Outcome::Failed;
         }
         match rx.recv_timeout(FILE_WAIT) {
             Ok(Ok(bytes)) => Outcome::Bytes(bytes),
+            // A FIFO, device or socket of a capture: it did not answer there.
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Outcome::Hung,
             Ok(Err(_)) => Outcome::Failed,
             Err(_) => {
                 self.worker = None;
@@ -165,9 +172,7 @@ impl Redactor {
                 }
                 if let Some(pci) = &g.pci {
                     let host = format!("{}/serial_number", pci.sysfs_dir());
-                    if let Outcome::Bytes(b) =
-                        reader.read(&host, &facts.sysroot.recorded_path(&host))
-                    {
+                    if let Outcome::Bytes(b) = reader.read(&host) {
                         let serial = String::from_utf8_lossy(&b).trim().to_string();
                         if serial.len() >= 4 {
                             pairs.push((
@@ -274,7 +279,7 @@ fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
     let devices = paths
         .into_iter()
         .map(|p| {
-            let meta = std::fs::metadata(facts.sysroot.recorded_path(&p)).ok();
+            let meta = facts.sysroot.recorded_entry(&p, true);
             let open = match facts.access(&p) {
                 Access::Granted => "ok".to_string(),
                 Access::Missing => "ENOENT".to_string(),
@@ -283,10 +288,8 @@ fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
                 Access::Unknown { .. } => "unknown".to_string(),
             };
             CapturedDevice {
-                gid: meta.as_ref().map(MetadataExt::gid),
-                mode: meta
-                    .as_ref()
-                    .map(|m| format!("{:04o}", m.permissions().mode() & 0o7777)),
+                gid: meta.map(|m| m.gid),
+                mode: meta.map(|m| format!("{:04o}", m.mode & 0o7777)),
                 path: p,
                 open,
             }
@@ -369,64 +372,35 @@ fn within_root(at: &str, target: &Path) -> PathBuf {
 /// Writes a snapshot of what `facts.sysroot` (a recording sysroot) has
 /// accessed, plus the kernel log and the capture record, to `out`.
 ///
-/// The archive is written to a temporary file beside `out` and renamed
-/// into place at the end, so `out` is either untouched or complete, never
-/// half-written (an existing `out` that is not a regular file, such as
-/// `/dev/stdout`, is written directly: there is nothing to rename onto).
-/// `stop` is polled between entries; when it says so the snapshot is
-/// abandoned and its temporary file removed.
+/// `out` is written as the reports are (`rocgate_harness::atomic`): a
+/// regular file or a new path is replaced whole by a temporary file renamed
+/// into place, so it is either untouched or complete, never half-written; a
+/// symlink is followed to its target, never replaced; a FIFO or a character
+/// device is written through, opened without blocking (a FIFO nobody reads
+/// fails at once with ENXIO); `/dev/stdout` is rocgate's own stdout. `stop`
+/// is polled between entries; when it says so the snapshot is abandoned
+/// before anything is written.
 pub fn write(
     facts: &NodeFacts,
     out: &Path,
     redact: bool,
     stop: &dyn Fn() -> bool,
 ) -> Result<Summary, String> {
-    let direct = std::fs::metadata(out).ok().filter(|m| !m.is_file());
-    if direct.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+    if std::fs::metadata(out).is_ok_and(|m| m.is_dir()) {
         return Err(format!(
             "failed to write {}: it is a directory; give the archive's file name (`--out {}/node.tar.zst`)",
             out.display(),
             out.display()
         ));
     }
-    if direct.is_some() {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(out)
-            .map_err(|e| format!("failed to open {}: {e}", out.display()))?;
-        let (_, summary) = write_to(facts, file, out, redact, stop)?;
-        return Ok(summary);
+    // A snapshot is a few MiB at most (every file is capped, most are
+    // sysfs attributes): it is built in memory, then written in one go.
+    let (bytes, summary) = write_to(facts, Vec::new(), out, redact, stop)?;
+    if stop() {
+        return Err(format!("interrupted: {} not written", out.display()));
     }
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".rocgate-snapshot-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| {
-            format!(
-                "failed to create a temporary file in {} for {}: {e}",
-                dir.display(),
-                out.display()
-            )
-        })?;
-    // On any error `tmp` is dropped here, which removes it.
-    let (tmp, summary) = write_to(facts, tmp, out, redact, stop)?;
-    let fail = |e: std::io::Error| format!("failed to write {}: {e}", tmp.path().display());
-    // A snapshot is for sharing; a temporary file starts out private.
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(out).map_err(|e| {
-        format!(
-            "failed to move the snapshot into {}: {}",
-            out.display(),
-            e.error
-        )
-    })?;
+    rocgate_harness::atomic::write(out, &bytes)
+        .map_err(|e| format!("the snapshot was not written: {e}"))?;
     Ok(summary)
 }
 
@@ -439,7 +413,7 @@ fn write_to<W: Write>(
     stop: &dyn Fn() -> bool,
 ) -> Result<(W, Summary), String> {
     let root = &facts.sysroot;
-    let mut reader = BoundedReader::new();
+    let mut reader = BoundedReader::new(root);
     let mut redactor = Redactor::new(facts, redact, &mut reader);
     let enc = zstd::Encoder::new(sink, 3)
         .map_err(|e| format!("failed to start compressing {}: {e}", out.display()))?;
@@ -466,19 +440,14 @@ fn write_to<W: Write>(
         .map(|(host, _)| host.trim_end_matches('/').to_string())
         .collect();
     for dir in listed {
-        let Ok(entries) = std::fs::read_dir(root.recorded_path(&dir)) else {
+        let Some(entries) = root.recorded_list(&dir) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let (Ok(name), Ok(kind)) = (entry.file_name().into_string(), entry.file_type()) else {
-                continue;
-            };
-            let how = if kind.is_symlink() {
-                Use::Linked
-            } else if kind.is_dir() {
-                Use::Listed
-            } else {
-                Use::Probed
+        for (name, kind) in entries {
+            let how = match kind {
+                Kind::Link => Use::Linked,
+                Kind::Dir => Use::Listed,
+                _ => Use::Probed,
             };
             accesses.entry(format!("{dir}/{name}")).or_insert(how);
         }
@@ -488,7 +457,7 @@ fn write_to<W: Write>(
         .iter()
         .filter(|(_, how)| **how == Use::Linked)
         .filter_map(|(host, _)| {
-            let target = std::fs::read_link(root.recorded_path(host)).ok()?;
+            let target = root.recorded_link(host)?;
             Some((host.trim_start_matches('/'), target))
         })
         .collect();
@@ -522,7 +491,6 @@ fn write_to<W: Write>(
         let Some(at) = place(rel, &links).filter(|at| stored.insert(at.clone())) else {
             continue;
         };
-        let path = root.recorded_path(host);
         match how {
             Use::Linked => {
                 if let Some(target) = links.get(&at) {
@@ -533,7 +501,10 @@ fn write_to<W: Write>(
                 }
             }
             Use::Listed => {
-                if path.is_dir() {
+                if root
+                    .recorded_entry(host, true)
+                    .is_some_and(|e| e.kind == Kind::Dir)
+                {
                     let mut h = header(tar::EntryType::Directory, 0, 0o755);
                     tar.append_data(&mut h, &at, std::io::empty())
                         .map_err(err)?;
@@ -541,10 +512,10 @@ fn write_to<W: Write>(
                 }
             }
             Use::Read | Use::Probed => {
-                let Ok(meta) = std::fs::metadata(&path) else {
+                let Some(meta) = root.recorded_entry(host, true) else {
                     continue;
                 };
-                if meta.is_dir() {
+                if meta.kind == Kind::Dir {
                     let mut h = header(tar::EntryType::Directory, 0, 0o755);
                     tar.append_data(&mut h, &at, std::io::empty())
                         .map_err(err)?;
@@ -553,11 +524,14 @@ fn write_to<W: Write>(
                 }
                 // Device nodes and probed files: presence is what matters.
                 let mut bytes = Vec::new();
-                let hung = if meta.file_type().is_fifo() {
+                let hung = if meta.kind == Kind::Fifo {
                     // A capture that simulates a hang (as the fixtures do) keeps it.
                     true
-                } else if *how == Use::Read && meta.is_file() {
-                    match reader.read(host, &path) {
+                } else if meta.kind == Kind::Special && !root.is_live() {
+                    // A device or socket in a capture did not answer there.
+                    true
+                } else if *how == Use::Read && meta.kind == Kind::File {
+                    match reader.read(host) {
                         Outcome::Bytes(b) => {
                             bytes = b;
                             false
@@ -684,7 +658,111 @@ fn human(bytes: u64) -> String {
 #[derive(Debug)]
 pub struct Opened {
     sysroot: Sysroot,
-    unpacked: Option<tempfile::TempDir>,
+    unpacked: Option<Unpacked>,
+}
+
+/// Names of the directories archives are unpacked into, in the temporary
+/// directory: `rocgate-snapshot-PID-XXXXXX`, PID the process that made it.
+const UNPACK_PREFIX: &str = "rocgate-snapshot-";
+
+/// A directory an archive was unpacked into, removed when this is dropped.
+/// While it lives the directory is locked (`flock`), and registered for
+/// removal should a signal end the process by force; a directory left by a
+/// process killed outright (SIGKILL) is unlocked, and the next unpack
+/// removes it ([`sweep_stale`]).
+#[derive(Debug)]
+pub struct Unpacked {
+    // Fields drop in order: the directory is removed before its lock is
+    // released and its registration dropped.
+    dir: tempfile::TempDir,
+    _lock: Option<nix::fcntl::Flock<std::fs::File>>,
+    _registered: rocgate_harness::signal::Registered,
+}
+
+impl Unpacked {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// How old an unlocked unpack directory must be before it is taken for one
+/// whose process was killed: its maker locks it right after creating it.
+const STALE_AFTER: Duration = Duration::from_secs(1);
+
+/// An unlocked unpack directory whose process is still alive (its number
+/// reused) is taken for stale after this.
+const STALE_ALIVE_AFTER: Duration = Duration::from_secs(60);
+
+/// Removes unpack directories of this user in `tmp` that no live rocgate
+/// holds: left by a process killed with SIGKILL, which removes nothing. A
+/// directory is taken for stale when its lock is free and, as its maker
+/// takes the lock right after creating it, it is older than a second and
+/// its process is gone (or older than a minute, the process number being
+/// reused). A lock that cannot be tested counts as held.
+fn sweep_stale(tmp: &Path) {
+    use nix::fcntl::{Flock, FlockArg};
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(UNPACK_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != me {
+            continue;
+        }
+        let changed = std::time::UNIX_EPOCH
+            + Duration::from_secs(u64::try_from(meta.ctime()).unwrap_or(u64::MAX / 4));
+        let age = now.duration_since(changed).unwrap_or_default();
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(Errno::ESRCH)
+        );
+        if age < STALE_AFTER || (!gone && age < STALE_ALIVE_AFTER) {
+            continue;
+        }
+        let Ok(dir) = std::fs::File::open(&path) else {
+            continue;
+        };
+        // Held while the lock is: no other sweep removes it meanwhile.
+        if let Ok(_lock) = Flock::lock(dir, FlockArg::LockExclusiveNonblock) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// A fresh, locked and registered directory to unpack into.
+fn unpack_dir() -> std::io::Result<Unpacked> {
+    use nix::fcntl::{Flock, FlockArg};
+    let tmp = std::env::temp_dir();
+    sweep_stale(&tmp);
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{UNPACK_PREFIX}{}-", std::process::id()))
+        .tempdir_in(&tmp)?;
+    let registered = rocgate_harness::signal::remove_on_forced_exit(dir.path());
+    // A file system without flock: the directory is left to the normal
+    // removal, and counts as held for every sweep.
+    let lock = std::fs::File::open(dir.path())
+        .ok()
+        .and_then(|f| Flock::lock(f, FlockArg::LockExclusiveNonblock).ok());
+    Ok(Unpacked {
+        dir,
+        _lock: lock,
+        _registered: registered,
+    })
 }
 
 impl Opened {
@@ -703,7 +781,7 @@ impl Opened {
 
     /// The directory an archive was unpacked into, if it was one.
     pub fn unpacked_dir(&self) -> Option<&Path> {
-        self.unpacked.as_ref().map(tempfile::TempDir::path)
+        self.unpacked.as_ref().map(Unpacked::path)
     }
 }
 
@@ -724,8 +802,11 @@ pub fn open(arg: &Path, stop: &dyn Fn() -> bool) -> Result<Opened, String> {
 
 /// Unpacks a snapshot (`.tar.zst`, or a plain `.tar`) into a temporary
 /// directory that lives as long as the returned guard. Errors name the
-/// archive and what is wrong with it.
-pub fn extract(path: &Path, stop: &dyn Fn() -> bool) -> Result<tempfile::TempDir, String> {
+/// archive and what is wrong with it. The archive is read twice: first its
+/// headers alone, so that one beyond the limits (or with an entry refused
+/// from its header) is refused before anything is written, then to unpack,
+/// with every check made again on what is read.
+pub fn extract(path: &Path, stop: &dyn Fn() -> bool) -> Result<Unpacked, String> {
     let shown = path.display();
     let next = "give a directory or an archive written by `rocgate snapshot --out FILE` (take a new one on the node if this one is damaged)";
     let mut f = std::fs::File::open(path).map_err(|e| format!("failed to open {shown}: {e}"))?;
@@ -742,31 +823,33 @@ pub fn extract(path: &Path, stop: &dyn Fn() -> bool) -> Result<tempfile::TempDir
     let n = f
         .read(&mut head)
         .map_err(|e| format!("failed to read {shown}: {e}"))?;
-    let f = std::fs::File::open(path).map_err(|e| format!("failed to open {shown}: {e}"))?;
-    let dir = tempfile::Builder::new()
-        .prefix("rocgate-snapshot-")
-        .tempdir()
-        .map_err(|e| format!("failed to create a directory to unpack {shown}: {e}"))?;
     let zstd_magic = n == 4 && head == [0x28, 0xb5, 0x2f, 0xfd];
-    let unpacked = if zstd_magic {
-        let dec = zstd::Decoder::new(f)
-            .map_err(|e| format!("failed to start decompressing {shown}: {e}"))?;
-        unpack(dec, dir.path(), LIMITS, stop)
-    } else {
-        unpack(f, dir.path(), LIMITS, stop)
+    let pass = |writer: Option<&Path>| -> Result<u64, Refusal> {
+        let f = std::fs::File::open(path).map_err(|e| format!("failed to open {shown}: {e}"))?;
+        if zstd_magic {
+            let dec = zstd::Decoder::new(f)
+                .map_err(|e| format!("failed to start decompressing {shown}: {e}"))?;
+            walk(dec, writer, LIMITS, stop)
+        } else {
+            walk(f, writer, LIMITS, stop)
+        }
     };
-    match unpacked {
-        Ok(_) => Ok(dir),
-        Err(Refusal::Interrupted) => Err(format!("interrupted while unpacking {shown}")),
-        Err(Refusal::Invalid(why)) => Err(format!(
+    let refused = |r: Refusal| match r {
+        Refusal::Interrupted => format!("interrupted while unpacking {shown}"),
+        Refusal::Invalid(why) => format!(
             "{shown} is not a usable snapshot archive ({}): {why}; {next}",
             if zstd_magic {
                 "zstd-compressed tar"
             } else {
                 "not zstd-compressed, so read as a plain tar"
             }
-        )),
-    }
+        ),
+    };
+    pass(None).map_err(refused)?;
+    let dir = unpack_dir()
+        .map_err(|e| format!("failed to create a directory to unpack {shown}: {e}"))?;
+    pass(Some(dir.path())).map_err(refused)?;
+    Ok(dir)
 }
 
 /// Why unpacking stopped.
@@ -1045,20 +1128,32 @@ impl Writer {
     }
 }
 
-/// Unpacks the tar stream `input` into `dir`: refuses anything that would
-/// land outside `dir` or write through a link, device nodes and other
-/// entries a snapshot never holds, and archives beyond `limits` (checked on
-/// each header before its data is read, and on the bytes as they stream).
-/// FIFOs, which stand for files that did not answer, are recreated as
-/// FIFOs. Returns the number of entries unpacked (at least one).
+/// Unpacks the tar stream `input` into `dir`: see [`walk`].
+#[cfg(test)]
 fn unpack<R: Read>(
     input: R,
     dir: &Path,
     limits: Limits,
     stop: &dyn Fn() -> bool,
 ) -> Result<u64, Refusal> {
+    walk(input, Some(dir), limits, stop)
+}
+
+/// Reads the tar stream `input`, unpacking it into `dir` when given (else
+/// checking its headers only): refuses anything that would land outside
+/// `dir` or write through a link, device nodes and other entries a snapshot
+/// never holds, and archives beyond `limits` (checked on each header before
+/// its data is read, and on the bytes as they stream). FIFOs, which stand
+/// for files that did not answer, are recreated as FIFOs. Returns the
+/// number of entries (at least one).
+fn walk<R: Read>(
+    input: R,
+    dir: Option<&Path>,
+    limits: Limits,
+    stop: &dyn Fn() -> bool,
+) -> Result<u64, Refusal> {
     use tar::EntryType;
-    let writer = Writer::new(dir)?;
+    let writer = dir.map(Writer::new).transpose()?;
     let mut archive = tar::Archive::new(input);
     // Raw: the tar crate would read a GNU long name or pax header of any
     // size into memory; here they are bounded like everything else.
@@ -1173,6 +1268,40 @@ fn unpack<R: Read>(
         }
         let parts = components(&name)?;
         match kind {
+            EntryType::Regular
+            | EntryType::Continuous
+            | EntryType::Directory
+            | EntryType::Symlink
+            | EntryType::Link
+            | EntryType::Fifo => {}
+            EntryType::Char | EntryType::Block => {
+                return Err(format!(
+                    "entry `{shown}` is a device node; a snapshot stores device files as plain files and never needs one"
+                )
+                .into());
+            }
+            other => {
+                return Err(format!(
+                    "entry `{shown}` is of a kind a snapshot never holds ({other:?})"
+                )
+                .into());
+            }
+        }
+        let link_parts = if kind == EntryType::Link {
+            Some(
+                components(link.as_deref().unwrap_or_default())
+                    .map_err(|e| format!("hard link `{shown}`: {e}"))?,
+            )
+        } else {
+            None
+        };
+        let Some(writer) = &writer else {
+            // Headers only: the data is skipped (counted as the header says).
+            total += size;
+            made += 1;
+            continue;
+        };
+        match kind {
             EntryType::Regular | EntryType::Continuous => {
                 let mut file = writer.file(&parts, &shown)?;
                 let mut buf = vec![0u8; 64 << 10];
@@ -1211,26 +1340,12 @@ fn unpack<R: Read>(
                 total += size;
             }
             EntryType::Link => {
-                let target = components(&link.unwrap_or_default())
-                    .map_err(|e| format!("hard link `{shown}`: {e}"))?;
-                writer.hard_link(&parts, &target, &shown)?;
+                writer.hard_link(&parts, &link_parts.unwrap_or_default(), &shown)?;
                 total += size;
             }
-            EntryType::Fifo => {
+            _ => {
                 writer.fifo(&parts, &shown)?;
                 total += size;
-            }
-            EntryType::Char | EntryType::Block => {
-                return Err(format!(
-                    "entry `{shown}` is a device node; a snapshot stores device files as plain files and never needs one"
-                )
-                .into());
-            }
-            other => {
-                return Err(format!(
-                    "entry `{shown}` is of a kind a snapshot never holds ({other:?})"
-                )
-                .into());
             }
         }
         made += 1;
@@ -1265,6 +1380,7 @@ pub fn current_user(facts: &NodeFacts) -> Option<access::User> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::os::unix::fs::FileTypeExt;
     use rocgate_fixtures::hostile::{put, raw_tar_header};
 
     #[test]
@@ -1285,7 +1401,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dev = dir.path().join("0000:46:00.0");
         std::fs::create_dir(&dev).unwrap();
-        // Opening a FIFO nobody writes blocks, as a read on a wedged GPU does.
+        // Opening a FIFO nobody writes blocks, as a read on a wedged GPU
+        // does: on the live node (paths below `/`) it is waited for.
         nix::unistd::mkfifo(
             &dev.join("hangs"),
             nix::sys::stat::Mode::from_bits_truncate(0o644),
@@ -1293,27 +1410,32 @@ mod tests {
         .unwrap();
         std::fs::write(dev.join("after"), "1\n").unwrap();
         std::fs::write(dir.path().join("fine"), "ok\n").unwrap();
-        let mut reader = BoundedReader::new();
-        assert!(matches!(
-            reader.read("/sys/0000:46:00.0/hangs", &dev.join("hangs")),
-            Outcome::Hung
-        ));
+        let live = |p: PathBuf| p.display().to_string();
+        let mut reader = BoundedReader::new(&Sysroot::live());
+        assert!(matches!(reader.read(&live(dev.join("hangs"))), Outcome::Hung));
         let start = std::time::Instant::now();
-        assert!(matches!(
-            reader.read("/sys/0000:46:00.0/after", &dev.join("after")),
-            Outcome::Hung
-        ));
+        assert!(matches!(reader.read(&live(dev.join("after"))), Outcome::Hung));
         assert!(
             start.elapsed() < Duration::from_millis(100),
             "the wedged device is not retried"
         );
-        match reader.read("/proc/fine", &dir.path().join("fine")) {
+        match reader.read(&live(dir.path().join("fine"))) {
             Outcome::Bytes(b) => assert_eq!(b, b"ok\n"),
             _ => panic!("a healthy file after a hang must read"),
         }
         assert!(matches!(
-            reader.read("/proc/missing", &dir.path().join("missing")),
+            reader.read(&live(dir.path().join("missing"))),
             Outcome::Failed
+        ));
+        // In a capture the FIFO is never opened: it is hung at once, and
+        // its device's other files still read.
+        let mut reader = BoundedReader::new(&Sysroot::at(dir.path()));
+        let start = std::time::Instant::now();
+        assert!(matches!(reader.read("/0000:46:00.0/hangs"), Outcome::Hung));
+        assert!(start.elapsed() < FILE_WAIT);
+        assert!(matches!(
+            reader.read("/0000:46:00.0/after"),
+            Outcome::Bytes(_)
         ));
     }
 
@@ -1682,7 +1804,7 @@ mod tests {
 
     /// `facts` captured into an archive beside them (in `beside`) and
     /// unpacked again: the unpacked directory and a sysroot on it.
-    fn captured(facts: &NodeFacts, beside: &Path) -> (tempfile::TempDir, Sysroot) {
+    fn captured(facts: &NodeFacts, beside: &Path) -> (Unpacked, Sysroot) {
         let out = beside.join("snap.tar.zst");
         write(facts, &out, false, &|| false).unwrap();
         let dir = extract(&out, &|| false).unwrap();
