@@ -593,7 +593,10 @@ fn links_in_a_capture_never_read_the_host() {
     // What the host must never give: its file in any output, in any
     // archive rocgate writes.
     let leaks = |what: &str, text: &str| {
-        assert!(!text.contains(marker), "{what} read the host's file:\n{text}");
+        assert!(
+            !text.contains(marker),
+            "{what} read the host's file:\n{text}"
+        );
     };
     let check = |case: &str, sysroot: &Path| {
         for cmd in [
@@ -602,18 +605,21 @@ fn links_in_a_capture_never_read_the_host() {
             &["run", "--json", "/dev/stdout"][..],
         ] {
             let (code, out, err) = rocgate_in(&tmp, cmd, sysroot);
-            assert!(matches!(code, Some(0..=2)), "{case} {cmd:?}: {code:?} {err}");
+            assert!(
+                matches!(code, Some(0..=2)),
+                "{case} {cmd:?}: {code:?} {err}"
+            );
             leaks(&format!("{case} {cmd:?}"), &(out + &err));
         }
         let re = work.path().join("re.tar.zst");
-        let (code, out, err) = rocgate_in(
-            &tmp,
-            &["snapshot", "--out", re.to_str().unwrap()],
-            sysroot,
-        );
+        let (code, out, err) =
+            rocgate_in(&tmp, &["snapshot", "--out", re.to_str().unwrap()], sysroot);
         assert_eq!(code, Some(0), "{case}: {out}{err}");
         for (name, _, data) in entries_of(&re) {
-            leaks(&format!("{case}: snapshot entry {name}"), &String::from_utf8_lossy(&data));
+            leaks(
+                &format!("{case}: snapshot entry {name}"),
+                &String::from_utf8_lossy(&data),
+            );
         }
         assert!(tmp.unpacked_left().is_empty(), "{case}: {:?}", tmp.left());
     };
@@ -637,10 +643,7 @@ fn links_in_a_capture_never_read_the_host() {
     tar_of_dir(
         &n.root,
         &archive,
-        &[
-            (Symlink, "evil", &abs),
-            (Link, &real_vbios, "evil"),
-        ],
+        &[(Symlink, "evil", &abs), (Link, &real_vbios, "evil")],
     );
     check("hard link to an absolute link", &archive);
 }
@@ -658,7 +661,10 @@ fn links_in_a_capture_lead_where_they_would_on_the_captured_node() {
     ] {
         let n = node("mi300x-8");
         rocgate_fixtures::hostile::put(&n.root, "captured/vbios", "113-INSIDE-THE-ROOT\n").unwrap();
-        let file = n.root.join(real_rel(&n.root, "sys/bus/pci/devices/0000:05:00.0/vbios_version"));
+        let file = n.root.join(real_rel(
+            &n.root,
+            "sys/bus/pci/devices/0000:05:00.0/vbios_version",
+        ));
         std::fs::remove_file(&file).unwrap();
         std::os::unix::fs::symlink(&target, &file).unwrap();
         let archive = work.path().join(format!("{case}.tar.zst"));
@@ -678,10 +684,16 @@ fn an_unpacked_directory_left_by_sigkill_is_removed_by_the_next_command() {
     let (n, archive) = snapshotted("mi300x-8");
     let tmp = Tmp::new();
     let rocm = common::fake_rocm();
-    let mut child = fake_process(&["run"], &archive, &n.root, rocm.path(), "hsa_queue_create@gpu*=hang")
-        .env("TMPDIR", tmp.path())
-        .spawn()
-        .unwrap();
+    let mut child = fake_process(
+        &["run"],
+        &archive,
+        &n.root,
+        rocm.path(),
+        "hsa_queue_create@gpu*=hang",
+    )
+    .env("TMPDIR", tmp.path())
+    .spawn()
+    .unwrap();
     let start = std::time::Instant::now();
     while !catches_sigint(child.id()) || tmp.unpacked_left().is_empty() {
         assert!(start.elapsed() < HANG_GUARD, "rocgate never unpacked");
@@ -692,7 +704,10 @@ fn an_unpacked_directory_left_by_sigkill_is_removed_by_the_next_command() {
     let left = tmp.unpacked_left();
     assert_eq!(left.len(), 1, "{left:?}");
     // Named after the process that made it.
-    assert!(left[0].starts_with(&format!("rocgate-snapshot-{}-", child.id())), "{left:?}");
+    assert!(
+        left[0].starts_with(&format!("rocgate-snapshot-{}-", child.id())),
+        "{left:?}"
+    );
     // Its maker locks it right after making it: one a second old and
     // unlocked is taken for stale.
     std::thread::sleep(Duration::from_millis(1500));
@@ -710,8 +725,10 @@ fn limits_are_judged_on_every_header_before_anything_is_written() {
     // unpack that writes before judging the limits stops there instead.
     let h = raw_tar_header(Directory, "d", "", 0);
     let many = archive_with(work.path(), "many.tar.zst", |b| {
-        b.append(&raw_tar_header(Symlink, "l", ".", 0), std::io::empty()).unwrap();
-        b.append(&raw_tar_header(Regular, "l/f", "", 0), std::io::empty()).unwrap();
+        b.append(&raw_tar_header(Symlink, "l", ".", 0), std::io::empty())
+            .unwrap();
+        b.append(&raw_tar_header(Regular, "l/f", "", 0), std::io::empty())
+            .unwrap();
         for _ in 0..200_000 {
             b.append(&h, std::io::empty()).unwrap();
         }
@@ -720,8 +737,10 @@ fn limits_are_judged_on_every_header_before_anything_is_written() {
     assert!(err.contains("more than 200000 entries"), "{err}");
     let chunk = vec![7u8; 15 << 20];
     let big = archive_with(work.path(), "big.tar.zst", |b| {
-        b.append(&raw_tar_header(Symlink, "l", ".", 0), std::io::empty()).unwrap();
-        b.append(&raw_tar_header(Regular, "l/f", "", 0), std::io::empty()).unwrap();
+        b.append(&raw_tar_header(Symlink, "l", ".", 0), std::io::empty())
+            .unwrap();
+        b.append(&raw_tar_header(Regular, "l/f", "", 0), std::io::empty())
+            .unwrap();
         for i in 0..70 {
             let h = raw_tar_header(Regular, &format!("sys/f{i}"), "", chunk.len() as u64);
             b.append(&h, chunk.as_slice()).unwrap();
@@ -738,7 +757,13 @@ impl SmallFs {
     fn mount(size: &str) -> Option<SmallFs> {
         let dir = tempfile::tempdir().unwrap();
         let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size},nr_inodes=2000"), "tmpfs"])
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},nr_inodes=2000"),
+                "tmpfs",
+            ])
             .arg(dir.path())
             .status()
             .is_ok_and(|s| s.success());
@@ -748,7 +773,9 @@ impl SmallFs {
 
 impl Drop for SmallFs {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg(self.0.path()).status();
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
     }
 }
 
@@ -771,11 +798,18 @@ fn a_big_archive_is_refused_without_filling_the_disk() {
     let h = raw_tar_header(Directory, "d", "", 0);
     let many = archive_with(work.path(), "many.tar.zst", |b| {
         for i in 0..200_001 {
-            let h = if i % 2 == 0 { raw_tar_header(Directory, &format!("d{i}"), "", 0) } else { h.clone() };
+            let h = if i % 2 == 0 {
+                raw_tar_header(Directory, &format!("d{i}"), "", 0)
+            } else {
+                h.clone()
+            };
             b.append(&h, std::io::empty()).unwrap();
         }
     });
-    for (archive, says) in [(&big, "the limit for a whole snapshot"), (&many, "more than 200000 entries")] {
+    for (archive, says) in [
+        (&big, "the limit for a whole snapshot"),
+        (&many, "more than 200000 entries"),
+    ] {
         let out = on_sysroot(&["doctor"], archive)
             .env("TMPDIR", fs.0.path())
             .timeout(HANG_GUARD)
@@ -797,7 +831,11 @@ fn snapshot_out_is_written_as_the_reports_are() {
     let fifo = work.path().join("fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
     let tmp = Tmp::new();
-    let (code, out, err) = rocgate_in(&tmp, &["snapshot", "--out", fifo.to_str().unwrap()], &n.root);
+    let (code, out, err) = rocgate_in(
+        &tmp,
+        &["snapshot", "--out", fifo.to_str().unwrap()],
+        &n.root,
+    );
     assert_eq!(code, Some(2), "{out}{err}");
     assert!(err.contains("fifo"), "{err}");
     // Through a link, to its target; the link stays.
@@ -805,16 +843,109 @@ fn snapshot_out_is_written_as_the_reports_are() {
     let link = work.path().join("link.tar.zst");
     std::fs::write(&target, "old").unwrap();
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let (code, out, err) = rocgate_in(&tmp, &["snapshot", "--out", link.to_str().unwrap()], &n.root);
+    let (code, out, err) = rocgate_in(
+        &tmp,
+        &["snapshot", "--out", link.to_str().unwrap()],
+        &n.root,
+    );
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
     let (code, _, err) = rocgate_in(&tmp, &["doctor"], &target);
     assert_eq!(code, Some(0), "{err}");
     // A dangling link: its target is created.
     let later = work.path().join("later.tar.zst");
     let dangling = work.path().join("dangling.tar.zst");
     std::os::unix::fs::symlink(&later, &dangling).unwrap();
-    let (code, out, err) = rocgate_in(&tmp, &["snapshot", "--out", dangling.to_str().unwrap()], &n.root);
+    let (code, out, err) = rocgate_in(
+        &tmp,
+        &["snapshot", "--out", dangling.to_str().unwrap()],
+        &n.root,
+    );
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(later.is_file() && std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
+    assert!(
+        later.is_file()
+            && std::fs::symlink_metadata(&dangling)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+    );
+}
+
+// Issue 20, item 17: `snapshot --redact` leaves no host name (short or
+// full), user name or address in any file, and keeps what checks read.
+#[test]
+fn a_redacted_snapshot_keeps_no_name_or_address_of_the_node() {
+    let n = node("mi300x-8");
+    let r = &n.root;
+    std::fs::write(
+        r.join("proc/sys/kernel/hostname"),
+        "gpu-node-07.cluster.example.org\n",
+    )
+    .unwrap();
+    let cmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ip=10.20.30.40::10.20.30.1:255.255.255.0:gpu-node-07:eth0:none";
+    std::fs::write(r.join("proc/cmdline"), format!("{cmdline}\n")).unwrap();
+    let mut log = std::fs::read_to_string(r.join("var/log/kern.log")).unwrap();
+    log.push_str("Dec  1 10:00:00 gpu-node-07 kernel: eth0: link up, addr 10.20.30.40 fe80::1c2:3ff:fe4d:5e6f\n");
+    log.push_str("Dec  1 10:00:01 gpu-node-07 sudo: alice : TTY=pts/0 ; USER=root ; COMMAND=/usr/bin/rocgate\n");
+    log.push_str("Dec  1 10:00:02 gpu-node-07 kernel: nfs: server 2a02:8071:1::5 OK\n");
+    std::fs::write(r.join("var/log/kern.log"), log).unwrap();
+    let capture = std::fs::read_to_string(r.join("rocgate-capture.toml")).unwrap();
+    std::fs::write(
+        r.join("rocgate-capture.toml"),
+        capture.replace("name = \"ci\"", "name = \"alice\""),
+    )
+    .unwrap();
+    let group = std::fs::read_to_string(r.join("etc/group")).unwrap_or_default();
+    std::fs::write(
+        r.join("etc/group"),
+        format!("{group}render2:x:4242:alice,bob\n"),
+    )
+    .unwrap();
+    let archive = n.root.with_extension("tar.zst");
+    let out = on_sysroot(&["snapshot", "--redact"], &n.root)
+        .arg("--out")
+        .arg(&archive)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries = entries_of(&archive);
+    let text_of = |name: &str| {
+        entries
+            .iter()
+            .find(|(n, _, _)| n.trim_start_matches("./") == name)
+            .map(|(_, _, d)| String::from_utf8_lossy(d).into_owned())
+            .unwrap_or_else(|| panic!("no {name} in the snapshot"))
+    };
+    for (name, _, data) in &entries {
+        let text = String::from_utf8_lossy(data);
+        for secret in [
+            "gpu-node-07",
+            "alice",
+            "bob",
+            "10.20.30.40",
+            "10.20.30.1",
+            "fe80::1c2:3ff:fe4d:5e6f",
+            "2a02:8071:1::5",
+        ] {
+            assert!(!text.contains(secret), "{name} keeps {secret}:\n{text}");
+        }
+    }
+    // Read by checks, so kept: group names, the root device, the netmask.
+    assert!(text_of("etc/group").contains("render2:x:4242:user-"));
+    assert!(text_of("proc/cmdline").contains("root=/dev/sda1"));
+    assert!(text_of("proc/cmdline").contains("255.255.255.0"));
+    assert!(text_of("rocgate-capture.toml").contains("name = \"user-"));
+    let tmp = Tmp::new();
+    let (code, _, err) = rocgate_in(&tmp, &["doctor"], &archive);
+    assert_eq!(code, Some(0), "{err}");
 }

@@ -607,13 +607,21 @@ fn special_files_in_a_capture_did_not_answer_and_hang_nothing() {
     let mut cases: Vec<(&str, Make, bool)> = vec![
         // The host's /dev/ptmx, whose read blocks for good: the link means
         // the captured node's /dev/ptmx, which the capture does not hold.
-        ("a link to /dev/ptmx", |_, f| std::os::unix::fs::symlink("/dev/ptmx", f).unwrap(), false),
+        (
+            "a link to /dev/ptmx",
+            |_, f| std::os::unix::fs::symlink("/dev/ptmx", f).unwrap(),
+            false,
+        ),
         (
             "a link climbing to /dev/ptmx",
             |_, f| std::os::unix::fs::symlink(format!("{}dev/ptmx", "../".repeat(20)), f).unwrap(),
             false,
         ),
-        ("a socket", |_, f| drop(std::os::unix::net::UnixListener::bind(f).unwrap()), true),
+        (
+            "a socket",
+            |_, f| drop(std::os::unix::net::UnixListener::bind(f).unwrap()),
+            true,
+        ),
     ];
     if nix_is_root() {
         // A pseudo-terminal master (5, 2) inside the capture, directly and
@@ -644,11 +652,22 @@ fn special_files_in_a_capture_did_not_answer_and_hang_nothing() {
         );
         if named {
             let msg = r["message"].as_str().unwrap();
-            assert!(msg.contains("did not answer") && msg.contains("properties"), "{case}: {r}");
+            assert!(
+                msg.contains("did not answer") && msg.contains("properties"),
+                "{case}: {r}"
+            );
         }
-        for cmd in [&["inventory"][..], &["doctor"], &["list"], &["matrix", "check"]] {
+        for cmd in [
+            &["inventory"][..],
+            &["doctor"],
+            &["list"],
+            &["matrix", "check"],
+        ] {
             let (code, out) = rocgate_on(&n.root, cmd);
-            assert!(matches!(code, Some(0..=1)), "{case}: {cmd:?}: {code:?}\n{out}");
+            assert!(
+                matches!(code, Some(0..=1)),
+                "{case}: {cmd:?}: {code:?}\n{out}"
+            );
         }
     }
 }
@@ -708,7 +727,11 @@ fn a_command_blocked_in_a_write_ends_on_a_signal_with_130_and_cleans_up() {
         assert!(send_signal(pid, sig));
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(130), "{sig}: {status:?}");
-        assert!(unpacked_in(tmp.path()).is_empty(), "{sig}: {:?}", unpacked_in(tmp.path()));
+        assert!(
+            unpacked_in(tmp.path()).is_empty(),
+            "{sig}: {:?}",
+            unpacked_in(tmp.path())
+        );
         drop(reader);
     }
 }

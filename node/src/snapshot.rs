@@ -11,10 +11,10 @@
 
 use crate::PathUse as Use;
 use crate::Sysroot;
-use crate::sysroot::Kind;
 use crate::facts::NodeFacts;
 use crate::facts::access::{self, Access};
 use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser};
+use crate::sysroot::Kind;
 use nix::errno::Errno;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -1054,8 +1054,8 @@ pub fn extract(path: &Path, stop: &dyn Fn() -> bool) -> Result<Unpacked, String>
         ),
     };
     pass(None).map_err(refused)?;
-    let dir = unpack_dir()
-        .map_err(|e| format!("failed to create a directory to unpack {shown}: {e}"))?;
+    let dir =
+        unpack_dir().map_err(|e| format!("failed to create a directory to unpack {shown}: {e}"))?;
     pass(Some(dir.path())).map_err(refused)?;
     Ok(dir)
 }
@@ -1588,14 +1588,19 @@ pub fn current_user(facts: &NodeFacts) -> Option<access::User> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::os::unix::fs::FileTypeExt;
     use rocgate_fixtures::hostile::{put, raw_tar_header};
+    use std::os::unix::fs::FileTypeExt;
 
     #[test]
     fn redaction_replaces_names_as_words_and_addresses_of_both_kinds() {
         let mut n = 0;
         assert_eq!(
-            replace_word("Dec 1 gpu-node-07 kernel: pci gpu-node-07x ci", "ci", "U", &mut n),
+            replace_word(
+                "Dec 1 gpu-node-07 kernel: pci gpu-node-07x ci",
+                "ci",
+                "U",
+                &mut n
+            ),
             "Dec 1 gpu-node-07 kernel: pci gpu-node-07x U"
         );
         assert_eq!(n, 1);
@@ -1605,13 +1610,29 @@ mod tests {
         for gone in ["10.1.2.3", "10.1.2.1", "fe80::1c2", "2a02:8071"] {
             assert!(!out.contains(gone), "{gone}: {out}");
         }
-        for kept in ["255.255.255.0", "127.0.0.1", "6.8.0.45x", "0000:05:00.0", "10:00:00", "v6.16.6", "%eth0", " 1.2.3."] {
+        for kept in [
+            "255.255.255.0",
+            "127.0.0.1",
+            "6.8.0.45x",
+            "0000:05:00.0",
+            "10:00:00",
+            "v6.16.6",
+            "%eth0",
+            " 1.2.3.",
+        ] {
             assert!(out.contains(kept), "{kept}: {out}");
         }
         assert_eq!(n, 4, "{out}");
-        assert_eq!(redact_addresses(text, &mut 0), out, "the same stand-ins every time");
+        assert_eq!(
+            redact_addresses(text, &mut 0),
+            out,
+            "the same stand-ins every time"
+        );
         let mut n = 0;
-        let groups = redact_groups("root:x:0:\nrender:x:110:alice,bob\nvideo:x:44:alice", &mut n);
+        let groups = redact_groups(
+            "root:x:0:\nrender:x:110:alice,bob\nvideo:x:44:alice",
+            &mut n,
+        );
         assert_eq!(
             groups,
             format!(
@@ -1652,9 +1673,15 @@ mod tests {
         std::fs::write(dir.path().join("fine"), "ok\n").unwrap();
         let live = |p: PathBuf| p.display().to_string();
         let mut reader = BoundedReader::new(&Sysroot::live());
-        assert!(matches!(reader.read(&live(dev.join("hangs"))), Outcome::Hung));
+        assert!(matches!(
+            reader.read(&live(dev.join("hangs"))),
+            Outcome::Hung
+        ));
         let start = std::time::Instant::now();
-        assert!(matches!(reader.read(&live(dev.join("after"))), Outcome::Hung));
+        assert!(matches!(
+            reader.read(&live(dev.join("after"))),
+            Outcome::Hung
+        ));
         assert!(
             start.elapsed() < Duration::from_millis(100),
             "the wedged device is not retried"

@@ -37,6 +37,9 @@ pub struct Sysroot {
     /// Where the host's own root is mounted (a host path, `/host`) when
     /// rocgate runs in a container: [`HOST_ONLY`] paths are read there.
     host_root: Option<String>,
+    /// The device of the root's file system when it is a local one
+    /// ([`resolve::local_device`]), found on first use.
+    local: Arc<std::sync::OnceLock<Option<u64>>>,
 }
 
 /// Host paths a container holds its image's copy of, not the host's: the
@@ -197,6 +200,7 @@ impl Sysroot {
             recorder: None,
             io: Arc::new(BoundedIo::new(READ_DEADLINE)),
             host_root: None,
+            local: Arc::new(std::sync::OnceLock::new()),
         }
     }
 
@@ -284,8 +288,8 @@ impl Sysroot {
                 .iter()
                 .any(|p| host.starts_with(p));
             let open = move || {
-                let file = std::fs::File::open(&path)
-                    .map_err(|e| ReadError::from_io(path.clone(), &e))?;
+                let file =
+                    std::fs::File::open(&path).map_err(|e| ReadError::from_io(path.clone(), &e))?;
                 read(file, &path)
             };
             if self.is_live() && kernel {
@@ -296,20 +300,27 @@ impl Sysroot {
             }
             return open();
         }
-        let rel = host.to_string();
         let shown = self.path(host);
+        // On a local disk, a file of the root's own file system answers:
+        // it is read here. Anything else (a network or FUSE file system, a
+        // file system mounted inside the root) is read under the deadline.
+        let local = *self.local.get_or_init(|| resolve::local_device(&self.root));
+        if let Some(dev) = local.filter(|_| base == self.root) {
+            let found = resolve::lookup(&base, host, true)
+                .map_err(|e| ReadError::from_io(shown.clone(), &e))?;
+            if found.dev == dev {
+                return match open_found(&found, &shown) {
+                    Ok(file) => read(file, &shown),
+                    Err(e) if e.is_timeout() => Err(no_answer(Duration::ZERO)),
+                    Err(e) => Err(e),
+                };
+            }
+        }
+        let rel = host.to_string();
         let open = move || {
             let found = resolve::lookup(&base, &rel, true)
                 .map_err(|e| ReadError::from_io(shown.clone(), &e))?;
-            if matches!(found.kind, Kind::Fifo | Kind::Special) {
-                return Err(ReadError {
-                    path: shown,
-                    kind: ReadErrorKind::TimedOut(Duration::ZERO),
-                });
-            }
-            let file = found
-                .open()
-                .map_err(|e| ReadError::from_io(shown.clone(), &e))?;
+            let file = open_found(&found, &shown)?;
             read(file, &shown)
         };
         match self.io.run(host, open) {
@@ -538,7 +549,9 @@ impl Sysroot {
     pub fn read_text(&self, host: &str) -> Result<String, ReadError> {
         self.note(host, PathUse::Read);
         let bytes = self
-            .guarded(host, |file, path| read_bounded(file, path, MAX_ATTRIBUTE_BYTES))
+            .guarded(host, |file, path| {
+                read_bounded(file, path, MAX_ATTRIBUTE_BYTES)
+            })
             .map_err(|e| Self::hostify(e, host))?;
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         let text = std::str::from_utf8(&bytes[..end]).map_err(|_| ReadError {
@@ -659,6 +672,20 @@ impl fmt::Display for Sysroot {
             None => write!(f, "{}", self.root.display()),
         }
     }
+}
+
+/// Opens what a lookup found for reading: a FIFO, a device or a socket is
+/// a file that did not answer when the node was captured, never opened.
+fn open_found(found: &resolve::Found, shown: &Path) -> Result<std::fs::File, ReadError> {
+    if matches!(found.kind, Kind::Fifo | Kind::Special) {
+        return Err(ReadError {
+            path: shown.to_path_buf(),
+            kind: ReadErrorKind::TimedOut(Duration::ZERO),
+        });
+    }
+    found
+        .open()
+        .map_err(|e| ReadError::from_io(shown.to_path_buf(), &e))
 }
 
 /// The entries of a directory of the live host, as [`resolve`] lists them.

@@ -21,6 +21,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Links followed in one lookup before it fails with ELOOP.
 pub(crate) const MAX_LINKS: usize = 40;
@@ -60,22 +61,25 @@ impl Kind {
 /// An entry found inside a root.
 #[derive(Debug)]
 pub(crate) struct Found {
-    /// The directory holding the entry (an `O_PATH` descriptor).
-    dir: OwnedFd,
-    /// The entry's name there; `None` when the path ends at a directory
-    /// reached as such (the root itself, a path ending in `..`).
-    name: Option<OsString>,
+    /// The entry itself (an `O_PATH` descriptor: opening it had no effect
+    /// on the file, as opening a device would).
+    fd: OwnedFd,
     /// Its kind (a link only when the last link was not to be followed).
     pub(crate) kind: Kind,
     /// Its group.
     pub(crate) gid: u32,
     /// Its type and permission bits, as `stat` gives them.
     pub(crate) mode: u32,
+    /// The device of its file system.
+    pub(crate) dev: u64,
 }
 
 fn io(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e as i32)
 }
+
+/// Set once the kernel said it has no `openat2` (before Linux 5.6).
+static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
 /// Looks `rel` (a path such as `/sys/class/drm/card0/device/vendor`) up
 /// inside `root`, following links within it; the last component's link
@@ -85,6 +89,79 @@ pub(crate) fn lookup(root: &Path, rel: &str, follow_last: bool) -> std::io::Resu
     let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
     // The root itself is the caller's choice: a link to it is followed.
     let root_fd = nix::fcntl::open(root, flags, Mode::empty()).map_err(io)?;
+    let fd = match in_kernel(&root_fd, rel, follow_last) {
+        Some(found) => found?,
+        None => walk(root_fd, rel, follow_last)?,
+    };
+    let st = fstat(&fd).map_err(io)?;
+    Ok(Found {
+        fd,
+        kind: Kind::of(&st),
+        gid: st.st_gid,
+        mode: st.st_mode,
+        dev: st.st_dev,
+    })
+}
+
+/// The device of `root`'s file system when it is one of the local disk or
+/// memory file systems, whose reads do not hang; `None` for a network or
+/// FUSE file system (or anything else), whose reads may.
+pub(crate) fn local_device(root: &Path) -> Option<u64> {
+    use nix::sys::statfs::{
+        BTRFS_SUPER_MAGIC, EXT4_SUPER_MAGIC, F2FS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC,
+        XFS_SUPER_MAGIC, statfs,
+    };
+    let kind = statfs(root).ok()?.filesystem_type();
+    // ext2, ext3 and ext4 share one magic number.
+    let local = [
+        EXT4_SUPER_MAGIC,
+        XFS_SUPER_MAGIC,
+        BTRFS_SUPER_MAGIC,
+        TMPFS_MAGIC,
+        OVERLAYFS_SUPER_MAGIC,
+        F2FS_SUPER_MAGIC,
+    ]
+    .contains(&kind);
+    local.then(|| nix::sys::stat::stat(root).ok().map(|st| st.st_dev))?
+}
+
+/// The lookup in one call: `openat2` with `RESOLVE_IN_ROOT` (Linux 5.6,
+/// `fs/namei.c`) scopes absolute links and `..` to the root exactly as
+/// [`walk`] does. `None` where the kernel lacks it or a seccomp filter
+/// refuses it (EPERM, as older container runtimes answer unknown calls).
+fn in_kernel(root: &OwnedFd, rel: &str, follow_last: bool) -> Option<std::io::Result<OwnedFd>> {
+    use nix::fcntl::{OpenHow, ResolveFlag, openat2};
+    if NO_OPENAT2.load(Ordering::Relaxed) {
+        return None;
+    }
+    let rel = rel.trim_start_matches('/');
+    let path = if rel.is_empty() { "." } else { rel };
+    let mut flags = OFlag::O_PATH | OFlag::O_CLOEXEC;
+    if !follow_last {
+        flags |= OFlag::O_NOFOLLOW;
+    }
+    let how = OpenHow::new()
+        .flags(flags)
+        .resolve(ResolveFlag::RESOLVE_IN_ROOT | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    // EAGAIN: a rename raced a `..`; the kernel asks for a retry.
+    for _ in 0..3 {
+        match openat2(root, path, how) {
+            Ok(fd) => return Some(Ok(fd)),
+            Err(Errno::EAGAIN) => {}
+            Err(Errno::ENOSYS) => {
+                NO_OPENAT2.store(true, Ordering::Relaxed);
+                return None;
+            }
+            Err(Errno::EPERM) => return None,
+            Err(e) => return Some(Err(io(e))),
+        }
+    }
+    None
+}
+
+/// The lookup component by component, for kernels without `openat2`.
+fn walk(root_fd: OwnedFd, rel: &str, follow_last: bool) -> std::io::Result<OwnedFd> {
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
     let mut stack: Vec<OwnedFd> = vec![root_fd];
     let mut pending: Vec<OsString> = components(rel.as_bytes());
     let mut hops = 0usize;
@@ -137,25 +214,16 @@ pub(crate) fn lookup(root: &Path, rel: &str, follow_last: bool) -> std::io::Resu
         if !last {
             return Err(io(Errno::ENOTDIR));
         }
-        let dir = top.try_clone()?;
-        return Ok(Found {
-            dir,
-            name: Some(part),
-            kind,
-            gid: st.st_gid,
-            mode: st.st_mode,
-        });
+        return openat(
+            top,
+            part.as_os_str(),
+            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io);
     }
     // The path ended at a directory: the one on top.
-    let dir = stack.pop().ok_or_else(|| io(Errno::ENOENT))?;
-    let st = fstat(&dir).map_err(io)?;
-    Ok(Found {
-        dir,
-        name: None,
-        kind: Kind::Dir,
-        gid: st.st_gid,
-        mode: st.st_mode,
-    })
+    stack.pop().ok_or_else(|| io(Errno::ENOENT))
 }
 
 /// The components of `path`, last first (so that `pop` takes the next).
@@ -168,18 +236,19 @@ fn components(path: &[u8]) -> Vec<OsString> {
 }
 
 impl Found {
-    fn name(&self) -> &OsStr {
-        self.name.as_deref().unwrap_or(OsStr::new("."))
+    /// The descriptor's own /proc entry: opening it reopens exactly the
+    /// file that was looked up, with no second lookup to race.
+    fn proc_path(&self) -> String {
+        format!("/proc/self/fd/{}", self.fd.as_raw_fd())
     }
 
-    /// Opens the entry for reading without following a link and without
-    /// blocking in `open` (the caller refuses FIFOs and devices first; the
-    /// flag keeps one swapped in from blocking).
+    /// Opens the entry for reading, without blocking in `open` (the caller
+    /// refuses FIFOs and devices first; the flag keeps one from blocking
+    /// all the same).
     pub(crate) fn open(&self) -> std::io::Result<std::fs::File> {
-        let fd = openat(
-            &self.dir,
-            self.name(),
-            OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        let fd = nix::fcntl::open(
+            self.proc_path().as_str(),
+            OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
             Mode::empty(),
         )
         .map_err(io)?;
@@ -189,20 +258,13 @@ impl Found {
     /// The names of the directory's entries and their kinds (links not
     /// followed), unsorted.
     pub(crate) fn list(&self) -> std::io::Result<Vec<(OsString, Kind)>> {
-        let fd = openat(
-            &self.dir,
-            self.name(),
-            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(io)?;
-        // The descriptor's own /proc entry is the directory it holds, so the
-        // listing reads exactly the directory that was looked up.
+        if self.kind != Kind::Dir {
+            return Err(io(Errno::ENOTDIR));
+        }
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(format!("/proc/self/fd/{}", fd.as_raw_fd()))? {
-            let entry = entry?;
-            let name = entry.file_name();
-            let kind = fstatat(&fd, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
+        for entry in std::fs::read_dir(self.proc_path())? {
+            let name = entry?.file_name();
+            let kind = fstatat(&self.fd, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
                 .map(|st| Kind::of(&st))
                 .map_err(io)?;
             out.push((name, kind));
@@ -215,9 +277,8 @@ impl Found {
         if self.kind != Kind::Link {
             return Err(io(Errno::EINVAL));
         }
-        readlinkat(&self.dir, self.name())
-            .map(PathBuf::from)
-            .map_err(io)
+        // An empty path reads the link the descriptor is (Linux 2.6.39).
+        readlinkat(&self.fd, "").map(PathBuf::from).map_err(io)
     }
 }
 
@@ -234,13 +295,57 @@ mod tests {
     }
 
     #[test]
+    fn the_walk_agrees_with_the_kernel() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("root");
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/f"), "x").unwrap();
+        symlink("/a/b", root.join("abs")).unwrap();
+        symlink("../../../../a", root.join("a/b/up")).unwrap();
+        symlink("self", root.join("self")).unwrap();
+        for (rel, follow) in [
+            ("/abs/f", true),
+            ("/a/b/up/b/f", true),
+            ("/abs", false),
+            ("/self", true),
+            ("/abs/../b/f", true),
+            ("/missing", true),
+            ("/", true),
+        ] {
+            let kernel = in_kernel(
+                &nix::fcntl::open(&root, OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty())
+                    .unwrap(),
+                rel,
+                follow,
+            );
+            let Some(kernel) = kernel else {
+                return; // no openat2 here: only the walk is used
+            };
+            let walked = walk(
+                nix::fcntl::open(&root, OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty()).unwrap(),
+                rel,
+                follow,
+            );
+            let ino = |r: std::io::Result<OwnedFd>| {
+                r.map(|fd| fstat(&fd).unwrap().st_ino)
+                    .map_err(|e| e.raw_os_error())
+            };
+            assert_eq!(ino(kernel), ino(walked), "{rel}");
+        }
+    }
+
+    #[test]
     fn links_resolve_inside_the_root_as_in_a_chroot() {
         let outer = tempfile::tempdir().unwrap();
         std::fs::write(outer.path().join("secret"), "host").unwrap();
         let root = outer.path().join("root");
         std::fs::create_dir_all(root.join("sys/devices/pci0000:00/0000:05:00.0")).unwrap();
         std::fs::create_dir_all(root.join("sys/bus/pci/devices")).unwrap();
-        std::fs::write(root.join("sys/devices/pci0000:00/0000:05:00.0/vendor"), "0x1002").unwrap();
+        std::fs::write(
+            root.join("sys/devices/pci0000:00/0000:05:00.0/vendor"),
+            "0x1002",
+        )
+        .unwrap();
         std::fs::write(root.join("secret"), "inside").unwrap();
         symlink(
             "../../../devices/pci0000:00/0000:05:00.0",
