@@ -75,6 +75,10 @@ impl From<String> for Stop {
 pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
     let job = args.slurm_prolog || args.slurm_epilog;
+    // A signal ends health with a code its caller documents: a prolog's
+    // interrupted check lets the job run (0), health's own is unknown (2),
+    // also when the watchdog has to end a command stuck in a system call.
+    crate::signals::set_interrupted_exit_code(if job { 0 } else { 2 });
     let mut budget_end = None;
     let verdict = check(args, started, &mut budget_end);
     let line = match &verdict {

@@ -52,9 +52,6 @@ use std::process::ExitCode;
 /// Exit code for usage and configuration errors.
 const EXIT_USAGE: u8 = 2;
 
-/// Exit code after SIGINT, SIGTERM or SIGHUP (128 + SIGINT, as shells report).
-const EXIT_INTERRUPTED: u8 = 130;
-
 /// `rocgate --version`: the release, then which GPUs this build carries
 /// kernels for and what built them (a GPU without them has its dispatch
 /// checks skipped as unverifiable).
@@ -89,8 +86,19 @@ fn main() -> ExitCode {
     };
     // A health check ends with one of its documented codes (0, 1, 2; a
     // prolog's 0 or 1) even when a signal stopped it: Slurm drains a node
-    // on any other, and an interrupted check is no fault of the node.
+    // on any other, and an interrupted check is no fault of the node (the
+    // code the watchdog exits with is set by the health command itself).
     let keeps_code = matches!(cli.command, cli::Command::Health(_));
+    // Caught from the start, by every command but a worker (whose parent
+    // ends it): a signal then always ends rocgate through its own exit
+    // path, which removes what the command unpacked, instead of the default
+    // action that leaves it behind.
+    if !matches!(cli.command, cli::Command::Worker(_)) {
+        if let Err(e) = signals::interrupt_flag() {
+            errln!("rocgate: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    }
     let result = match cli.command {
         cli::Command::Run(args) => run_cmd::run(&args),
         cli::Command::Doctor(args) => doctor_cmd::run(&args),
@@ -109,12 +117,12 @@ fn main() -> ExitCode {
     // interrupted, whatever it was doing.
     let interrupted = signals::received() != 0;
     match result {
-        Ok(_) if interrupted && !keeps_code => ExitCode::from(EXIT_INTERRUPTED),
+        Ok(_) if interrupted && !keeps_code => ExitCode::from(signals::interrupted_exit_code()),
         Ok(code) => code,
         Err(e) => {
             errln!("rocgate: {e}");
             ExitCode::from(if interrupted {
-                EXIT_INTERRUPTED
+                signals::interrupted_exit_code()
             } else {
                 EXIT_USAGE
             })

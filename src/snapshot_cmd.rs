@@ -57,7 +57,10 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
         summary.links,
         report.results.len(),
         if args.redact {
-            format!("; {} serial/host name values redacted", summary.redacted)
+            format!(
+                "; {} values redacted (serials, host and user names, addresses, group members)",
+                summary.redacted
+            )
         } else {
             String::new()
         }

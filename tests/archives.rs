@@ -534,3 +534,418 @@ fn every_scenario_replays_the_same_for_every_command() {
     assert!(differ.is_empty(), "{}", differ.join("\n"));
     assert!(tmp.unpacked_left().is_empty(), "{:?}", tmp.left());
 }
+
+// Links in a capture (issue 20, item 2): resolved inside its root, as a
+// chroot would, never on the host reading it.
+
+/// Every entry of the archive at `path` with its data (for links, the target).
+fn entries_of(path: &Path) -> Vec<(String, tar::EntryType, Vec<u8>)> {
+    let dec = zstd::Decoder::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut a = tar::Archive::new(dec);
+    let mut out = Vec::new();
+    for e in a.entries().unwrap() {
+        let mut e = e.unwrap();
+        let name = e.path().unwrap().display().to_string();
+        let kind = e.header().entry_type();
+        let mut data = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut data).unwrap();
+        if let Some(l) = e.link_name_bytes() {
+            data.extend_from_slice(&l);
+        }
+        out.push((name, kind, data));
+    }
+    out
+}
+
+/// `rel` below `root` with every link resolved, relative to `root` (the
+/// fixtures' links stay inside it).
+fn real_rel(root: &Path, rel: &str) -> String {
+    let real = std::fs::canonicalize(root.join(rel)).unwrap();
+    let root = std::fs::canonicalize(root).unwrap();
+    real.strip_prefix(&root).unwrap().display().to_string()
+}
+
+/// A zstd tar of the directory `root`, links stored as links, with
+/// `extra` entries appended.
+fn tar_of_dir(root: &Path, out: &Path, extra: &[(tar::EntryType, &str, &str)]) {
+    let enc = zstd::Encoder::new(std::fs::File::create(out).unwrap(), 1).unwrap();
+    let mut b = tar::Builder::new(enc);
+    b.follow_symlinks(false);
+    b.append_dir_all(".", root).unwrap();
+    for (kind, name, link) in extra {
+        b.append(&raw_tar_header(*kind, name, link, 0), std::io::empty())
+            .unwrap();
+    }
+    b.into_inner().unwrap().finish().unwrap();
+}
+
+#[test]
+fn links_in_a_capture_never_read_the_host() {
+    let work = tempfile::tempdir().unwrap();
+    let marker = "HOST-ONLY-SECRET-31337";
+    let secret = work.path().join("secret");
+    std::fs::write(&secret, format!("{marker}\n")).unwrap();
+    let abs = secret.display().to_string();
+    let escape = format!("{}{}", "../".repeat(40), abs.trim_start_matches('/'));
+    let tmp = Tmp::new();
+    let vbios = "sys/bus/pci/devices/0000:05:00.0/vbios_version";
+    let props = "sys/class/kfd/kfd/topology/nodes/2/properties";
+    // What the host must never give: its file in any output, in any
+    // archive rocgate writes.
+    let leaks = |what: &str, text: &str| {
+        assert!(
+            !text.contains(marker),
+            "{what} read the host's file:\n{text}"
+        );
+    };
+    let check = |case: &str, sysroot: &Path| {
+        for cmd in [
+            &["inventory", "--json"][..],
+            &["doctor", "--json"][..],
+            &["run", "--json", "/dev/stdout"][..],
+        ] {
+            let (code, out, err) = rocgate_in(&tmp, cmd, sysroot);
+            assert!(
+                matches!(code, Some(0..=2)),
+                "{case} {cmd:?}: {code:?} {err}"
+            );
+            leaks(&format!("{case} {cmd:?}"), &(out + &err));
+        }
+        let re = work.path().join("re.tar.zst");
+        let (code, out, err) =
+            rocgate_in(&tmp, &["snapshot", "--out", re.to_str().unwrap()], sysroot);
+        assert_eq!(code, Some(0), "{case}: {out}{err}");
+        for (name, _, data) in entries_of(&re) {
+            leaks(
+                &format!("{case}: snapshot entry {name}"),
+                &String::from_utf8_lossy(&data),
+            );
+        }
+        assert!(tmp.unpacked_left().is_empty(), "{case}: {:?}", tmp.left());
+    };
+    for (case, target) in [("absolute", abs.as_str()), ("escaping", escape.as_str())] {
+        let n = node("mi300x-8");
+        for rel in [vbios, props] {
+            let file = n.root.join(real_rel(&n.root, rel));
+            std::fs::remove_file(&file).unwrap();
+            std::os::unix::fs::symlink(target, &file).unwrap();
+        }
+        check(&format!("{case} link in a directory"), &n.root);
+        let archive = work.path().join(format!("{case}.tar.zst"));
+        tar_of_dir(&n.root, &archive, &[]);
+        check(&format!("{case} link in an archive"), &archive);
+    }
+    // A hard link to a symbolic link the archive holds is that link.
+    let n = node("mi300x-8");
+    let real_vbios = real_rel(&n.root, vbios);
+    std::fs::remove_file(n.root.join(&real_vbios)).unwrap();
+    let archive = work.path().join("hard.tar.zst");
+    tar_of_dir(
+        &n.root,
+        &archive,
+        &[(Symlink, "evil", &abs), (Link, &real_vbios, "evil")],
+    );
+    check("hard link to an absolute link", &archive);
+}
+
+#[test]
+fn links_in_a_capture_lead_where_they_would_on_the_captured_node() {
+    // An absolute link means the captured node's `/`, and `..` stops at
+    // it: both find the file the capture holds, in a directory and in an
+    // archive (where a real capture's relative sysfs links keep working).
+    let work = tempfile::tempdir().unwrap();
+    let tmp = Tmp::new();
+    for (case, target) in [
+        ("absolute", "/captured/vbios".to_string()),
+        ("escaping", format!("{}captured/vbios", "../".repeat(30))),
+    ] {
+        let n = node("mi300x-8");
+        rocgate_fixtures::hostile::put(&n.root, "captured/vbios", "113-INSIDE-THE-ROOT\n").unwrap();
+        let file = n.root.join(real_rel(
+            &n.root,
+            "sys/bus/pci/devices/0000:05:00.0/vbios_version",
+        ));
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(&target, &file).unwrap();
+        let archive = work.path().join(format!("{case}.tar.zst"));
+        tar_of_dir(&n.root, &archive, &[]);
+        for sysroot in [&n.root, &archive] {
+            let (code, out, err) = rocgate_in(&tmp, &["run", "--json", "/dev/stdout"], sysroot);
+            assert_eq!(code, Some(0), "{case}: {err}");
+            assert!(out.contains("113-INSIDE-THE-ROOT"), "{case}: {out}");
+        }
+    }
+}
+
+// Issue 20, item 3: what a process killed outright (SIGKILL) left is found
+// by its name and removed by the next unpack.
+#[test]
+fn an_unpacked_directory_left_by_sigkill_is_removed_by_the_next_command() {
+    let (n, archive) = snapshotted("mi300x-8");
+    let tmp = Tmp::new();
+    let rocm = common::fake_rocm();
+    let mut child = fake_process(
+        &["run"],
+        &archive,
+        &n.root,
+        rocm.path(),
+        "hsa_queue_create@gpu*=hang",
+    )
+    .env("TMPDIR", tmp.path())
+    .spawn()
+    .unwrap();
+    let start = std::time::Instant::now();
+    while !catches_sigint(child.id()) || tmp.unpacked_left().is_empty() {
+        assert!(start.elapsed() < HANG_GUARD, "rocgate never unpacked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(send_signal(child.id(), "-KILL"));
+    child.wait().unwrap();
+    let left = tmp.unpacked_left();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // Named after the process that made it.
+    assert!(
+        left[0].starts_with(&format!("rocgate-snapshot-{}-", child.id())),
+        "{left:?}"
+    );
+    // Its maker locks it right after making it: one a second old and
+    // unlocked is taken for stale.
+    std::thread::sleep(Duration::from_millis(1500));
+    let (code, _, err) = rocgate_in(&tmp, &["list"], &archive);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(tmp.unpacked_left().is_empty(), "{:?}", tmp.left());
+}
+
+// Issue 20, item 19: an archive beyond the limits is refused from its
+// headers, before anything is written out.
+#[test]
+fn limits_are_judged_on_every_header_before_anything_is_written() {
+    let work = tempfile::tempdir().unwrap();
+    // Its second entry cannot be written (it lies beneath a link): an
+    // unpack that writes before judging the limits stops there instead.
+    let h = raw_tar_header(Directory, "d", "", 0);
+    let many = archive_with(work.path(), "many.tar.zst", |b| {
+        b.append(&raw_tar_header(Symlink, "l", ".", 0), std::io::empty())
+            .unwrap();
+        b.append(&raw_tar_header(Regular, "l/f", "", 0), std::io::empty())
+            .unwrap();
+        for _ in 0..200_000 {
+            b.append(&h, std::io::empty()).unwrap();
+        }
+    });
+    let err = refused("many", &["inventory"], &many);
+    assert!(err.contains("more than 200000 entries"), "{err}");
+    let chunk = vec![7u8; 15 << 20];
+    let big = archive_with(work.path(), "big.tar.zst", |b| {
+        b.append(&raw_tar_header(Symlink, "l", ".", 0), std::io::empty())
+            .unwrap();
+        b.append(&raw_tar_header(Regular, "l/f", "", 0), std::io::empty())
+            .unwrap();
+        for i in 0..70 {
+            let h = raw_tar_header(Regular, &format!("sys/f{i}"), "", chunk.len() as u64);
+            b.append(&h, chunk.as_slice()).unwrap();
+        }
+    });
+    let err = refused("big", &["doctor"], &big);
+    assert!(err.contains("the limit for a whole snapshot"), "{err}");
+}
+
+/// A small tmpfs mounted at a fresh directory while this lives (root only).
+struct SmallFs(tempfile::TempDir);
+
+impl SmallFs {
+    fn mount(size: &str) -> Option<SmallFs> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},nr_inodes=2000"),
+                "tmpfs",
+            ])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(SmallFs(dir))
+    }
+}
+
+impl Drop for SmallFs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+#[test]
+fn a_big_archive_is_refused_without_filling_the_disk() {
+    // As root, on a 64 MiB tmpfs of 2000 inodes as TMPDIR: an unpack that
+    // wrote before judging the limits would fail for want of space.
+    let Some(fs) = SmallFs::mount("64m") else {
+        eprintln!("ignored: cannot mount a tmpfs (needs root)");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let chunk = vec![7u8; 15 << 20];
+    let big = archive_with(work.path(), "big.tar.zst", |b| {
+        for i in 0..70 {
+            let h = raw_tar_header(Regular, &format!("sys/f{i}"), "", chunk.len() as u64);
+            b.append(&h, chunk.as_slice()).unwrap();
+        }
+    });
+    let h = raw_tar_header(Directory, "d", "", 0);
+    let many = archive_with(work.path(), "many.tar.zst", |b| {
+        for i in 0..200_001 {
+            let h = if i % 2 == 0 {
+                raw_tar_header(Directory, &format!("d{i}"), "", 0)
+            } else {
+                h.clone()
+            };
+            b.append(&h, std::io::empty()).unwrap();
+        }
+    });
+    for (archive, says) in [
+        (&big, "the limit for a whole snapshot"),
+        (&many, "more than 200000 entries"),
+    ] {
+        let out = on_sysroot(&["doctor"], archive)
+            .env("TMPDIR", fs.0.path())
+            .timeout(HANG_GUARD)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(says) && !err.contains("space"), "{err}");
+        assert!(names_in(fs.0.path()).is_empty());
+    }
+}
+
+// Issue 20, items 9 and 16: `snapshot --out` takes what the reports take: a
+// FIFO nobody reads fails at once, a link is followed to its target.
+#[test]
+fn snapshot_out_is_written_as_the_reports_are() {
+    let n = node("mi300x-8");
+    let work = tempfile::tempdir().unwrap();
+    let fifo = work.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    let tmp = Tmp::new();
+    let (code, out, err) = rocgate_in(
+        &tmp,
+        &["snapshot", "--out", fifo.to_str().unwrap()],
+        &n.root,
+    );
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("fifo"), "{err}");
+    // Through a link, to its target; the link stays.
+    let target = work.path().join("target.tar.zst");
+    let link = work.path().join("link.tar.zst");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (code, out, err) = rocgate_in(
+        &tmp,
+        &["snapshot", "--out", link.to_str().unwrap()],
+        &n.root,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let (code, _, err) = rocgate_in(&tmp, &["doctor"], &target);
+    assert_eq!(code, Some(0), "{err}");
+    // A dangling link: its target is created.
+    let later = work.path().join("later.tar.zst");
+    let dangling = work.path().join("dangling.tar.zst");
+    std::os::unix::fs::symlink(&later, &dangling).unwrap();
+    let (code, out, err) = rocgate_in(
+        &tmp,
+        &["snapshot", "--out", dangling.to_str().unwrap()],
+        &n.root,
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        later.is_file()
+            && std::fs::symlink_metadata(&dangling)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+    );
+}
+
+// Issue 20, item 17: `snapshot --redact` leaves no host name (short or
+// full), user name or address in any file, and keeps what checks read.
+#[test]
+fn a_redacted_snapshot_keeps_no_name_or_address_of_the_node() {
+    let n = node("mi300x-8");
+    let r = &n.root;
+    std::fs::write(
+        r.join("proc/sys/kernel/hostname"),
+        "gpu-node-07.cluster.example.org\n",
+    )
+    .unwrap();
+    let cmdline = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ip=10.20.30.40::10.20.30.1:255.255.255.0:gpu-node-07:eth0:none";
+    std::fs::write(r.join("proc/cmdline"), format!("{cmdline}\n")).unwrap();
+    let mut log = std::fs::read_to_string(r.join("var/log/kern.log")).unwrap();
+    log.push_str("Dec  1 10:00:00 gpu-node-07 kernel: eth0: link up, addr 10.20.30.40 fe80::1c2:3ff:fe4d:5e6f\n");
+    log.push_str("Dec  1 10:00:01 gpu-node-07 sudo: alice : TTY=pts/0 ; USER=root ; COMMAND=/usr/bin/rocgate\n");
+    log.push_str("Dec  1 10:00:02 gpu-node-07 kernel: nfs: server 2a02:8071:1::5 OK\n");
+    std::fs::write(r.join("var/log/kern.log"), log).unwrap();
+    let capture = std::fs::read_to_string(r.join("rocgate-capture.toml")).unwrap();
+    std::fs::write(
+        r.join("rocgate-capture.toml"),
+        capture.replace("name = \"ci\"", "name = \"alice\""),
+    )
+    .unwrap();
+    let group = std::fs::read_to_string(r.join("etc/group")).unwrap_or_default();
+    std::fs::write(
+        r.join("etc/group"),
+        format!("{group}render2:x:4242:alice,bob\n"),
+    )
+    .unwrap();
+    let archive = n.root.with_extension("tar.zst");
+    let out = on_sysroot(&["snapshot", "--redact"], &n.root)
+        .arg("--out")
+        .arg(&archive)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries = entries_of(&archive);
+    let text_of = |name: &str| {
+        entries
+            .iter()
+            .find(|(n, _, _)| n.trim_start_matches("./") == name)
+            .map(|(_, _, d)| String::from_utf8_lossy(d).into_owned())
+            .unwrap_or_else(|| panic!("no {name} in the snapshot"))
+    };
+    for (name, _, data) in &entries {
+        let text = String::from_utf8_lossy(data);
+        for secret in [
+            "gpu-node-07",
+            "alice",
+            "bob",
+            "10.20.30.40",
+            "10.20.30.1",
+            "fe80::1c2:3ff:fe4d:5e6f",
+            "2a02:8071:1::5",
+        ] {
+            assert!(!text.contains(secret), "{name} keeps {secret}:\n{text}");
+        }
+    }
+    // Read by checks, so kept: group names, the root device, the netmask.
+    assert!(text_of("etc/group").contains("render2:x:4242:user-"));
+    assert!(text_of("proc/cmdline").contains("root=/dev/sda1"));
+    assert!(text_of("proc/cmdline").contains("255.255.255.0"));
+    assert!(text_of("rocgate-capture.toml").contains("name = \"user-"));
+    let tmp = Tmp::new();
+    let (code, _, err) = rocgate_in(&tmp, &["doctor"], &archive);
+    assert_eq!(code, Some(0), "{err}");
+}

@@ -578,3 +578,160 @@ fn a_library_the_loader_refuses_is_named_with_the_loaders_words() {
         "{next}"
     );
 }
+
+/// Whether process `pid` has a handler for signal `sig` (its bit in SigCgt).
+fn catches(pid: u32, sig: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (sig - 1)) != 0)
+}
+
+/// The `rocgate-snapshot-*` directories in `dir`.
+fn unpacked_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rocgate-snapshot-"))
+        .collect()
+}
+
+// Issue 20, item 3: a FIFO, a device or a socket in a capture did not
+// answer; it is never opened, whatever link leads to it.
+#[test]
+fn special_files_in_a_capture_did_not_answer_and_hang_nothing() {
+    let props = "sys/class/kfd/kfd/topology/nodes/3/properties";
+    type Make = fn(&Path, &Path);
+    let mut cases: Vec<(&str, Make, bool)> = vec![
+        // The host's /dev/ptmx, whose read blocks for good: the link means
+        // the captured node's /dev/ptmx, which the capture does not hold.
+        (
+            "a link to /dev/ptmx",
+            |_, f| std::os::unix::fs::symlink("/dev/ptmx", f).unwrap(),
+            false,
+        ),
+        (
+            "a link climbing to /dev/ptmx",
+            |_, f| std::os::unix::fs::symlink(format!("{}dev/ptmx", "../".repeat(20)), f).unwrap(),
+            false,
+        ),
+        (
+            "a socket",
+            |_, f| drop(std::os::unix::net::UnixListener::bind(f).unwrap()),
+            true,
+        ),
+    ];
+    if nix_is_root() {
+        // A pseudo-terminal master (5, 2) inside the capture, directly and
+        // through an absolute link.
+        cases.push(("a character device", |_, f| mknod_ptmx(f), true));
+        cases.push((
+            "a link to a character device in the capture",
+            |root, f| {
+                std::fs::create_dir_all(root.join("dev")).unwrap();
+                mknod_ptmx(&root.join("dev/ptmx"));
+                std::os::unix::fs::symlink("/dev/ptmx", f).unwrap();
+            },
+            true,
+        ));
+    } else {
+        eprintln!("not root: the character-device cases are not run");
+    }
+    for (case, make, named) in cases {
+        let n = node("mi300x-8");
+        let file = real(&n.root, props);
+        std::fs::remove_file(&file).unwrap();
+        make(&n.root, &file);
+        let (_, stdout, json, _) = run(&n.root, &[]);
+        let r = result(&json, "gpu7.kfd.topology_node");
+        assert!(
+            r["status"] == "fail" || r["status"] == "blocked",
+            "{case}: {r}\n{stdout}"
+        );
+        if named {
+            let msg = r["message"].as_str().unwrap();
+            assert!(
+                msg.contains("did not answer") && msg.contains("properties"),
+                "{case}: {r}"
+            );
+        }
+        for cmd in [
+            &["inventory"][..],
+            &["doctor"],
+            &["list"],
+            &["matrix", "check"],
+        ] {
+            let (code, out) = rocgate_on(&n.root, cmd);
+            assert!(
+                matches!(code, Some(0..=1)),
+                "{case}: {cmd:?}: {code:?}\n{out}"
+            );
+        }
+    }
+}
+
+fn mknod_ptmx(path: &Path) {
+    nix::sys::stat::mknod(
+        path,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(5, 2),
+    )
+    .unwrap();
+}
+
+// Issue 20, item 3: every command ends on SIGTERM and SIGINT with 130 and
+// removes what it unpacked, even one blocked in a system call: here a
+// snapshot written to a pipe that nobody reads.
+#[test]
+fn a_command_blocked_in_a_write_ends_on_a_signal_with_130_and_cleans_up() {
+    let n = node("mi300x-8");
+    let archive = n.root.with_extension("tar.zst");
+    let made = common::rocgate()
+        .args(["snapshot", "--sysroot"])
+        .arg(&n.root)
+        .arg("--out")
+        .arg(&archive)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert_exit(&made, 0);
+    for sig in ["-TERM", "-INT"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (reader, writer) = nix::unistd::pipe().unwrap();
+        // One page: the archive does not fit, so the write blocks.
+        nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096)).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rocgate"))
+            .env("ROCGATE_CONFIG", "")
+            .env("TMPDIR", tmp.path())
+            .args(["snapshot", "--out", "/dev/stdout", "--sysroot"])
+            .arg(&archive)
+            .stdout(std::process::Stdio::from(writer))
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Blocked writing to the full pipe (the kernel says where the main
+        // thread waits), with the archive unpacked and the handler set.
+        let blocked = || {
+            std::fs::read_to_string(format!("/proc/{pid}/wchan"))
+                .is_ok_and(|w| w.contains("pipe_write"))
+        };
+        assert!(
+            eventually(HANG_GUARD, || blocked() && catches(pid, 15)),
+            "{sig}: never blocked"
+        );
+        assert_eq!(unpacked_in(tmp.path()).len(), 1, "{sig}");
+        assert!(send_signal(pid, sig));
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{sig}: {status:?}");
+        assert!(
+            unpacked_in(tmp.path()).is_empty(),
+            "{sig}: {:?}",
+            unpacked_in(tmp.path())
+        );
+        drop(reader);
+    }
+}

@@ -14,10 +14,11 @@ use crate::Sysroot;
 use crate::facts::NodeFacts;
 use crate::facts::access::{self, Access};
 use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser};
+use crate::sysroot::Kind;
 use nix::errno::Errno;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -54,7 +55,7 @@ enum Outcome {
 
 /// The reading thread's request and reply channels.
 type ReadWorker = (
-    mpsc::Sender<PathBuf>,
+    mpsc::Sender<String>,
     mpsc::Receiver<std::io::Result<Vec<u8>>>,
 );
 
@@ -63,27 +64,31 @@ type ReadWorker = (
 /// its thread is abandoned, and the PCI device it belongs to is treated as
 /// wedged from then on (its other files are not tried).
 struct BoundedReader {
+    root: Sysroot,
     worker: Option<ReadWorker>,
     wedged: Vec<String>,
 }
 
 impl BoundedReader {
-    fn new() -> BoundedReader {
+    /// Reads recorded paths of `root`, its links resolved inside it.
+    fn new(root: &Sysroot) -> BoundedReader {
         BoundedReader {
+            root: root.clone(),
             worker: None,
             wedged: Vec::new(),
         }
     }
 
-    fn spawn() -> Option<ReadWorker> {
-        let (to_worker, requests) = mpsc::channel::<PathBuf>();
+    fn spawn(root: Sysroot) -> Option<ReadWorker> {
+        let (to_worker, requests) = mpsc::channel::<String>();
         let (replies, from_worker) = mpsc::channel();
         std::thread::Builder::new()
             .name("rocgate-snapshot-read".into())
             .spawn(move || {
-                for path in requests {
+                for at in requests {
                     let mut bytes = Vec::new();
-                    let r = std::fs::File::open(&path)
+                    let r = root
+                        .recorded_open(&at)
                         .and_then(|f| f.take(MAX_FILE).read_to_end(&mut bytes))
                         .map(|_| bytes);
                     if replies.send(r).is_err() {
@@ -95,23 +100,25 @@ impl BoundedReader {
         Some((to_worker, from_worker))
     }
 
-    /// Reads `path`, the node's `host` path.
-    fn read(&mut self, host: &str, path: &Path) -> Outcome {
+    /// Reads `host`, a recorded path.
+    fn read(&mut self, host: &str) -> Outcome {
         if self.wedged.iter().any(|w| host.starts_with(w.as_str())) {
             return Outcome::Hung;
         }
         if self.worker.is_none() {
-            self.worker = Self::spawn();
+            self.worker = Self::spawn(self.root.clone());
         }
         let Some((tx, rx)) = &self.worker else {
             return Outcome::Failed;
         };
-        if tx.send(path.to_path_buf()).is_err() {
+        if tx.send(host.to_string()).is_err() {
             self.worker = None;
             return Outcome::Failed;
         }
         match rx.recv_timeout(FILE_WAIT) {
             Ok(Ok(bytes)) => Outcome::Bytes(bytes),
+            // A FIFO, device or socket of a capture: it did not answer there.
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => Outcome::Hung,
             Ok(Err(_)) => Outcome::Failed,
             Err(_) => {
                 self.worker = None;
@@ -140,10 +147,172 @@ fn device_prefix(host: &str) -> String {
     end.and_then(|e| host.get(..e)).unwrap_or(host).to_string()
 }
 
-/// Replacements for serials and the host name.
+/// Replacements for serials, the host name, user names and addresses.
 struct Redactor {
+    /// Serials, replaced wherever they occur.
     pairs: Vec<(String, String)>,
+    /// Host and user names, replaced where they stand as a word (`ci` in
+    /// `pci` is no user name).
+    words: Vec<(String, String)>,
+    /// Whether IP addresses are replaced.
+    addresses: bool,
     count: usize,
+}
+
+/// A user name's stand-in: the same for the same name, so that a user is
+/// still recognisable across files (the capture record, `/etc/group`).
+fn pseudonym(user: &str) -> String {
+    format!("user-{:08x}", fnv(user) as u32)
+}
+
+/// Whether `c` continues a host or user name.
+fn in_word(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// `text` with every whole-word `from` replaced by `to`; counts them.
+fn replace_word(text: &str, from: &str, to: &str, count: &mut usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let mut before: Option<char> = None;
+    while let Some(at) = rest.find(from) {
+        let prev = rest[..at].chars().next_back().or(before);
+        let next = rest[at + from.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if prev.is_some_and(in_word) || next.is_some_and(in_word) {
+            out.push_str(from);
+        } else {
+            out.push_str(to);
+            *count += 1;
+        }
+        before = from.chars().next_back();
+        rest = &rest[at + from.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// An IPv4 or IPv6 address's stand-in, from the documentation and
+/// benchmarking ranges (RFC 5737, 2544, 3849), the same for the same
+/// address; `None` for one that identifies no node (loopback,
+/// unspecified, a netmask).
+fn address_stand_in(token: &str) -> Option<String> {
+    if let Ok(v4) = token.parse::<std::net::Ipv4Addr>() {
+        if v4.is_loopback() || v4.is_unspecified() || v4.octets()[0] == 255 {
+            return None;
+        }
+        let h = fnv(token) as u32;
+        return Some(format!(
+            "198.{}.{}.{}",
+            18 + ((h >> 16) & 1),
+            (h >> 8) & 0xff,
+            h & 0xff
+        ));
+    }
+    let v6 = token.parse::<std::net::Ipv6Addr>().ok()?;
+    if v6.is_loopback() || v6.is_unspecified() {
+        return None;
+    }
+    let h = fnv(&v6.to_string());
+    Some(format!(
+        "2001:db8::{:x}:{:x}",
+        (h >> 16) & 0xffff,
+        h & 0xffff
+    ))
+}
+
+/// `text` with its IPv4 and IPv6 addresses replaced; counts them. A
+/// candidate is a run of hex digits, dots and colons that starts and ends
+/// a word; a run that is no address as a whole (`ip=A::B:MASK:host`, a
+/// kernel command line) is tried piece by piece between its colons.
+fn redact_addresses(text: &str, count: &mut usize) -> String {
+    let b = text.as_bytes();
+    let run = |c: u8| c.is_ascii_hexdigit() || c == b'.' || c == b':';
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'.';
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut copied) = (0, 0);
+    while i < b.len() {
+        if !run(b[i]) || (i > 0 && word(b[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && run(b[j]) {
+            j += 1;
+        }
+        // Glued to a word (`6.8.0.45x`), unless the run ended on a
+        // separator (`...:255.255.255.0:host`).
+        if j < b.len()
+            && (b[j].is_ascii_alphanumeric() || b[j] == b'_')
+            && !matches!(b[j - 1], b':' | b'.')
+        {
+            i = j;
+            continue;
+        }
+        let token = text[i..j].trim_end_matches(['.', ':']);
+        let end = i + token.len();
+        let replaced = address_stand_in(token).or_else(|| {
+            if !token.contains(':') {
+                return None;
+            }
+            let mut any = false;
+            let pieces: Vec<String> = token
+                .split(':')
+                .map(|p| match address_stand_in(p).filter(|_| p.contains('.')) {
+                    Some(r) => {
+                        any = true;
+                        *count += 1;
+                        r
+                    }
+                    None => p.to_string(),
+                })
+                .collect();
+            any.then(|| pieces.join(":"))
+        });
+        if let Some(r) = replaced {
+            if !r.contains(':') || token.parse::<std::net::Ipv6Addr>().is_ok() {
+                *count += 1;
+            }
+            out.push_str(&text[copied..i]);
+            out.push_str(&r);
+            copied = end;
+        }
+        i = j;
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// `/etc/group` with every member list's names replaced by their
+/// stand-ins; the group names, which checks look up, stay.
+fn redact_groups(text: &str, count: &mut usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        let fields: Vec<&str> = body.splitn(4, ':').collect();
+        if fields.len() == 4 && !fields[3].trim().is_empty() {
+            let members: Vec<String> = fields[3]
+                .split(',')
+                .map(|m| {
+                    *count += 1;
+                    pseudonym(m.trim())
+                })
+                .collect();
+            out.push_str(&format!(
+                "{}:{}:{}:{}{end}",
+                fields[0],
+                fields[1],
+                fields[2],
+                members.join(",")
+            ));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
 }
 
 fn fnv(s: &str) -> u64 {
@@ -155,6 +324,7 @@ fn fnv(s: &str) -> u64 {
 impl Redactor {
     fn new(facts: &NodeFacts, enabled: bool, reader: &mut BoundedReader) -> Redactor {
         let mut pairs = Vec::new();
+        let mut words = Vec::new();
         if enabled {
             for g in &facts.gpus {
                 if let Some(u) = g.kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0) {
@@ -165,9 +335,7 @@ impl Redactor {
                 }
                 if let Some(pci) = &g.pci {
                     let host = format!("{}/serial_number", pci.sysfs_dir());
-                    if let Outcome::Bytes(b) =
-                        reader.read(&host, &facts.sysroot.recorded_path(&host))
-                    {
+                    if let Outcome::Bytes(b) = reader.read(&host) {
                         let serial = String::from_utf8_lossy(&b).trim().to_string();
                         if serial.len() >= 4 {
                             pairs.push((
@@ -179,18 +347,46 @@ impl Redactor {
                 }
             }
             if let Ok(Some(host)) = facts.sysroot.read_opt("/proc/sys/kernel/hostname") {
-                if host.len() >= 2 {
-                    pairs.push((
-                        host.clone(),
-                        format!("node-{:06x}", fnv(&host) as u32 & 0xff_ffff),
-                    ));
+                // The short name too: syslog lines and `ip=` carry it.
+                let short = host.split('.').next().unwrap_or(&host).to_string();
+                let stand_in = format!("node-{:06x}", fnv(&short) as u32 & 0xff_ffff);
+                for name in [host.clone(), short] {
+                    if name.len() >= 2 {
+                        words.push((name, stand_in.clone()));
+                    }
                 }
+            }
+            // The capture's user, by the name it logs under; `root` names
+            // nobody in particular, and is a word of kernel command lines.
+            let user = facts
+                .capture()
+                .and_then(|c| c.user.as_ref().map(|u| u.name.clone()))
+                .or_else(|| facts.user.as_ref().map(|u| u.name.clone()));
+            if let Some(user) = user.filter(|u| u.len() >= 2 && u != "root") {
+                words.push((user.clone(), pseudonym(&user)));
             }
             // Longest first, so a value is not half-replaced by a shorter one.
             pairs.sort_by_key(|(a, _)| std::cmp::Reverse(a.len()));
             pairs.dedup();
+            words.sort_by_key(|(a, _)| std::cmp::Reverse(a.len()));
+            words.dedup();
         }
-        Redactor { pairs, count: 0 }
+        Redactor {
+            pairs,
+            words,
+            addresses: enabled,
+            count: 0,
+        }
+    }
+
+    /// The capture user's name as redacted (`root` as it is).
+    fn user(&mut self, name: &str) -> String {
+        if self.addresses && name != "root" {
+            self.count += 1;
+            pseudonym(name)
+        } else {
+            name.to_string()
+        }
     }
 
     fn apply(&mut self, text: String) -> String {
@@ -201,6 +397,14 @@ impl Redactor {
                 self.count += n;
                 out = out.replace(from.as_str(), to);
             }
+        }
+        for (from, to) in &self.words {
+            if out.contains(from.as_str()) {
+                out = replace_word(&out, from, to, &mut self.count);
+            }
+        }
+        if self.addresses {
+            out = redact_addresses(&out, &mut self.count);
         }
         out
     }
@@ -254,10 +458,14 @@ fn header(kind: tar::EntryType, size: u64, mode: u32) -> tar::Header {
 /// The capture record: who took the snapshot and what they could open.
 fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
     if let Some(c) = facts.capture() {
-        return c.clone();
+        let mut c = c.clone();
+        if let Some(u) = c.user.as_mut() {
+            u.name = redact.user(&u.name);
+        }
+        return c;
     }
     let user = facts.user.as_ref().map(|u| CapturedUser {
-        name: redact.apply(u.name.clone()),
+        name: redact.user(&u.name),
         uid: u.uid,
         groups: u.groups.clone(),
     });
@@ -274,7 +482,7 @@ fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
     let devices = paths
         .into_iter()
         .map(|p| {
-            let meta = std::fs::metadata(facts.sysroot.recorded_path(&p)).ok();
+            let meta = facts.sysroot.recorded_entry(&p, true);
             let open = match facts.access(&p) {
                 Access::Granted => "ok".to_string(),
                 Access::Missing => "ENOENT".to_string(),
@@ -283,10 +491,8 @@ fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
                 Access::Unknown { .. } => "unknown".to_string(),
             };
             CapturedDevice {
-                gid: meta.as_ref().map(MetadataExt::gid),
-                mode: meta
-                    .as_ref()
-                    .map(|m| format!("{:04o}", m.permissions().mode() & 0o7777)),
+                gid: meta.map(|m| m.gid),
+                mode: meta.map(|m| format!("{:04o}", m.mode & 0o7777)),
                 path: p,
                 open,
             }
@@ -369,64 +575,35 @@ fn within_root(at: &str, target: &Path) -> PathBuf {
 /// Writes a snapshot of what `facts.sysroot` (a recording sysroot) has
 /// accessed, plus the kernel log and the capture record, to `out`.
 ///
-/// The archive is written to a temporary file beside `out` and renamed
-/// into place at the end, so `out` is either untouched or complete, never
-/// half-written (an existing `out` that is not a regular file, such as
-/// `/dev/stdout`, is written directly: there is nothing to rename onto).
-/// `stop` is polled between entries; when it says so the snapshot is
-/// abandoned and its temporary file removed.
+/// `out` is written as the reports are (`rocgate_harness::atomic`): a
+/// regular file or a new path is replaced whole by a temporary file renamed
+/// into place, so it is either untouched or complete, never half-written; a
+/// symlink is followed to its target, never replaced; a FIFO or a character
+/// device is written through, opened without blocking (a FIFO nobody reads
+/// fails at once with ENXIO); `/dev/stdout` is rocgate's own stdout. `stop`
+/// is polled between entries; when it says so the snapshot is abandoned
+/// before anything is written.
 pub fn write(
     facts: &NodeFacts,
     out: &Path,
     redact: bool,
     stop: &dyn Fn() -> bool,
 ) -> Result<Summary, String> {
-    let direct = std::fs::metadata(out).ok().filter(|m| !m.is_file());
-    if direct.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+    if std::fs::metadata(out).is_ok_and(|m| m.is_dir()) {
         return Err(format!(
             "failed to write {}: it is a directory; give the archive's file name (`--out {}/node.tar.zst`)",
             out.display(),
             out.display()
         ));
     }
-    if direct.is_some() {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(out)
-            .map_err(|e| format!("failed to open {}: {e}", out.display()))?;
-        let (_, summary) = write_to(facts, file, out, redact, stop)?;
-        return Ok(summary);
+    // A snapshot is a few MiB at most (every file is capped, most are
+    // sysfs attributes): it is built in memory, then written in one go.
+    let (bytes, summary) = write_to(facts, Vec::new(), out, redact, stop)?;
+    if stop() {
+        return Err(format!("interrupted: {} not written", out.display()));
     }
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".rocgate-snapshot-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| {
-            format!(
-                "failed to create a temporary file in {} for {}: {e}",
-                dir.display(),
-                out.display()
-            )
-        })?;
-    // On any error `tmp` is dropped here, which removes it.
-    let (tmp, summary) = write_to(facts, tmp, out, redact, stop)?;
-    let fail = |e: std::io::Error| format!("failed to write {}: {e}", tmp.path().display());
-    // A snapshot is for sharing; a temporary file starts out private.
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist(out).map_err(|e| {
-        format!(
-            "failed to move the snapshot into {}: {}",
-            out.display(),
-            e.error
-        )
-    })?;
+    rocgate_harness::atomic::write(out, &bytes)
+        .map_err(|e| format!("the snapshot was not written: {e}"))?;
     Ok(summary)
 }
 
@@ -439,7 +616,7 @@ fn write_to<W: Write>(
     stop: &dyn Fn() -> bool,
 ) -> Result<(W, Summary), String> {
     let root = &facts.sysroot;
-    let mut reader = BoundedReader::new();
+    let mut reader = BoundedReader::new(root);
     let mut redactor = Redactor::new(facts, redact, &mut reader);
     let enc = zstd::Encoder::new(sink, 3)
         .map_err(|e| format!("failed to start compressing {}: {e}", out.display()))?;
@@ -466,19 +643,14 @@ fn write_to<W: Write>(
         .map(|(host, _)| host.trim_end_matches('/').to_string())
         .collect();
     for dir in listed {
-        let Ok(entries) = std::fs::read_dir(root.recorded_path(&dir)) else {
+        let Some(entries) = root.recorded_list(&dir) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let (Ok(name), Ok(kind)) = (entry.file_name().into_string(), entry.file_type()) else {
-                continue;
-            };
-            let how = if kind.is_symlink() {
-                Use::Linked
-            } else if kind.is_dir() {
-                Use::Listed
-            } else {
-                Use::Probed
+        for (name, kind) in entries {
+            let how = match kind {
+                Kind::Link => Use::Linked,
+                Kind::Dir => Use::Listed,
+                _ => Use::Probed,
             };
             accesses.entry(format!("{dir}/{name}")).or_insert(how);
         }
@@ -488,7 +660,7 @@ fn write_to<W: Write>(
         .iter()
         .filter(|(_, how)| **how == Use::Linked)
         .filter_map(|(host, _)| {
-            let target = std::fs::read_link(root.recorded_path(host)).ok()?;
+            let target = root.recorded_link(host)?;
             Some((host.trim_start_matches('/'), target))
         })
         .collect();
@@ -522,7 +694,6 @@ fn write_to<W: Write>(
         let Some(at) = place(rel, &links).filter(|at| stored.insert(at.clone())) else {
             continue;
         };
-        let path = root.recorded_path(host);
         match how {
             Use::Linked => {
                 if let Some(target) = links.get(&at) {
@@ -533,7 +704,10 @@ fn write_to<W: Write>(
                 }
             }
             Use::Listed => {
-                if path.is_dir() {
+                if root
+                    .recorded_entry(host, true)
+                    .is_some_and(|e| e.kind == Kind::Dir)
+                {
                     let mut h = header(tar::EntryType::Directory, 0, 0o755);
                     tar.append_data(&mut h, &at, std::io::empty())
                         .map_err(err)?;
@@ -541,10 +715,10 @@ fn write_to<W: Write>(
                 }
             }
             Use::Read | Use::Probed => {
-                let Ok(meta) = std::fs::metadata(&path) else {
+                let Some(meta) = root.recorded_entry(host, true) else {
                     continue;
                 };
-                if meta.is_dir() {
+                if meta.kind == Kind::Dir {
                     let mut h = header(tar::EntryType::Directory, 0, 0o755);
                     tar.append_data(&mut h, &at, std::io::empty())
                         .map_err(err)?;
@@ -553,11 +727,14 @@ fn write_to<W: Write>(
                 }
                 // Device nodes and probed files: presence is what matters.
                 let mut bytes = Vec::new();
-                let hung = if meta.file_type().is_fifo() {
+                let hung = if meta.kind == Kind::Fifo {
                     // A capture that simulates a hang (as the fixtures do) keeps it.
                     true
-                } else if *how == Use::Read && meta.is_file() {
-                    match reader.read(host, &path) {
+                } else if meta.kind == Kind::Special && !root.is_live() {
+                    // A device or socket in a capture did not answer there.
+                    true
+                } else if *how == Use::Read && meta.kind == Kind::File {
+                    match reader.read(host) {
                         Outcome::Bytes(b) => {
                             bytes = b;
                             false
@@ -577,6 +754,11 @@ fn write_to<W: Write>(
                 }
                 if host == "/var/lib/dpkg/status" {
                     bytes = gpu_packages(&String::from_utf8_lossy(&bytes)).into_bytes();
+                }
+                if redact && host == "/etc/group" {
+                    let mut n = 0;
+                    bytes = redact_groups(&String::from_utf8_lossy(&bytes), &mut n).into_bytes();
+                    redactor.count += n;
                 }
                 if redact && is_text(&bytes) {
                     bytes = redactor
@@ -605,7 +787,7 @@ fn write_to<W: Write>(
         "# Written by rocgate {} snapshot{}: the user who took it and the device nodes they could open.\n{}",
         env!("CARGO_PKG_VERSION"),
         if redact {
-            " (serials and host name redacted)"
+            " (serials, host and user names, addresses and group members redacted)"
         } else {
             ""
         },
@@ -684,7 +866,111 @@ fn human(bytes: u64) -> String {
 #[derive(Debug)]
 pub struct Opened {
     sysroot: Sysroot,
-    unpacked: Option<tempfile::TempDir>,
+    unpacked: Option<Unpacked>,
+}
+
+/// Names of the directories archives are unpacked into, in the temporary
+/// directory: `rocgate-snapshot-PID-XXXXXX`, PID the process that made it.
+const UNPACK_PREFIX: &str = "rocgate-snapshot-";
+
+/// A directory an archive was unpacked into, removed when this is dropped.
+/// While it lives the directory is locked (`flock`), and registered for
+/// removal should a signal end the process by force; a directory left by a
+/// process killed outright (SIGKILL) is unlocked, and the next unpack
+/// removes it ([`sweep_stale`]).
+#[derive(Debug)]
+pub struct Unpacked {
+    // Fields drop in order: the directory is removed before its lock is
+    // released and its registration dropped.
+    dir: tempfile::TempDir,
+    _lock: Option<nix::fcntl::Flock<std::fs::File>>,
+    _registered: rocgate_harness::signal::Registered,
+}
+
+impl Unpacked {
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// How old an unlocked unpack directory must be before it is taken for one
+/// whose process was killed: its maker locks it right after creating it.
+const STALE_AFTER: Duration = Duration::from_secs(1);
+
+/// An unlocked unpack directory whose process is still alive (its number
+/// reused) is taken for stale after this.
+const STALE_ALIVE_AFTER: Duration = Duration::from_secs(60);
+
+/// Removes unpack directories of this user in `tmp` that no live rocgate
+/// holds: left by a process killed with SIGKILL, which removes nothing. A
+/// directory is taken for stale when its lock is free and, as its maker
+/// takes the lock right after creating it, it is older than a second and
+/// its process is gone (or older than a minute, the process number being
+/// reused). A lock that cannot be tested counts as held.
+fn sweep_stale(tmp: &Path) {
+    use nix::fcntl::{Flock, FlockArg};
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    let now = std::time::SystemTime::now();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(UNPACK_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != me {
+            continue;
+        }
+        let changed = std::time::UNIX_EPOCH
+            + Duration::from_secs(u64::try_from(meta.ctime()).unwrap_or(u64::MAX / 4));
+        let age = now.duration_since(changed).unwrap_or_default();
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(Errno::ESRCH)
+        );
+        if age < STALE_AFTER || (!gone && age < STALE_ALIVE_AFTER) {
+            continue;
+        }
+        let Ok(dir) = std::fs::File::open(&path) else {
+            continue;
+        };
+        // Held while the lock is: no other sweep removes it meanwhile.
+        if let Ok(_lock) = Flock::lock(dir, FlockArg::LockExclusiveNonblock) {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
+/// A fresh, locked and registered directory to unpack into.
+fn unpack_dir() -> std::io::Result<Unpacked> {
+    use nix::fcntl::{Flock, FlockArg};
+    let tmp = std::env::temp_dir();
+    sweep_stale(&tmp);
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{UNPACK_PREFIX}{}-", std::process::id()))
+        .tempdir_in(&tmp)?;
+    let registered = rocgate_harness::signal::remove_on_forced_exit(dir.path());
+    // A file system without flock: the directory is left to the normal
+    // removal, and counts as held for every sweep.
+    let lock = std::fs::File::open(dir.path())
+        .ok()
+        .and_then(|f| Flock::lock(f, FlockArg::LockExclusiveNonblock).ok());
+    Ok(Unpacked {
+        dir,
+        _lock: lock,
+        _registered: registered,
+    })
 }
 
 impl Opened {
@@ -703,7 +989,7 @@ impl Opened {
 
     /// The directory an archive was unpacked into, if it was one.
     pub fn unpacked_dir(&self) -> Option<&Path> {
-        self.unpacked.as_ref().map(tempfile::TempDir::path)
+        self.unpacked.as_ref().map(Unpacked::path)
     }
 }
 
@@ -724,8 +1010,11 @@ pub fn open(arg: &Path, stop: &dyn Fn() -> bool) -> Result<Opened, String> {
 
 /// Unpacks a snapshot (`.tar.zst`, or a plain `.tar`) into a temporary
 /// directory that lives as long as the returned guard. Errors name the
-/// archive and what is wrong with it.
-pub fn extract(path: &Path, stop: &dyn Fn() -> bool) -> Result<tempfile::TempDir, String> {
+/// archive and what is wrong with it. The archive is read twice: first its
+/// headers alone, so that one beyond the limits (or with an entry refused
+/// from its header) is refused before anything is written, then to unpack,
+/// with every check made again on what is read.
+pub fn extract(path: &Path, stop: &dyn Fn() -> bool) -> Result<Unpacked, String> {
     let shown = path.display();
     let next = "give a directory or an archive written by `rocgate snapshot --out FILE` (take a new one on the node if this one is damaged)";
     let mut f = std::fs::File::open(path).map_err(|e| format!("failed to open {shown}: {e}"))?;
@@ -742,31 +1031,33 @@ pub fn extract(path: &Path, stop: &dyn Fn() -> bool) -> Result<tempfile::TempDir
     let n = f
         .read(&mut head)
         .map_err(|e| format!("failed to read {shown}: {e}"))?;
-    let f = std::fs::File::open(path).map_err(|e| format!("failed to open {shown}: {e}"))?;
-    let dir = tempfile::Builder::new()
-        .prefix("rocgate-snapshot-")
-        .tempdir()
-        .map_err(|e| format!("failed to create a directory to unpack {shown}: {e}"))?;
     let zstd_magic = n == 4 && head == [0x28, 0xb5, 0x2f, 0xfd];
-    let unpacked = if zstd_magic {
-        let dec = zstd::Decoder::new(f)
-            .map_err(|e| format!("failed to start decompressing {shown}: {e}"))?;
-        unpack(dec, dir.path(), LIMITS, stop)
-    } else {
-        unpack(f, dir.path(), LIMITS, stop)
+    let pass = |writer: Option<&Path>| -> Result<u64, Refusal> {
+        let f = std::fs::File::open(path).map_err(|e| format!("failed to open {shown}: {e}"))?;
+        if zstd_magic {
+            let dec = zstd::Decoder::new(f)
+                .map_err(|e| format!("failed to start decompressing {shown}: {e}"))?;
+            walk(dec, writer, LIMITS, stop)
+        } else {
+            walk(f, writer, LIMITS, stop)
+        }
     };
-    match unpacked {
-        Ok(_) => Ok(dir),
-        Err(Refusal::Interrupted) => Err(format!("interrupted while unpacking {shown}")),
-        Err(Refusal::Invalid(why)) => Err(format!(
+    let refused = |r: Refusal| match r {
+        Refusal::Interrupted => format!("interrupted while unpacking {shown}"),
+        Refusal::Invalid(why) => format!(
             "{shown} is not a usable snapshot archive ({}): {why}; {next}",
             if zstd_magic {
                 "zstd-compressed tar"
             } else {
                 "not zstd-compressed, so read as a plain tar"
             }
-        )),
-    }
+        ),
+    };
+    pass(None).map_err(refused)?;
+    let dir =
+        unpack_dir().map_err(|e| format!("failed to create a directory to unpack {shown}: {e}"))?;
+    pass(Some(dir.path())).map_err(refused)?;
+    Ok(dir)
 }
 
 /// Why unpacking stopped.
@@ -1045,20 +1336,32 @@ impl Writer {
     }
 }
 
-/// Unpacks the tar stream `input` into `dir`: refuses anything that would
-/// land outside `dir` or write through a link, device nodes and other
-/// entries a snapshot never holds, and archives beyond `limits` (checked on
-/// each header before its data is read, and on the bytes as they stream).
-/// FIFOs, which stand for files that did not answer, are recreated as
-/// FIFOs. Returns the number of entries unpacked (at least one).
+/// Unpacks the tar stream `input` into `dir`: see [`walk`].
+#[cfg(test)]
 fn unpack<R: Read>(
     input: R,
     dir: &Path,
     limits: Limits,
     stop: &dyn Fn() -> bool,
 ) -> Result<u64, Refusal> {
+    walk(input, Some(dir), limits, stop)
+}
+
+/// Reads the tar stream `input`, unpacking it into `dir` when given (else
+/// checking its headers only): refuses anything that would land outside
+/// `dir` or write through a link, device nodes and other entries a snapshot
+/// never holds, and archives beyond `limits` (checked on each header before
+/// its data is read, and on the bytes as they stream). FIFOs, which stand
+/// for files that did not answer, are recreated as FIFOs. Returns the
+/// number of entries (at least one).
+fn walk<R: Read>(
+    input: R,
+    dir: Option<&Path>,
+    limits: Limits,
+    stop: &dyn Fn() -> bool,
+) -> Result<u64, Refusal> {
     use tar::EntryType;
-    let writer = Writer::new(dir)?;
+    let writer = dir.map(Writer::new).transpose()?;
     let mut archive = tar::Archive::new(input);
     // Raw: the tar crate would read a GNU long name or pax header of any
     // size into memory; here they are bounded like everything else.
@@ -1173,6 +1476,40 @@ fn unpack<R: Read>(
         }
         let parts = components(&name)?;
         match kind {
+            EntryType::Regular
+            | EntryType::Continuous
+            | EntryType::Directory
+            | EntryType::Symlink
+            | EntryType::Link
+            | EntryType::Fifo => {}
+            EntryType::Char | EntryType::Block => {
+                return Err(format!(
+                    "entry `{shown}` is a device node; a snapshot stores device files as plain files and never needs one"
+                )
+                .into());
+            }
+            other => {
+                return Err(format!(
+                    "entry `{shown}` is of a kind a snapshot never holds ({other:?})"
+                )
+                .into());
+            }
+        }
+        let link_parts = if kind == EntryType::Link {
+            Some(
+                components(link.as_deref().unwrap_or_default())
+                    .map_err(|e| format!("hard link `{shown}`: {e}"))?,
+            )
+        } else {
+            None
+        };
+        let Some(writer) = &writer else {
+            // Headers only: the data is skipped (counted as the header says).
+            total += size;
+            made += 1;
+            continue;
+        };
+        match kind {
             EntryType::Regular | EntryType::Continuous => {
                 let mut file = writer.file(&parts, &shown)?;
                 let mut buf = vec![0u8; 64 << 10];
@@ -1211,26 +1548,12 @@ fn unpack<R: Read>(
                 total += size;
             }
             EntryType::Link => {
-                let target = components(&link.unwrap_or_default())
-                    .map_err(|e| format!("hard link `{shown}`: {e}"))?;
-                writer.hard_link(&parts, &target, &shown)?;
+                writer.hard_link(&parts, &link_parts.unwrap_or_default(), &shown)?;
                 total += size;
             }
-            EntryType::Fifo => {
+            _ => {
                 writer.fifo(&parts, &shown)?;
                 total += size;
-            }
-            EntryType::Char | EntryType::Block => {
-                return Err(format!(
-                    "entry `{shown}` is a device node; a snapshot stores device files as plain files and never needs one"
-                )
-                .into());
-            }
-            other => {
-                return Err(format!(
-                    "entry `{shown}` is of a kind a snapshot never holds ({other:?})"
-                )
-                .into());
             }
         }
         made += 1;
@@ -1266,6 +1589,60 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use rocgate_fixtures::hostile::{put, raw_tar_header};
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn redaction_replaces_names_as_words_and_addresses_of_both_kinds() {
+        let mut n = 0;
+        assert_eq!(
+            replace_word(
+                "Dec 1 gpu-node-07 kernel: pci gpu-node-07x ci",
+                "ci",
+                "U",
+                &mut n
+            ),
+            "Dec 1 gpu-node-07 kernel: pci gpu-node-07x U"
+        );
+        assert_eq!(n, 1);
+        let text = "ip=10.1.2.3::10.1.2.1:255.255.255.0:h:eth0:none fe80::1c2:3ff:fe4d:5e6f%eth0 [2a02:8071:1::5]:22 127.0.0.1 6.8.0.45x 0000:05:00.0 10:00:00 v6.16.6 1.2.3.\n";
+        let mut n = 0;
+        let out = redact_addresses(text, &mut n);
+        for gone in ["10.1.2.3", "10.1.2.1", "fe80::1c2", "2a02:8071"] {
+            assert!(!out.contains(gone), "{gone}: {out}");
+        }
+        for kept in [
+            "255.255.255.0",
+            "127.0.0.1",
+            "6.8.0.45x",
+            "0000:05:00.0",
+            "10:00:00",
+            "v6.16.6",
+            "%eth0",
+            " 1.2.3.",
+        ] {
+            assert!(out.contains(kept), "{kept}: {out}");
+        }
+        assert_eq!(n, 4, "{out}");
+        assert_eq!(
+            redact_addresses(text, &mut 0),
+            out,
+            "the same stand-ins every time"
+        );
+        let mut n = 0;
+        let groups = redact_groups(
+            "root:x:0:\nrender:x:110:alice,bob\nvideo:x:44:alice",
+            &mut n,
+        );
+        assert_eq!(
+            groups,
+            format!(
+                "root:x:0:\nrender:x:110:{a},{b}\nvideo:x:44:{a}",
+                a = pseudonym("alice"),
+                b = pseudonym("bob")
+            )
+        );
+        assert_eq!(n, 3);
+    }
 
     #[test]
     fn a_hung_file_wedges_its_device_only() {
@@ -1285,7 +1662,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dev = dir.path().join("0000:46:00.0");
         std::fs::create_dir(&dev).unwrap();
-        // Opening a FIFO nobody writes blocks, as a read on a wedged GPU does.
+        // Opening a FIFO nobody writes blocks, as a read on a wedged GPU
+        // does: on the live node (paths below `/`) it is waited for.
         nix::unistd::mkfifo(
             &dev.join("hangs"),
             nix::sys::stat::Mode::from_bits_truncate(0o644),
@@ -1293,27 +1671,38 @@ mod tests {
         .unwrap();
         std::fs::write(dev.join("after"), "1\n").unwrap();
         std::fs::write(dir.path().join("fine"), "ok\n").unwrap();
-        let mut reader = BoundedReader::new();
+        let live = |p: PathBuf| p.display().to_string();
+        let mut reader = BoundedReader::new(&Sysroot::live());
         assert!(matches!(
-            reader.read("/sys/0000:46:00.0/hangs", &dev.join("hangs")),
+            reader.read(&live(dev.join("hangs"))),
             Outcome::Hung
         ));
         let start = std::time::Instant::now();
         assert!(matches!(
-            reader.read("/sys/0000:46:00.0/after", &dev.join("after")),
+            reader.read(&live(dev.join("after"))),
             Outcome::Hung
         ));
         assert!(
             start.elapsed() < Duration::from_millis(100),
             "the wedged device is not retried"
         );
-        match reader.read("/proc/fine", &dir.path().join("fine")) {
+        match reader.read(&live(dir.path().join("fine"))) {
             Outcome::Bytes(b) => assert_eq!(b, b"ok\n"),
             _ => panic!("a healthy file after a hang must read"),
         }
         assert!(matches!(
-            reader.read("/proc/missing", &dir.path().join("missing")),
+            reader.read(&live(dir.path().join("missing"))),
             Outcome::Failed
+        ));
+        // In a capture the FIFO is never opened: it is hung at once, and
+        // its device's other files still read.
+        let mut reader = BoundedReader::new(&Sysroot::at(dir.path()));
+        let start = std::time::Instant::now();
+        assert!(matches!(reader.read("/0000:46:00.0/hangs"), Outcome::Hung));
+        assert!(start.elapsed() < FILE_WAIT);
+        assert!(matches!(
+            reader.read("/0000:46:00.0/after"),
+            Outcome::Bytes(_)
         ));
     }
 
@@ -1682,7 +2071,7 @@ mod tests {
 
     /// `facts` captured into an archive beside them (in `beside`) and
     /// unpacked again: the unpacked directory and a sysroot on it.
-    fn captured(facts: &NodeFacts, beside: &Path) -> (tempfile::TempDir, Sysroot) {
+    fn captured(facts: &NodeFacts, beside: &Path) -> (Unpacked, Sysroot) {
         let out = beside.join("snap.tar.zst");
         write(facts, &out, false, &|| false).unwrap();
         let dir = extract(&out, &|| false).unwrap();

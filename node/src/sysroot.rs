@@ -1,7 +1,15 @@
 //! Every host path is read through a sysroot: `/` on a live node, or a
 //! directory holding a captured or synthetic node.
 
+//!
+//! A captured node's links are resolved inside its root, as a chroot would
+//! ([`resolve`]): nothing outside the root is ever read through one. Its
+//! FIFOs, devices and sockets are files that did not answer: never opened.
+
+mod resolve;
+
 use crate::bounded_io::{BoundedIo, READ_DEADLINE};
+pub use resolve::Kind;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{ErrorKind, Read};
@@ -29,6 +37,9 @@ pub struct Sysroot {
     /// Where the host's own root is mounted (a host path, `/host`) when
     /// rocgate runs in a container: [`HOST_ONLY`] paths are read there.
     host_root: Option<String>,
+    /// The device of the root's file system when it is a local one
+    /// ([`resolve::local_device`]), found on first use.
+    local: Arc<std::sync::OnceLock<Option<u64>>>,
 }
 
 /// Host paths a container holds its image's copy of, not the host's: the
@@ -71,6 +82,17 @@ pub enum PathUse {
     Listed,
     /// Read as a symbolic link.
     Linked,
+}
+
+/// A recorded path as found in a sysroot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// What it is.
+    pub kind: Kind,
+    /// Its group.
+    pub gid: u32,
+    /// Its mode (type and permission bits).
+    pub mode: u32,
 }
 
 impl PartialEq for Sysroot {
@@ -120,7 +142,7 @@ impl fmt::Display for ReadError {
             ReadErrorKind::Io(why) => write!(f, "failed to read {p}: {why}"),
             ReadErrorKind::TimedOut(d) if d.is_zero() => write!(
                 f,
-                "{p} did not answer when the node was captured (a wedged device?; the capture holds a FIFO in its place); not read again in this run"
+                "{p} did not answer when the node was captured (a wedged device?; the capture holds a FIFO, a device or a socket in its place, which is never opened); not read again in this run"
             ),
             ReadErrorKind::TimedOut(d) => write!(
                 f,
@@ -178,6 +200,7 @@ impl Sysroot {
             recorder: None,
             io: Arc::new(BoundedIo::new(READ_DEADLINE)),
             host_root: None,
+            local: Arc::new(std::sync::OnceLock::new()),
         }
     }
 
@@ -224,46 +247,116 @@ impl Sysroot {
     }
 
     /// Runs a read of `host` so that it cannot hang: a file that did not
-    /// answer before fails at once; a FIFO is never opened; on the live
-    /// node, reads of /sys, /proc and /dev are abandoned after the
-    /// deadline.
+    /// answer before fails at once; a FIFO is never opened, nor in a
+    /// capture a device or a socket; on the live node, reads of /sys, /proc
+    /// and /dev are abandoned after the deadline, and in a capture every
+    /// read is (a directory on a file system that stopped answering).
+    /// `read` gets the opened file.
     fn guarded<T: Send + 'static>(
         &self,
         host: &str,
-        read: impl FnOnce(PathBuf) -> Result<T, ReadError> + Send + 'static,
+        read: impl FnOnce(std::fs::File, &Path) -> Result<T, ReadError> + Send + 'static,
     ) -> Result<T, ReadError> {
-        let timed_out = || {
+        let no_answer = |waited: Duration| {
             rocgate_harness::deadline::note_no_answer(host);
-            // In a capture nothing is waited for: a FIFO stands for a file
-            // that did not answer on the node, and zero says so.
-            let waited = if self.is_live() {
-                self.io.deadline()
-            } else {
-                Duration::ZERO
-            };
+            self.io.mark_wedged(host);
             ReadError {
                 path: PathBuf::from(host),
                 kind: ReadErrorKind::TimedOut(waited),
             }
         };
         if self.io.is_wedged(host) {
-            return Err(timed_out());
+            // Told as it was the first time: waited for on the live node,
+            // a stand-in in a capture.
+            let waited = if self.is_live() {
+                self.io.deadline()
+            } else {
+                Duration::ZERO
+            };
+            return Err(ReadError {
+                path: PathBuf::from(host),
+                kind: ReadErrorKind::TimedOut(waited),
+            });
         }
-        let path = self.path(host);
-        if std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
-            self.io.mark_wedged(host);
-            return Err(timed_out());
+        let (base, plain) = self.base(host);
+        if plain {
+            let path = self.path(host);
+            if std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_fifo()) {
+                return Err(no_answer(Duration::ZERO));
+            }
+            let kernel = ["/sys/", "/proc/", "/dev/"]
+                .iter()
+                .any(|p| host.starts_with(p));
+            let open = move || {
+                let file =
+                    std::fs::File::open(&path).map_err(|e| ReadError::from_io(path.clone(), &e))?;
+                read(file, &path)
+            };
+            if self.is_live() && kernel {
+                return self
+                    .io
+                    .run(host, open)
+                    .unwrap_or_else(|| Err(no_answer(self.io.deadline())));
+            }
+            return open();
         }
-        let kernel = ["/sys/", "/proc/", "/dev/"]
-            .iter()
-            .any(|p| host.starts_with(p));
-        if self.is_live() && kernel {
-            self.io
-                .run(host, move || read(path))
-                .unwrap_or_else(|| Err(timed_out()))
-        } else {
-            read(path)
+        let shown = self.path(host);
+        // On a local disk, a file of the root's own file system answers:
+        // it is read here. Anything else (a network or FUSE file system, a
+        // file system mounted inside the root) is read under the deadline.
+        let local = *self.local.get_or_init(|| resolve::local_device(&self.root));
+        if let Some(dev) = local.filter(|_| base == self.root) {
+            let found = resolve::lookup(&base, host, true)
+                .map_err(|e| ReadError::from_io(shown.clone(), &e))?;
+            if found.dev == dev {
+                return match open_found(&found, &shown) {
+                    Ok(file) => read(file, &shown),
+                    Err(e) if e.is_timeout() => Err(no_answer(Duration::ZERO)),
+                    Err(e) => Err(e),
+                };
+            }
         }
+        let rel = host.to_string();
+        let open = move || {
+            let found = resolve::lookup(&base, &rel, true)
+                .map_err(|e| ReadError::from_io(shown.clone(), &e))?;
+            let file = open_found(&found, &shown)?;
+            read(file, &shown)
+        };
+        match self.io.run(host, open) {
+            Some(Err(e)) if e.is_timeout() => Err(no_answer(Duration::ZERO)),
+            Some(r) => r,
+            None => Err(no_answer(self.io.deadline())),
+        }
+    }
+
+    /// The directory that stands for `/` when `host` is looked up (the
+    /// root, or the host root below it for the host's own files), and
+    /// whether it is the live host's `/`, where the kernel resolves paths
+    /// itself.
+    fn base(&self, host: &str) -> (PathBuf, bool) {
+        let base = match &self.host_root {
+            Some(h) if is_host_only(host) => self.root.join(h.trim_start_matches('/')),
+            _ => self.root.clone(),
+        };
+        let plain = base == Path::new("/");
+        (base, plain)
+    }
+
+    /// Where a recorded path (host-root files already below the host root)
+    /// is looked up, as [`Sysroot::base`]: the directory standing for `/`,
+    /// the path below it, and whether the kernel resolves it.
+    fn recorded_base(&self, at: &str) -> (PathBuf, String, bool) {
+        if let Some(h) = &self.host_root {
+            if let Some(rest) = at.strip_prefix(h.as_str()) {
+                if is_host_only(rest) {
+                    let base = self.root.join(h.trim_start_matches('/'));
+                    let plain = base == Path::new("/");
+                    return (base, rest.to_string(), plain);
+                }
+            }
+        }
+        (self.root.clone(), at.to_string(), self.is_live())
     }
 
     /// A sysroot at `dir` that messages call `label`.
@@ -345,10 +438,100 @@ impl Sysroot {
         self.root.join(at.trim_start_matches('/'))
     }
 
+    /// What a recorded path ([`Sysroot::recorded`]) is here, its links
+    /// resolved inside the sysroot (the last one too when `follow` says
+    /// so); `None` when it is not there.
+    pub fn recorded_entry(&self, at: &str, follow: bool) -> Option<Entry> {
+        use std::os::unix::fs::MetadataExt;
+        let (base, rel, plain) = self.recorded_base(at);
+        if plain {
+            let path = self.recorded_path(at);
+            let meta = if follow {
+                std::fs::metadata(&path)
+            } else {
+                std::fs::symlink_metadata(&path)
+            }
+            .ok()?;
+            let t = meta.file_type();
+            let kind = if t.is_symlink() {
+                Kind::Link
+            } else if t.is_dir() {
+                Kind::Dir
+            } else if t.is_file() {
+                Kind::File
+            } else if t.is_fifo() {
+                Kind::Fifo
+            } else {
+                Kind::Special
+            };
+            return Some(Entry {
+                kind,
+                gid: meta.gid(),
+                mode: meta.mode(),
+            });
+        }
+        let found = resolve::lookup(&base, &rel, follow).ok()?;
+        Some(Entry {
+            kind: found.kind,
+            gid: found.gid,
+            mode: found.mode,
+        })
+    }
+
+    /// Opens a recorded path for reading, its links resolved inside the
+    /// sysroot. A FIFO, a device or a socket of a capture is refused
+    /// (`WouldBlock`) rather than opened; the open itself never blocks.
+    pub fn recorded_open(&self, at: &str) -> std::io::Result<std::fs::File> {
+        let (base, rel, plain) = self.recorded_base(at);
+        if plain {
+            return std::fs::File::open(self.recorded_path(at));
+        }
+        let found = resolve::lookup(&base, &rel, true)?;
+        if matches!(found.kind, Kind::Fifo | Kind::Special) {
+            return Err(std::io::Error::from(ErrorKind::WouldBlock));
+        }
+        found.open()
+    }
+
+    /// The target of a recorded link as written, its parents resolved
+    /// inside the sysroot.
+    pub fn recorded_link(&self, at: &str) -> Option<PathBuf> {
+        let (base, rel, plain) = self.recorded_base(at);
+        if plain {
+            return std::fs::read_link(self.recorded_path(at)).ok();
+        }
+        resolve::lookup(&base, &rel, false)
+            .and_then(|f| f.read_link())
+            .ok()
+    }
+
+    /// The entries of a recorded directory and their kinds (links not
+    /// followed), its links resolved inside the sysroot.
+    pub fn recorded_list(&self, at: &str) -> Option<Vec<(String, Kind)>> {
+        let (base, rel, plain) = self.recorded_base(at);
+        let raw = if plain {
+            list_plain(&self.recorded_path(at)).ok()?
+        } else {
+            let found = resolve::lookup(&base, &rel, true).ok()?;
+            if found.kind != Kind::Dir {
+                return None;
+            }
+            found.list().ok()?
+        };
+        Some(
+            raw.into_iter()
+                .filter_map(|(n, k)| Some((n.into_string().ok()?, k)))
+                .collect(),
+        )
+    }
+
     /// Whether `host` exists (following links).
     pub fn exists(&self, host: &str) -> bool {
         self.note(host, PathUse::Probed);
-        self.path(host).exists()
+        match self.base(host) {
+            (_, true) => self.path(host).exists(),
+            (base, false) => resolve::lookup(&base, host, true).is_ok(),
+        }
     }
 
     /// Errors name the host path (`/sys/...`); the sysroot is reported once,
@@ -366,7 +549,9 @@ impl Sysroot {
     pub fn read_text(&self, host: &str) -> Result<String, ReadError> {
         self.note(host, PathUse::Read);
         let bytes = self
-            .guarded(host, |path| read_bounded(&path, MAX_ATTRIBUTE_BYTES))
+            .guarded(host, |file, path| {
+                read_bounded(file, path, MAX_ATTRIBUTE_BYTES)
+            })
             .map_err(|e| Self::hostify(e, host))?;
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         let text = std::str::from_utf8(&bytes[..end]).map_err(|_| ReadError {
@@ -388,7 +573,7 @@ impl Sysroot {
     /// Reads up to `limit` bytes of a file as raw bytes.
     pub fn read_bytes(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
         self.note(host, PathUse::Read);
-        self.guarded(host, move |path| read_bounded(&path, limit))
+        self.guarded(host, move |file, path| read_bounded(file, path, limit))
             .map_err(|e| Self::hostify(e, host))
     }
 
@@ -396,9 +581,8 @@ impl Sysroot {
     pub fn read_tail(&self, host: &str, limit: u64) -> Result<Vec<u8>, ReadError> {
         use std::io::{Seek, SeekFrom};
         self.note(host, PathUse::Read);
-        self.guarded(host, move |path| {
-            let io = |e: std::io::Error| ReadError::from_io(path.clone(), &e);
-            let mut file = std::fs::File::open(&path).map_err(io)?;
+        self.guarded(host, move |mut file, path| {
+            let io = |e: std::io::Error| ReadError::from_io(path.to_path_buf(), &e);
             let len = file.metadata().map_err(io)?.len();
             file.seek(SeekFrom::Start(len.saturating_sub(limit)))
                 .map_err(io)?;
@@ -413,13 +597,20 @@ impl Sysroot {
     /// both names are numbers, so node `10` follows node `9`).
     pub fn list_dir(&self, host: &str) -> Result<Vec<String>, ReadError> {
         self.note(host, PathUse::Listed);
-        let path = self.path(host);
-        let entries =
-            std::fs::read_dir(&path).map_err(|e| ReadError::from_io(PathBuf::from(host), &e))?;
+        let raw = match self.base(host) {
+            (_, true) => list_plain(&self.path(host)),
+            (base, false) => resolve::lookup(&base, host, true).and_then(|f| {
+                if f.kind == Kind::Dir {
+                    f.list()
+                } else {
+                    Err(std::io::Error::from_raw_os_error(20)) // ENOTDIR
+                }
+            }),
+        }
+        .map_err(|e| ReadError::from_io(PathBuf::from(host), &e))?;
         let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| ReadError::from_io(PathBuf::from(host), &e))?;
-            match entry.file_name().into_string() {
+        for (name, _) in raw {
+            match name.into_string() {
                 Ok(name) => names.push(name),
                 Err(raw) => {
                     return Err(ReadError::malformed(
@@ -459,7 +650,11 @@ impl Sysroot {
     /// for a PCI device), or `None` when there is no link.
     pub fn link_target(&self, host: &str) -> Result<Option<PathBuf>, ReadError> {
         self.note(host, PathUse::Linked);
-        match std::fs::read_link(self.path(host)) {
+        let target = match self.base(host) {
+            (_, true) => std::fs::read_link(self.path(host)),
+            (base, false) => resolve::lookup(&base, host, false).and_then(|f| f.read_link()),
+        };
+        match target {
             Ok(target) => Ok(Some(target)),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) if e.kind() == ErrorKind::InvalidInput => {
@@ -479,8 +674,43 @@ impl fmt::Display for Sysroot {
     }
 }
 
-fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let file = std::fs::File::open(path).map_err(|e| ReadError::from_io(path.to_path_buf(), &e))?;
+/// Opens what a lookup found for reading: a FIFO, a device or a socket is
+/// a file that did not answer when the node was captured, never opened.
+fn open_found(found: &resolve::Found, shown: &Path) -> Result<std::fs::File, ReadError> {
+    if matches!(found.kind, Kind::Fifo | Kind::Special) {
+        return Err(ReadError {
+            path: shown.to_path_buf(),
+            kind: ReadErrorKind::TimedOut(Duration::ZERO),
+        });
+    }
+    found
+        .open()
+        .map_err(|e| ReadError::from_io(shown.to_path_buf(), &e))
+}
+
+/// The entries of a directory of the live host, as [`resolve`] lists them.
+fn list_plain(path: &Path) -> std::io::Result<Vec<(std::ffi::OsString, Kind)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let t = entry.file_type()?;
+        let kind = if t.is_symlink() {
+            Kind::Link
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_file() {
+            Kind::File
+        } else if t.is_fifo() {
+            Kind::Fifo
+        } else {
+            Kind::Special
+        };
+        out.push((entry.file_name(), kind));
+    }
+    Ok(out)
+}
+
+fn read_bounded(file: std::fs::File, path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let mut bytes = Vec::new();
     file.take(limit)
         .read_to_end(&mut bytes)
