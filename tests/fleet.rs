@@ -426,6 +426,27 @@ fn the_textfile_shows_each_layer_every_code_and_the_last_success() {
     // Only the file: the temporary one was renamed over it.
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1);
+    // A last success after this run ended (a damaged file, a clock set
+    // back, 1e308) is not kept: no success is known, and no 309-digit
+    // number is written.
+    for planted in ["1e308", "4102444800", "inf"] {
+        std::fs::write(
+            &prom,
+            format!("rocgate_last_success_timestamp_seconds {planted}\n"),
+        )
+        .unwrap();
+        let text = write(&broken.root);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("rocgate_last_success_timestamp_seconds"))
+            .unwrap();
+        assert!(line.len() < 80, "{line}");
+        assert_eq!(
+            sample(&text, "rocgate_last_success_timestamp_seconds"),
+            0.0,
+            "{planted}: {text}"
+        );
+    }
 }
 
 /// The catalogue's codes with their severities, as `rocgate codes --format

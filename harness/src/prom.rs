@@ -161,10 +161,12 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
         "gauge",
         "When the last run that passed ended, in seconds since the epoch (0: none yet).",
     );
+    // A success after this run ended cannot be (a damaged file, a clock
+    // set back): it is not carried on as a 309-digit 1e308.
     let success = if passed {
         ended
     } else {
-        ctx.previous_success.unwrap_or(0.0)
+        ctx.previous_success.filter(|&t| t <= ended).unwrap_or(0.0)
     };
     sample(
         &mut out,
