@@ -158,7 +158,10 @@ fn a_gpu_that_hangs_after_init_keeps_its_own_timeout_and_is_not_blamed_for_init(
     let init = result_with_finding(&json, "node.hsa.init", "gpu-wedged");
     let m = text(&init["finding"]["message"]);
     assert!(m.contains("gpu1 (0000:"), "{m}");
-    assert!(!m.contains("gpu6"), "gpu6 initialised, so it did not stall init: {m}");
+    assert!(
+        !m.contains("gpu6"),
+        "gpu6 initialised, so it did not stall init: {m}"
+    );
     assert!(
         text(&init["finding"]["next_step"]).contains("amd-smi reset -g 1"),
         "{init}"
@@ -168,5 +171,8 @@ fn a_gpu_that_hangs_after_init_keeps_its_own_timeout_and_is_not_blamed_for_init(
     let q = result_with_finding(&json, "gpu6.hsa.queue", "check-timeout");
     let next = text(&q["finding"]["next_step"]);
     assert!(!next.contains("amd-smi reset -g 1"), "{q}");
-    assert!(!text(&q["finding"]["message"]).contains("hangs on its own"), "{q}");
+    assert!(
+        !text(&q["finding"]["message"]).contains("hangs on its own"),
+        "{q}"
+    );
 }
