@@ -250,10 +250,7 @@ mod tests {
     #[test]
     fn a_timeout_says_which_bound_it_broke() {
         assert_eq!(timeout_seconds(" 2.5 "), Ok(Duration::from_millis(2500)));
-        assert_eq!(
-            timeout_seconds("604800"),
-            Ok(Duration::from_secs(604_800))
-        );
+        assert_eq!(timeout_seconds("604800"), Ok(Duration::from_secs(604_800)));
         for (text, says) in [
             ("1e30", "at most 604800 seconds (7 days)"),
             ("inf", "at most 604800"),

@@ -202,7 +202,9 @@ impl Session {
                 Ok(v) if v.status == rocgate_harness::Status::Timeout => {
                     narrow::Try::new(set, false, format!("did not complete ({})", v.message))
                 }
-                Ok(v) => narrow::Try::new(set, false, format!("failed ({}: {})", v.status, v.message)),
+                Ok(v) => {
+                    narrow::Try::new(set, false, format!("failed ({}: {})", v.status, v.message))
+                }
                 Err(e) => narrow::Try::new(set, false, format!("did not run ({e})")),
             })
         });

@@ -242,7 +242,11 @@ mod tests {
     fn hangs_with(culprits: &'static [u32]) -> impl FnMut(&[u32]) -> Result<Try, String> {
         move |set| {
             let ok = !set.iter().any(|g| culprits.contains(g));
-            Ok(Try::new(set, ok, if ok { "completed" } else { "did not complete" }))
+            Ok(Try::new(
+                set,
+                ok,
+                if ok { "completed" } else { "did not complete" },
+            ))
         }
     }
 
@@ -267,7 +271,9 @@ mod tests {
         let n = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], hangs_with(&[1, 6]));
         assert!(n.culprits.is_empty(), "{n:?}");
         assert_eq!(n.tries.len(), 2);
-        let all = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |set| Ok(Try::new(set, false, "failed")));
+        let all = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |set| {
+            Ok(Try::new(set, false, "failed"))
+        });
         assert!(all.culprits.is_empty());
         let together = narrow(&[0, 1, 2, 3], |set| Ok(Try::new(set, true, "completed")));
         assert!(together.culprits.is_empty());

@@ -349,7 +349,8 @@ mod tests {
 
     #[test]
     fn a_vram_share_outside_its_range_is_refused_in_few_words() {
-        let file = |share: &str| BUILTIN.replace("vram_share = 0.1\n", &format!("vram_share = {share}\n"));
+        let file =
+            |share: &str| BUILTIN.replace("vram_share = 0.1\n", &format!("vram_share = {share}\n"));
         let line = BUILTIN
             .lines()
             .position(|l| l.starts_with("vram_share"))

@@ -145,7 +145,10 @@ const MIN_TEST_BYTES: usize = 1 << 20;
 fn target_bytes(total: usize, share: f64) -> (usize, &'static str) {
     let wanted = (total as f64 * share) as usize;
     if wanted < MIN_TEST_BYTES && total > wanted {
-        (MIN_TEST_BYTES.min(total), ", raised to the 1 MiB the test covers at least")
+        (
+            MIN_TEST_BYTES.min(total),
+            ", raised to the 1 MiB the test covers at least",
+        )
     } else {
         (wanted, "")
     }
@@ -257,7 +260,11 @@ mod tests {
         let (bytes, note) = target_bytes(192 * gib, 1e-6);
         assert_eq!(bytes, 1 << 20);
         assert!(note.contains("raised"));
-        assert_eq!(target_bytes(4096, 0.1).0, 4096, "never more than the GPU has");
+        assert_eq!(
+            target_bytes(4096, 0.1).0,
+            4096,
+            "never more than the GPU has"
+        );
         assert_eq!(size_text(192 * gib as u64), "192 GiB");
         assert_eq!(size_text((192 * gib / 10) as u64), "19.20 GiB");
         assert_eq!(size_text(1 << 20), "1 MiB");

@@ -95,7 +95,11 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
     let links = Links::of(&ctx.facts.gpus);
     let members = members(ctx, &links)?;
     let pairs: Vec<(usize, usize)> = (0..members.len())
-        .flat_map(|a| (0..members.len()).filter(move |&b| b != a).map(move |b| (a, b)))
+        .flat_map(|a| {
+            (0..members.len())
+                .filter(move |&b| b != a)
+                .map(move |b| (a, b))
+        })
         .collect();
     // The copies run on a thread of their own: a copy that never returns
     // (a wedged link, a rate near zero) holds that thread, not the check,
@@ -107,19 +111,14 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
     std::thread::Builder::new()
         .name("p2p-copies".into())
         .spawn(move || copy_all(&hip_for_copies, &ordinals, &copying, &tx))
-        .map_err(|e| {
-            Verdict::crash(format!(
-                "cannot start a thread for the peer copies: {e}"
-            ))
-        })?;
+        .map_err(|e| Verdict::crash(format!("cannot start a thread for the peer copies: {e}")))?;
     let steps = pairs.len() + 1;
     match rx.recv_timeout(share(steps)) {
         Ok(Progress::Ready(Ok(()))) => {}
         Ok(Progress::Ready(Err(e))) => {
-            return Err(Verdict::found(codes::P2P_COPY_FAILED.finding_next(
-                e,
-                "see hip.memcpy on this GPU",
-            )));
+            return Err(Verdict::found(
+                codes::P2P_COPY_FAILED.finding_next(e, "see hip.memcpy on this GPU"),
+            ));
         }
         Ok(Progress::Copied(_)) | Err(RecvTimeoutError::Disconnected) => {
             return Err(Verdict::crash(
