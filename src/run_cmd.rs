@@ -29,15 +29,8 @@ pub fn timeout_overrides(
                 id.trim()
             ));
         };
-        let secs: f64 = secs
-            .trim()
-            .parse()
-            .ok()
-            .filter(|s: &f64| *s > 0.0 && s.is_finite() && *s < 1e7)
-            .ok_or_else(|| {
-                format!("--timeout {entry:?}: the time must be a positive number of seconds")
-            })?;
-        out.insert(check.id.to_string(), Duration::from_secs_f64(secs));
+        let time = timeout_seconds(secs).map_err(|why| format!("--timeout {entry:?}: {why}"))?;
+        out.insert(check.id.to_string(), time);
     }
     Ok(out)
 }
@@ -48,6 +41,34 @@ pub fn timeout_overrides(
 /// act on the job. rocgate's own annotations are printed apart from this.
 fn say(text: &str) {
     out!("{}", rocgate_harness::output::no_workflow_commands(text));
+}
+
+/// The longest `--timeout` a check may get: a week is longer than any check
+/// can usefully run, and keeps deadlines far from `Instant`'s limits.
+const MAX_TIMEOUT_SECS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// A `--timeout` time in seconds (`600`, `2.5`): above 0 and at most
+/// [`MAX_TIMEOUT_SECS`]; the error says which bound it broke.
+fn timeout_seconds(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|s: &f64| !s.is_nan())
+        .ok_or_else(|| format!("{:?} is not a number of seconds", text.trim()))?;
+    if secs <= 0.0 {
+        return Err(format!(
+            "the time must be more than 0 seconds, not {}",
+            text.trim()
+        ));
+    }
+    if secs > MAX_TIMEOUT_SECS {
+        return Err(format!(
+            "the time must be at most {MAX_TIMEOUT_SECS} seconds (7 days), not {}",
+            text.trim()
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Exit code of a run whose report could not be written, as for a usage
@@ -236,4 +257,38 @@ fn header(
         plan.gpus.len(),
         budget.as_secs_f64()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_says_which_bound_it_broke() {
+        assert_eq!(timeout_seconds(" 2.5 "), Ok(Duration::from_millis(2500)));
+        assert_eq!(timeout_seconds("604800"), Ok(Duration::from_secs(604_800)));
+        for (text, says) in [
+            ("1e30", "at most 604800 seconds (7 days)"),
+            ("inf", "at most 604800"),
+            ("604800.5", "at most 604800"),
+            ("0", "more than 0"),
+            ("-1", "more than 0"),
+            ("-inf", "more than 0"),
+            ("nan", "not a number"),
+            ("ten", "not a number"),
+            ("", "not a number"),
+        ] {
+            let e = timeout_seconds(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_a_bounded_time_or_an_error(text in "\\PC{0,20}") {
+            if let Ok(d) = timeout_seconds(&text) {
+                proptest::prop_assert!(d > Duration::ZERO && d.as_secs_f64() <= MAX_TIMEOUT_SECS);
+            }
+        }
+    }
 }

@@ -136,8 +136,11 @@ impl Session {
     /// try in a fresh node worker that sees only those GPUs' selection and
     /// under the check's own timeout capped at [`NARROW_TRY_LIMIT`], and
     /// names the GPU that keeps it from completing in the result's finding
-    /// (`rccl-hang-isolated`). Nothing happens for fewer than three GPUs,
-    /// or when the run was interrupted.
+    /// (`rccl-hang-isolated` for a hang; a wrong or failed all-reduce keeps
+    /// its own finding, with the GPU). Nothing happens for fewer than three
+    /// GPUs, or when the run was interrupted; a signal during the search
+    /// ends it without counting the try it cut short, and the report says
+    /// it was interrupted.
     pub fn narrow_collectives(
         &self,
         report: &mut RunReport,
@@ -172,20 +175,52 @@ impl Session {
             self.worker_pool_selecting(program, Arc::clone(&interrupt), Some(selection.join(",")))
                 .map(|pool| pool.run(check, rocgate_harness::Scope::Node, per_try))
         };
+        let signal = || interrupt.load(std::sync::atomic::Ordering::SeqCst);
+        let stopped_by = |sig: usize| {
+            format!(
+                "interrupted by {}",
+                rocgate_harness::signal::signal_name(sig)
+            )
+        };
         let narrowed = narrow::narrow(&gpus, |set| {
-            in_time().then(|| {
-                run_on(set, narrow::ALLREDUCE)
-                    .is_ok_and(|v| v.status == rocgate_harness::Status::Pass)
+            if signal() != 0 {
+                return Err(stopped_by(signal()));
+            }
+            if !in_time() {
+                return Err("no time was left for another try".to_string());
+            }
+            let verdict = run_on(set, narrow::ALLREDUCE);
+            // A try a signal cut short says nothing of its GPUs: it is no
+            // evidence, and the search ends there.
+            if signal() != 0 {
+                return Err(stopped_by(signal()));
+            }
+            Ok(match verdict {
+                Ok(v) if v.status == rocgate_harness::Status::Pass => {
+                    narrow::Try::new(set, true, "completed")
+                }
+                Ok(v) if v.status == rocgate_harness::Status::Timeout => {
+                    narrow::Try::new(set, false, format!("did not complete ({})", v.message))
+                }
+                Ok(v) => {
+                    narrow::Try::new(set, false, format!("failed ({}: {})", v.status, v.message))
+                }
+                Err(e) => narrow::Try::new(set, false, format!("did not run ({e})")),
             })
         });
         // Peer copies say whether a link is what fails: a copy that hangs
         // or fails between two GPUs names the pair.
         let copies = narrow::peer_copy_set(&gpus, &narrowed);
-        let copied = if in_time() {
+        let copied = if signal() != 0 {
+            Err(stopped_by(signal()))
+        } else if in_time() {
             run_on(&copies, narrow::PEER_COPIES)
         } else {
             Err("the time budget ran out".to_string())
         };
+        if signal() != 0 && report.interrupted.is_none() {
+            report.interrupted = Some(rocgate_harness::signal::signal_name(signal()));
+        }
         let mut tried = narrow::log(&narrowed);
         let among: Vec<String> = copies.iter().map(|g| format!("gpu{g}")).collect();
         tried.push_str(&match copied {
@@ -198,7 +233,8 @@ impl Session {
             Err(e) => format!("\npeer copies among {}: not run: {e}", among.join(",")),
         });
         let r = &mut report.results[at];
-        if let Some(f) = narrow::finding(self.facts(), &narrowed) {
+        let timed_out = r.status == rocgate_harness::Status::Timeout;
+        if let Some(f) = narrow::finding(self.facts(), &narrowed, r.finding.as_ref(), timed_out) {
             r.message = f.message.clone();
             r.finding = Some(f);
         }

@@ -1,7 +1,9 @@
 //! The extended tier's GPU checks through the binary and the fake HIP:
 //! peer-to-peer copies between every pair (a slow link named by its pair,
 //! the matrix in the terminal, the JUnit and the JSON) and the device-memory
-//! test (a stuck bit named by its address, on its GPU only).
+//! test (a stuck bit named by its address, on its GPU only); and the
+//! search that follows a failed all-reduce, which names its GPU without
+//! changing what the fault was.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -118,7 +120,7 @@ fn a_stuck_vram_bit_is_named_by_its_address_and_stops_only_its_gpu() {
     let bad = result_with_finding(&json, "gpu1.hip.memtest", "vram-test-failed");
     let message = bad["message"].as_str().unwrap();
     assert!(
-        message.contains("over 0.02 GiB (0.01% of 192 GiB VRAM) in 34 passes, at 1 address: 0x")
+        message.contains("over 19.66 MiB (0.01% of 192 GiB VRAM) in 34 passes, at 1 address: 0x")
             && message.ends_with("(bit 5)"),
         "{message}"
     );
@@ -135,17 +137,138 @@ fn a_stuck_vram_bit_is_named_by_its_address_and_stops_only_its_gpu() {
 }
 
 #[test]
-fn a_memory_test_with_nothing_to_write_cannot_verify() {
-    // A share so small that not one word of VRAM is tested: a skip the
-    // run lists as unverified, never a pass.
-    let (_, stdout, json, _) = memtest_run("0", "0.000000000001", "");
-    let r = result_with_status(&json, "gpu0.hip.memtest", "skipped");
-    assert_eq!(r["skip_reason"], "unverifiable", "{stdout}");
+fn a_share_too_small_to_test_is_refused_and_a_small_one_covers_a_mebibyte() {
+    // 1e-10 of 192 GiB is 20 bytes, 1e-300 nothing: the thresholds file is
+    // refused before anything runs, naming the share in a few characters.
+    let n = common::node("mi300x-8");
+    let builtin = include_str!("../suites/thresholds.toml");
+    for (share, shown) in [
+        ("1e-10", "not 1e-10"),
+        ("1e-300", "not 1e-300"),
+        ("0.0000000001", "not 1e-10"),
+    ] {
+        let path = n.root.with_extension("thresholds.toml");
+        let changed = builtin.replace("vram_share = 0.1\n", &format!("vram_share = {share}\n"));
+        std::fs::write(&path, changed).unwrap();
+        let out = common::on_sysroot(&["run", "--thresholds", path.to_str().unwrap()], &n.root)
+            .timeout(common::HANG_GUARD)
+            .output()
+            .unwrap();
+        common::assert_exit(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("vram_share must be a fraction from 1e-6 to 0.9")
+                && stderr.contains(shown),
+            "{share}: {stderr}"
+        );
+        // The file's own line is quoted as written; rocgate's words are short.
+        let said = stderr
+            .lines()
+            .find(|l| l.contains("vram_share must"))
+            .unwrap();
+        assert!(said.len() < 100, "{said}");
+    }
+    // 2e-6 (412 KB) is raised to the 1 MiB the test covers at least, and
+    // said so in MiB.
+    let (_, stdout, json, _) = memtest_run("0", "0.000002", "");
+    let r = result_with_status(&json, "gpu0.hip.memtest", "pass");
+    let message = r["message"].as_str().unwrap();
     assert!(
-        r["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("no VRAM to test"),
-        "{r}"
+        message.starts_with("1 MiB (under 0.01% of 192 GiB VRAM, raised to the 1 MiB the test covers at least) in 34 passes"),
+        "{stdout}\n{message}"
     );
+}
+
+#[test]
+fn a_corrupt_or_failing_allreduce_narrowed_to_its_gpu_keeps_its_nature() {
+    // Wrong sums whenever gpu6 takes part: the search names gpu6, and the
+    // finding stays a corruption with the numbers that showed it.
+    let (json, _) = FakeRun::scenario("mi300x-8")
+        .faults("ncclAllReduce@gpu6=wrong")
+        .args(&["--tier", "standard"])
+        .exits(1);
+    let r = result_with_finding(&json, "node.rccl.allreduce", "rccl-allreduce-wrong");
+    let f = &r["finding"];
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.contains("is wrong at element") && message.contains(", expected "),
+        "{message}"
+    );
+    assert!(
+        message.contains("narrowing isolated gpu6 (0000:"),
+        "{message}"
+    );
+    assert_eq!(f["blames"], "gpu6", "{f}");
+    let next = f["next_step"].as_str().unwrap();
+    assert!(!next.contains("hangs"), "a corruption's next step: {next}");
+    assert!(next.contains("--gpus 6"), "{next}");
+    let output = r["output"].as_str().unwrap();
+    assert!(
+        output.contains("all-reduce on gpu4,gpu5,gpu6,gpu7: failed (fail: "),
+        "{output}"
+    );
+    // An error whenever gpu2 takes part stays that error.
+    let (json, _) = FakeRun::scenario("mi300x-8")
+        .faults("ncclAllReduce@gpu2=error:3")
+        .args(&["--tier", "standard"])
+        .exits(1);
+    let r = result_with_finding(&json, "node.rccl.allreduce", "rccl-allreduce-failed");
+    let message = r["finding"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("narrowing isolated gpu2 (0000:"),
+        "{message}"
+    );
+    assert_eq!(r["finding"]["blames"], "gpu2", "{r}");
+}
+
+#[test]
+fn a_peer_copy_that_never_finishes_is_named_by_its_pair_before_the_check_times_out() {
+    // gpu2's peer copies never return (a wedged link); the check has 40 s,
+    // shared among its two pairs, so the hung one is named well before the
+    // worker's watchdog would end the check without a word.
+    for (faults, p2p, hung) in [
+        ("hipMemcpyPeer@gpu2=hang", "xgmi=4000", "gpu2>gpu0"),
+        // A link so slow its copies would take days.
+        ("", "xgmi=4000;gpu0>gpu2=0.000001", "gpu0>gpu2"),
+    ] {
+        let (_, stdout, json, _) = extended("mi300x-8", "0,2", p2p)
+            .faults(faults)
+            .args(&["--timeout", "hip::p2p_bandwidth=40"])
+            .run();
+        let r = result_with_status(&json, "node.hip.p2p_bandwidth", "timeout");
+        assert_eq!(r["finding"]["code"], "p2p-copy-failed", "{stdout}\n{r}");
+        let message = r["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "the peer-to-peer copies {hung} (XGMI) did not finish within"
+            )),
+            "{message}"
+        );
+        assert!(!message.contains("worker killed"), "{message}");
+        assert!(
+            r["duration_ms"].as_f64().unwrap() < 40_000.0,
+            "named before the check's own timeout: {r}"
+        );
+    }
+}
+
+#[test]
+fn the_memory_test_at_the_default_share_writes_and_finds_a_stuck_bit() {
+    // The built-in share (10% of a simulated MI300X's 192 GiB, in 1 GiB
+    // chunks): the fake runs the kernels over every chunk, so a stuck bit
+    // there is found, not passed over.
+    let (code, stdout, json, _) = extended("mi300x-8", "0,1", "xgmi=4000")
+        .faults("memtest_write@gpu1=wrong")
+        .run();
+    // (The default share, as built in.)
+    assert_eq!(code, 1, "{stdout}");
+    let bad = result_with_finding(&json, "gpu1.hip.memtest", "vram-test-failed");
+    let message = bad["message"].as_str().unwrap();
+    // The fake's stuck bit sits in every 1 GiB chunk the test writes.
+    assert!(
+        message.contains("over 19.20 GiB (10% of 192 GiB VRAM) in 34 passes, at 20 addresses: 0x")
+            && message.contains(" (bit 5)"),
+        "{message}"
+    );
+    result_with_status(&json, "gpu0.hip.memtest", "pass");
 }

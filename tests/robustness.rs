@@ -241,3 +241,143 @@ fn a_closed_stdout_ends_the_output_not_the_command() {
     // The run still wrote its report.
     quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(&junit).unwrap()).unwrap();
 }
+
+/// The pids of the processes whose parent is `pid` and whose command line
+/// holds `arg`.
+fn children_with_arg(pid: u32, arg: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|p| {
+            let parent = std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .ok()
+                .and_then(|s| {
+                    s.rsplit_once(") ")
+                        .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                });
+            parent == Some(pid)
+                && std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == arg.as_bytes()))
+        })
+        .collect()
+}
+
+#[test]
+fn sigint_during_narrowing_is_an_interruption_and_the_cut_try_is_no_evidence() {
+    let n = node("mi300x-8");
+    let rocm = common::fake_rocm();
+    let json = n.root.with_extension("results.json");
+    // The all-reduce hangs whenever gpu1 takes part; each try of the search
+    // gets 15 s (its cap), so the first (gpu0..gpu3) is still running when
+    // the signal comes.
+    let mut child = fake_process(
+        &["run", "--tier", "standard"],
+        &n.root,
+        &n.root,
+        rocm.path(),
+        "ncclAllReduce@gpu1=hang",
+    )
+    .args(["--timeout", "rccl::allreduce=20", "--json"])
+    .arg(&json)
+    .spawn()
+    .unwrap();
+    // The search's workers are the ones told which GPUs to see.
+    let start = Instant::now();
+    while children_with_arg(child.id(), "--gpus").is_empty() {
+        assert!(
+            start.elapsed() < common::HANG_GUARD,
+            "the search never started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(send_signal(child.id(), "-INT"));
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], "SIGINT", "{}", doc["interrupted"]);
+    let r = result(&doc, "node.rccl.allreduce");
+    let output = text(&r["output"]);
+    assert!(
+        output.contains("search stopped: interrupted by SIGINT"),
+        "{output}"
+    );
+    // The try the signal cut short is not reported as a try that failed.
+    assert!(!output.contains("did not complete"), "{output}");
+    assert!(!output.contains(": failed"), "{output}");
+    assert_ne!(r["finding"]["code"], "rccl-hang-isolated", "{r}");
+}
+
+#[test]
+fn a_matrix_with_a_key_rocgate_does_not_know_is_refused_naming_it_and_its_line() {
+    let n = node("mi300x-8");
+    let builtin = include_str!("../suites/compat.toml");
+    let path = n.root.with_extension("matrix.toml");
+    for (changed, key, line) in [
+        // A misspelt table of rows, at the top level.
+        (
+            builtin.replacen(
+                "schema_version = 1\n",
+                "schema_version = 1\nreleses = []\n",
+                1,
+            ),
+            "releses",
+            5,
+        ),
+        // A key a release row does not have.
+        (
+            builtin.replacen("[[release]]\n", "[[release]]\ngpu = [\"gfx942\"]\n", 1),
+            "gpu",
+            30,
+        ),
+    ] {
+        assert_ne!(changed, builtin);
+        std::fs::write(&path, &changed).unwrap();
+        for args in [
+            &["matrix", "check", "--matrix"][..],
+            &["run", "--quiet", "--matrix"][..],
+        ] {
+            let out = rocgate()
+                .args(args)
+                .arg(&path)
+                .arg("--sysroot")
+                .arg(&n.root)
+                .timeout(common::HANG_GUARD)
+                .output()
+                .unwrap();
+            common::assert_exit(&out, 2);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("matrix.toml")
+                    && stderr.contains(&format!("line {line}"))
+                    && stderr.contains(&format!("unknown field `{key}`")),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_timeout_beyond_its_bound_says_the_bound() {
+    let n = node("mi300x-8");
+    for (time, says) in [
+        ("1e30", "at most 604800 seconds (7 days)"),
+        ("700000", "at most 604800 seconds (7 days)"),
+        ("0", "more than 0 seconds"),
+        ("soon", "not a number of seconds"),
+    ] {
+        let out = on_sysroot(
+            &["run", "--timeout", &format!("hsa::queue={time}")],
+            &n.root,
+        )
+        .timeout(common::HANG_GUARD)
+        .output()
+        .unwrap();
+        common::assert_exit(&out, 2);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{time}: {stderr}");
+        assert!(!stderr.contains("positive number"), "{time}: {stderr}");
+    }
+}

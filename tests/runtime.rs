@@ -143,3 +143,36 @@ fn gpus_without_a_code_object_skip_dispatch_with_the_reason() {
     }
     result_with_status(&json, "gpu0.hip.memcpy", "pass");
 }
+
+#[test]
+fn a_gpu_that_hangs_after_init_keeps_its_own_timeout_and_is_not_blamed_for_init() {
+    // gpu1 stalls hsa_init in every process that sees it; gpu6 initialises
+    // (its agent check passes) and only its queue creation hangs. Only gpu1
+    // stalled init, and gpu6's timeout stays its own.
+    let (json, _) = FakeRun::scenario("mi300x-8")
+        .faults("hsa_init@gpu1=hang;hsa_queue_create@gpu6=hang")
+        .timeout("hsa::init", 4)
+        .timeout("hsa::agent", 8)
+        .timeout("hsa::queue", 3)
+        .exits(1);
+    let init = result_with_finding(&json, "node.hsa.init", "gpu-wedged");
+    let m = text(&init["finding"]["message"]);
+    assert!(m.contains("gpu1 (0000:"), "{m}");
+    assert!(
+        !m.contains("gpu6"),
+        "gpu6 initialised, so it did not stall init: {m}"
+    );
+    assert!(
+        text(&init["finding"]["next_step"]).contains("amd-smi reset -g 1"),
+        "{init}"
+    );
+    result_with_finding(&json, "gpu1.hsa.agent", "gpu-wedged");
+    result_with_status(&json, "gpu6.hsa.agent", "pass");
+    let q = result_with_finding(&json, "gpu6.hsa.queue", "check-timeout");
+    let next = text(&q["finding"]["next_step"]);
+    assert!(!next.contains("amd-smi reset -g 1"), "{q}");
+    assert!(
+        !text(&q["finding"]["message"]).contains("hangs on its own"),
+        "{q}"
+    );
+}

@@ -289,6 +289,13 @@ impl Isolator for WorkerPool {
                         }
                         v.output.push_str(&printed);
                     }
+                    // A check that gave up waiting (a copy that never
+                    // ended) left that call running in the worker: the
+                    // next check gets a fresh one.
+                    if v.status == crate::verdict::Status::Timeout {
+                        self.kill(worker);
+                        *guard = None;
+                    }
                     v
                 }
                 Err(e) => {

@@ -14,8 +14,11 @@ use std::path::Path;
 /// The built-in matrix.
 pub const BUILTIN: &str = include_str!("../compat.toml");
 
-/// One ROCm release's supported combination.
+/// One ROCm release's supported combination. A key it does not know is
+/// refused, naming its line: a misspelt `amdgpu_by_gpus` would otherwise
+/// leave the row wider than its author meant.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Release {
     /// `6.4.1`.
     pub rocm: String,
@@ -41,8 +44,10 @@ pub struct Release {
     pub source: String,
 }
 
-/// The matrix file.
+/// The matrix file. A top-level key it does not know is refused, naming
+/// its line, as the thresholds file refuses one.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Matrix {
     /// Layout version (1).
     pub schema_version: u32,
@@ -86,7 +91,12 @@ fn check_keys<'a>(
     text: &str,
     origin: &str,
 ) -> Result<(), String> {
-    let line_of = |offset: usize| text.get(..offset).map_or(0, |t| t.matches('\n').count()) + 1;
+    // Where each line starts, found once: counting the newlines before
+    // every key would take time quadratic in the rows.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let line_of = |offset: usize| starts.partition_point(|&s| s <= offset);
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for key in keys {
         let value = key.get_ref().trim();
@@ -481,6 +491,62 @@ mod tests {
         assert!(
             e.contains("line 10") && e.contains("amdgpu module 6.12.12"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_naming_it_and_its_line() {
+        let row = "[[release]]\nrocm = \"6.4.1\"\nsource = \"x\"\n";
+        for (text, key, line) in [
+            (
+                format!("schema_version = 1\nreleses = []\n{row}"),
+                "releses",
+                2,
+            ),
+            (
+                format!("schema_version = 1\n{row}gpu = [\"gfx942\"]\n"),
+                "gpu",
+                5,
+            ),
+        ] {
+            let e = Matrix::parse(&text, "m.toml").unwrap_err();
+            assert!(
+                e.contains("m.toml") && e.contains(&format!("line {line}")) && e.contains(key),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn lines_are_named_in_a_large_matrix() {
+        let rows: String = (0..5000)
+            .map(|i| format!("[[release]]\nrocm = \"6.{i}.0\"\nsource = \"x\"\n"))
+            .collect();
+        let text =
+            format!("schema_version = 1\n{rows}[[release]]\nrocm = \"6.4999.0\"\nsource = \"x\"\n");
+        let e = Matrix::parse(&text, "m.toml").unwrap_err();
+        assert!(
+            e.contains("line 15003") && e.contains("(first at line 15000)"),
+            "{e}"
+        );
+    }
+
+    /// `cargo test --release -p rocgate-suites --lib a_matrix_of_100k_rows
+    /// -- --ignored --nocapture`: how long 100,000 rows take to parse.
+    #[test]
+    #[ignore = "a measurement, run by hand in a release build"]
+    fn a_matrix_of_100k_rows_parses_in_linear_time() {
+        let rows: String = (0..100_000)
+            .map(|i| format!("[[release]]\nrocm = \"6.{i}.0\"\ngpus = [\"gfx942\", \"gfx90a\"]\namdgpu = [\"6.4.x\"]\nos = [\"ubuntu 24.04.3\"]\nsource = \"generated row {i}\"\n"))
+            .collect();
+        let text = format!("schema_version = 1\n{rows}");
+        let t = std::time::Instant::now();
+        let m = Matrix::parse(&text, "generated").unwrap();
+        println!(
+            "{} rows ({} bytes) parsed in {:.2} s",
+            m.releases.len(),
+            text.len(),
+            t.elapsed().as_secs_f64()
         );
     }
 

@@ -14,8 +14,8 @@ use rocgate_node::facts::gpus::Gpu;
 use std::collections::BTreeSet;
 
 /// Adds a `gpu-wedged` finding to each timed-out node-wide check in
-/// `isolated_checks` whose layer's per-GPU checks hung on some GPUs and
-/// passed on the others.
+/// `isolated_checks` whose layer's per-GPU checks hung on some GPUs before
+/// any of them passed there, and all passed on the others.
 pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], gpus: &[Gpu]) {
     let hung_nodes: Vec<usize> = results
         .iter()
@@ -30,16 +30,28 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
         .collect();
     for i in hung_nodes {
         let layer = results[i].layer;
-        let mut hung = BTreeSet::new();
+        let mut timed_out = BTreeSet::new();
+        let mut passed = BTreeSet::new();
         let mut seen = BTreeSet::new();
         for r in results.iter().filter(|r| r.layer == layer) {
             if let Some(g) = r.scope.gpu() {
                 seen.insert(g);
-                if r.status == Status::Timeout {
-                    hung.insert(g);
+                match r.status {
+                    Status::Timeout => {
+                        timed_out.insert(g);
+                    }
+                    Status::Pass => {
+                        passed.insert(g);
+                    }
+                    _ => {}
                 }
             }
         }
+        // A GPU that passed any check of the layer in a worker that sees
+        // only it got through the runtime's initialisation there (each of
+        // the layer's checks needs it first), so it did not stall it: a later hang on it, a queue that
+        // never comes back, is its own fault and keeps its own finding.
+        let hung: BTreeSet<u32> = timed_out.difference(&passed).copied().collect();
         let fine: Vec<u32> = seen
             .iter()
             .copied()
@@ -63,15 +75,15 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
         let first = hung.iter().next().copied().unwrap_or(0);
         let node = &mut results[i];
         let message = format!(
-            "{} hung with every GPU visible; with one GPU per process, {} hung while the other {} GPU{} passed. ROCm's initialisation opens every GPU a process sees, so {} stalls every process that can see {}",
+            "{} hung with every GPU visible; with one GPU per process, {} hung while the other {} GPU{} passed. ROCm's initialisation opens every GPU a process sees, so {} every process that can see {}",
             node.id,
             names.join(", "),
             fine.len(),
             if fine.len() == 1 { "" } else { "s" },
             if hung.len() == 1 {
-                "that GPU"
+                "that GPU stalls"
             } else {
-                "those GPUs"
+                "those GPUs stall"
             },
             if hung.len() == 1 { "it" } else { "them" },
         );
@@ -154,5 +166,38 @@ mod tests {
             name_wedged_gpus(&mut rs, &["hsa::init"], &[]);
             assert!(rs[0].finding.is_none());
         }
+    }
+
+    #[test]
+    fn a_gpu_that_passed_a_check_before_hanging_is_not_blamed() {
+        let mut rs = vec![
+            result("node.hsa.init", "hsa::init", Scope::Node, Status::Timeout),
+            result("gpu0.hsa.agent", "hsa::agent", Scope::Gpu(0), Status::Pass),
+            result("gpu0.hsa.queue", "hsa::queue", Scope::Gpu(0), Status::Pass),
+            result(
+                "gpu1.hsa.agent",
+                "hsa::agent",
+                Scope::Gpu(1),
+                Status::Timeout,
+            ),
+            result("gpu2.hsa.agent", "hsa::agent", Scope::Gpu(2), Status::Pass),
+            result(
+                "gpu2.hsa.queue",
+                "hsa::queue",
+                Scope::Gpu(2),
+                Status::Timeout,
+            ),
+        ];
+        name_wedged_gpus(&mut rs, &["hsa::init"], &[]);
+        let f = rs[0].finding.as_ref().unwrap();
+        assert!(
+            f.message.contains("gpu1 hung while the other 1 GPU passed"),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("gpu2"), "{}", f.message);
+        assert!(f.next_step.contains("amd-smi reset -g 1"));
+        assert!(rs[3].finding.is_some());
+        assert!(rs[5].finding.is_none(), "gpu2's timeout stays its own");
     }
 }

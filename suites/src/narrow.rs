@@ -2,11 +2,13 @@
 //! across every GPU does not complete, it is run again on halves of the
 //! GPUs, then on pairs, each try in a fresh worker under its own short
 //! deadline, and the GPU present in every failing try and absent from every
-//! completing one is named (`rccl-hang-isolated`). The search is bounded:
-//! it never recurses into both halves (two failing halves mean more than
-//! one GPU, or the fabric), so 8 GPUs take at most 8 tries.
+//! completing one is named. The search is bounded: it never recurses into
+//! both halves (two failing halves mean more than one GPU, or the fabric),
+//! so 8 GPUs take at most 8 tries. What it names keeps the all-reduce's own
+//! fault: a hang is `rccl-hang-isolated`, wrong sums stay wrong sums and an
+//! error its error, with the GPU the search isolated.
 
-use crate::findings::codes;
+use crate::findings::{Category, codes};
 use rocgate_harness::{Finding, Scope};
 use rocgate_node::facts::NodeFacts;
 
@@ -20,35 +22,64 @@ pub const PEER_COPIES: &str = "hip::p2p_bandwidth";
 /// The most tries one search makes.
 pub const MAX_TRIES: usize = 12;
 
+/// One try of the all-reduce on a subset of the GPUs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Try {
+    /// The GPUs (inventory indices) it ran on.
+    pub gpus: Vec<u32>,
+    /// Whether it completed with the right sums.
+    pub completed: bool,
+    /// What it did, for the log: `completed`, `did not complete (...)`,
+    /// `failed (...)`.
+    pub outcome: String,
+}
+
+impl Try {
+    /// A try on `gpus` that completed (or not), said as `outcome`.
+    pub fn new(gpus: &[u32], completed: bool, outcome: impl Into<String>) -> Try {
+        Try {
+            gpus: gpus.to_vec(),
+            completed,
+            outcome: outcome.into(),
+        }
+    }
+}
+
 /// What the search found.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Narrowed {
     /// The GPUs (inventory indices) every failing try had and every
     /// completing try lacked; empty when none stands out.
     pub culprits: Vec<u32>,
-    /// Each try: the GPUs and whether the all-reduce completed.
-    pub tries: Vec<(Vec<u32>, bool)>,
+    /// Each try that ran to its end (a try a signal cut short is not one).
+    pub tries: Vec<Try>,
     /// Why the search stopped before it could decide, when it did.
-    pub stopped: Option<&'static str>,
+    pub stopped: Option<String>,
 }
 
 /// Searches `gpus` for the GPU that keeps the all-reduce from completing;
-/// `completes` runs the all-reduce on a subset of two or more GPUs, or
-/// returns `None` to end the search (no time left for another try): the
-/// tries made so far stand, and name a GPU only if they already do.
-pub fn narrow(gpus: &[u32], mut completes: impl FnMut(&[u32]) -> Option<bool>) -> Narrowed {
+/// `attempt` runs the all-reduce on a subset of two or more GPUs, or
+/// returns why the search must end instead (no time left for another try,
+/// an interruption): the tries made so far stand, and name a GPU only if
+/// they already do.
+pub fn narrow(gpus: &[u32], mut attempt: impl FnMut(&[u32]) -> Result<Try, String>) -> Narrowed {
     let mut found = Narrowed::default();
     let mut run = |set: &[u32], found: &mut Narrowed| -> Option<bool> {
         if found.tries.len() >= MAX_TRIES {
-            found.stopped = Some("it made the most tries a search may");
+            found.stopped = Some("it made the most tries a search may".to_string());
             return None;
         }
-        let Some(ok) = completes(set) else {
-            found.stopped = Some("no time was left for another try");
-            return None;
-        };
-        found.tries.push((set.to_vec(), ok));
-        Some(ok)
+        match attempt(set) {
+            Ok(t) => {
+                let ok = t.completed;
+                found.tries.push(t);
+                Some(ok)
+            }
+            Err(why) => {
+                found.stopped = Some(why);
+                None
+            }
+        }
     };
     // The suspects shrink while a known-good GPU is kept to pair them with.
     let mut suspects = gpus.to_vec();
@@ -112,11 +143,18 @@ pub fn narrow(gpus: &[u32], mut completes: impl FnMut(&[u32]) -> Option<bool>) -
     found
 }
 
-/// The finding for a search that named its GPUs, or `None`.
-pub fn finding(facts: &NodeFacts, narrowed: &Narrowed) -> Option<Finding> {
-    if narrowed.culprits.is_empty() {
-        return None;
-    }
+/// The finding for a search that named its GPUs, or `None`. `original` is
+/// the all-reduce's own finding across every GPU: when it is not a hang
+/// (`timed_out` false and its code no hang's), the finding keeps it (wrong
+/// sums stay a corruption, an error its error, with their words) and adds
+/// the GPU the search isolated; a hang becomes `rccl-hang-isolated`.
+pub fn finding(
+    facts: &NodeFacts,
+    narrowed: &Narrowed,
+    original: Option<&Finding>,
+    timed_out: bool,
+) -> Option<Finding> {
+    let &first = narrowed.culprits.first()?;
     let named: Vec<String> = narrowed
         .culprits
         .iter()
@@ -125,22 +163,42 @@ pub fn finding(facts: &NodeFacts, narrowed: &Narrowed) -> Option<Finding> {
             None => format!("gpu{i}"),
         })
         .collect();
-    let (bad, good) = narrowed.tries.iter().partition::<Vec<_>, _>(|(_, ok)| !ok);
-    let first = narrowed.culprits[0];
+    let (bad, good): (Vec<&Try>, Vec<&Try>) = narrowed.tries.iter().partition(|t| !t.completed);
     let address = facts
         .gpu(first)
         .map_or_else(|| format!("gpu{first}"), |g| g.pci_address.clone());
-    let finding = codes::RCCL_HANG_ISOLATED.finding_next(
-        format!(
-            "the all-reduce does not complete with {}: {} tries with it failed, {} without it completed",
-            named.join(", "),
-            bad.len(),
-            good.len()
-        ),
-        format!(
-            "drain gpu{first}; check it alone (`rocgate run --tier standard --gpus {first}`), its links (`amd-smi xgmi`, `dmesg | grep -i {address}`), reset it (`amd-smi reset -G {first}`) or power-cycle the node; if the all-reduce still hangs with it, RMA the GPU"
-        ),
+    let evidence = format!(
+        "{} tries with it failed, {} without it completed",
+        bad.len(),
+        good.len()
     );
+    let hang = timed_out
+        || original.is_none_or(|f| {
+            crate::findings::lookup(&f.code).is_some_and(|c| c.category == Category::Hang)
+        });
+    let finding = match original {
+        Some(f) if !hang => Finding {
+            message: format!(
+                "{}; narrowing isolated {}: {evidence}",
+                f.message,
+                named.join(", ")
+            ),
+            next_step: format!(
+                "the all-reduce fails only with gpu{first}: drain it and check it alone (`rocgate run --tier standard --gpus {first}`) and its links (`amd-smi xgmi`, `dmesg | grep -i {address}`); {}",
+                f.next_step
+            ),
+            ..f.clone()
+        },
+        _ => codes::RCCL_HANG_ISOLATED.finding_next(
+            format!(
+                "the all-reduce does not complete with {}: {evidence}",
+                named.join(", "),
+            ),
+            format!(
+                "drain gpu{first}; check it alone (`rocgate run --tier standard --gpus {first}`), its links (`amd-smi xgmi`, `dmesg | grep -i {address}`), reset it (`amd-smi reset -G {first}`) or power-cycle the node; if the all-reduce still hangs with it, RMA the GPU"
+            ),
+        ),
+    };
     Some(Finding {
         blames: Some(Scope::Gpu(first)),
         ..finding
@@ -155,8 +213,8 @@ pub fn peer_copy_set(gpus: &[u32], narrowed: &Narrowed) -> Vec<u32> {
     let good = narrowed
         .tries
         .iter()
-        .filter(|(_, ok)| *ok)
-        .flat_map(|(set, _)| set)
+        .filter(|t| t.completed)
+        .flat_map(|t| &t.gpus)
         .find(|g| !narrowed.culprits.contains(g));
     match (narrowed.culprits.first(), good) {
         (Some(&culprit), Some(&good)) => vec![culprit.min(good), culprit.max(good)],
@@ -166,15 +224,14 @@ pub fn peer_copy_set(gpus: &[u32], narrowed: &Narrowed) -> Vec<u32> {
 
 /// The tries as lines for the result's output.
 pub fn log(narrowed: &Narrowed) -> String {
-    let tries = narrowed.tries.iter().map(|(set, ok)| {
-        let gpus: Vec<String> = set.iter().map(|g| format!("gpu{g}")).collect();
-        format!(
-            "all-reduce on {}: {}",
-            gpus.join(","),
-            if *ok { "completed" } else { "did not complete" }
-        )
+    let tries = narrowed.tries.iter().map(|t| {
+        let gpus: Vec<String> = t.gpus.iter().map(|g| format!("gpu{g}")).collect();
+        format!("all-reduce on {}: {}", gpus.join(","), t.outcome)
     });
-    let stopped = narrowed.stopped.map(|why| format!("search stopped: {why}"));
+    let stopped = narrowed
+        .stopped
+        .as_ref()
+        .map(|why| format!("search stopped: {why}"));
     tries.chain(stopped).collect::<Vec<_>>().join("\n")
 }
 
@@ -182,8 +239,15 @@ pub fn log(narrowed: &Narrowed) -> String {
 mod tests {
     use super::*;
 
-    fn hangs_with(culprits: &'static [u32]) -> impl FnMut(&[u32]) -> Option<bool> {
-        move |set| Some(!set.iter().any(|g| culprits.contains(g)))
+    fn hangs_with(culprits: &'static [u32]) -> impl FnMut(&[u32]) -> Result<Try, String> {
+        move |set| {
+            let ok = !set.iter().any(|g| culprits.contains(g));
+            Ok(Try::new(
+                set,
+                ok,
+                if ok { "completed" } else { "did not complete" },
+            ))
+        }
     }
 
     #[test]
@@ -207,9 +271,11 @@ mod tests {
         let n = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], hangs_with(&[1, 6]));
         assert!(n.culprits.is_empty(), "{n:?}");
         assert_eq!(n.tries.len(), 2);
-        let all = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |_| Some(false));
+        let all = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |set| {
+            Ok(Try::new(set, false, "failed"))
+        });
         assert!(all.culprits.is_empty());
-        let together = narrow(&[0, 1, 2, 3], |_| Some(true));
+        let together = narrow(&[0, 1, 2, 3], |set| Ok(Try::new(set, true, "completed")));
         assert!(together.culprits.is_empty());
     }
 
@@ -219,7 +285,11 @@ mod tests {
         let mut tries = hangs_with(&[3]);
         let n = narrow(&[0, 1, 2, 3, 4, 5, 6, 7], |set| {
             left -= 1;
-            if left < 0 { None } else { tries(set) }
+            if left < 0 {
+                Err("no time was left for another try".to_string())
+            } else {
+                tries(set)
+            }
         });
         assert_eq!(n.tries.len(), 2, "{n:?}");
         assert!(n.culprits.is_empty(), "{n:?}");
@@ -238,13 +308,16 @@ mod tests {
     fn peer_copies_pair_the_named_gpu_with_a_completing_one_else_take_all() {
         let named = Narrowed {
             culprits: vec![3],
-            tries: vec![(vec![0, 1, 2, 3], false), (vec![4, 5, 6, 7], true)],
+            tries: vec![
+                Try::new(&[0, 1, 2, 3], false, ""),
+                Try::new(&[4, 5, 6, 7], true, ""),
+            ],
             stopped: None,
         };
         assert_eq!(peer_copy_set(&[0, 1, 2, 3, 4, 5, 6, 7], &named), [3, 4]);
         let none = Narrowed {
             culprits: vec![],
-            tries: vec![(vec![0, 1], false), (vec![2, 3], false)],
+            tries: vec![Try::new(&[0, 1], false, ""), Try::new(&[2, 3], false, "")],
             stopped: None,
         };
         assert_eq!(peer_copy_set(&[0, 1, 2, 3], &none), [0, 1, 2, 3]);

@@ -114,15 +114,33 @@ impl Default for Memtest {
     }
 }
 
-// Above 0.9 the allocation competes with the runtime's own reservations.
+/// The least `vram_share` taken (0.0001%): below it a share says nothing a
+/// GPU could test (1e-10 of 192 GiB is 20 bytes), and the memory test
+/// covers at least 1 MiB whatever the share.
+pub const MIN_VRAM_SHARE: f64 = 1e-6;
+/// The most (0.9): above it the allocation competes with the runtime's own
+/// reservations.
+pub const MAX_VRAM_SHARE: f64 = 0.9;
+
 fn vram_share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     let v = f64::deserialize(d)?;
-    if v.is_finite() && v > 0.0 && v <= 0.9 {
+    if (MIN_VRAM_SHARE..=MAX_VRAM_SHARE).contains(&v) {
         Ok(v)
     } else {
         Err(serde::de::Error::custom(format!(
-            "vram_share must be a fraction above 0 and at most 0.9 (0.1 = 10%), not {v}"
+            "vram_share must be a fraction from {MIN_VRAM_SHARE:e} to {MAX_VRAM_SHARE} (0.1 = 10%), not {}",
+            share_text(v)
         )))
+    }
+}
+
+/// A share as a person reads it: `0.1`, and `1e-300` rather than three
+/// hundred zeros.
+pub fn share_text(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && !(1e-4..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
     }
 }
 
@@ -327,6 +345,38 @@ mod tests {
                 .unwrap_err()
                 .contains("known metrics")
         );
+    }
+
+    #[test]
+    fn a_vram_share_outside_its_range_is_refused_in_few_words() {
+        let file =
+            |share: &str| BUILTIN.replace("vram_share = 0.1\n", &format!("vram_share = {share}\n"));
+        let line = BUILTIN
+            .lines()
+            .position(|l| l.starts_with("vram_share"))
+            .unwrap()
+            + 1;
+        for ok in ["0.1", "0.9", "1e-6", "0.000002"] {
+            assert!(Thresholds::parse(&file(ok), "t.toml").is_ok(), "{ok}");
+        }
+        for (bad, shown) in [
+            ("1e-300", "not 1e-300"),
+            ("1e-10", "not 1e-10"),
+            ("0", "not 0"),
+            ("-0.5", "not -0.5"),
+            ("0.95", "not 0.95"),
+            ("nan", "not NaN"),
+            ("inf", "not inf"),
+        ] {
+            let e = Thresholds::parse(&file(bad), "t.toml").unwrap_err();
+            assert!(
+                e.contains("t.toml") && e.contains(&format!("line {line}")) && e.contains(shown),
+                "{bad}: {e}"
+            );
+            assert!(e.len() < 400, "{e}");
+        }
+        assert_eq!(share_text(0.1), "0.1");
+        assert_eq!(share_text(2e-6), "2e-6");
     }
 
     #[test]

@@ -60,12 +60,15 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
     let check = module.function("memtest_check").map_err(fail)?;
     let share = ctx.thresholds.memtest.vram_share;
     let total = hip.total_mem(index).map_err(fail)?;
-    let (chunks, short) = allocate(hip, (total as f64 * share) as usize)?;
+    let (target, raised) = target_bytes(total, share);
+    let (chunks, short) = allocate(hip, target)?;
+    let short = format!("{raised}{short}");
     let covered: usize = chunks.iter().map(|c| c.len()).sum();
     if covered == 0 {
         // Nothing written is nothing verified: a pass here would not have looked.
         return Err(Verdict::unverifiable(format!(
-            "no VRAM to test: HIP reports {total} bytes of device memory, {share} of which is less than a word"
+            "no VRAM to test: HIP reports {total} bytes of device memory, {} of which is less than a word",
+            crate::thresholds::share_text(share)
         )));
     }
     let errors = DeviceBuffer::new(hip, (1 + 2 * CAPACITY as usize) * 4).map_err(fail)?;
@@ -93,13 +96,14 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gib = covered as f64 / f64::from(1u32 << 30);
     let percent = covered as f64 / total.max(1) as f64 * 100.0;
     let what = format!(
-        "{gib:.2} GiB ({} of {:.0} GiB VRAM{short}) in {} passes",
-        if percent < 1.0 {
-            format!("{percent:.2}%")
-        } else {
-            format!("{percent:.0}%")
+        "{} ({} of {} VRAM{short}) in {} passes",
+        size_text(covered as u64),
+        match (format!("{percent:.0}%"), format!("{percent:.2}%")) {
+            (whole, _) if percent >= 1.0 => whole,
+            (_, shown) if shown != "0.00%" => shown,
+            _ => "under 0.01%".to_string(),
         },
-        total as f64 / f64::from(1u32 << 30),
+        size_text(total as u64),
         passes().count()
     );
     let gbps = covered as f64 * 2.0 * passes().count() as f64 / secs.max(1e-9) / 1e9;
@@ -130,6 +134,45 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
     Ok(measured(Verdict::pass(format!(
         "{what} read back intact (walking ones, address in address), {gbps:.0} GB/s"
     ))))
+}
+
+/// The least the test covers (when the GPU has it): a smaller share would
+/// test a few words and call the GPU's memory intact.
+const MIN_TEST_BYTES: usize = 1 << 20;
+
+/// The bytes to test of `total` at `share`: at least [`MIN_TEST_BYTES`]
+/// (all of `total` when it is less), and a note when the share was raised.
+fn target_bytes(total: usize, share: f64) -> (usize, &'static str) {
+    let wanted = (total as f64 * share) as usize;
+    if wanted < MIN_TEST_BYTES && total > wanted {
+        (
+            MIN_TEST_BYTES.min(total),
+            ", raised to the 1 MiB the test covers at least",
+        )
+    } else {
+        (wanted, "")
+    }
+}
+
+/// `bytes` in the binary unit that reads best: `512 KiB`, `19.66 MiB`,
+/// `19.20 GiB`, `192 GiB`.
+fn size_text(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    let (value, unit) = if b >= KIB * KIB * KIB {
+        (b / (KIB * KIB * KIB), "GiB")
+    } else if b >= KIB * KIB {
+        (b / (KIB * KIB), "MiB")
+    } else if b >= KIB {
+        (b / KIB, "KiB")
+    } else {
+        return format!("{bytes} bytes");
+    };
+    if value.fract() == 0.0 {
+        format!("{value:.0} {unit}")
+    } else {
+        format!("{value:.2} {unit}")
+    }
 }
 
 /// Buffers covering `target` bytes in chunks; when the GPU runs out of
@@ -208,6 +251,24 @@ mod tests {
         assert_eq!(failing.len(), 2, "only the recorded pairs");
         assert_eq!(described(&failing), ["0x1014 (bit 5)", "0x1024 (bit 0, 5)"]);
         assert_eq!(passes().count(), 34);
+    }
+
+    #[test]
+    fn a_tiny_share_is_raised_to_a_mebibyte_and_sizes_read_as_sizes() {
+        let gib = 1usize << 30;
+        assert_eq!(target_bytes(192 * gib, 0.1), ((192 * gib) / 10, ""));
+        let (bytes, note) = target_bytes(192 * gib, 1e-6);
+        assert_eq!(bytes, 1 << 20);
+        assert!(note.contains("raised"));
+        assert_eq!(
+            target_bytes(4096, 0.1).0,
+            4096,
+            "never more than the GPU has"
+        );
+        assert_eq!(size_text(192 * gib as u64), "192 GiB");
+        assert_eq!(size_text((192 * gib / 10) as u64), "19.20 GiB");
+        assert_eq!(size_text(1 << 20), "1 MiB");
+        assert_eq!(size_text(20), "20 bytes");
     }
 
     proptest! {

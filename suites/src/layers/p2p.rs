@@ -3,7 +3,7 @@
 //! against the floor of each pair's link (XGMI or PCIe). Partitions of one
 //! device share its links, so one partition stands for its device.
 
-use super::hip_device::{hip_devices, hip_fail};
+use super::hip_device::hip_devices;
 use super::isolated;
 use super::links::{LinkKind, Links};
 use crate::context::NodeContext;
@@ -14,6 +14,8 @@ use rocgate_node::facts::gpus::Gpu;
 use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError, Stream, TimedCopy};
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 /// Bytes of each timed copy: TransferBench's healthcheck moves hundreds of
 /// MiB per transfer, enough that launch overhead does not count.
@@ -41,14 +43,27 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 }
 
 /// One GPU standing for its device: the GPU, its HIP ordinal, its device.
-struct Peer<'a> {
+struct Member<'a> {
     gpu: &'a Gpu,
     ordinal: i32,
     device: usize,
+}
+
+/// A member's buffers and stream, made and used on the copying thread only
+/// (HIP's current device is per thread, and the handles stay there).
+struct Peer {
+    ordinal: i32,
     small: DeviceBuffer,
     large: DeviceBuffer,
     /// A stream on this GPU, which copies to it are timed on.
     stream: Stream,
+}
+
+/// What the copying thread reports, in order: the buffers made (or why
+/// not), then each pair's copies as they end.
+enum Progress {
+    Ready(Result<(), String>),
+    Copied(Result<Option<Vec<f64>>, String>),
 }
 
 /// What went wrong between two GPUs, by pair.
@@ -61,85 +76,223 @@ struct Faults {
     below: Vec<String>,
 }
 
+/// Time kept back from the check's own deadline to report a pair that did
+/// not finish, before the worker's watchdog ends the check without a word.
+const RESERVE: Duration = Duration::from_secs(3);
+/// How long one pair may take when the check runs without a deadline.
+const UNBOUNDED_PAIR: Duration = Duration::from_secs(60);
+
+/// How long the next step may wait when `steps` remain (this one included):
+/// an even share of what the check has left, so one pair that never
+/// finishes is named with time left, while the time fast pairs did not use
+/// passes on to the later ones.
+fn share(steps: usize) -> Duration {
+    rocgate_harness::deadline::time_left().map_or(UNBOUNDED_PAIR, |left| {
+        left.saturating_sub(RESERVE) / u32::try_from(steps.max(1)).unwrap_or(u32::MAX)
+    })
+}
+
 fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
     let (hip, _) = ctx.runtime.hip_ready()?;
     let links = Links::of(&ctx.facts.gpus);
-    let peers = peers(ctx, hip, &links)?;
-    let pattern: Vec<u8> = (0..CHECKED_BYTES).map(|i| (i % 251) as u8).collect();
+    let members = members(ctx, &links)?;
+    let pairs: Vec<(usize, usize)> = (0..members.len())
+        .flat_map(|a| {
+            (0..members.len())
+                .filter(move |&b| b != a)
+                .map(move |b| (a, b))
+        })
+        .collect();
+    // The copies run on a thread of their own: a copy that never returns
+    // (a wedged link, a rate near zero) holds that thread, not the check,
+    // which names the pair when its share of the time is up.
+    let (tx, rx) = mpsc::channel();
+    let ordinals: Vec<i32> = members.iter().map(|m| m.ordinal).collect();
+    let hip_for_copies = Arc::clone(hip);
+    let copying = pairs.clone();
+    std::thread::Builder::new()
+        .name("p2p-copies".into())
+        .spawn(move || copy_all(&hip_for_copies, &ordinals, &copying, &tx))
+        .map_err(|e| Verdict::crash(format!("cannot start a thread for the peer copies: {e}")))?;
+    let steps = pairs.len() + 1;
+    match rx.recv_timeout(share(steps)) {
+        Ok(Progress::Ready(Ok(()))) => {}
+        Ok(Progress::Ready(Err(e))) => {
+            return Err(Verdict::found(
+                codes::P2P_COPY_FAILED.finding_next(e, "see hip.memcpy on this GPU"),
+            ));
+        }
+        Ok(Progress::Copied(_)) | Err(RecvTimeoutError::Disconnected) => {
+            return Err(Verdict::crash(
+                "the peer-copy thread ended before it made its buffers",
+            ));
+        }
+        Err(RecvTimeoutError::Timeout) => {
+            return Err(Verdict::timeout(format!(
+                "allocating the copy buffers on {} GPUs did not finish in {:.1} s",
+                members.len(),
+                share(steps).as_secs_f64()
+            )));
+        }
+    }
     let mut faults = Faults::default();
     let mut measured = Verdict::pass("");
     let mut judged = Vec::new();
-    for from in &peers {
-        for to in peers.iter().filter(|p| p.gpu.index != from.gpu.index) {
-            let (from_scope, to_scope) = (
-                Scope::Gpu(from.gpu.index).label(),
-                Scope::Gpu(to.gpu.index).label(),
-            );
-            let pair = format!("{from_scope}>{to_scope}");
-            let kind = links.kind(from.device, to.device);
-            match copy_pair(hip, from, to, &pattern) {
-                Ok(Some(rates)) => {
-                    let gbps = rates.first().copied().unwrap_or(0.0);
-                    let v = judge(ctx, from.gpu, kind, gbps).with_samples(&rates);
-                    if v.status == Status::Fail {
-                        faults
-                            .below
-                            .push(format!("{pair} {gbps:.1} GB/s ({})", kind.label()));
-                    }
-                    measured =
-                        measured.with_metrics_between(v.metrics.clone(), &from_scope, &to_scope);
-                    judged.push(v);
+    for (k, &(a, b)) in pairs.iter().enumerate() {
+        let (from, to) = (&members[a], &members[b]);
+        let (from_scope, to_scope) = (
+            Scope::Gpu(from.gpu.index).label(),
+            Scope::Gpu(to.gpu.index).label(),
+        );
+        let pair = format!("{from_scope}>{to_scope}");
+        let kind = links.kind(from.device, to.device);
+        let limit = share(pairs.len() - k);
+        match rx.recv_timeout(limit) {
+            Ok(Progress::Copied(Ok(Some(rates)))) => {
+                let gbps = rates.first().copied().unwrap_or(0.0);
+                let v = judge(ctx, from.gpu, kind, gbps).with_samples(&rates);
+                if v.status == Status::Fail {
+                    faults
+                        .below
+                        .push(format!("{pair} {gbps:.1} GB/s ({})", kind.label()));
                 }
-                Ok(None) => {
-                    faults.corrupt.push(format!("{pair} ({})", kind.label()));
-                    faults.corrupt_gpus.push((from.gpu.index, to.gpu.index));
-                }
-                Err(e) => faults
-                    .failed
-                    .push(format!("{pair} ({}): {e}", kind.label())),
+                measured = measured.with_metrics_between(v.metrics.clone(), &from_scope, &to_scope);
+                judged.push(v);
+            }
+            Ok(Progress::Copied(Ok(None))) => {
+                faults.corrupt.push(format!("{pair} ({})", kind.label()));
+                faults.corrupt_gpus.push((from.gpu.index, to.gpu.index));
+            }
+            Ok(Progress::Copied(Err(e))) => faults
+                .failed
+                .push(format!("{pair} ({}): {e}", kind.label())),
+            Ok(Progress::Ready(_)) | Err(RecvTimeoutError::Disconnected) => {
+                return Err(Verdict::crash(format!(
+                    "the peer-copy thread ended during {pair}"
+                )));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let verdict = unfinished(&pair, kind, limit, k, pairs.len(), &faults);
+                return Err(Verdict {
+                    metrics: measured.metrics,
+                    ..verdict
+                });
             }
         }
     }
-    let pairs = peers.len() * (peers.len() - 1);
-    let verdict = summarise(&faults, &judged, pairs);
+    let verdict = summarise(&faults, &judged, pairs.len());
     Ok(Verdict {
         metrics: measured.metrics,
         ..verdict
     })
 }
 
-/// One GPU of each device among those selected, with its buffers.
-fn peers<'a>(
-    ctx: &'a NodeContext,
-    hip: &Arc<Hip>,
-    links: &Links<'_>,
-) -> Result<Vec<Peer<'a>>, Verdict> {
+/// The verdict of a matrix stopped at `pair`, which did not finish its
+/// copies within `limit`: a timeout that names the pair and what the pairs
+/// before it showed. The copy still holds its thread, so no later pair is
+/// started (on a wedged engine it would only wait behind it).
+fn unfinished(
+    pair: &str,
+    kind: LinkKind,
+    limit: Duration,
+    done: usize,
+    pairs: usize,
+    faults: &Faults,
+) -> Verdict {
+    let mut before = Vec::new();
+    for (what, list) in [
+        ("corrupted", &faults.corrupt),
+        ("failed", &faults.failed),
+        ("below floor", &faults.below),
+    ] {
+        if !list.is_empty() {
+            before.push(format!("{what}: {}", super::list(list, 4)));
+        }
+    }
+    let message = format!(
+        "the peer-to-peer copies {pair} ({}) did not finish within {:.1} s, their share of the check's time; the matrix stopped there, {done} of {pairs} pairs copied before it{}",
+        kind.label(),
+        limit.as_secs_f64(),
+        if before.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", before.join("; "))
+        }
+    );
+    let mut v = Verdict::timeout(message.clone());
+    v.finding = Some(codes::P2P_COPY_FAILED.finding_next(
+        message,
+        format!(
+            "the link of {pair} stalls or crawls: read `dmesg | grep -i -e xgmi -e amdgpu -e 'page fault'` and `amd-smi xgmi`, then copy between the two alone (`rocgate run --tier extended --gpus <both>`); a link that stays stuck needs a reset of both GPUs or a reboot"
+        ),
+    ));
+    v
+}
+
+/// One GPU of each device among those selected.
+fn members<'a>(ctx: &'a NodeContext, links: &Links<'_>) -> Result<Vec<Member<'a>>, Verdict> {
     let mut devices = BTreeSet::new();
-    let mut peers = Vec::new();
-    let fail = |e: HipError| hip_fail(codes::P2P_COPY_FAILED, &e, "see hip.memcpy on this GPU");
+    let mut members = Vec::new();
     for (index, ordinal) in hip_devices(ctx)? {
         let (Some(gpu), Some(device)) = (ctx.facts.gpu(index), links.device_of(index)) else {
             continue;
         };
-        if !devices.insert(device) {
-            continue;
+        if devices.insert(device) {
+            members.push(Member {
+                gpu,
+                ordinal,
+                device,
+            });
         }
-        hip.set_device(ordinal).map_err(fail)?;
-        peers.push(Peer {
-            gpu,
-            ordinal,
-            device,
-            small: DeviceBuffer::new(hip, CHECKED_BYTES).map_err(fail)?,
-            large: DeviceBuffer::new(hip, TIMED_BYTES).map_err(fail)?,
-            stream: Stream::new(hip).map_err(fail)?,
-        });
     }
-    if peers.len() < 2 {
+    if members.len() < 2 {
         return Err(Verdict::not_applicable(
             "peer-to-peer copies need two or more GPU devices",
         ));
     }
-    Ok(peers)
+    Ok(members)
+}
+
+/// The copying thread: makes each member's buffers, then copies every pair
+/// of `pairs` (indices into `ordinals`) in order, reporting each on `tx`;
+/// it stops when the check no longer listens.
+fn copy_all(
+    hip: &Arc<Hip>,
+    ordinals: &[i32],
+    pairs: &[(usize, usize)],
+    tx: &mpsc::Sender<Progress>,
+) {
+    let made: Result<Vec<Peer>, HipError> = ordinals
+        .iter()
+        .map(|&ordinal| {
+            hip.set_device(ordinal)?;
+            Ok(Peer {
+                ordinal,
+                small: DeviceBuffer::new(hip, CHECKED_BYTES)?,
+                large: DeviceBuffer::new(hip, TIMED_BYTES)?,
+                stream: Stream::new(hip)?,
+            })
+        })
+        .collect();
+    let peers = match made {
+        Ok(p) => {
+            if tx.send(Progress::Ready(Ok(()))).is_err() {
+                return;
+            }
+            p
+        }
+        Err(e) => {
+            let _ = tx.send(Progress::Ready(Err(e.to_string())));
+            return;
+        }
+    };
+    let pattern: Vec<u8> = (0..CHECKED_BYTES).map(|i| (i % 251) as u8).collect();
+    for &(a, b) in pairs {
+        let copied = copy_pair(hip, &peers[a], &peers[b], &pattern).map_err(|e| e.to_string());
+        if tx.send(Progress::Copied(copied)).is_err() {
+            return;
+        }
+    }
 }
 
 /// Copies `pattern` from `from` to `to` and back to the host, then times
