@@ -72,6 +72,13 @@ pub(crate) struct Found {
     pub(crate) mode: u32,
     /// The device of its file system.
     pub(crate) dev: u64,
+    /// Its inode, with `dev` what a reopened descriptor must match.
+    ino: u64,
+    /// How it was found, to look it up again where `/proc` is not mounted
+    /// (a chroot, a minimal container).
+    root: PathBuf,
+    rel: String,
+    follow_last: bool,
 }
 
 fn io(e: Errno) -> std::io::Error {
@@ -86,13 +93,7 @@ static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 /// too when `follow_last` says so. Errors are the kernel's (ENOENT,
 /// ENOTDIR, ELOOP, EACCES).
 pub(crate) fn lookup(root: &Path, rel: &str, follow_last: bool) -> std::io::Result<Found> {
-    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-    // The root itself is the caller's choice: a link to it is followed.
-    let root_fd = nix::fcntl::open(root, flags, Mode::empty()).map_err(io)?;
-    let fd = match in_kernel(&root_fd, rel, follow_last) {
-        Some(found) => found?,
-        None => walk(root_fd, rel, follow_last)?,
-    };
+    let fd = open_in(root, rel, follow_last, OFlag::O_PATH)?;
     let st = fstat(&fd).map_err(io)?;
     Ok(Found {
         fd,
@@ -100,7 +101,23 @@ pub(crate) fn lookup(root: &Path, rel: &str, follow_last: bool) -> std::io::Resu
         gid: st.st_gid,
         mode: st.st_mode,
         dev: st.st_dev,
+        ino: st.st_ino,
+        root: root.to_path_buf(),
+        rel: rel.to_string(),
+        follow_last,
     })
+}
+
+/// `rel` looked up inside `root` as [`lookup`] does, its last component
+/// opened with `open` (`O_PATH` to find it, `O_RDONLY` to read it).
+fn open_in(root: &Path, rel: &str, follow_last: bool, open: OFlag) -> std::io::Result<OwnedFd> {
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    // The root itself is the caller's choice: a link to it is followed.
+    let root_fd = nix::fcntl::open(root, flags, Mode::empty()).map_err(io)?;
+    match in_kernel(&root_fd, rel, follow_last, open) {
+        Some(found) => found,
+        None => walk(root_fd, rel, follow_last, open),
+    }
 }
 
 /// The device of `root`'s file system when it is one of the local disk or
@@ -129,14 +146,19 @@ pub(crate) fn local_device(root: &Path) -> Option<u64> {
 /// `fs/namei.c`) scopes absolute links and `..` to the root exactly as
 /// [`walk`] does. `None` where the kernel lacks it or a seccomp filter
 /// refuses it (EPERM, as older container runtimes answer unknown calls).
-fn in_kernel(root: &OwnedFd, rel: &str, follow_last: bool) -> Option<std::io::Result<OwnedFd>> {
+fn in_kernel(
+    root: &OwnedFd,
+    rel: &str,
+    follow_last: bool,
+    open: OFlag,
+) -> Option<std::io::Result<OwnedFd>> {
     use nix::fcntl::{OpenHow, ResolveFlag, openat2};
     if NO_OPENAT2.load(Ordering::Relaxed) {
         return None;
     }
     let rel = rel.trim_start_matches('/');
     let path = if rel.is_empty() { "." } else { rel };
-    let mut flags = OFlag::O_PATH | OFlag::O_CLOEXEC;
+    let mut flags = open | OFlag::O_CLOEXEC;
     if !follow_last {
         flags |= OFlag::O_NOFOLLOW;
     }
@@ -160,7 +182,7 @@ fn in_kernel(root: &OwnedFd, rel: &str, follow_last: bool) -> Option<std::io::Re
 }
 
 /// The lookup component by component, for kernels without `openat2`.
-fn walk(root_fd: OwnedFd, rel: &str, follow_last: bool) -> std::io::Result<OwnedFd> {
+fn walk(root_fd: OwnedFd, rel: &str, follow_last: bool, open: OFlag) -> std::io::Result<OwnedFd> {
     let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
     let mut stack: Vec<OwnedFd> = vec![root_fd];
     let mut pending: Vec<OsString> = components(rel.as_bytes());
@@ -217,13 +239,18 @@ fn walk(root_fd: OwnedFd, rel: &str, follow_last: bool) -> std::io::Result<Owned
         return openat(
             top,
             part.as_os_str(),
-            OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            open | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
             Mode::empty(),
         )
         .map_err(io);
     }
     // The path ended at a directory: the one on top.
-    stack.pop().ok_or_else(|| io(Errno::ENOENT))
+    let top = stack.pop().ok_or_else(|| io(Errno::ENOENT))?;
+    if open.contains(OFlag::O_PATH) {
+        Ok(top)
+    } else {
+        openat(&top, ".", open | OFlag::O_CLOEXEC, Mode::empty()).map_err(io)
+    }
 }
 
 /// The components of `path`, last first (so that `pop` takes the next).
@@ -246,13 +273,30 @@ impl Found {
     /// refuses FIFOs and devices first; the flag keeps one from blocking
     /// all the same).
     pub(crate) fn open(&self) -> std::io::Result<std::fs::File> {
-        let fd = nix::fcntl::open(
-            self.proc_path().as_str(),
-            OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(io)?;
-        Ok(std::fs::File::from(fd))
+        let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY | OFlag::O_CLOEXEC;
+        match nix::fcntl::open(self.proc_path().as_str(), flags, Mode::empty()) {
+            Ok(fd) => Ok(std::fs::File::from(fd)),
+            // No /proc (a chroot, a minimal container): the entry is looked
+            // up again, opened for reading, and must be the one found.
+            Err(Errno::ENOENT) => self.reopen(flags),
+            Err(e) => Err(io(e)),
+        }
+    }
+
+    /// The entry looked up again inside its root and opened with `flags`;
+    /// an entry that is no longer the one first found (swapped meanwhile)
+    /// is refused.
+    fn reopen(&self, flags: OFlag) -> std::io::Result<std::fs::File> {
+        let again = lookup(&self.root, &self.rel, self.follow_last)?;
+        if (again.dev, again.ino) != (self.dev, self.ino) || again.kind != self.kind {
+            return Err(io(Errno::ESTALE));
+        }
+        let file = std::fs::File::from(open_in(&self.root, &self.rel, self.follow_last, flags)?);
+        let st = fstat(&file).map_err(io)?;
+        if (st.st_dev, st.st_ino) != (self.dev, self.ino) {
+            return Err(io(Errno::ESTALE));
+        }
+        Ok(file)
     }
 
     /// The names of the directory's entries and their kinds (links not
@@ -262,8 +306,22 @@ impl Found {
             return Err(io(Errno::ENOTDIR));
         }
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(self.proc_path())? {
-            let name = entry?.file_name();
+        let names: Vec<OsString> = match std::fs::read_dir(self.proc_path()) {
+            Ok(dir) => dir
+                .map(|e| e.map(|e| e.file_name()))
+                .collect::<std::io::Result<_>>()?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+                let dir = nix::dir::Dir::from_fd(self.reopen(flags)?.into()).map_err(io)?;
+                dir.into_iter()
+                    .filter_map(|e| e.ok())
+                    .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_os_string())
+                    .filter(|n| n != "." && n != "..")
+                    .collect()
+            }
+            Err(e) => return Err(e),
+        };
+        for name in names {
             let kind = fstatat(&self.fd, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW)
                 .map(|st| Kind::of(&st))
                 .map_err(io)?;
