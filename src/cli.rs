@@ -169,6 +169,11 @@ pub struct WorkerArgs {
     /// by the parent), instead of re-reading the user's files.
     #[arg(long, value_name = "FILE")]
     pub worker_config: Option<PathBuf>,
+    /// The identity of the GPU a GPU scope names, as the parent discovered
+    /// it (`ADDRESS[,gpu_id=N][,unique_id=0xN]`): the worker checks the GPU
+    /// that holds it now, whatever its index.
+    #[arg(long, value_name = "ID")]
+    pub gpu_identity: Option<String>,
 }
 
 /// Which checks run on which GPUs.

@@ -300,6 +300,12 @@ impl Session {
                 if let Some(g) = &options.gpus {
                     cmd.arg("--gpus").arg(g);
                 }
+                // The worker discovers the node again: it finds the GPU by
+                // what it is, since indices shift when a GPU goes away.
+                if let Some(g) = scope.gpu().and_then(|i| ctx.facts.gpu(i)) {
+                    let id = rocgate_suites::context::GpuIdentity::of(g);
+                    cmd.arg("--gpu-identity").arg(id.to_string());
+                }
                 rocgate_suites::worker_env::apply(
                     &mut cmd,
                     &rocgate_suites::worker_env::worker_env(&ctx.facts, scope),

@@ -1,9 +1,16 @@
 //! Worker processes: `rocgate __worker --scope gpu3` serves the isolated
 //! checks of one scope; the parent side builds the pool that starts them.
+//! A worker discovers the node again when it starts, later than its parent
+//! did: it finds its GPU by the identity the parent saw (`--gpu-identity`),
+//! not by index, and a GPU it no longer finds is the node's fault
+//! (`gpu-vanished`), not rocgate's.
 
 use crate::cli::WorkerArgs;
 use rocgate::session::Session;
+use rocgate_harness::Scope;
 use rocgate_harness::isolate::{self, Isolator};
+use rocgate_suites::context::GpuIdentity;
+use rocgate_suites::worker_env;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -11,9 +18,16 @@ use std::sync::atomic::AtomicUsize;
 /// Serves requests until stdin closes.
 pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
     isolate::die_with_parent();
-    args.scope
+    let scope = args
+        .scope
         .parse::<rocgate_harness::Scope>()
         .map_err(|e| format!("__worker --scope: {e}"))?;
+    let identity = args
+        .gpu_identity
+        .as_deref()
+        .map(str::parse::<GpuIdentity>)
+        .transpose()
+        .map_err(|e| format!("__worker --gpu-identity: {e}"))?;
     let config = args
         .worker_config
         .as_deref()
@@ -29,9 +43,55 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
         ),
         config,
     )?;
-    isolate::serve(&session.registry, &*session.ctx)
+    let resolved = session.ctx.resolve(scope, identity.as_ref());
+    if let Ok(mine @ Scope::Gpu(_)) = resolved {
+        see_only(&session, mine)?;
+    }
+    let resolve = |asked: Scope| {
+        if asked == scope {
+            resolved.clone()
+        } else {
+            Ok(asked)
+        }
+    };
+    isolate::serve(&session.registry, &*session.ctx, &resolve)
         .map_err(|e| format!("worker for {}: {e}", args.scope))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Set in a worker that started itself again to see its GPU by the node's
+/// new numbering, so that it does so at most once.
+const RENUMBERED: &str = "ROCGATE_WORKER_RENUMBERED";
+
+/// Makes this worker see `mine`, its GPU as numbered now: the parent gave
+/// it `ROCR_VISIBLE_DEVICES` by the GPU's ordinal when the run started,
+/// which names another GPU once one below it went away. ROCr reads the
+/// variable when it initialises, in this process; rocgate sets no variable
+/// in a running process (other threads may read the environment), so the
+/// worker starts itself again with it set, before any vendor library is
+/// loaded. Returns only when nothing needs to change or it already did.
+fn see_only(session: &Session, mine: Scope) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let changes = worker_env::worker_env(&session.ctx.facts, mine);
+    let current = std::env::var(worker_env::ROCR_FILTER).ok();
+    let differs = changes.iter().any(|c| match c {
+        worker_env::EnvChange::Set(k, v) => {
+            *k == worker_env::ROCR_FILTER && current.as_deref() != Some(v.as_str())
+        }
+        worker_env::EnvChange::Remove(_) => false,
+    });
+    if !differs || std::env::var_os(RENUMBERED).is_some() {
+        return Ok(());
+    }
+    let program = std::env::current_exe()
+        .map_err(|e| format!("worker for {mine}: failed to find rocgate's own executable: {e}"))?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(std::env::args_os().skip(1)).env(RENUMBERED, "1");
+    worker_env::apply(&mut cmd, &changes);
+    let e = cmd.exec();
+    Err(format!(
+        "worker for {mine}: failed to start again to see its GPU as renumbered: {e}"
+    ))
 }
 
 /// The isolator for a run: workers of this very binary, unless the runtime

@@ -329,6 +329,12 @@ fn cases() -> Vec<Case> {
             ],
         ),
         fault(
+            "a GPU falls off the bus during the run",
+            "hsa_init@gpu3=vanish",
+            &[],
+            &["gpu-vanished"],
+        ),
+        fault(
             "wrong data and hip faults",
             "hsa_signal_store_screlease@gpu0=wrong;hsa_amd_memory_async_copy@gpu1=negative-signal;hsa_amd_memory_async_copy@gpu2=wrong;hsa_signal_store_screlease@gpu3=error:43;hipDeviceGetAttribute@gpu4=wrong;hipDeviceGetAttribute@gpu5=error:1;hipMemcpy@gpu6=error:1;hipMemcpy@gpu7=wrong",
             &[],

@@ -358,8 +358,15 @@ impl Drop for WorkerPool {
     }
 }
 
-/// The worker's side: answers requests on stdin until it closes.
-pub fn serve<C>(registry: &[Check<C>], ctx: &C) -> std::io::Result<()> {
+/// The worker's side: answers requests on stdin until it closes. Each
+/// request's scope is the parent's; `resolve` turns it into this process's
+/// (the GPUs may have been renumbered since the parent looked), or into the
+/// verdict to answer instead (the GPU is gone).
+pub fn serve<C>(
+    registry: &[Check<C>],
+    ctx: &C,
+    resolve: &dyn Fn(Scope) -> Result<Scope, Verdict>,
+) -> std::io::Result<()> {
     // Keep the protocol on a private copy of stdout and send whatever else
     // is printed there (vendor libraries print) to stderr, the log.
     let protocol = nix::unistd::dup(std::io::stdout())?;
@@ -373,9 +380,12 @@ pub fn serve<C>(registry: &[Check<C>], ctx: &C) -> std::io::Result<()> {
                 None => Verdict::crash(format!("worker knows no check {}", req.check)),
                 Some(c) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     let timeout = req.timeout_ms.map(std::time::Duration::from_millis);
-                    crate::deadline::run_check(timeout, || {
-                        (c.run)(ctx, req.scope).unwrap_or_else(|v| v)
-                    })
+                    match resolve(req.scope) {
+                        Ok(scope) => crate::deadline::run_check(timeout, || {
+                            (c.run)(ctx, scope).unwrap_or_else(|v| v)
+                        }),
+                        Err(v) => v,
+                    }
                 }))
                 .unwrap_or_else(|p| {
                     let msg = p

@@ -41,6 +41,96 @@ impl WorkerConfig {
     }
 }
 
+/// What tells one GPU from another across two discoveries of the node: its
+/// PCI address (a partition's own, from KFD's location_id) and, when KFD
+/// reports them, its `gpu_id` and `unique_id`. Indices do not: they count
+/// the GPUs present, so they shift when one goes away. Written as
+/// `0000:05:00.0,gpu_id=1234,unique_id=0x...` on a worker's command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuIdentity {
+    /// The PCI address.
+    pub pci_address: String,
+    /// KFD's `gpu_id`, when non-zero.
+    pub gpu_id: Option<u64>,
+    /// KFD's `unique_id` (shared by one device's partitions), when non-zero.
+    pub unique_id: Option<u64>,
+}
+
+impl GpuIdentity {
+    /// The identity of `gpu` as discovered.
+    pub fn of(gpu: &Gpu) -> GpuIdentity {
+        let kfd = gpu.kfd.as_ref();
+        GpuIdentity {
+            pci_address: gpu.pci_address.clone(),
+            gpu_id: kfd.and_then(|k| k.gpu_id).filter(|&v| v != 0),
+            unique_id: kfd.and_then(|k| k.unique_id).filter(|&v| v != 0),
+        }
+    }
+
+    /// Whether `gpu` is this GPU: the same address, and the same KFD ids
+    /// where both discoveries have them (a different device re-enumerated
+    /// at the address is not the same GPU).
+    pub fn matches(&self, gpu: &Gpu) -> bool {
+        let now = GpuIdentity::of(gpu);
+        let agrees = |a: Option<u64>, b: Option<u64>| a.zip(b).is_none_or(|(a, b)| a == b);
+        now.pci_address.eq_ignore_ascii_case(&self.pci_address)
+            && agrees(now.gpu_id, self.gpu_id)
+            && agrees(now.unique_id, self.unique_id)
+    }
+}
+
+impl std::fmt::Display for GpuIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.pci_address)?;
+        if let Some(v) = self.gpu_id {
+            write!(f, ",gpu_id={v}")?;
+        }
+        if let Some(v) = self.unique_id {
+            write!(f, ",unique_id=0x{v:x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for GpuIdentity {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<GpuIdentity, String> {
+        let bad = |why: &str| {
+            format!("GPU identity '{s}': {why} (want ADDRESS[,gpu_id=N][,unique_id=0xN])")
+        };
+        let mut parts = s.split(',');
+        let pci_address = parts.next().unwrap_or_default().trim();
+        if pci_address.is_empty() || pci_address.contains('=') {
+            return Err(bad("no PCI address"));
+        }
+        let mut id = GpuIdentity {
+            pci_address: pci_address.to_string(),
+            gpu_id: None,
+            unique_id: None,
+        };
+        for part in parts {
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| bad("a part without '='"))?;
+            let number = match value.strip_prefix("0x") {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => value.parse(),
+            }
+            .map_err(|e| bad(&format!("{key}: {e}")))?;
+            let slot = match key {
+                "gpu_id" => &mut id.gpu_id,
+                "unique_id" => &mut id.unique_id,
+                _ => return Err(bad(&format!("unknown key {key}"))),
+            };
+            if slot.replace(number).is_some() {
+                return Err(bad(&format!("{key} given twice")));
+            }
+        }
+        Ok(id)
+    }
+}
+
 /// Options that change what checks expect.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -182,6 +272,25 @@ impl NodeContext {
         })
     }
 
+    /// The scope a worker serves for its parent's `scope`: the parent
+    /// numbered the GPUs by its own discovery, this process by a later one,
+    /// and a GPU that fell off the bus in between shifts every index above
+    /// it. With the identity the parent saw (`identity`), the GPU holding
+    /// it now is the one checked; none holding it is the node's fault (the
+    /// GPU went away during the run), never a wrong GPU tested.
+    pub fn resolve(&self, scope: Scope, identity: Option<&GpuIdentity>) -> Result<Scope, Verdict> {
+        let Some(id) = identity.filter(|_| scope.gpu().is_some()) else {
+            return Ok(scope);
+        };
+        match self.facts.gpus.iter().find(|g| id.matches(g)) {
+            Some(g) => Ok(Scope::Gpu(g.index)),
+            None => Err(Verdict::found(codes::GPU_VANISHED.finding(format!(
+                "{scope} ({}) went away during the run: rocgate found it when the run started, and the KFD topology and PCI bus no longer list it",
+                id.pci_address
+            )))),
+        }
+    }
+
     /// The GPUs the run covers (`--gpus`, else all), as inventory indices.
     pub fn selected_gpus(&self) -> Vec<u32> {
         rocgate_node::facts::gpus::select(&self.facts.gpus, self.options.gpus.as_deref())
@@ -211,5 +320,44 @@ impl NodeContext {
                 (Scope::Gpu(g.index), info)
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn an_identity_reads_back_what_it_wrote_and_refuses_the_malformed() {
+        let id: GpuIdentity = "0000:05:00.0,gpu_id=1234,unique_id=0xabc"
+            .parse()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(id.gpu_id, Some(1234));
+        assert_eq!(id.unique_id, Some(0xabc));
+        assert_eq!(id.to_string().parse::<GpuIdentity>(), Ok(id));
+        for bad in [
+            "",
+            "gpu_id=1",
+            "0000:05:00.0,gpu_id",
+            "0000:05:00.0,gpu_id=x",
+            "0000:05:00.0,serial=1",
+            "0000:05:00.0,gpu_id=1,gpu_id=1",
+        ] {
+            assert!(bad.parse::<GpuIdentity>().is_err(), "{bad}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_identity_round_trips(address in "[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\\.[0-7]", gpu_id in proptest::option::of(1u64..), unique_id in proptest::option::of(1u64..)) {
+            let id = GpuIdentity { pci_address: address, gpu_id, unique_id };
+            prop_assert_eq!(id.to_string().parse::<GpuIdentity>(), Ok(id));
+        }
+
+        #[test]
+        fn no_text_makes_the_parser_panic(s in "\\PC*") {
+            let _ = s.parse::<GpuIdentity>();
+        }
     }
 }

@@ -432,6 +432,9 @@ pub mod codes {
         CHECK_CRASH = "check-crash", [], Fail, Crash,
             "a check's process died (a signal, or an abort in a vendor library)",
             "read the check's captured output for the library's last words; rerun `rocgate run --no-gate` on this scope and read the kernel log (dmesg)";
+        GPU_VANISHED = "gpu-vanished", [], Fail, Missing,
+            "a GPU that was on the node when the run started is gone from the KFD topology and the PCI bus: it fell off the bus during the run",
+            "read the kernel log for why: `dmesg | grep -i -e 'link down' -e aer -e 'surprise' -e amdgpu` (a PCIe link down, AER errors, amdgpu losing the device); a cold power cycle usually brings it back; if it falls off again, reseat the GPU, check its riser, cable and power, or replace it";
         INTERNAL_ERROR = "internal-error", [], Fail, Internal,
             "rocgate reached a state it should not (a planning defect)",
             "report this as a rocgate bug, with the output of `rocgate inventory --json`";
