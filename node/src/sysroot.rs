@@ -452,18 +452,7 @@ impl Sysroot {
                 std::fs::symlink_metadata(&path)
             }
             .ok()?;
-            let t = meta.file_type();
-            let kind = if t.is_symlink() {
-                Kind::Link
-            } else if t.is_dir() {
-                Kind::Dir
-            } else if t.is_file() {
-                Kind::File
-            } else if t.is_fifo() {
-                Kind::Fifo
-            } else {
-                Kind::Special
-            };
+            let kind = Kind::of_type(meta.file_type());
             return Some(Entry {
                 kind,
                 gid: meta.gid(),
@@ -693,18 +682,7 @@ fn list_plain(path: &Path) -> std::io::Result<Vec<(std::ffi::OsString, Kind)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(path)? {
         let entry = entry?;
-        let t = entry.file_type()?;
-        let kind = if t.is_symlink() {
-            Kind::Link
-        } else if t.is_dir() {
-            Kind::Dir
-        } else if t.is_file() {
-            Kind::File
-        } else if t.is_fifo() {
-            Kind::Fifo
-        } else {
-            Kind::Special
-        };
+        let kind = Kind::of_type(entry.file_type()?);
         out.push((entry.file_name(), kind));
     }
     Ok(out)

@@ -42,6 +42,23 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The kind of a file type as `std::fs` reports it (links not followed
+    /// when it came from `symlink_metadata` or a directory entry).
+    pub(crate) fn of_type(t: std::fs::FileType) -> Kind {
+        use std::os::unix::fs::FileTypeExt as _;
+        if t.is_symlink() {
+            Kind::Link
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_file() {
+            Kind::File
+        } else if t.is_fifo() {
+            Kind::Fifo
+        } else {
+            Kind::Special
+        }
+    }
+
     fn of(st: &FileStat) -> Kind {
         let t = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
         if t == SFlag::S_IFREG {
@@ -353,6 +370,34 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_reopened_without_proc_is_the_one_found() {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("sys/d")).unwrap();
+        std::fs::write(r.join("sys/d/f"), "x\n").unwrap();
+        symlink("/sys/d/f", r.join("sys/link")).unwrap();
+        symlink("../../../../etc/hostname", r.join("sys/out")).unwrap();
+        std::fs::write(r.join("etc-hostname-stand-in"), "").unwrap();
+        let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        for rel in ["/sys/d/f", "/sys/link"] {
+            let found = lookup(r, rel, true).unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut found.reopen(flags).unwrap(), &mut text).unwrap();
+            assert_eq!(text, "x\n", "{rel}");
+        }
+        // A link out of the root stays inside it, reopened or not.
+        assert!(lookup(r, "/sys/out", true).is_err());
+        // An entry swapped after it was found is refused.
+        let found = lookup(r, "/sys/d/f", true).unwrap();
+        std::fs::remove_file(r.join("sys/d/f")).unwrap();
+        std::fs::write(r.join("sys/d/f"), "y\n").unwrap();
+        assert!(found.reopen(flags).is_err());
+        let dir = lookup(r, "/sys/d", true).unwrap();
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        assert!(dir.reopen(flags).is_ok());
+    }
+
+    #[test]
     fn the_walk_agrees_with_the_kernel() {
         let outer = tempfile::tempdir().unwrap();
         let root = outer.path().join("root");
@@ -375,6 +420,7 @@ mod tests {
                     .unwrap(),
                 rel,
                 follow,
+                OFlag::O_PATH,
             );
             let Some(kernel) = kernel else {
                 return; // no openat2 here: only the walk is used
@@ -383,6 +429,7 @@ mod tests {
                 nix::fcntl::open(&root, OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty()).unwrap(),
                 rel,
                 follow,
+                OFlag::O_PATH,
             );
             let ino = |r: std::io::Result<OwnedFd>| {
                 r.map(|fd| fstat(&fd).unwrap().st_ino)
