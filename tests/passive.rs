@@ -41,10 +41,15 @@ fn traced(root: &Path, rocm: &Path, tier: &str) -> Trace {
         .args([
             "-f",
             "-qq",
+            // Each descriptor with its path: a capture's files are looked
+            // up relative to its root's descriptor (openat2) and opened
+            // again through /proc/self/fd, so the path an open returns is
+            // the file it opened.
+            "-y",
             "-s",
             "512",
             "-e",
-            "trace=execve,open,openat",
+            "trace=execve,open,openat,openat2",
             "-o",
         ])
         .arg(&log)
@@ -67,10 +72,21 @@ fn traced(root: &Path, rocm: &Path, tier: &str) -> Trace {
             l.split_once("execve(").map(|(_, rest)| rest.to_string())
         })
         .collect();
+    // The file an open returned (`= 5</path>`); an `O_PATH` descriptor
+    // only names a file, it does not open it (open(2)), so it is left out.
+    let returned = |line: &str| {
+        let (_, ret) = line.rsplit_once(") = ")?;
+        let (_, path) = ret.split_once('<')?;
+        path.rsplit_once('>').map(|(p, _)| p.to_string())
+    };
     let opened = text
         .lines()
-        .filter(|l| (l.contains("open(") || l.contains("openat(")) && !l.contains("= -1"))
-        .filter_map(quoted)
+        .filter(|l| {
+            (l.contains("open(") || l.contains("openat(") || l.contains("openat2("))
+                && !l.contains("= -1")
+                && !l.contains("O_PATH")
+        })
+        .filter_map(|l| returned(l).or_else(|| quoted(l)))
         .collect();
     Trace {
         execs,
