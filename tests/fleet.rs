@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::{HANG_GUARD, fake_rocm, node, on_sysroot, rocgate};
+use common::{FakeScontrol, HANG_GUARD, fake_rocm, node, on_sysroot, rocgate};
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -190,53 +189,6 @@ fn a_hung_all_reduce_is_narrowed_to_its_gpu_while_the_budget_lasts() {
     let (h, _) = health_on_fake("ncclAllReduce@gpu3=hang", &args);
     assert!(one_line(&h).starts_with("rocgate: "), "{}", h.stdout);
     assert!(!h.stdout.contains("rccl-hang-isolated"), "{}", h.stdout);
-}
-
-/// A `scontrol` that answers `show node` from `state` and records every
-/// call, one per line, in `calls`.
-struct FakeScontrol {
-    dir: tempfile::TempDir,
-}
-
-impl FakeScontrol {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("scontrol");
-        std::fs::write(
-            &script,
-            "#!/bin/sh\nd=$(dirname \"$0\")\nprintf '%s\\n' \"$*\" >> \"$d/calls\"\n\
-             if [ \"$1\" = show ]; then cat \"$d/state\"; fi\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        FakeScontrol { dir }
-    }
-
-    /// Sets what `scontrol show node` prints and forgets earlier calls.
-    fn node_is(&self, state: &str, reason: Option<&str>) {
-        let mut text = format!("NodeName=gpu17 Arch=x86_64\n   State={state} ThreadsPerCore=1\n");
-        if let Some(r) = reason {
-            text.push_str(&format!("   Reason={r} [root@2026-12-01T06:00:00]\n"));
-        }
-        std::fs::write(self.dir.path().join("state"), text).unwrap();
-        let _ = std::fs::remove_file(self.dir.path().join("calls"));
-    }
-
-    fn calls(&self) -> Vec<String> {
-        std::fs::read_to_string(self.dir.path().join("calls"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-
-    fn path(&self) -> String {
-        format!(
-            "{}:{}",
-            self.dir.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        )
-    }
 }
 
 #[test]

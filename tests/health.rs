@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{HANG_GUARD, fake_rocm, node, on_sysroot, repo, rocgate_bin};
+use common::{FakeScontrol, HANG_GUARD, fake_rocm, node, on_sysroot, repo, rocgate_bin};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -47,47 +47,6 @@ fn health(root: &Path, extra: &[&str], env: &[(&str, &str)], fakes: Option<&str>
 /// A prolog's line: the first line of its stderr.
 fn prolog_line(h: &Health) -> &str {
     h.stderr.lines().next().unwrap_or_default()
-}
-
-/// A `scontrol` on PATH that logs its calls and prints `state` for `show`.
-struct FakeScontrol {
-    dir: tempfile::TempDir,
-}
-
-impl FakeScontrol {
-    fn new(state: &str, reason: Option<&str>) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let script = dir.path().join("scontrol");
-        std::fs::write(
-            &script,
-            "#!/bin/sh\nd=$(dirname \"$0\")\nprintf '%s\\n' \"$*\" >> \"$d/calls\"\n\
-             if [ \"$1\" = show ]; then cat \"$d/state\"; fi\n",
-        )
-        .unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let mut text = format!("NodeName=gpu17 Arch=x86_64\n   State={state} ThreadsPerCore=1\n");
-        if let Some(r) = reason {
-            text.push_str(&format!("   Reason={r} [admin@2026-12-01T06:00:00]\n"));
-        }
-        std::fs::write(dir.path().join("state"), text).unwrap();
-        FakeScontrol { dir }
-    }
-
-    fn calls(&self) -> Vec<String> {
-        std::fs::read_to_string(self.dir.path().join("calls"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
-    }
-
-    fn path(&self) -> String {
-        format!(
-            "{}:{}",
-            self.dir.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        )
-    }
 }
 
 #[test]
@@ -205,7 +164,7 @@ fn the_prolog_wrapper_never_drains_for_rocgates_own_errors() {
 #[test]
 fn a_short_budget_is_rocgates_limit_and_never_drains() {
     let n = node("mi300x-8");
-    let fake = FakeScontrol::new("IDLE", None);
+    let fake = FakeScontrol::showing("IDLE", None);
     let path = fake.path();
     let env = [("PATH", path.as_str()), ("SLURMD_NODENAME", "gpu17")];
     // The checks slowed, as on a loaded node: at 2 s of budget a check gets
@@ -274,7 +233,7 @@ fn node_names_and_reasons_that_are_not_rocgates_are_left_alone() {
     let ok = node("mi300x-8");
     // A name scontrol would take for an option or a hostlist is refused.
     for name in ["-h", "adv[1-1]", "a,b"] {
-        let fake = FakeScontrol::new("IDLE", None);
+        let fake = FakeScontrol::showing("IDLE", None);
         let path = fake.path();
         let h = health(
             &broken.root,
@@ -289,7 +248,7 @@ fn node_names_and_reasons_that_are_not_rocgates_are_left_alone() {
     // An administrator's reason that starts with a space is theirs: not
     // resumed when healthy, not overwritten when broken.
     for root in [&ok.root, &broken.root] {
-        let fake = FakeScontrol::new("IDLE+DRAIN", Some(" rocgate: kfd-missing, ticket 4711"));
+        let fake = FakeScontrol::showing("IDLE+DRAIN", Some(" rocgate: kfd-missing, ticket 4711"));
         let path = fake.path();
         let h = health(
             root,
@@ -363,7 +322,7 @@ fn an_interrupted_prolog_exits_with_a_documented_code() {
         );
         cmd.env("SLURM_JOB_GPUS", "0,1")
             .env("SLURMD_NODENAME", "gpu17")
-            .env("PATH", FakeScontrol::new("IDLE", None).path());
+            .env("PATH", FakeScontrol::showing("IDLE", None).path());
         let mut child = cmd.spawn().unwrap();
         std::thread::sleep(Duration::from_secs(3));
         assert!(common::send_signal(child.id(), "-TERM"));
@@ -420,7 +379,7 @@ fn a_wedged_sensor_fails_its_gpu_under_health_and_the_prolog() {
 #[test]
 fn corrupted_peer_copies_name_the_gpu_they_share_and_drain() {
     let n = node("mi300x-8");
-    let fake = FakeScontrol::new("IDLE", None);
+    let fake = FakeScontrol::showing("IDLE", None);
     let path = fake.path();
     // gpu2 (0000:46:00.0) corrupts every copy it sends.
     let h = health(

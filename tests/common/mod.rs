@@ -460,3 +460,61 @@ pub fn check(cond: bool, what: impl Into<String>) -> Result<(), libtest_mimic::F
         Err(what.into().into())
     }
 }
+
+/// A stand-in for Slurm's `scontrol` on PATH: it records every call and
+/// answers `scontrol show node` with the node state it was given.
+pub struct FakeScontrol {
+    dir: tempfile::TempDir,
+}
+
+impl FakeScontrol {
+    /// The script, with no node state yet.
+    pub fn new() -> Self {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("scontrol");
+        std::fs::write(
+            &script,
+            "#!/bin/sh\nd=$(dirname \"$0\")\nprintf '%s\\n' \"$*\" >> \"$d/calls\"\n\
+             if [ \"$1\" = show ]; then cat \"$d/state\"; fi\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FakeScontrol { dir }
+    }
+
+    /// The script, showing the node in `state` with `reason`.
+    pub fn showing(state: &str, reason: Option<&str>) -> Self {
+        let fake = FakeScontrol::new();
+        fake.node_is(state, reason);
+        fake
+    }
+
+    /// Sets what `scontrol show node` prints and forgets earlier calls.
+    pub fn node_is(&self, state: &str, reason: Option<&str>) {
+        let mut text = format!("NodeName=gpu17 Arch=x86_64\n   State={state} ThreadsPerCore=1\n");
+        if let Some(r) = reason {
+            text.push_str(&format!("   Reason={r} [root@2026-12-01T06:00:00]\n"));
+        }
+        std::fs::write(self.dir.path().join("state"), text).unwrap();
+        let _ = std::fs::remove_file(self.dir.path().join("calls"));
+    }
+
+    /// The calls made so far, one argument line each.
+    pub fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// PATH with the script first.
+    pub fn path(&self) -> String {
+        format!(
+            "{}:{}",
+            self.dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
+    }
+}
