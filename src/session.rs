@@ -133,14 +133,18 @@ impl Session {
 
     /// When the all-reduce across the GPUs failed or timed out, runs it
     /// again on halves and pairs of them ([`rocgate_suites::narrow`]), each
-    /// try in a fresh node worker that sees only those GPUs' selection and
-    /// under the check's own timeout capped at [`NARROW_TRY_LIMIT`], and
-    /// names the GPU that keeps it from completing in the result's finding
-    /// (`rccl-hang-isolated` for a hang; a wrong or failed all-reduce keeps
-    /// its own finding, with the GPU). Nothing happens for fewer than three
-    /// GPUs, or when the run was interrupted; a signal during the search
-    /// ends it without counting the try it cut short, and the report says
-    /// it was interrupted.
+    /// try in a fresh node worker that sees only those GPUs (its selection,
+    /// and ROCr's `ROCR_VISIBLE_DEVICES`, so a GPU whose runtime start
+    /// hangs fails only the tries that hold it) and under the check's own
+    /// timeout capped at [`NARROW_TRY_LIMIT`], and names the GPU that keeps
+    /// it from completing in the result's finding (`rccl-hang-isolated` for
+    /// a hang; a wrong or failed all-reduce keeps its own finding, with the
+    /// GPU). A failed try that a GPU reset of its GPUs' hive overlapped (new
+    /// reset lines in the kernel log) is no evidence: the search waits the
+    /// reset out and tries again once, or stops naming the reset. Nothing
+    /// happens for fewer than three GPUs, or when the run was interrupted;
+    /// a signal during the search ends it without counting the try it cut
+    /// short, and the report says it was interrupted.
     pub fn narrow_collectives(
         &self,
         report: &mut RunReport,
@@ -148,7 +152,7 @@ impl Session {
         program: &std::path::Path,
     ) {
         use rocgate_harness::isolate::Isolator as _;
-        use rocgate_suites::narrow;
+        use rocgate_suites::{narrow, resets};
         let Some(at) = report.results.iter().position(|r| {
             r.check == narrow::ALLREDUCE
                 && r.scope == rocgate_harness::Scope::Node
@@ -171,8 +175,7 @@ impl Session {
         let in_time = || opts.deadline.is_none_or(|d| Instant::now() + per_try <= d);
         // `check` in a fresh node worker that sees only the GPUs of `set`.
         let run_on = |set: &[u32], check: &'static str| {
-            let selection: Vec<String> = set.iter().map(u32::to_string).collect();
-            self.worker_pool_selecting(program, Arc::clone(&interrupt), Some(selection.join(",")))
+            self.worker_pool_selecting(program, Arc::clone(&interrupt), Some(set))
                 .map(|pool| pool.run(check, rocgate_harness::Scope::Node, per_try))
         };
         let signal = || interrupt.load(std::sync::atomic::Ordering::SeqCst);
@@ -181,6 +184,40 @@ impl Session {
                 "interrupted by {}",
                 rocgate_harness::signal::signal_name(sig)
             )
+        };
+        // The kernel log, read before the first try and after each: what a
+        // try's window adds says whether a reset overlapped it.
+        let read_log = || rocgate_node::facts::kernel_log::read(&self.facts().sysroot);
+        let log_unread = read_log().err();
+        let mut mark = read_log()
+            .map(|l| resets::Mark::at(&l.lines))
+            .unwrap_or_default();
+        let remark = |mark: &mut resets::Mark| {
+            if let Ok(l) = read_log() {
+                *mark = resets::Mark::at(&l.lines);
+            }
+        };
+        let overlapped = |mark: &resets::Mark, set: &[u32]| {
+            read_log()
+                .ok()
+                .and_then(|l| resets::overlap(mark.since(&l.lines), &self.facts().gpus, set))
+        };
+        let as_try = |set: &[u32], verdict: Result<rocgate_harness::Verdict, String>| match verdict
+        {
+            Ok(v) if v.status == rocgate_harness::Status::Pass => {
+                narrow::Try::new(set, true, "completed")
+            }
+            Ok(v) if v.status == rocgate_harness::Status::Timeout => {
+                narrow::Try::new(set, false, format!("did not complete ({})", v.message))
+            }
+            Ok(v) => narrow::Try::new(set, false, format!("failed ({}: {})", v.status, v.message)),
+            Err(e) => narrow::Try::new(set, false, format!("did not run ({e})")),
+        };
+        let names = |set: &[u32]| {
+            set.iter()
+                .map(|g| format!("gpu{g}"))
+                .collect::<Vec<_>>()
+                .join(",")
         };
         let narrowed = narrow::narrow(&gpus, |set| {
             if signal() != 0 {
@@ -195,17 +232,58 @@ impl Session {
             if signal() != 0 {
                 return Err(stopped_by(signal()));
             }
-            Ok(match verdict {
-                Ok(v) if v.status == rocgate_harness::Status::Pass => {
-                    narrow::Try::new(set, true, "completed")
+            let first = as_try(set, verdict);
+            let reset = overlapped(&mark, set);
+            if first.completed || reset.is_none() {
+                remark(&mut mark);
+                return Ok(first);
+            }
+            let reset = wait_out_reset(reset, || overlapped(&mark, set), opts, per_try);
+            let cut = |why: &str, o: &resets::Overlap| {
+                format!(
+                    "a GPU reset of {} (amdgpu resets every GPU of an XGMI hive) {why} the try on {}, which says nothing of its GPUs ({}); read `dmesg | grep -i 'GPU reset'` and run rocgate again when the hive is back",
+                    o.named(),
+                    names(set),
+                    first.outcome
+                )
+            };
+            if reset.failed {
+                return Err(cut("failed during", &reset));
+            }
+            if !reset.ended {
+                return Err(cut(
+                    "had not ended, after the wait for it, since it overlapped",
+                    &reset,
+                ));
+            }
+            if signal() != 0 {
+                return Err(stopped_by(signal()));
+            }
+            if !in_time() {
+                return Err(cut("overlapped", &reset) + "; no time was left to try again");
+            }
+            // The reset is over: the same GPUs once more, on a hive that
+            // has recovered.
+            remark(&mut mark);
+            let verdict = run_on(set, narrow::ALLREDUCE);
+            if signal() != 0 {
+                return Err(stopped_by(signal()));
+            }
+            let again = as_try(set, verdict);
+            if !again.completed {
+                if let Some(o) = overlapped(&mark, set) {
+                    return Err(cut("overlapped both", &o) + " and its retry");
                 }
-                Ok(v) if v.status == rocgate_harness::Status::Timeout => {
-                    narrow::Try::new(set, false, format!("did not complete ({})", v.message))
-                }
-                Ok(v) => {
-                    narrow::Try::new(set, false, format!("failed ({}: {})", v.status, v.message))
-                }
-                Err(e) => narrow::Try::new(set, false, format!("did not run ({e})")),
+            }
+            remark(&mut mark);
+            Ok(narrow::Try {
+                outcome: format!(
+                    "{} (tried again after a GPU reset of {} cut the first try short: {})",
+                    again.outcome,
+                    reset.named(),
+                    first.outcome
+                ),
+                ..again
             })
         });
         // Peer copies say whether a link is what fails: a copy that hangs
@@ -222,6 +300,11 @@ impl Session {
             report.interrupted = Some(rocgate_harness::signal::signal_name(signal()));
         }
         let mut tried = narrow::log(&narrowed);
+        if let Some(e) = log_unread {
+            tried.push_str(&format!(
+                "\nGPU resets during the tries could not be seen: {e}"
+            ));
+        }
         let among: Vec<String> = copies.iter().map(|g| format!("gpu{g}")).collect();
         tried.push_str(&match copied {
             Ok(v) => format!(
@@ -258,19 +341,26 @@ impl Session {
         self.worker_pool_selecting(program, interrupt, None)
     }
 
-    /// [`Session::worker_pool`] whose workers check the GPUs `gpus` selects
-    /// (`--gpus`) instead of the run's.
+    /// [`Session::worker_pool`] whose workers check the GPUs `gpus`
+    /// (inventory indices) instead of the run's, and whose node worker sees
+    /// only them: ROCr's `ROCR_VISIBLE_DEVICES` by their KFD ordinals, as a
+    /// GPU's own worker sees its GPU ([`rocgate_suites::worker_env`]). The
+    /// worker reads the indices against its own discovery of the node and
+    /// ROCr the ordinals against KFD's topology as it is then, so a GPU
+    /// that went away in between shifts both alike.
     fn worker_pool_selecting(
         &self,
         program: &std::path::Path,
         interrupt: Arc<std::sync::atomic::AtomicUsize>,
-        gpus: Option<String>,
+        gpus: Option<&[u32]>,
     ) -> Result<WorkerPool, String> {
         let program = program.to_path_buf();
         let sysroot = self.facts().sysroot.clone();
         let mut options = self.ctx.options.clone();
-        if gpus.is_some() {
-            options.gpus = gpus;
+        let seeing: Option<Vec<u32>> = gpus.map(<[u32]>::to_vec);
+        if let Some(set) = gpus {
+            let selection: Vec<String> = set.iter().map(u32::to_string).collect();
+            options.gpus = Some(selection.join(","));
         }
         let ctx = Arc::clone(&self.ctx);
         let config = if options.thresholds.is_some() || options.matrix.is_some() {
@@ -306,10 +396,13 @@ impl Session {
                     let id = rocgate_suites::context::GpuIdentity::of(g);
                     cmd.arg("--gpu-identity").arg(id.to_string());
                 }
-                rocgate_suites::worker_env::apply(
-                    &mut cmd,
-                    &rocgate_suites::worker_env::worker_env(&ctx.facts, scope),
-                );
+                let env = match (&seeing, scope) {
+                    (Some(set), rocgate_harness::Scope::Node) => {
+                        rocgate_suites::worker_env::worker_env_seeing(&ctx.facts, set)
+                    }
+                    _ => rocgate_suites::worker_env::worker_env(&ctx.facts, scope),
+                };
+                rocgate_suites::worker_env::apply(&mut cmd, &env);
                 cmd
             }),
             interrupt,
@@ -427,4 +520,35 @@ impl Session {
         p.push(("gpus".into(), f.gpus.len().to_string()));
         p
     }
+}
+
+/// Waits until the reset `seen` overlapped a try has ended (read again with
+/// `look`), at most four tries' time (a hive's GPUs reset in turn, then
+/// resume: seconds to tens of seconds) and never past the run's deadline
+/// less one try; returns the reset as last seen.
+fn wait_out_reset(
+    seen: Option<rocgate_suites::resets::Overlap>,
+    look: impl Fn() -> Option<rocgate_suites::resets::Overlap>,
+    opts: &ExecOptions,
+    per_try: Duration,
+) -> rocgate_suites::resets::Overlap {
+    let mut last = seen.unwrap_or(rocgate_suites::resets::Overlap {
+        devices: Vec::new(),
+        ended: true,
+        failed: false,
+    });
+    let mut until = Instant::now() + per_try * 4;
+    if let Some(d) = opts.deadline {
+        until = until.min(d.checked_sub(per_try).unwrap_or(d));
+    }
+    while !last.ended && !last.failed && Instant::now() < until {
+        if opts.interrupt.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+        if let Some(now) = look() {
+            last = now;
+        }
+    }
+    last
 }

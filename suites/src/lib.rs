@@ -16,6 +16,7 @@ pub mod hangs;
 pub mod layers;
 pub mod narrow;
 pub mod reference;
+pub mod resets;
 pub mod runtime;
 pub mod stack;
 pub mod thresholds;

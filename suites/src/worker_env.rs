@@ -49,12 +49,7 @@ pub fn worker_env(facts: &NodeFacts, scope: Scope) -> Vec<EnvChange> {
             .chain(clear_hip)
             .collect();
     };
-    let ordinal = facts
-        .gpus
-        .iter()
-        .filter(|g| g.kfd.is_some())
-        .position(|g| g.index == index);
-    let Some(ordinal) = ordinal else {
+    let Some(ordinal) = rocr_ordinal(facts, index) else {
         // Not in KFD: ROCr cannot see it either, and its checks say so
         // without starting ROCm; set but empty, ROCr shows no GPU.
         return std::iter::once(EnvChange::Set(ROCR_FILTER, String::new()))
@@ -64,6 +59,34 @@ pub fn worker_env(facts: &NodeFacts, scope: Scope) -> Vec<EnvChange> {
     std::iter::once(EnvChange::Set(ROCR_FILTER, ordinal.to_string()))
         .chain(clear_hip)
         .collect()
+}
+
+/// The changes for a node worker that must see only `gpus` (inventory
+/// indices): a try of the all-reduce search, whose GPUs would otherwise all
+/// be opened by ROCr's start, so one GPU whose start hangs would fail every
+/// try. Each GPU by its ROCr ordinal, as a GPU's own worker gets it, in the
+/// order given; a GPU KFD does not list is left out (ROCr cannot open it
+/// either), and with none left the list is set but empty (no GPU).
+pub fn worker_env_seeing(facts: &NodeFacts, gpus: &[u32]) -> Vec<EnvChange> {
+    let ordinals: Vec<String> = gpus
+        .iter()
+        .filter_map(|&g| rocr_ordinal(facts, g))
+        .map(|o| o.to_string())
+        .collect();
+    std::iter::once(EnvChange::Set(ROCR_FILTER, ordinals.join(",")))
+        .chain(HIP_FILTERS.iter().map(|v| EnvChange::Remove(v)))
+        .collect()
+}
+
+/// GPU `index`'s position among the KFD GPU nodes in node order, which is
+/// what ROCr's `ROCR_VISIBLE_DEVICES` indices count; `None` when KFD does
+/// not list it.
+fn rocr_ordinal(facts: &NodeFacts, index: u32) -> Option<usize> {
+    facts
+        .gpus
+        .iter()
+        .filter(|g| g.kfd.is_some())
+        .position(|g| g.index == index)
 }
 
 /// Applies `changes` to a command.
@@ -112,6 +135,23 @@ mod tests {
         ] {
             assert!(env.contains(&EnvChange::Remove(v)), "{v}: {env:?}");
         }
+    }
+
+    #[test]
+    fn a_narrowing_try_sees_its_gpus_by_their_kfd_ordinals() {
+        let (_d, f) = facts("mi300x-8-cpx");
+        let env = worker_env_seeing(&f, &[13, 2, 40]);
+        assert_eq!(
+            env[0],
+            EnvChange::Set("ROCR_VISIBLE_DEVICES", "13,2,40".into())
+        );
+        assert!(env.contains(&EnvChange::Remove("CUDA_VISIBLE_DEVICES")));
+        let (_d, f) = facts("gpu-missing-from-kfd");
+        let missing = f.gpus.iter().find(|g| g.kfd.is_none()).unwrap().index;
+        assert_eq!(
+            worker_env_seeing(&f, &[missing])[0],
+            EnvChange::Set("ROCR_VISIBLE_DEVICES", String::new())
+        );
     }
 
     #[test]
