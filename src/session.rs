@@ -188,10 +188,10 @@ impl Session {
         // The kernel log, read before the first try and after each: what a
         // try's window adds says whether a reset overlapped it.
         let read_log = || rocgate_node::facts::kernel_log::read(&self.facts().sysroot);
-        let log_unread = read_log().err();
-        let mut mark = read_log()
-            .map(|l| resets::Mark::at(&l.lines))
-            .unwrap_or_default();
+        let (mut mark, log_unread) = match read_log() {
+            Ok(l) => (resets::Mark::at(&l.lines), None),
+            Err(e) => (resets::Mark::default(), Some(e)),
+        };
         let remark = |mark: &mut resets::Mark| {
             if let Ok(l) = read_log() {
                 *mark = resets::Mark::at(&l.lines);
@@ -219,6 +219,8 @@ impl Session {
                 .collect::<Vec<_>>()
                 .join(",")
         };
+        // Whether the search stopped on a reset, which the result then says.
+        let reset_stopped = std::cell::Cell::new(false);
         let narrowed = narrow::narrow(&gpus, |set| {
             if signal() != 0 {
                 return Err(stopped_by(signal()));
@@ -238,29 +240,37 @@ impl Session {
                 remark(&mut mark);
                 return Ok(first);
             }
+            let waiting = Instant::now();
             let reset = wait_out_reset(reset, || overlapped(&mark, set), opts, per_try);
-            let cut = |why: &str, o: &resets::Overlap| {
+            if signal() != 0 {
+                return Err(stopped_by(signal()));
+            }
+            let on = names(set);
+            let cut = |what: String, o: &resets::Overlap| {
+                reset_stopped.set(true);
                 format!(
-                    "a GPU reset of {} (amdgpu resets every GPU of an XGMI hive) {why} the try on {}, which says nothing of its GPUs ({}); read `dmesg | grep -i 'GPU reset'` and run rocgate again when the hive is back",
+                    "a GPU reset of {} (amdgpu resets every GPU of an XGMI hive) {what}, which says nothing of those GPUs (the try {}); read `dmesg | grep -i 'GPU reset'` and run rocgate again once the hive is back",
                     o.named(),
-                    names(set),
                     first.outcome
                 )
             };
             if reset.failed {
-                return Err(cut("failed during", &reset));
+                return Err(cut(format!("failed during the try on {on}"), &reset));
             }
             if !reset.ended {
                 return Err(cut(
-                    "had not ended, after the wait for it, since it overlapped",
+                    format!(
+                        "overlapped the try on {on} and had not ended {:.0} s later",
+                        waiting.elapsed().as_secs_f64()
+                    ),
                     &reset,
                 ));
             }
-            if signal() != 0 {
-                return Err(stopped_by(signal()));
-            }
             if !in_time() {
-                return Err(cut("overlapped", &reset) + "; no time was left to try again");
+                return Err(cut(
+                    format!("overlapped the try on {on} and no time was left to try again"),
+                    &reset,
+                ));
             }
             // The reset is over: the same GPUs once more, on a hive that
             // has recovered.
@@ -272,7 +282,7 @@ impl Session {
             let again = as_try(set, verdict);
             if !again.completed {
                 if let Some(o) = overlapped(&mark, set) {
-                    return Err(cut("overlapped both", &o) + " and its retry");
+                    return Err(cut(format!("overlapped the try on {on} and its retry"), &o));
                 }
             }
             remark(&mut mark);
@@ -320,6 +330,14 @@ impl Session {
         if let Some(f) = narrow::finding(self.facts(), &narrowed, r.finding.as_ref(), timed_out) {
             r.message = f.message.clone();
             r.finding = Some(f);
+        } else if reset_stopped.get() {
+            // Inconclusive, and why: a reset the kernel log shows during the
+            // search, which may also be what failed the all-reduce itself.
+            let note = "; the search for the GPU behind it stopped at a GPU reset of the XGMI hive (see the output)";
+            r.message.push_str(note);
+            if let Some(f) = r.finding.as_mut() {
+                f.message.push_str(note);
+            }
         }
         r.output = if r.output.is_empty() {
             tried
@@ -534,6 +552,7 @@ fn wait_out_reset(
 ) -> rocgate_suites::resets::Overlap {
     let mut last = seen.unwrap_or(rocgate_suites::resets::Overlap {
         devices: Vec::new(),
+        trigger: None,
         ended: true,
         failed: false,
     });

@@ -80,6 +80,11 @@ fn a_hive_reset_the_gpus_do_not_come_back_from_stops_the_search_naming_it() {
     let r = result(&json, "node.rccl.allreduce");
     assert_ne!(r["finding"]["code"], "rccl-hang-isolated", "{r}");
     assert_eq!(r["finding"]["blames"], serde_json::Value::Null, "{r}");
+    assert!(
+        text(&r["finding"]["message"])
+            .ends_with("stopped at a GPU reset of the XGMI hive (see the output)"),
+        "{r}"
+    );
     let output = text(&r["output"]);
     assert!(
         output.contains("search stopped: a GPU reset of 0000:")

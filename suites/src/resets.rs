@@ -119,6 +119,8 @@ impl Mark {
 pub struct Overlap {
     /// The PCI devices its lines name, in the order they appear.
     pub devices: Vec<String>,
+    /// The device whose reset began it, when its begin line was seen.
+    pub trigger: Option<String>,
     /// Whether it ended: a device came back (or failed) after the last
     /// begin, or only its end was seen.
     pub ended: bool,
@@ -127,12 +129,22 @@ pub struct Overlap {
 }
 
 impl Overlap {
-    /// The devices, for messages.
+    /// The devices, for messages: the one whose reset began it and how
+    /// many more its lines name, else all of them.
     pub fn named(&self) -> String {
-        if self.devices.is_empty() {
-            "a GPU".to_string()
-        } else {
-            self.devices.join(", ")
+        let others = self
+            .devices
+            .iter()
+            .filter(|d| Some(*d) != self.trigger.as_ref())
+            .count();
+        match (&self.trigger, others) {
+            (Some(t), 0) => t.clone(),
+            (Some(t), n) => format!(
+                "{t} and {n} more GPU device{}",
+                if n == 1 { "" } else { "s" }
+            ),
+            (None, _) if self.devices.is_empty() => "a GPU".to_string(),
+            (None, _) => self.devices.join(", "),
         }
     }
 }
@@ -174,8 +186,14 @@ pub fn overlap(lines: &[String], gpus: &[Gpu], set: &[u32]) -> Option<Overlap> {
         Some(i) => events[i + 1..].iter().any(|e| e.kind != Kind::Begin),
         None => true,
     };
+    let trigger = events
+        .iter()
+        .rev()
+        .find(|e| e.kind == Kind::Begin)
+        .and_then(|e| e.device.clone());
     Some(Overlap {
         devices,
+        trigger,
         ended,
         failed: events.iter().any(|e| e.kind == Kind::Failed),
     })
@@ -256,7 +274,12 @@ mod tests {
             "{begin}\n[ 9.5] amdgpu {}: amdgpu: GPU reset(1) succeeded!",
             gpu(1)
         );
-        assert!(overlap(&lines(&back), &facts.gpus, &[1, 2]).unwrap().ended);
+        let o = overlap(&lines(&back), &facts.gpus, &[1, 2]).unwrap();
+        assert!(o.ended);
+        assert_eq!(
+            o.named(),
+            format!("{} and 1 more GPU device", gpu(6).trim_end_matches(".0"))
+        );
         // A device rocgate does not know is not of the try's hive.
         let other = "amdgpu 0000:ff:1f.0: amdgpu: GPU reset begin!. Source:  3".to_string();
         assert!(overlap(&[other], &facts.gpus, &[1, 2]).is_none());
@@ -267,7 +290,7 @@ mod tests {
         #[test]
         fn no_line_makes_the_reader_panic(s in "\\PC*") {
             let _ = event(&s);
-            let _ = overlap(&[s.clone()], &[], &[0, 1]);
+            let _ = overlap(std::slice::from_ref(&s), &[], &[0, 1]);
         }
 
         #[test]
