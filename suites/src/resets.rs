@@ -5,7 +5,7 @@
 //! amdgpu resets a GPU of an XGMI hive together with every GPU of the hive.
 //! `amdgpu_device_gpu_recover` (drivers/gpu/drm/amd/amdgpu/amdgpu_device.c,
 //! ROCm/amdgpu DKMS 2025 and mainline 6.x) prints `GPU reset begin!`
-//! (`GPU reset begin!. Source:  N` since 6.12; `GPU jobs stop begin!` when
+//! (newer drivers add `. Source:  N`; `GPU jobs stop begin!` when
 //! RAS stops jobs instead) for the GPU that triggered it, puts every device
 //! of the hive on its reset list (`amdgpu_device_recovery_prepare`), and
 //! `amdgpu_device_sched_resume` then prints, for each of them, `GPU reset(N)
