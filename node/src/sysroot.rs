@@ -688,12 +688,11 @@ fn list_plain(path: &Path) -> std::io::Result<Vec<(std::ffi::OsString, Kind)>> {
     Ok(out)
 }
 
+/// Reads up to `limit` bytes of `file` in page-sized reads until one
+/// returns 0 ([`crate::bounded_io::read_paged`]): what sysfs binary
+/// attributes need, and right for every other file too.
 fn read_bounded(file: std::fs::File, path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let mut bytes = Vec::new();
-    file.take(limit)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::from_io(path.to_path_buf(), &e))?;
-    Ok(bytes)
+    crate::bounded_io::read_paged(file, limit).map_err(|e| ReadError::from_io(path.to_path_buf(), &e))
 }
 
 #[cfg(test)]
