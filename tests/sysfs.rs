@@ -12,8 +12,8 @@
 mod common;
 
 use common::{
-    HANG_GUARD, doctor, finding_codes, fuse_unavailable, missing, mount_sysfs, node,
-    on_sysroot, result, results, rocgate_bin, run, run_fake, text,
+    HANG_GUARD, doctor, finding_codes, fuse_unavailable, missing, mount_sysfs, node, on_sysroot,
+    result, results, rocgate_bin, run, run_fake, text,
 };
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use rocgate_fixtures::sysfs_fs::{Fault, Faults};
@@ -23,9 +23,12 @@ use std::path::Path;
 
 type Outcome = Result<Completion, Failed>;
 
+/// A trial: its name and body.
+type Named = (&'static str, fn() -> Outcome);
+
 fn main() {
     let args = Arguments::from_args();
-    let trials: Vec<(&str, fn() -> Outcome)> = vec![
+    let trials: Vec<Named> = vec![
         (
             "node_layers_doctor_and_inventory_read_the_same_through_sysfs",
             node_layers_doctor_and_inventory_read_the_same_through_sysfs,
@@ -160,7 +163,12 @@ fn retired_pages_node(threshold: i64) -> common::Node {
 }
 
 fn node_layers_doctor_and_inventory_read_the_same_through_sysfs() -> Outcome {
-    for name in ["mi300x-8", "mi210-8-two-hives", "ras-uncorrectable", "pcie-acs-enabled"] {
+    for name in [
+        "mi300x-8",
+        "mi210-8-two-hives",
+        "ras-uncorrectable",
+        "pcie-acs-enabled",
+    ] {
         let plain = node(name);
         let fused = mount_sysfs(&plain.root, &Faults::none());
         // Every reader: the inventory holds what discovery and the RAS,
@@ -262,10 +270,7 @@ fn retired_pages_read_whole_through_sysfs_and_cross_the_threshold() -> Outcome {
     let (_, _, json, _) = run(&fused.root, &["--no-gate"]);
     for (i, pages) in [(0, "3"), (1, "128"), (2, "470")] {
         let r = result(&json, &format!("gpu{i}.amdgpu.ras_bad_pages"));
-        check(
-            r["facts"]["ras_bad_pages"] == pages,
-            format!("gpu{i}: {r}"),
-        )?;
+        check(r["facts"]["ras_bad_pages"] == pages, format!("gpu{i}: {r}"))?;
     }
     drop(fused);
     // A threshold 128 crosses (the variant: not the 470 alone).
@@ -309,7 +314,8 @@ fn an_einval_ras_file_leaves_the_other_files_and_the_kernel_log_judged() -> Outc
     let r = result(&json, "gpu3.amdgpu.ras_errors");
     check(
         r["finding"]["code"] == "ras-uncorrectable"
-            && text(&r["finding"]["message"]).contains("uncorrectable hardware errors detected in umc block")
+            && text(&r["finding"]["message"])
+                .contains("uncorrectable hardware errors detected in umc block")
             && text(&r["finding"]["message"]).contains("aca_umc"),
         format!("gpu3: the kernel log is judged, the EINVAL file named: {r}"),
     )?;
@@ -320,7 +326,11 @@ fn an_einval_ras_file_leaves_the_other_files_and_the_kernel_log_judged() -> Outc
         format!("gpu1: the readable UMC counter is judged: {r}"),
     )?;
     // A GPU with nothing but the EINVAL file to say cannot pass.
-    unverifiable(&json, "gpu6.amdgpu.ras_errors", &["aca_gfx", "Invalid argument"])?;
+    unverifiable(
+        &json,
+        "gpu6.amdgpu.ras_errors",
+        &["aca_gfx", "Invalid argument"],
+    )?;
     // Its other files are facts of their own.
     check(
         result(&json, "gpu3.amdgpu.ras_bad_pages")["status"] == "pass",
@@ -338,18 +348,28 @@ fn eio_and_enodev_are_unverifiable_naming_the_file() -> Outcome {
     let fused = mount_sysfs(&plain.root, &faults);
     // --strict: a check that could not look fails the run.
     let (code, stdout, json, _) = run(&fused.root, &["--no-gate", "--strict"]);
-    check(code == 1, format!("a check that could not look is no pass: {stdout}"))?;
+    check(
+        code == 1,
+        format!("a check that could not look is no pass: {stdout}"),
+    )?;
     unverifiable(
         &json,
         "gpu0.amdgpu.ras_errors",
-        &[&format!("/sys/bus/pci/devices/{}/ras/aca_umc", address(0)), "Input/output error"],
+        &[
+            &format!("/sys/bus/pci/devices/{}/ras/aca_umc", address(0)),
+            "Input/output error",
+        ],
     )?;
     unverifiable(
         &json,
         "gpu2.amdgpu.ras_bad_pages",
         &["gpu_vram_bad_pages", "No such device"],
     )?;
-    unverifiable(&json, "gpu4.amdgpu.ras_errors", &["aca_sdma", "No such device"])?;
+    unverifiable(
+        &json,
+        "gpu4.amdgpu.ras_errors",
+        &["aca_sdma", "No such device"],
+    )?;
     check(
         result(&json, "gpu1.amdgpu.ras_errors")["status"] == "pass",
         "the other GPUs still pass",
@@ -369,7 +389,10 @@ fn a_read_that_does_not_answer_is_abandoned_without_hanging_the_run() -> Outcome
         start.elapsed() < HANG_GUARD,
         "the run ended within the hang guard",
     )?;
-    check(code != 0, format!("a file that did not answer is no pass: {stdout}"))?;
+    check(
+        code != 0,
+        format!("a file that did not answer is no pass: {stdout}"),
+    )?;
     // The check waited the read deadline, then ended as timed out (a
     // failure: a wedged device), naming the file.
     for (id, file) in [
@@ -428,15 +451,20 @@ fn a_reader_without_root_sees_acs_and_denied_files_unverifiable() -> Outcome {
     std::fs::set_permissions(&out_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     let json_path = out_dir.join("results.json");
     let json_arg = json_path.display().to_string();
-    let out = as_nobody(&["run", "--no-gate", "--json", &json_arg], &fused.root, &out_dir);
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap_or_else(|e| {
-        panic!(
-            "no results as nobody ({e}): {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    }))
-    .unwrap();
+    let out = as_nobody(
+        &["run", "--no-gate", "--json", &json_arg],
+        &fused.root,
+        &out_dir,
+    );
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap_or_else(|e| {
+            panic!(
+                "no results as nobody ({e}): {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        }))
+        .unwrap();
     unverifiable(&json, "node.system.pcie_acs", &["64 bytes"])?;
     unverifiable(
         &json,

@@ -196,7 +196,14 @@ mod tests {
             }
         }
         // The limit bounds it.
-        let got = read_paged(BadPages { records: 470, pos: 0 }, 100).unwrap();
+        let got = read_paged(
+            BadPages {
+                records: 470,
+                pos: 0,
+            },
+            100,
+        )
+        .unwrap();
         assert!(got.len() <= 100);
         assert_eq!(read_paged(&b"abc"[..], 2).unwrap(), b"ab");
     }
