@@ -22,6 +22,36 @@ pub const READ_DEADLINE: Duration = Duration::from_secs(5);
 /// Reader threads kept for live reads.
 const READERS: usize = 4;
 
+/// The size of one read of a file: a page, the most kernfs returns to one
+/// read of an attribute (`kernfs_file_read_iter`, fs/kernfs/file.c:
+/// `len = min(count, PAGE_SIZE)`).
+pub(crate) const PAGE: usize = 4096;
+
+/// Reads `file` to its end, or to `limit` bytes, in page-sized reads until
+/// one returns 0. This is how a sysfs binary attribute must be read:
+/// kernfs passes each read(2)'s offset and size straight to the
+/// attribute's callback, and `amdgpu_ras_sysfs_badpages_read`
+/// (drivers/gpu/drm/amd/amdgpu/amdgpu_ras.c) returns only the whole 28-byte
+/// records that fit in the size asked for, so a short read (the 32-byte
+/// probe and the small tail reads of `read_to_end`) returns 0 before the
+/// end and the list reads short. `st_size` is never trusted: sysfs says
+/// 4096 for every attribute whatever it holds.
+pub(crate) fn read_paged(mut file: impl std::io::Read, limit: u64) -> std::io::Result<Vec<u8>> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut bytes = Vec::new();
+    let mut page = vec![0u8; PAGE];
+    while bytes.len() < limit {
+        let want = PAGE.min(limit - bytes.len());
+        match file.read(&mut page[..want]) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&page[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(bytes)
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -124,6 +154,59 @@ impl BoundedIo {
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    /// A reader with the kernel's bad-pages rule: only whole 28-byte
+    /// records that fit in the read, at most a page per read.
+    struct BadPages {
+        records: usize,
+        pos: usize,
+    }
+
+    impl std::io::Read for BadPages {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let count = buf.len().min(PAGE);
+            if count == 0 {
+                return Ok(0);
+            }
+            let (start, end) = (self.pos.div_ceil(28), (self.pos + count - 1) / 28);
+            let mut n = 0;
+            for r in start..end.min(self.records) {
+                let line = format!("0x{r:08x} : 0x00001000 : R\n");
+                buf[n..n + 28].copy_from_slice(line.as_bytes());
+                n += 28;
+            }
+            self.pos += n;
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn binary_attributes_read_whole_in_pages() {
+        use std::io::Read;
+        for records in [0, 1, 3, 128, 146, 147, 470] {
+            let got = read_paged(BadPages { records, pos: 0 }, 1 << 20).unwrap();
+            assert_eq!(got.len(), records * 28, "{records} records");
+            // What a plain read_to_end makes of the same callback: short.
+            let mut short = Vec::new();
+            BadPages { records, pos: 0 }
+                .read_to_end(&mut short)
+                .unwrap();
+            if records > 2 {
+                assert!(short.len() < records * 28, "{records}: {}", short.len());
+            }
+        }
+        // The limit bounds it.
+        let got = read_paged(
+            BadPages {
+                records: 470,
+                pos: 0,
+            },
+            100,
+        )
+        .unwrap();
+        assert!(got.len() <= 100);
+        assert_eq!(read_paged(&b"abc"[..], 2).unwrap(), b"ab");
+    }
 
     #[test]
     fn a_read_that_does_not_answer_is_abandoned_and_remembered() {

@@ -86,11 +86,12 @@ impl BoundedReader {
             .name("rocgate-snapshot-read".into())
             .spawn(move || {
                 for at in requests {
-                    let mut bytes = Vec::new();
+                    // Page-sized reads until EOF, as the facts read: a
+                    // binary attribute (`gpu_vram_bad_pages`) stored from
+                    // `read_to_end` would hold only its first records.
                     let r = root
                         .recorded_open(&at)
-                        .and_then(|f| f.take(MAX_FILE).read_to_end(&mut bytes))
-                        .map(|_| bytes);
+                        .and_then(|f| crate::bounded_io::read_paged(f, MAX_FILE));
                     if replies.send(r).is_err() {
                         return;
                     }

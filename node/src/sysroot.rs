@@ -12,7 +12,7 @@ use crate::bounded_io::{BoundedIo, READ_DEADLINE};
 pub use resolve::Kind;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -575,9 +575,7 @@ impl Sysroot {
             let len = file.metadata().map_err(io)?.len();
             file.seek(SeekFrom::Start(len.saturating_sub(limit)))
                 .map_err(io)?;
-            let mut bytes = Vec::new();
-            file.take(limit).read_to_end(&mut bytes).map_err(io)?;
-            Ok(bytes)
+            crate::bounded_io::read_paged(file, limit).map_err(io)
         })
         .map_err(|e| Self::hostify(e, host))
     }
@@ -688,12 +686,12 @@ fn list_plain(path: &Path) -> std::io::Result<Vec<(std::ffi::OsString, Kind)>> {
     Ok(out)
 }
 
+/// Reads up to `limit` bytes of `file` in page-sized reads until one
+/// returns 0 ([`crate::bounded_io::read_paged`]): what sysfs binary
+/// attributes need, and right for every other file too.
 fn read_bounded(file: std::fs::File, path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let mut bytes = Vec::new();
-    file.take(limit)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ReadError::from_io(path.to_path_buf(), &e))?;
-    Ok(bytes)
+    crate::bounded_io::read_paged(file, limit)
+        .map_err(|e| ReadError::from_io(path.to_path_buf(), &e))
 }
 
 #[cfg(test)]

@@ -518,3 +518,79 @@ impl FakeScontrol {
         )
     }
 }
+
+/// Why a fixture cannot be served over FUSE here (not root, no /dev/fuse,
+/// no `fusermount3`), or `None` when it can.
+pub fn fuse_unavailable() -> Option<String> {
+    if !nix::unistd::Uid::effective().is_root() {
+        return Some("not root: mounting the sysfs fixture over FUSE needs root".into());
+    }
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is missing: the FUSE kernel module is not loaded".into());
+    }
+    if !have("fusermount3") {
+        return Some("fusermount3 is missing (the apt package fuse3)".into());
+    }
+    None
+}
+
+/// A fixture node served over FUSE with sysfs semantics
+/// (`rocgate_fixtures::sysfs_fs`) at a mount point of its own; unmounted
+/// when dropped.
+pub struct SysfsMount {
+    /// Holds the mount point (and whatever a test writes beside it).
+    pub dir: tempfile::TempDir,
+    /// The mount point: a sysroot to point rocgate at.
+    pub root: PathBuf,
+    mounted: Option<rocgate_fixtures::sysfs_fs::Mounted>,
+}
+
+/// Serves the node directory `source` at a new mount point with `faults`,
+/// and waits until the mount answers. Callers check [`fuse_unavailable`]
+/// first.
+pub fn mount_sysfs(source: &Path, faults: &rocgate_fixtures::sysfs_fs::Faults) -> SysfsMount {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    // Readers that are not root must reach the mount point.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = dir.path().join("sysfs");
+    std::fs::create_dir(&root).unwrap();
+    let below = std::fs::metadata(dir.path()).unwrap().dev();
+    let mounted = rocgate_fixtures::sysfs_fs::mount(source, &root, faults)
+        .unwrap_or_else(|e| panic!("failed to mount {} over FUSE: {e}", source.display()));
+    // The mount is there when the mount point's device is no longer its
+    // parent's.
+    let start = std::time::Instant::now();
+    while std::fs::metadata(&root).map(|m| m.dev()).unwrap_or(below) == below {
+        assert!(
+            start.elapsed() < HANG_GUARD,
+            "{} was never mounted",
+            root.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    SysfsMount {
+        dir,
+        root,
+        mounted: Some(mounted),
+    }
+}
+
+impl Drop for SysfsMount {
+    fn drop(&mut self) {
+        let unmount = |args: &[&str]| {
+            std::process::Command::new("fusermount3")
+                .args(args)
+                .arg(&self.root)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        // A reader still holding a file keeps a plain unmount busy: then
+        // lazily, so the mount goes when it lets go.
+        if !unmount(&["-u"]) {
+            unmount(&["-u", "-z"]);
+        }
+        drop(self.mounted.take());
+    }
+}
