@@ -294,7 +294,11 @@ fn the_healthy_node_passes_the_extended_tier_at_its_modelled_rates() {
         .env("ROCGATE_FAKE_GEMM_TFLOPS", "100000")
         .run();
     assert_eq!(code, 0, "{stdout}");
-    assert_eq!(json["decision"]["health"], "healthy", "{}", json["decision"]);
+    assert_eq!(
+        json["decision"]["health"], "healthy",
+        "{}",
+        json["decision"]
+    );
     assert_eq!(json["summary"]["fail"], 0, "{stdout}");
     for gpu in 0..8 {
         // The host link copies at a PCIe Gen5 x16 rate, above its floor,
@@ -360,11 +364,20 @@ fn a_host_link_below_its_floor_fails_that_direction_of_that_gpu_only() {
     assert_eq!(code, 1, "{stdout}");
     let r = result_with_finding(&json, "gpu1.hip.bandwidth", "perf-below-floor");
     let message = r["message"].as_str().unwrap();
-    assert!(message.contains("h2d_gbps is 30.0 GB/s, below the floor of 45.0 GB/s"), "{message}");
+    assert!(
+        message.contains("h2d_gbps is 30.0 GB/s, below the floor of 45.0 GB/s"),
+        "{message}"
+    );
     let h2d = metric(r, "h2d_gbps");
     assert_eq!(h2d["floor"], 45.0, "{h2d}");
     assert!(h2d["value"].as_f64().unwrap() < 30.5, "{h2d}");
-    assert!(metric(r, "d2h_gbps")["value"].as_f64().unwrap() > 50.0, "{r}");
+    assert!(
+        metric(r, "d2h_gbps")["value"].as_f64().unwrap() > 50.0,
+        "{r}"
+    );
     let r = result_with_status(&json, "gpu0.hip.bandwidth", "pass");
-    assert!(metric(r, "h2d_gbps")["value"].as_f64().unwrap() > 50.0, "{r}");
+    assert!(
+        metric(r, "h2d_gbps")["value"].as_f64().unwrap() > 50.0,
+        "{r}"
+    );
 }

@@ -151,7 +151,10 @@ mod tests {
         assert_eq!(impossible(4000.0, big, Some(&p)), None);
         assert_eq!(impossible(10_600.0, big, Some(&p)), None);
         let why = impossible(4_652_052.0, big, Some(&p)).unwrap();
-        assert!(why.contains("5300 GB/s peak of AMD Instinct MI300X"), "{why}");
+        assert!(
+            why.contains("5300 GB/s peak of AMD Instinct MI300X"),
+            "{why}"
+        );
         // A region inside the 256 MB Infinity Cache may go faster.
         assert_eq!(impossible(50_000.0, 20 << 20, Some(&p)), None);
         // No peak known: only a rate that is no number is refused.
