@@ -272,3 +272,112 @@ fn the_memory_test_at_the_default_share_writes_and_finds_a_stuck_bit() {
     );
     result_with_status(&json, "gpu0.hip.memtest", "pass");
 }
+
+/// The metric `name` of result `r`, asserted present.
+#[track_caller]
+fn metric<'a>(r: &'a Value, name: &str) -> &'a Value {
+    common::entry(&r["metrics"], "name", name)
+}
+
+/// The peak HBM3 bandwidth of an MI300X, in GB/s (AMD Instinct MI300X data
+/// sheet: 5.3 TB/s).
+const MI300X_PEAK_GBPS: f64 = 5300.0;
+
+#[test]
+fn the_healthy_node_passes_the_extended_tier_at_its_modelled_rates() {
+    // Every GPU of the healthy 8x MI300X node, with the fakes' default
+    // rates for everything the tier judges (host links, XGMI links, HBM);
+    // only the GEMMs are sped up, which the tier's floors do not limit from
+    // above, so its time goes to what this test looks at.
+    let (code, stdout, json, _) = FakeRun::scenario("mi300x-8")
+        .args(&["--tier", "extended"])
+        .env("ROCGATE_FAKE_GEMM_TFLOPS", "100000")
+        .run();
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(
+        json["decision"]["health"], "healthy",
+        "{}",
+        json["decision"]
+    );
+    assert_eq!(json["summary"]["fail"], 0, "{stdout}");
+    for gpu in 0..8 {
+        // The host link copies at a PCIe Gen5 x16 rate, above its floor,
+        // on the GPU's clock (so whatever this machine's load).
+        let r = result_with_status(&json, &format!("gpu{gpu}.hip.bandwidth"), "pass");
+        for m in ["h2d_gbps", "d2h_gbps"] {
+            let v = metric(r, m)["value"].as_f64().unwrap();
+            assert!((50.0..=64.0).contains(&v), "{m} {v}: {r}");
+        }
+        // The memory test moved its region's bytes at a rate an MI300X's
+        // HBM3 can: not a host's memcpy, not above the peak.
+        let r = result_with_status(&json, &format!("gpu{gpu}.hip.memtest"), "pass");
+        let v = metric(r, "memtest_gbps")["value"].as_f64().unwrap();
+        assert!(
+            (MI300X_PEAK_GBPS / 5.0..=MI300X_PEAK_GBPS).contains(&v),
+            "memtest_gbps {v}: {r}"
+        );
+    }
+}
+
+#[test]
+fn the_memory_tests_rate_is_its_hbms_and_an_impossible_one_is_not_reported() {
+    // gpu0's HBM at the fakes' default, gpu1's at half of it, gpu2's at
+    // 50 TB/s, which no MI300X reaches (its peak is 5.3 TB/s): the default
+    // share (19 GiB, far larger than its 256 MB Infinity Cache) is timed on
+    // the GPU's clock, so the rates are the modelled ones exactly.
+    let (code, stdout, json, _) = extended("mi300x-8", "0,1,2", "xgmi=4000")
+        .env("ROCGATE_FAKE_HBM_GBPS", "gpu1=2000;gpu2=50000")
+        .run();
+    assert_eq!(code, 0, "{stdout}");
+    let rate = |gpu: u32| {
+        let r = result_with_status(&json, &format!("gpu{gpu}.hip.memtest"), "pass");
+        metric(r, "memtest_gbps")["value"].as_f64().unwrap()
+    };
+    let (default, half) = (rate(0), rate(1));
+    assert!((3900.0..=4100.0).contains(&default), "{default}");
+    assert!((1950.0..=2050.0).contains(&half), "{half}");
+    // The memory was tested and passed; only the rate is refused, with why.
+    let r = result_with_status(&json, "gpu2.hip.memtest", "pass");
+    let names: Vec<&str> = r["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["name"].as_str())
+        .collect();
+    assert_eq!(names, ["memtest_gib"], "{r}");
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("read back intact")
+            && message.contains("rate not reported: ")
+            && message.contains("5300 GB/s"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_host_link_below_its_floor_fails_that_direction_of_that_gpu_only() {
+    // gpu1's host-to-device copies at 30 GB/s, under MI300's 45 GB/s
+    // floor; its device-to-host copies and gpu0's at the default rate.
+    let (code, stdout, json, _) = extended("mi300x-8", "0,1", "xgmi=4000")
+        .env("ROCGATE_FAKE_H2D_GBPS", "gpu1=30")
+        .run();
+    assert_eq!(code, 1, "{stdout}");
+    let r = result_with_finding(&json, "gpu1.hip.bandwidth", "perf-below-floor");
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("h2d_gbps is 30.0 GB/s, below the floor of 45.0 GB/s"),
+        "{message}"
+    );
+    let h2d = metric(r, "h2d_gbps");
+    assert_eq!(h2d["floor"], 45.0, "{h2d}");
+    assert!(h2d["value"].as_f64().unwrap() < 30.5, "{h2d}");
+    assert!(
+        metric(r, "d2h_gbps")["value"].as_f64().unwrap() > 50.0,
+        "{r}"
+    );
+    let r = result_with_status(&json, "gpu0.hip.bandwidth", "pass");
+    assert!(
+        metric(r, "h2d_gbps")["value"].as_f64().unwrap() > 50.0,
+        "{r}"
+    );
+}

@@ -14,6 +14,7 @@ pub mod explain;
 pub mod findings;
 pub mod hangs;
 pub mod layers;
+pub mod memory_peaks;
 pub mod narrow;
 pub mod reference;
 pub mod resets;

@@ -441,10 +441,16 @@ impl Event {
 
     /// `hipEventRecord` on `stream`.
     fn record(&self, stream: &Stream) -> Result<(), HipError> {
+        self.record_raw(stream.raw)
+    }
+
+    /// `hipEventRecord` on a raw stream (null: the current device's null
+    /// stream, where [`Hip::launch`] queues kernels).
+    fn record_raw(&self, stream: sys::Stream) -> Result<(), HipError> {
         let f = self.hip.table.hipEventRecord.clone()?;
-        // SAFETY: a live event and stream.
+        // SAFETY: a live event; `stream` is a live stream or null.
         self.hip
-            .check("hipEventRecord", unsafe { f(self.raw, stream.raw) })
+            .check("hipEventRecord", unsafe { f(self.raw, stream) })
     }
 
     /// The GPU time from `start` to this event (`hipEventElapsedTime`),
@@ -471,6 +477,36 @@ impl Event {
 }
 
 release_on_drop!(Event, hip.hipEventDestroy(raw));
+
+/// Times the work queued on the current device's null stream (the kernels
+/// [`Hip::launch`] starts) between [`GpuTimer::start`] and
+/// [`GpuTimer::stop`] with two HIP events: the GPU's clock, so what the
+/// host does meanwhile (synchronising, reading results back, being
+/// descheduled) is not counted as the kernels' time.
+pub struct GpuTimer {
+    start: Event,
+    hip: Arc<Hip>,
+}
+
+impl GpuTimer {
+    /// Records the start event on the null stream.
+    pub fn start(hip: &Arc<Hip>) -> Result<GpuTimer, HipError> {
+        let start = Event::new(hip)?;
+        start.record_raw(std::ptr::null_mut())?;
+        Ok(GpuTimer {
+            start,
+            hip: Arc::clone(hip),
+        })
+    }
+
+    /// Records the stop event after the work queued since the start, waits
+    /// for it, and returns the GPU time between the two.
+    pub fn stop(self) -> Result<Duration, HipError> {
+        let stop = Event::new(&self.hip)?;
+        stop.record_raw(std::ptr::null_mut())?;
+        stop.since(&self.start)
+    }
+}
 
 /// Device memory, freed on drop.
 pub struct DeviceBuffer {

@@ -5,7 +5,8 @@ mod error;
 pub mod sys;
 
 pub use api::{
-    DeviceBuffer, Function, Hip, HostBuffer, Module, Rtc, Stream, TimedCopy, format_version,
+    DeviceBuffer, Function, GpuTimer, Hip, HostBuffer, Module, Rtc, Stream, TimedCopy,
+    format_version,
 };
 pub use error::{ERROR_NAMES, HipError, fallback_name};
 

@@ -3,6 +3,13 @@
 //! address-in-address and walking-ones patterns and read them back on the
 //! GPU, so a faulty cell, data bit or address line shows as the addresses
 //! that read back wrong and the bits that differ.
+//!
+//! Its rate is the bytes the kernels moved (each pass writes the region and
+//! reads it back) over the time they ran on the GPU's clock (HIP events
+//! around each chunk's two kernels: the host's synchronising and reading
+//! back of the error records is not the memory's time). A rate no such GPU
+//! can reach ([`crate::memory_peaks`]) is refused with the reason, never
+//! reported as a measurement.
 
 use super::hip_device::{HipDevice, find_device, hip_fail, load_module};
 use super::isolated;
@@ -10,10 +17,10 @@ use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
-use rocgate_rocm::hip::{DeviceBuffer, Hip, HipError};
+use rocgate_rocm::hip::{DeviceBuffer, GpuTimer, Hip, HipError};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
 /// The largest buffer one pass covers: the kernels index words with 32 bits.
 const CHUNK_BYTES: usize = 1 << 30;
@@ -74,25 +81,28 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
     let errors = DeviceBuffer::new(hip, (1 + 2 * CAPACITY as usize) * 4).map_err(fail)?;
     let mut failing = Failing::new();
     let mut wrong_reads = 0u64;
-    let t = Instant::now();
+    // The kernels' time on the GPU's clock, per pass (see `GpuClock`).
+    let mut clock = GpuClock::default();
     let mut pass_secs = Vec::new();
     for pattern in passes() {
-        let pass = Instant::now();
+        let mut pass = Duration::ZERO;
         for chunk in &chunks {
             let n = u32::try_from(chunk.len() / 4).unwrap_or(u32::MAX);
+            errors.fill(0).map_err(fail)?;
+            let timer = clock.start(hip);
             hip.launch_memtest_write(write, chunk, pattern, n)
                 .map_err(fail)?;
-            errors.fill(0).map_err(fail)?;
             hip.launch_memtest_check(check, chunk, pattern, n, &errors, CAPACITY)
                 .map_err(fail)?;
+            pass += clock.stop(timer);
             hip.synchronize().map_err(fail)?;
             let mut raw = vec![0u8; errors.len()];
             errors.download(&mut raw).map_err(fail)?;
             wrong_reads += record(&raw, chunk.ptr() as u64, &mut failing);
         }
-        pass_secs.push(pass.elapsed().as_secs_f64());
+        pass_secs.push(pass.as_secs_f64());
     }
-    let secs = t.elapsed().as_secs_f64();
+    let secs: f64 = pass_secs.iter().sum();
     let gib = covered as f64 / f64::from(1u32 << 30);
     let percent = covered as f64 / total.max(1) as f64 * 100.0;
     let what = format!(
@@ -106,18 +116,31 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
         size_text(total as u64),
         passes().count()
     );
-    let gbps = covered as f64 * 2.0 * passes().count() as f64 / secs.max(1e-9) / 1e9;
-    let per_pass: Vec<f64> = pass_secs
-        .iter()
-        .map(|s| covered as f64 * 2.0 / s.max(1e-9) / 1e9)
-        .collect();
-    // The test's pace includes a synchronise and an error-buffer read per
-    // chunk and pass, and its share of VRAM is the user's to change: a
-    // reading to show (with its passes' spread), not a bandwidth to compare
-    // across runs.
+    // Each pass writes every word of the region and reads it back.
+    let moved = covered as f64 * 2.0;
+    let gbps = moved * passes().count() as f64 / secs / 1e9;
+    let per_pass: Vec<f64> = pass_secs.iter().map(|s| moved / s / 1e9).collect();
+    // The working set of one write and its check is one chunk: a chunk that
+    // fits in the GPU's cache may be served from it.
+    let largest = chunks.iter().map(|c| c.len() as u64).max().unwrap_or(0);
+    let refused = match clock.untimed {
+        Some(why) => Some(format!("rate not measured: {why}")),
+        None => crate::memory_peaks::impossible(gbps, largest, crate::memory_peaks::peak(gpu))
+            .map(|why| format!("rate not reported: {why}")),
+    };
+    // The test's share of VRAM is the user's to change and its chunks are
+    // timed one by one: a reading to show (with its passes' spread), not a
+    // bandwidth to compare across runs; and only a rate that can be right.
+    let rate_text = match &refused {
+        Some(why) => why.clone(),
+        None => format!("{gbps:.0} GB/s"),
+    };
     let measured = |v: Verdict| {
-        v.with_count("memtest_gib", gib, "GiB")
-            .with_reading("memtest_gbps", gbps, "GB/s")
+        let v = v.with_count("memtest_gib", gib, "GiB");
+        if refused.is_some() {
+            return v;
+        }
+        v.with_reading("memtest_gbps", gbps, "GB/s")
             .with_samples(&per_pass)
     };
     if wrong_reads > 0 {
@@ -132,8 +155,45 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
         );
     }
     Ok(measured(Verdict::pass(format!(
-        "{what} read back intact (walking ones, address in address), {gbps:.0} GB/s"
+        "{what} read back intact (walking ones, address in address), {rate_text}"
     ))))
+}
+
+/// The memory test's kernels timed on the GPU's clock, chunk by chunk. The
+/// first event call that fails, or a time that is no time, stops the timing
+/// and says why: the test goes on, its rate is not given.
+#[derive(Default)]
+struct GpuClock {
+    untimed: Option<String>,
+}
+
+impl GpuClock {
+    /// A timer started before a chunk's kernels, unless timing stopped.
+    fn start(&mut self, hip: &Arc<Hip>) -> Option<GpuTimer> {
+        if self.untimed.is_some() {
+            return None;
+        }
+        GpuTimer::start(hip)
+            .map_err(|e| self.untimed = Some(e.to_string()))
+            .ok()
+    }
+
+    /// The GPU time since `timer` started; zero when there is no timer, or
+    /// it failed (which stops the timing).
+    fn stop(&mut self, timer: Option<GpuTimer>) -> Duration {
+        match timer.map(GpuTimer::stop) {
+            Some(Ok(d)) if d > Duration::ZERO => d,
+            Some(Ok(d)) => {
+                self.untimed = Some(format!("HIP's events timed the kernels at {d:?}"));
+                Duration::ZERO
+            }
+            Some(Err(e)) => {
+                self.untimed = Some(e.to_string());
+                Duration::ZERO
+            }
+            None => Duration::ZERO,
+        }
+    }
 }
 
 /// The least the test covers (when the GPU has it): a smaller share would
