@@ -36,7 +36,8 @@ fn set_xgmi(root: &Path, a: u32, b: u32, key: &str, value: &str) {
 
 /// A link's `properties`, as a map.
 fn link_props(root: &Path, node: u32, dir: &str, link: u32) -> Vec<(String, u64)> {
-    let t = fs::read_to_string(root.join(format!("{TOPO}/{node}/{dir}/{link}/properties"))).unwrap();
+    let t =
+        fs::read_to_string(root.join(format!("{TOPO}/{node}/{dir}/{link}/properties"))).unwrap();
     t.lines()
         .filter_map(|l| {
             let (k, v) = l.split_once(' ')?;
@@ -67,7 +68,10 @@ fn the_healthy_mi300x_hive_has_direct_xgmi_links_as_kfd_prints_them() {
     let (_, _, json, _) = run(&n.root, &[]);
     let r = result_with_status(&json, INTERCONNECT, "pass");
     let m = text(&r["message"]);
-    assert!(m.contains("28 of 28 pairs linked by XGMI (28 direct"), "{m}");
+    assert!(
+        m.contains("28 of 28 pairs linked by XGMI (28 direct"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -93,7 +97,10 @@ fn a_dead_xgmi_link_fails_naming_both_gpus_and_what_kfd_says() {
         assert!(m.starts_with("1 GPU pairs"), "{scenario}: {m}");
         assert!(m.contains(pair) && m.contains(seen), "{scenario}: {m}");
         let next = text(&r["finding"]["next_step"]);
-        assert!(next.contains("rocm-smi --showtopo") && next.contains("RMA"), "{next}");
+        assert!(
+            next.contains("rocm-smi --showtopo") && next.contains("RMA"),
+            "{next}"
+        );
     }
 }
 
@@ -155,7 +162,11 @@ fn gpus_without_xgmi_are_pcie_peers_by_p2p_links() {
     assert_eq!((prop(&cpu, "node_to"), prop(&cpu, "type")), (1, 2));
     let peer = link_props(&n.root, 2, "p2p_links", 1);
     assert_eq!(
-        (prop(&peer, "node_to"), prop(&peer, "weight"), prop(&peer, "flags")),
+        (
+            prop(&peer, "node_to"),
+            prop(&peer, "weight"),
+            prop(&peer, "flags")
+        ),
         (3, 40, 3)
     );
     let (_, _, json, _) = run(&n.root, &[]);
@@ -177,7 +188,10 @@ fn a_gpu_pair_the_kernel_lists_no_peer_link_for_is_a_warning_naming_the_directio
     let r = result_with_finding(&json, INTERCONNECT, "p2p-disabled");
     assert_eq!(r["status"], "warn");
     assert_eq!(code, 0, "a slow path warns; the node works");
-    assert!(text(&r["finding"]["message"]).contains("for 12 directions"), "{r}");
+    assert!(
+        text(&r["finding"]["message"]).contains("for 12 directions"),
+        "{r}"
+    );
     assert!(text(&r["output"]).contains("host"), "{r}");
 
     let n = node("mi210-4-pcie");
@@ -262,7 +276,10 @@ fn partitions_are_grouped_by_device_whatever_their_unique_ids() {
     let n = node("cpx-partition-missing-own-ids");
     let (_, _, json, _) = run(&n.root, &["--no-gate"]);
     let r = result_with_finding(&json, "node.kfd.partitions", "partition-count-mismatch");
-    assert!(text(&r["finding"]["message"]).contains("0000:a6:00.0"), "{r}");
+    assert!(
+        text(&r["finding"]["message"]).contains("0000:a6:00.0"),
+        "{r}"
+    );
 
     // So is a partition whose gfx target is not its device's.
     let n = node("mi300x-8-cpx-own-ids");

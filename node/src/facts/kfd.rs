@@ -377,14 +377,20 @@ mod tests {
         assert_eq!(n.p2p_links, None, "no p2p_links directory: not reported");
         let t = topology_with_links(XGMI, Some("")).unwrap();
         assert_eq!(t.nodes[0].p2p_links, Some(Vec::new()));
-        let pcie = XGMI.replace("type 11", "type 2").replace("flags 1", "flags 3");
+        let pcie = XGMI
+            .replace("type 11", "type 2")
+            .replace("flags 1", "flags 3");
         let t = topology_with_links(XGMI, Some(&pcie)).unwrap();
         let p2p = t.nodes[0].p2p_links.as_ref().unwrap();
         assert_eq!((p2p[0].link_type, p2p[0].flags), (LINK_TYPE_PCIE, 3));
         // A damaged p2p link is the node's damage, named by its file.
         let t = topology_with_links(XGMI, Some("weight 99999999999\n")).unwrap();
         assert!(t.nodes.is_empty());
-        assert!(t.errors[0].to_string().contains("p2p_links/0"), "{}", t.errors[0]);
+        assert!(
+            t.errors[0].to_string().contains("p2p_links/0"),
+            "{}",
+            t.errors[0]
+        );
     }
 
     proptest! {

@@ -82,10 +82,11 @@ const FULLY_CONNECTED: &[&str] = &["gfx942", "gfx950"];
 
 /// Whether device `a`'s hive is one where every pair has a direct link.
 fn fully_connected(links: &Links<'_>, a: usize) -> bool {
-    links.devices[a]
-        .1
-        .iter()
-        .any(|g| g.gfx_target.as_deref().is_some_and(|t| FULLY_CONNECTED.contains(&t)))
+    links.devices[a].1.iter().any(|g| {
+        g.gfx_target
+            .as_deref()
+            .is_some_and(|t| FULLY_CONNECTED.contains(&t))
+    })
 }
 
 /// What is wrong with the XGMI link between `a` and `b` of a fully
@@ -102,7 +103,10 @@ fn xgmi_fault(links: &Links<'_>, a: usize, b: usize) -> Option<String> {
                 || "weight not reported".to_string(),
                 |w| {
                     if w > XGMI_HOP_WEIGHT {
-                        format!("weight {w} ({} hops, not a direct link)", w.div_ceil(XGMI_HOP_WEIGHT))
+                        format!(
+                            "weight {w} ({} hops, not a direct link)",
+                            w.div_ceil(XGMI_HOP_WEIGHT)
+                        )
                     } else {
                         format!("weight {w}")
                     }
@@ -227,7 +231,9 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
     let peer = if pairs == linked {
         "peer-to-peer DMA over XGMI".to_string()
     } else if unreported > 0 {
-        format!("peer-to-peer DMA over PCIe not reported for {unreported} pairs (this kernel has no p2p_links)")
+        format!(
+            "peer-to-peer DMA over PCIe not reported for {unreported} pairs (this kernel has no p2p_links)"
+        )
     } else {
         format!("peer-to-peer DMA enabled ({over_pcie} pairs over PCIe, per KFD's p2p_links)")
     };
