@@ -52,7 +52,9 @@ pub struct GpuIdentity {
     pub pci_address: String,
     /// KFD's `gpu_id`, when non-zero.
     pub gpu_id: Option<u64>,
-    /// KFD's `unique_id` (shared by one device's partitions), when non-zero.
+    /// KFD's `unique_id`, when non-zero: shared by one device's partitions
+    /// on kernels up to 2025, each partition's own since; either way the
+    /// same for one partition across discoveries, so matching holds.
     pub unique_id: Option<u64>,
 }
 

@@ -220,7 +220,7 @@ pub mod codes {
             "the KFD topology lists no GPU",
             "read `dmesg | grep -i kfd`: KFD skipped every GPU (an unsupported device, or a driver without KFD)";
         PARTITION_MISMATCH = "partition-mismatch", [KFD], Fail, Configuration,
-            "partitions sharing a serial sit on different devices or gfx targets",
+            "a GPU's partitions disagree on their gfx target, or one unique_id names partitions on different devices",
             "partitions of one GPU must share its PCI device and gfx target: check the partition mode on every GPU (`amd-smi partition`) and reset it consistently, then reload amdgpu";
         PARTITION_COUNT_MISMATCH = "partition-count-mismatch", [KFD], Fail, Missing,
             "a GPU shows fewer or more partitions than its partition mode gives, or than its siblings in that mode",
@@ -399,6 +399,9 @@ pub mod codes {
         XGMI_LINK_MISSING = "xgmi-link-missing", [RCCL], Fail, Hardware,
             "two GPUs of one XGMI hive have no enabled XGMI link",
             "peer traffic between them falls back to PCIe: check the XGMI bridges or baseboard and `dmesg | grep -i xgmi`; reseat or replace the bridge, then reboot";
+        XGMI_LINK_DOWN = "xgmi-link-down", [RCCL], Fail, Hardware,
+            "two GPUs of a fully connected XGMI hive have no working direct link: KFD weighs their link as several hops, or gives it no bandwidth",
+            "the direct XGMI link between them is down and traffic takes a longer path: check `rocm-smi --showtopo` (weight, hops) and the XGMI link status (`amd-smi xgmi`, `dmesg | grep -i xgmi`); reboot, and if it persists reseat the GPUs or RMA the baseboard";
         P2P_DISABLED = "p2p-disabled", [RCCL], Warn, Configuration,
             "KFD marks peer-to-peer DMA between GPUs as not possible",
             "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and the BIOS enables peer-to-peer";

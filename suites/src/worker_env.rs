@@ -6,7 +6,8 @@
 //! `ROCR_VISIBLE_DEVICES=<ordinal>`, the GPU's position among the KFD GPU
 //! nodes in node order, which is what ROCr's indices count (ROCR-Runtime
 //! `amd_filter_device.cpp`). An index rather than a `GPU-<uuid>` because the
-//! partitions of one MI300X share their unique_id. HIP's own filters index
+//! partitions of one MI300X share their unique_id on kernels up to 2025 (a
+//! 2025 change gives each its own; the index holds for both). HIP's own filters index
 //! the list ROCr leaves, which is now one GPU long, so they are cleared.
 //!
 //! The node's worker sees every GPU KFD lists: its checks count ROCr's

@@ -7,9 +7,9 @@ use std::path::Path;
 /// Host path of the topology.
 pub const TOPOLOGY: &str = "/sys/class/kfd/kfd/topology";
 
-/// io_link `type` of an XGMI link.
+/// io_link `type` of an XGMI link (kfd_crat.h CRAT_IOLINK_TYPE_XGMI).
 pub const LINK_TYPE_XGMI: u64 = 11;
-/// io_link `type` of a PCIe link.
+/// io_link `type` of a PCIe link (kfd_crat.h CRAT_IOLINK_TYPE_PCIEXPRESS).
 pub const LINK_TYPE_PCIE: u64 = 2;
 
 /// The parsed topology; nodes that could not be read are kept as errors so
@@ -31,8 +31,9 @@ impl Topology {
     }
 }
 
-/// A link from one KFD node to another.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A link from one KFD node to another, as `iolink_show` (kfd_topology.c)
+/// prints it for `io_links/N` and `p2p_links/N` alike.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IoLink {
     /// 2 PCIe, 11 XGMI, 1 HyperTransport, 5 QPI.
     pub link_type: u64,
@@ -40,8 +41,18 @@ pub struct IoLink {
     pub node_from: u64,
     /// Destination node.
     pub node_to: u64,
-    /// 0x1 enabled, 0x10 no peer-to-peer DMA.
+    /// CRAT_IOLINK_FLAGS_* (kfd_crat.h): 0x1 enabled, 0x2 non-coherent,
+    /// 0x4/0x8 no 32/64-bit atomics, 0x10 no peer-to-peer DMA.
+    /// `kfd_fill_iolink_non_crat_info` (kfd_topology.c) sets every GPU
+    /// link's flags to ENABLED and adds only the atomics and coherence bits:
+    /// amdkfd itself never sets 0x10.
     pub flags: u64,
+    /// Relative cost: 15 per XGMI hop, 13 within one device's partitions,
+    /// 20 for PCIe to the CPU (kfd_crat.c `kfd_fill_gpu_xgmi_link_to_gpu`,
+    /// `kfd_parse_subtype_iolink`); absent when not printed.
+    pub weight: Option<u64>,
+    /// MB/s.
+    pub min_bandwidth: Option<u64>,
     /// MB/s.
     pub max_bandwidth: Option<u64>,
 }
@@ -85,8 +96,16 @@ pub struct KfdNode {
     pub wave_front_size: Option<u64>,
     /// Memory banks: `(heap_type, size_in_bytes)`.
     pub mem_banks: Vec<(u64, u64)>,
-    /// `io_links`.
+    /// `io_links`: the link to the CPU node, and on XGMI GPUs one to every
+    /// GPU node of the hive (kfd_crat.c `kfd_create_vcrat_image_gpu`).
     pub io_links: Vec<IoLink>,
+    /// `p2p_links`: indirect links (a GPU to the CPU nodes it does not sit
+    /// on) and, with CONFIG_HSA_AMD_P2P, a PCIe link to every GPU outside
+    /// its hive whose VRAM it can reach through the BAR (kfd_topology.c
+    /// `kfd_create_indirect_link_prop`, `kfd_add_peer_prop`). `None` when
+    /// the node has no `p2p_links` directory: kernels before Linux 6.0
+    /// (`kfd_build_sysfs_node_entry` creates it on every node since).
+    pub p2p_links: Option<Vec<IoLink>>,
 }
 
 impl KfdNode {
@@ -221,20 +240,38 @@ fn read_node(root: &Sysroot, id: u32) -> Result<KfdNode, ReadError> {
             props.number("size_in_bytes", path)?.unwrap_or(0),
         ));
     }
-    for link in list_sub(root, &format!("{dir}/io_links"))? {
-        let p = format!("{dir}/io_links/{link}/properties");
+    node.io_links = read_links(root, &format!("{dir}/io_links"), id)?;
+    if root
+        .list_dir_if_present(&format!("{dir}/p2p_links"))?
+        .is_some()
+    {
+        node.p2p_links = Some(read_links(root, &format!("{dir}/p2p_links"), id)?);
+    }
+    Ok(node)
+}
+
+/// The links under `dir` (`io_links` or `p2p_links`) of node `id`, in
+/// numeric order; a missing directory has none.
+fn read_links(root: &Sysroot, dir: &str, id: u32) -> Result<Vec<IoLink>, ReadError> {
+    let mut names = list_sub(root, dir)?;
+    names.sort_by_key(|n| n.parse::<u32>().unwrap_or(u32::MAX));
+    let mut links = Vec::new();
+    for link in names {
+        let p = format!("{dir}/{link}/properties");
         let path = Path::new(&p);
         let props = Properties::parse(&root.read_text(&p)?, path)?;
         // iolink_show prints every key with "%u" (32-bit).
-        node.io_links.push(IoLink {
+        links.push(IoLink {
             link_type: props.number32("type", path)?.unwrap_or(0),
             node_from: props.number32("node_from", path)?.unwrap_or(u64::from(id)),
             node_to: props.number32("node_to", path)?.unwrap_or(u64::MAX),
             flags: props.number32("flags", path)?.unwrap_or(0),
+            weight: props.number32("weight", path)?,
+            min_bandwidth: props.number32("min_bandwidth", path)?,
             max_bandwidth: props.number32("max_bandwidth", path)?,
         });
     }
-    Ok(node)
+    Ok(links)
 }
 
 /// Numbered subdirectories of `dir`; a missing directory is empty.
@@ -294,6 +331,77 @@ mod tests {
         #[test]
         fn no_value_panics_the_reader(key in "(simd_count|domain|drm_render_minor|gfx_target_version|location_id|hive_id)", value in "[0-9]{1,22}|\\PC{0,8}") {
             let _ = topology_with(&key, &value);
+        }
+    }
+
+    /// A one-GPU topology whose node 1 has `io` as `io_links/0` and, when
+    /// given, `p2p` as `p2p_links/0` (an empty string: the directory only).
+    fn topology_with_links(io: &str, p2p: Option<&str>) -> Result<Topology, ReadError> {
+        let dir = tempfile::tempdir().unwrap();
+        let node = dir.path().join("sys/class/kfd/kfd/topology/nodes/1");
+        std::fs::create_dir_all(node.join("io_links/0")).unwrap();
+        std::fs::write(
+            node.join("properties"),
+            "cpu_cores_count 0\nsimd_count 1216\nsimd_per_cu 4\n",
+        )
+        .unwrap();
+        std::fs::write(node.join("io_links/0/properties"), io).unwrap();
+        if let Some(p2p) = p2p {
+            std::fs::create_dir_all(node.join("p2p_links")).unwrap();
+            if !p2p.is_empty() {
+                std::fs::create_dir_all(node.join("p2p_links/0")).unwrap();
+                std::fs::write(node.join("p2p_links/0/properties"), p2p).unwrap();
+            }
+        }
+        read(&Sysroot::at(dir.path()))
+    }
+
+    const XGMI: &str = "type 11\nversion_major 0\nversion_minor 0\nnode_from 1\nnode_to 2\nweight 15\nmin_latency 0\nmax_latency 0\nmin_bandwidth 64000\nmax_bandwidth 64000\nrecommended_transfer_size 0\nrecommended_sdma_engine_id_mask 0\nflags 1\n";
+
+    #[test]
+    fn links_carry_weight_and_bandwidth_and_p2p_links_when_the_kernel_has_them() {
+        let t = topology_with_links(XGMI, None).unwrap();
+        let n = &t.nodes[0];
+        assert_eq!(
+            n.io_links[0],
+            IoLink {
+                link_type: LINK_TYPE_XGMI,
+                node_from: 1,
+                node_to: 2,
+                flags: 1,
+                weight: Some(15),
+                min_bandwidth: Some(64000),
+                max_bandwidth: Some(64000),
+            }
+        );
+        assert_eq!(n.p2p_links, None, "no p2p_links directory: not reported");
+        let t = topology_with_links(XGMI, Some("")).unwrap();
+        assert_eq!(t.nodes[0].p2p_links, Some(Vec::new()));
+        let pcie = XGMI
+            .replace("type 11", "type 2")
+            .replace("flags 1", "flags 3");
+        let t = topology_with_links(XGMI, Some(&pcie)).unwrap();
+        let p2p = t.nodes[0].p2p_links.as_ref().unwrap();
+        assert_eq!((p2p[0].link_type, p2p[0].flags), (LINK_TYPE_PCIE, 3));
+        // A damaged p2p link is the node's damage, named by its file.
+        let t = topology_with_links(XGMI, Some("weight 99999999999\n")).unwrap();
+        assert!(t.nodes.is_empty());
+        assert!(
+            t.errors[0].to_string().contains("p2p_links/0"),
+            "{}",
+            t.errors[0]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn no_link_value_panics_the_reader(key in "(type|node_to|weight|min_bandwidth|max_bandwidth|flags)", value in "[0-9]{1,22}|\\PC{0,8}", p2p in proptest::bool::ANY) {
+            let bad = format!("{key} {value}\n");
+            let _ = if p2p {
+                topology_with_links(XGMI, Some(&bad))
+            } else {
+                topology_with_links(&bad, None)
+            };
         }
     }
 

@@ -48,7 +48,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "kfd::partitions",
                 stack::KFD,
                 ScopeKind::Node,
-                "partitions sharing a unique_id sit on one PCI device with one gfx target",
+                "the partitions of each PCI device share one gfx target, a unique_id names one device, and each device shows the partitions its mode gives",
                 partitions,
             )
         },
@@ -228,31 +228,48 @@ fn group_by<K: Ord>(gpus: &[Gpu], key: impl Fn(&Gpu) -> Option<K>) -> BTreeMap<K
     groups
 }
 
+/// The compute partitions of each PCI device agree with each other and
+/// with the device's mode. Partitions are grouped by device (the function-0
+/// address of KFD's `location_id` and `domain`), never by `unique_id`: the
+/// partitions of one GPU share the device's serial on kernels up to 2025
+/// (`amdgpu_amdkfd_get_unique_id`), and each has its own since a 2025
+/// change, where a grouping by serial finds no partitioned GPU at all.
 fn partitions(ctx: &NodeContext, _: Scope) -> Outcome {
-    let by_serial = group_by(&ctx.facts.gpus, |g| {
-        g.kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0)
+    let by_device = group_by(&ctx.facts.gpus, |g| {
+        g.kfd.as_ref()?;
+        function_zero(&g.pci_address)
     });
-    let partitioned: Vec<_> = by_serial
-        .iter()
-        .filter(|(_, members)| members.len() > 1)
-        .collect();
     let mut problems = Vec::new();
-    for (serial, members) in &partitioned {
-        let devices: BTreeSet<String> = members
-            .iter()
-            .filter_map(|g| function_zero(&g.pci_address))
-            .collect();
+    for (device, members) in by_device.iter().filter(|(_, m)| m.len() > 1) {
         let targets: BTreeSet<&str> = members
             .iter()
             .filter_map(|g| g.gfx_target.as_deref())
             .collect();
-        if devices.len() > 1 || targets.len() > 1 {
+        if targets.len() > 1 {
             problems.push(format!(
-                "unique_id 0x{serial:016x} is shared by {} nodes on {} devices ({}) with gfx targets {}",
+                "the {} partitions of {device} have gfx targets {}",
+                members.len(),
+                targets.iter().copied().collect::<Vec<_>>().join("/")
+            ));
+        }
+    }
+    // A serial, shared or not, names one device: partitions of one serial
+    // on two devices are not one GPU's.
+    let by_serial = group_by(&ctx.facts.gpus, |g| {
+        g.kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0)
+    });
+    for (serial, members) in by_serial.iter().filter(|(_, m)| m.len() > 1) {
+        let devices: BTreeSet<String> = members
+            .iter()
+            .filter_map(|g| function_zero(&g.pci_address))
+            .collect();
+        if devices.len() > 1 {
+            let named: Vec<&str> = devices.iter().map(String::as_str).collect();
+            problems.push(format!(
+                "unique_id 0x{serial:016x} is shared by {} nodes on {} devices ({})",
                 members.len(),
                 devices.len(),
-                list(&devices.iter().collect::<Vec<_>>().iter().map(|s| s.as_str()).collect::<Vec<_>>(), 4),
-                targets.iter().copied().collect::<Vec<_>>().join("/")
+                list(&named, 4),
             ));
         }
     }

@@ -1,17 +1,30 @@
-//! The links between the node's GPU devices as KFD describes them (XGMI,
-//! PCIe, whether peer-to-peer DMA is allowed), shared by the interconnect
-//! check and the peer-to-peer bandwidth matrix. A device is a PCI device:
-//! an MI300X in CPX mode is one device of eight partitions, and its links
-//! are listed on its first partition's KFD node.
+//! The links between the node's GPU devices as KFD describes them (XGMI
+//! with its weight and bandwidth, PCIe peer links, whether peer-to-peer DMA
+//! is possible), shared by the interconnect check and the peer-to-peer
+//! bandwidth matrix. A device is a PCI device: an MI300X in CPX mode is one
+//! device of eight partitions, each its own KFD node.
+//!
+//! Where the kernel puts them (amdkfd, Linux 6.x and ROCm's amdgpu DKMS):
+//! `io_links` hold a GPU's link to its CPU node and, in an XGMI hive, one
+//! XGMI link to every GPU node of the hive (kfd_crat.c
+//! `kfd_create_vcrat_image_gpu`, the reverse added by
+//! `kfd_parse_subtype_iolink`); `p2p_links` hold a PCIe link from a GPU to
+//! every GPU outside its hive whose VRAM it can reach through the PCIe BAR
+//! (kfd_topology.c `kfd_dev_create_p2p_links` / `kfd_add_peer_prop`, only
+//! when `amdgpu_device_is_peer_accessible` says so), besides indirect links
+//! to the CPU nodes it does not sit on.
 
 use rocgate_node::facts::gpus::{Gpu, function_zero};
-use rocgate_node::facts::kfd::{LINK_TYPE_PCIE, LINK_TYPE_XGMI};
+use rocgate_node::facts::kfd::{IoLink, LINK_TYPE_PCIE, LINK_TYPE_XGMI};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// KFD io_link flag: the link is enabled (kfd_crat.h CRAT_IOLINK_FLAGS_ENABLED).
 const FLAG_ENABLED: u64 = 0x1;
 /// KFD io_link flag: no peer-to-peer DMA over it (kfd_crat.h
-/// CRAT_IOLINK_FLAGS_NO_PEER_TO_PEER_DMA).
+/// CRAT_IOLINK_FLAGS_NO_PEER_TO_PEER_DMA). amdkfd never sets it on a GPU's
+/// links (`kfd_fill_iolink_non_crat_info` resets their flags to ENABLED):
+/// peer DMA is told by the presence of a p2p link, and this flag is only
+/// believed when some CRAT does set it.
 const FLAG_NO_P2P_DMA: u64 = 0x10;
 
 /// How two devices are connected.
@@ -19,7 +32,7 @@ const FLAG_NO_P2P_DMA: u64 = 0x10;
 pub(super) enum LinkKind {
     /// An enabled XGMI link.
     Xgmi,
-    /// A PCIe link KFD lists between them.
+    /// A PCIe peer link (`p2p_links`) in at least one direction.
     Pcie,
     /// Nothing direct: through the host.
     Host,
@@ -36,14 +49,30 @@ impl LinkKind {
     }
 }
 
+/// What one enabled XGMI io_link from a node of one device to a node of
+/// another says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct XgmiSeen {
+    /// `weight`, when printed.
+    pub weight: Option<u64>,
+    /// `max_bandwidth` in MB/s, when printed.
+    pub max_bandwidth: Option<u64>,
+}
+
 /// The node's GPU devices and the links between them.
 pub(super) struct Links<'a> {
     /// Each device's PCI address (function 0) and its GPUs (partitions), in
     /// address order.
     pub devices: Vec<(String, Vec<&'a Gpu>)>,
-    xgmi: Vec<Vec<bool>>,
+    /// `[a][b]`: the enabled XGMI links from nodes of `a` to nodes of `b`.
+    xgmi: Vec<Vec<Vec<XgmiSeen>>>,
+    /// `[a][b]`: a node of `a` has a PCIe link to a node of `b` (it can
+    /// reach `b`'s VRAM).
     pcie: Vec<Vec<bool>>,
-    /// Device pairs (lower index first) a link says have no peer-to-peer DMA.
+    /// Whether every node of the device has a `p2p_links` directory.
+    p2p_reported: Vec<bool>,
+    /// Device pairs (lower index first) a link flags as without
+    /// peer-to-peer DMA.
     pub no_p2p: BTreeSet<(usize, usize)>,
 }
 
@@ -68,27 +97,37 @@ impl<'a> Links<'a> {
             .collect();
         let n = devices.len();
         let mut links = Links {
-            xgmi: vec![vec![false; n]; n],
+            xgmi: vec![vec![Vec::new(); n]; n],
             pcie: vec![vec![false; n]; n],
+            p2p_reported: devices
+                .iter()
+                .map(|(_, gs)| {
+                    gs.iter()
+                        .all(|g| g.kfd.as_ref().is_some_and(|k| k.p2p_links.is_some()))
+                })
+                .collect(),
             no_p2p: BTreeSet::new(),
             devices: Vec::new(),
         };
         for (a, (_, gs)) in devices.iter().enumerate() {
-            let io_links = gs
-                .iter()
-                .filter_map(|g| g.kfd.as_ref())
-                .flat_map(|k| &k.io_links);
-            for link in io_links {
+            let kfd = gs.iter().filter_map(|g| g.kfd.as_ref());
+            let all: Vec<&IoLink> = kfd
+                .flat_map(|k| k.io_links.iter().chain(k.p2p_links.iter().flatten()))
+                .collect();
+            for link in all {
+                // Links to CPU nodes (and a device's own partitions) are not
+                // links between devices.
                 let Some(&b) = node_of.get(&link.node_to).filter(|&&b| b != a) else {
                     continue;
                 };
                 let enabled = link.flags & FLAG_ENABLED != 0;
                 if link.link_type == LINK_TYPE_XGMI && enabled {
-                    links.xgmi[a][b] = true;
-                    links.xgmi[b][a] = true;
+                    links.xgmi[a][b].push(XgmiSeen {
+                        weight: link.weight,
+                        max_bandwidth: link.max_bandwidth,
+                    });
                 } else if link.link_type == LINK_TYPE_PCIE && enabled {
                     links.pcie[a][b] = true;
-                    links.pcie[b][a] = true;
                 }
                 if link.flags & FLAG_NO_P2P_DMA != 0 {
                     links.no_p2p.insert((a.min(b), a.max(b)));
@@ -99,16 +138,40 @@ impl<'a> Links<'a> {
         links
     }
 
-    /// Whether devices `a` and `b` share an enabled XGMI link.
+    /// Whether devices `a` and `b` share an enabled XGMI link (in either
+    /// direction).
     pub fn xgmi(&self, a: usize, b: usize) -> bool {
-        self.xgmi[a][b]
+        !self.xgmi[a][b].is_empty() || !self.xgmi[b][a].is_empty()
+    }
+
+    /// The enabled XGMI links between `a` and `b`, both directions.
+    pub fn xgmi_seen(&self, a: usize, b: usize) -> impl Iterator<Item = &XgmiSeen> {
+        self.xgmi[a][b].iter().chain(&self.xgmi[b][a])
+    }
+
+    /// Whether a node of `from` has a PCIe link to a node of `to`.
+    pub fn pcie_to(&self, from: usize, to: usize) -> bool {
+        self.pcie[from][to]
+    }
+
+    /// Whether both devices' nodes have `p2p_links` directories, so the
+    /// absence of a PCIe peer link between them means the kernel found no
+    /// peer access.
+    pub fn p2p_reported(&self, a: usize, b: usize) -> bool {
+        self.p2p_reported[a] && self.p2p_reported[b]
+    }
+
+    /// Whether device `a` shows more than one KFD node (a partition mode
+    /// other than SPX).
+    pub fn partitioned(&self, a: usize) -> bool {
+        self.devices[a].1.len() > 1
     }
 
     /// How devices `a` and `b` are connected.
     pub fn kind(&self, a: usize, b: usize) -> LinkKind {
-        if self.xgmi[a][b] {
+        if self.xgmi(a, b) {
             LinkKind::Xgmi
-        } else if self.pcie[a][b] {
+        } else if self.pcie[a][b] || self.pcie[b][a] {
             LinkKind::Pcie
         } else {
             LinkKind::Host

@@ -22,7 +22,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "rccl::interconnect",
                 stack::RCCL,
                 ScopeKind::Node,
-                "every pair of GPUs in an XGMI hive has an enabled XGMI link, and peer-to-peer DMA is enabled",
+                "every pair of GPUs in an XGMI hive has an enabled XGMI link (direct, by KFD's weight and bandwidth, on a fully connected hive), and GPUs outside a hive have PCIe peer links",
                 interconnect,
             )
         },
@@ -70,7 +70,60 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 const LIBRARY: super::LibraryName =
     super::LibraryName::new("RCCL", "rccl", "rccl", codes::RCCL_LIBRARY_MISSING);
 
-/// Physical devices (function-0 address) and the KFD nodes of each.
+/// KFD's weight of one XGMI hop: `kfd_fill_gpu_xgmi_link_to_gpu`
+/// (kfd_crat.c) sets `KFD_CRAT_XGMI_WEIGHT` (15) times
+/// `amdgpu_xgmi_get_hops_count` (amdgpu_xgmi.c, the PSP TA's hop count).
+const XGMI_HOP_WEIGHT: u64 = 15;
+
+/// gfx targets whose XGMI hives are fully connected, every GPU with a
+/// direct link to every other: MI300X/MI325X (8 OAMs), MI300A (4 sockets),
+/// MI355X. Elsewhere (MI250X's 8 GCDs) pairs two hops apart are by design.
+const FULLY_CONNECTED: &[&str] = &["gfx942", "gfx950"];
+
+/// Whether device `a`'s hive is one where every pair has a direct link.
+fn fully_connected(links: &Links<'_>, a: usize) -> bool {
+    links.devices[a].1.iter().any(|g| {
+        g.gfx_target
+            .as_deref()
+            .is_some_and(|t| FULLY_CONNECTED.contains(&t))
+    })
+}
+
+/// What is wrong with the XGMI link between `a` and `b` of a fully
+/// connected hive, judged by KFD's own numbers: a weight above one hop
+/// (traffic routed through another GPU) or no bandwidth
+/// (`amdgpu_xgmi_get_bandwidth` gives 0 when the TA counts no link to the
+/// peer). Both directions are read; `None` when the link is direct.
+fn xgmi_fault(links: &Links<'_>, a: usize, b: usize) -> Option<String> {
+    links.xgmi_seen(a, b).find_map(|seen| {
+        let hops = seen.weight.filter(|&w| w > XGMI_HOP_WEIGHT);
+        let dead = seen.max_bandwidth == Some(0);
+        (hops.is_some() || dead).then(|| {
+            let weight = seen.weight.map_or_else(
+                || "weight not reported".to_string(),
+                |w| {
+                    if w > XGMI_HOP_WEIGHT {
+                        format!(
+                            "weight {w} ({} hops, not a direct link)",
+                            w.div_ceil(XGMI_HOP_WEIGHT)
+                        )
+                    } else {
+                        format!("weight {w}")
+                    }
+                },
+            );
+            let bandwidth = seen.max_bandwidth.map_or_else(
+                || "max_bandwidth not reported".to_string(),
+                |m| format!("max_bandwidth {m} MB/s"),
+            );
+            format!("{weight}, {bandwidth}")
+        })
+    })
+}
+
+/// The GPUs' interconnect as KFD describes it: every pair of one XGMI hive
+/// linked (and, on a fully connected hive, directly: weight and bandwidth
+/// judged), and peer-to-peer DMA possible between GPUs that are not.
 fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
     let links = Links::of(&ctx.facts.gpus);
     let n = links.devices.len();
@@ -81,11 +134,26 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
     }
     let names: Vec<&String> = links.devices.iter().map(|(name, _)| name).collect();
     let hives: Vec<Option<u64>> = (0..n).map(|a| links.hive(a)).collect();
+    let pairs_of = || (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b)));
+    let same_hive = |a: usize, b: usize| hives[a].is_some() && hives[a] == hives[b];
     let mut missing = Vec::new();
-    for a in 0..n {
-        for b in a + 1..n {
-            if hives[a].is_some() && hives[a] == hives[b] && !links.xgmi(a, b) {
-                missing.push(format!("{} <-> {}", names[a], names[b]));
+    let mut down = Vec::new();
+    // Pairs whose links KFD describes by design, not by the hardware: in a
+    // partition mode other than SPX `kfd_fill_gpu_xgmi_link_to_gpu` skips
+    // the TA's numbers and gives a link between partitions of different
+    // devices weight 41 (2 x KFD_CRAT_INTRA_SOCKET_WEIGHT 13 + 15) and
+    // bandwidth 0.
+    let mut by_design = 0;
+    let mut judged = 0;
+    for (a, b) in pairs_of().filter(|&(a, b)| same_hive(a, b)) {
+        if !links.xgmi(a, b) {
+            missing.push(format!("{} <-> {}", names[a], names[b]));
+        } else if links.partitioned(a) || links.partitioned(b) {
+            by_design += 1;
+        } else if fully_connected(&links, a) && fully_connected(&links, b) {
+            judged += 1;
+            if let Some(fault) = xgmi_fault(&links, a, b) {
+                down.push(format!("{} <-> {}: {fault}", names[a], names[b]));
             }
         }
     }
@@ -99,6 +167,42 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
         )))
         .with_output(table));
     }
+    if !down.is_empty() {
+        return Err(Verdict::found(codes::XGMI_LINK_DOWN.finding(format!(
+            "{} GPU pairs of a fully connected XGMI hive have no working direct link (one hop is weight {XGMI_HOP_WEIGHT} with bandwidth): {}",
+            down.len(),
+            super::list(&down, 6)
+        )))
+        .with_output(format!("{}\n{table}", down.join("\n"))));
+    }
+    // Peer DMA between devices without XGMI: the kernel lists a PCIe link
+    // in `p2p_links` for each direction amdgpu found possible.
+    let mut one_way = Vec::new();
+    let mut unreported = 0;
+    let mut over_pcie = 0;
+    for (a, b) in pairs_of().filter(|&(a, b)| !links.xgmi(a, b)) {
+        if !links.p2p_reported(a, b) {
+            unreported += 1;
+            continue;
+        }
+        let (there, back) = (links.pcie_to(a, b), links.pcie_to(b, a));
+        if there && back {
+            over_pcie += 1;
+        }
+        for (ok, from, to) in [(there, a, b), (back, b, a)] {
+            if !ok {
+                one_way.push(format!("{} -> {}", names[from], names[to]));
+            }
+        }
+    }
+    if !one_way.is_empty() {
+        return Err(Verdict::found(codes::P2P_DISABLED.finding_next(format!(
+            "KFD lists no PCIe peer link (p2p_links) for {} directions between GPUs outside an XGMI hive: {}; amdgpu found the peer's VRAM out of reach (amdgpu_device_is_peer_accessible: no large BAR, an address the IOMMU cannot map, or amdgpu.pcie_p2p=0)",
+            one_way.len(),
+            super::list(&one_way, 6)
+        ), "RCCL and hipMemcpyPeer stage through host memory between them: enable Above 4G decoding and Resizable BAR in the BIOS, keep the IOMMU in passthrough (iommu=pt), leave amdgpu.pcie_p2p at 1, and use a kernel built with CONFIG_HSA_AMD_P2P"))
+        .with_output(table));
+    }
     if !links.no_p2p.is_empty() {
         let pairs: Vec<String> = links
             .no_p2p
@@ -109,12 +213,32 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
         .with_output(table));
     }
     let pairs = n * (n - 1) / 2;
-    let linked = (0..n)
-        .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
-        .filter(|&(a, b)| links.xgmi(a, b))
-        .count();
+    let linked = pairs_of().filter(|&(a, b)| links.xgmi(a, b)).count();
+    let mut notes = Vec::new();
+    if judged > 0 {
+        notes.push(format!(
+            "{judged} direct (weight {XGMI_HOP_WEIGHT}, bandwidth reported)"
+        ));
+    }
+    if by_design > 0 {
+        notes.push(format!("{by_design} between partitioned GPUs, where KFD reports no per-link health (weight 41, bandwidth 0 by design: the all-reduce tests them)"));
+    }
+    let notes = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    };
+    let peer = if pairs == linked {
+        "peer-to-peer DMA over XGMI".to_string()
+    } else if unreported > 0 {
+        format!(
+            "peer-to-peer DMA over PCIe not reported for {unreported} pairs (this kernel has no p2p_links)"
+        )
+    } else {
+        format!("peer-to-peer DMA enabled ({over_pcie} pairs over PCIe, per KFD's p2p_links)")
+    };
     Ok(Verdict::pass(format!(
-        "{n} GPUs, {} XGMI hives; {linked} of {pairs} pairs linked by XGMI; peer-to-peer DMA enabled",
+        "{n} GPUs, {} XGMI hives; {linked} of {pairs} pairs linked by XGMI{notes}; {peer}",
         distinct.len()
     ))
     .with_output(table))
