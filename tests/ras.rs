@@ -185,11 +185,7 @@ fn on_mi300a_the_drivers_own_zero_is_no_advisory_and_retirement_is_not_applicabl
     assert_eq!(code, 0, "{stdout}");
     result_with_status(&json, "node.system.amdgpu_parameters", "pass");
     for gpu in 0..4 {
-        let v = result_with_status(
-            &json,
-            &format!("gpu{gpu}.amdgpu.ras_bad_pages"),
-            "skipped",
-        );
+        let v = result_with_status(&json, &format!("gpu{gpu}.amdgpu.ras_bad_pages"), "skipped");
         assert_eq!(v["skip_reason"], "not-applicable", "{v}");
         assert!(text(&v["message"]).contains("MI300A"), "{v}");
     }

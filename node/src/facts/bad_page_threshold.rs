@@ -235,9 +235,8 @@ pub fn mp0_version(
     device_id: Option<u16>,
 ) -> Option<(IpVersion, Mp0Source)> {
     let dir = format!("/sys/bus/pci/devices/{address}/ip_discovery/die/0/MP0/0");
-    let part = |name: &str| {
-        number(sysroot, &format!("{dir}/{name}")).and_then(|n| u32::try_from(n).ok())
-    };
+    let part =
+        |name: &str| number(sysroot, &format!("{dir}/{name}")).and_then(|n| u32::try_from(n).ok());
     if let (Some(major), Some(minor), Some(revision)) =
         (part("major"), part("minor"), part("revision"))
     {

@@ -151,11 +151,9 @@ const WEAKENING: &[(&str, &str, &str)] = &[
 /// node whose GPUs are all MI300As shows 0 that nobody set.
 fn set_by_the_driver(ctx: &NodeContext) -> bool {
     !ctx.facts.gpus.is_empty()
-        && ctx
-            .facts
-            .gpus
-            .iter()
-            .all(|g| rocgate_node::facts::bad_page_threshold::driver_disables_retirement(g.device_id))
+        && ctx.facts.gpus.iter().all(|g| {
+            rocgate_node::facts::bad_page_threshold::driver_disables_retirement(g.device_id)
+        })
 }
 
 fn amdgpu_parameters(ctx: &NodeContext, _: Scope) -> Outcome {
