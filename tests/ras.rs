@@ -299,3 +299,24 @@ fn a_block_counted_by_both_file_names_is_counted_once() {
     assert_eq!(gpu1["properties"]["ras_ce"], "6", "{gpu1}");
     let _ = result(&json, "gpu1.amdgpu.ras_bad_pages");
 }
+
+#[test]
+fn a_cut_list_whose_lower_bound_is_past_the_default_fails_naming_the_bound() {
+    let n = node("mi300x-8");
+    // Past the 1 MiB rocgate reads: the whole records read are a lower bound.
+    let line = "0x00012345 : 0x00001000 : R\n";
+    fs::write(
+        n.root
+            .join(format!("{PCI}/0000:46:00.0/ras/gpu_vram_bad_pages")),
+        line.repeat(60_000),
+    )
+    .unwrap();
+    let (_, _, json, _) = run(&n.root, &[]);
+    let v = result_with_finding(
+        &json,
+        "gpu2.amdgpu.ras_bad_pages",
+        "ras-bad-pages-past-threshold",
+    );
+    assert!(text(&v["message"]).contains("at least 37449"), "{v}");
+    assert_eq!(v["facts"]["ras_bad_pages"], "at least 37449", "{v}");
+}
