@@ -190,7 +190,7 @@ pub mod codes {
             "the GPU counted uncorrectable (UE) RAS errors or consumed poisoned data: its results cannot be trusted",
             "drain the GPU; read its counters (`grep . /sys/bus/pci/devices/<address>/ras/*`, `amd-smi metric --ecc`) and `dmesg | grep -i -e uncorrectable -e poison`; a reboot clears the counters, not the fault: if uncorrectable errors return, follow AMD's Service Action Guide and RMA the GPU";
         RAS_BAD_PAGES = "ras-bad-pages", [AMDGPU], Warn, Hardware,
-            "the GPU has retired VRAM pages near or past the driver's bad-page threshold (amdgpu.bad_page_threshold), past which the driver marks it bad",
+            "the GPU has retired VRAM pages near the driver's bad-page threshold (amdgpu.bad_page_threshold; by default 128 pages on MI210/MI250/MI300X, 256 on MP0 13.0.14), past which the driver asks for AMD's Service Action Guide (and, for a threshold the user set, marks the GPU bad)",
             "plan to replace the GPU (AMD's Service Action Guide); the retired pages are listed in /sys/bus/pci/devices/<address>/ras/gpu_vram_bad_pages and `amd-smi bad-pages`; raising the threshold only postpones it";
         GPU_AT_LIMIT_IDLE = "gpu-at-limit-idle", [AMDGPU], Warn, Hardware,
             "before rocgate loaded it, the GPU was within 5 °C of a temperature limit or at 95% of its power cap",
@@ -441,6 +441,9 @@ pub mod codes {
         INTERNAL_ERROR = "internal-error", [], Fail, Internal,
             "rocgate reached a state it should not (a planning defect)",
             "report this as a rocgate bug, with the output of `rocgate inventory --json`";
+        RAS_BAD_PAGES_PAST_THRESHOLD = "ras-bad-pages-past-threshold", [AMDGPU], Fail, Hardware,
+            "the GPU has retired more VRAM pages than the driver's bad-page threshold: with the default (-1) or -2 amdgpu prints \"reaches threshold value\" and asks for AMD's Service Action Guide while it keeps the GPU running; with a threshold the user set it marks the GPU bad (RMA) and will not run it after the next driver load",
+            "take the GPU out of service and follow AMD's Service Action Guide (RMA); the retired pages are listed in /sys/bus/pci/devices/<address>/ras/gpu_vram_bad_pages and `amd-smi bad-pages`, and `dmesg | grep -i threshold` shows the driver's message; raising amdgpu.bad_page_threshold only hides it";
     }
 }
 

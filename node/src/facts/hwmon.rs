@@ -49,7 +49,12 @@ pub enum Quantity {
     /// zero.
     Temperature,
     /// A temperature limit (`temp*_crit`, `temp*_emergency`), also `%d`;
-    /// 0 or below is no limit (what a driver without one leaves).
+    /// 0 or below is no limit: what a driver without one leaves, and what
+    /// an MI300 shows under SR-IOV or with PMFW older than 85.69, whose SMU
+    /// lacks the CTF_LIMIT capability (smu_v13_0_6_ppt.c,
+    /// `smu_v13_0_6_get_thermal_temperature_range` leaves the range at 0),
+    /// so that amdgpu_pm.c's `amdgpu_hwmon_show_temp_thresh` and
+    /// `amdgpu_hwmon_show_temp_emergency` print 0.
     TemperatureLimit,
     /// Power or a power cap: an `unsigned int` of microwatts
     /// (`amdgpu_hwmon_get_power`, `amdgpu_hwmon_show_power_cap_generic`);

@@ -246,6 +246,42 @@ pub fn firmware_events(lines: &[String]) -> Vec<FirmwareEvent> {
     events
 }
 
+/// An uncorrectable UMC (VRAM) error that reached amdgpu through the CPU's
+/// machine-check path rather than a RAS counter: on GPUs attached to the
+/// CPU over XGMI (MI250X in CPU-attached systems) the error is an x86 MCE,
+/// which amdgpu's MCE notifier prints as "Uncorrectable error detected in
+/// UMC inst: %d, chan_idx: %d" with `dev_info` (amdgpu_ras.c,
+/// `amdgpu_bad_page_notifier`; registered for Aldebaran connected to the
+/// CPU in `amdgpu_ras_recovery_init`). No `umc_err_count` counts it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UmcMceError {
+    /// The log line.
+    pub line: String,
+    /// The GPU the line names (`dev_info` prefixes the device, `amdgpu
+    /// 0000:c1:00.0: `); `None` when the line names none, so it concerns
+    /// the node, not one GPU.
+    pub address: Option<String>,
+}
+
+/// Every uncorrectable UMC error the MCE path printed in `lines`.
+pub fn umc_mce_errors(lines: &[String]) -> Vec<UmcMceError> {
+    lines
+        .iter()
+        .filter(|l| {
+            l.to_ascii_lowercase()
+                .contains("uncorrectable error detected in umc inst")
+        })
+        .map(|l| UmcMceError {
+            line: l.trim().to_string(),
+            address: ADDRESS
+                .as_ref()
+                .and_then(|re| re.captures(l))
+                .and_then(|c| c.get(1))
+                .map(|m| m.as_str().to_ascii_lowercase()),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,11 +339,26 @@ mod tests {
         assert_eq!(parse_kmsg_record("garbage"), None);
     }
 
+    #[test]
+    fn mce_umc_errors_are_attributed_to_the_gpu_the_line_names() {
+        let log = lines(
+            "[ 9120.000001] mce: [Hardware Error]: Machine check events logged\n\
+             [ 9120.000210] amdgpu 0000:C1:00.0: amdgpu: Uncorrectable error detected in UMC inst: 2, chan_idx: 5\n\
+             [ 9121.000000] Uncorrectable error detected in UMC inst: 0, chan_idx: 1\n\
+             [ 9122.000000] amdgpu 0000:c1:00.0: amdgpu: 3 correctable hardware errors detected in umc block\n",
+        );
+        let got = umc_mce_errors(&log);
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].address.as_deref(), Some("0000:c1:00.0"));
+        assert_eq!(got[1].address, None);
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,400}") {
             let l = lines(&s);
             let _ = firmware_events(&l);
+            let _ = umc_mce_errors(&l);
             let _ = current_boot(&s);
             let _ = parse_kmsg_record(&s);
         }

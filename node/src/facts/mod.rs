@@ -4,6 +4,7 @@
 
 pub mod access;
 pub mod acs;
+pub mod bad_page_threshold;
 pub mod blacklist;
 pub mod capture;
 pub mod container;

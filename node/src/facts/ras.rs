@@ -15,6 +15,13 @@
 //!   (`amdgpu_ras_sysfs_badpages_read`);
 //! - `features`: `feature mask: 0x%x` (the blocks RAS is enabled for).
 //!
+//! A block may be counted by both names: a 2026 series returns ACA GPUs to
+//! `<block>_err_count` while kernels in between keep `aca_<block>` beside
+//! it, and both print the same counters of the same block. They are one
+//! block, never summed: each counter keeps the greater of the two values
+//! ([`merge_blocks`]), so a file that lags cannot hide an error and the
+//! same error is not counted twice.
+//!
 //! A GPU without RAS (consumer GPUs, RAS disabled) has no `ras/` directory.
 //! These are read by the checks, under their timeouts, not at discovery.
 
@@ -189,7 +196,32 @@ pub fn read(sysroot: &Sysroot, address: &str) -> Result<Option<Ras>, ReadError> 
             break;
         }
     }
+    ras.blocks = merge_blocks(std::mem::take(&mut ras.blocks));
     Ok(Some(ras))
+}
+
+/// One count per block: a block that more than one file counts (`aca_umc`
+/// and `umc_err_count`) keeps, per counter, the greater value, never the
+/// sum; the two files print the same counters (amdgpu_aca.c
+/// `aca_sysfs_read`, amdgpu_ras.c `amdgpu_ras_sysfs_read`). The first
+/// file's position is kept.
+pub fn merge_blocks(blocks: Vec<BlockCount>) -> Vec<BlockCount> {
+    let mut merged: Vec<BlockCount> = Vec::with_capacity(blocks.len());
+    for b in blocks {
+        match merged.iter_mut().find(|m| m.block == b.block) {
+            Some(m) => {
+                m.ue = m.ue.max(b.ue);
+                m.ce = m.ce.max(b.ce);
+                m.de = match (m.de, b.de) {
+                    (Some(x), Some(y)) => Some(x.max(y)),
+                    (x, y) => x.or(y),
+                };
+                m.repeated.extend(b.repeated);
+            }
+            None => merged.push(b),
+        }
+    }
+    merged
 }
 
 /// Reads `gpu_vram_bad_pages` at `path`, whole and well formed, or says why
@@ -453,7 +485,42 @@ mod tests {
         assert!(unread.why.contains("1 MiB"), "{}", unread.why);
     }
 
+    #[test]
+    fn a_block_counted_by_both_names_is_one_block_with_the_greater_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Sysroot::at(dir.path());
+        let ras = dir.path().join("sys/bus/pci/devices/0000:05:00.0/ras");
+        std::fs::create_dir_all(&ras).unwrap();
+        std::fs::write(ras.join("aca_umc"), "ue: 2\nce: 7\nde: 1\n").unwrap();
+        std::fs::write(ras.join("umc_err_count"), "ue: 2\nce: 9\n").unwrap();
+        std::fs::write(ras.join("aca_gfx"), "ue: 0\nce: 0\nde: 0\n").unwrap();
+        let got = read(&root, "0000:05:00.0").unwrap().unwrap();
+        assert_eq!(got.blocks.len(), 2, "{:?}", got.blocks);
+        assert_eq!(got.total_ue(), 2);
+        assert_eq!(got.total_ce(), 9);
+        let umc = got.blocks.iter().find(|b| b.block == "umc").unwrap();
+        assert_eq!(umc.de, Some(1));
+    }
+
     proptest! {
+        #[test]
+        fn merged_blocks_are_unique_and_never_below_any_file(
+            counts in proptest::collection::vec((0..3usize, any::<u32>(), any::<u32>()), 0..8)
+        ) {
+            let names = ["umc", "gfx", "sdma"];
+            let blocks: Vec<BlockCount> = counts.iter().map(|&(n, ue, ce)| BlockCount {
+                block: names[n].into(), ue: ue.into(), ce: ce.into(), de: None, repeated: Vec::new(),
+            }).collect();
+            let merged = merge_blocks(blocks.clone());
+            for b in &blocks {
+                let m: Vec<_> = merged.iter().filter(|m| m.block == b.block).collect();
+                prop_assert_eq!(m.len(), 1);
+                prop_assert!(m[0].ue >= b.ue && m[0].ce >= b.ce);
+            }
+            let max_ue = blocks.iter().map(|b| b.ue).max().unwrap_or(0);
+            prop_assert!(merged.iter().all(|m| m.ue <= max_ue));
+        }
+
         #[test]
         fn no_input_panics_the_parsers(text in "\\PC*") {
             let _ = parse_count("umc", &text);

@@ -9,7 +9,9 @@ use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, SkipReason, Verdict};
 use rocgate_node::facts::NodeFacts;
+use rocgate_node::facts::bad_page_threshold::{self, Known};
 use rocgate_node::facts::hwmon;
+use rocgate_node::facts::kernel_log;
 use rocgate_node::facts::ras::{self, Ras};
 
 /// The GPU-health checks of the amdgpu layer.
@@ -114,12 +116,36 @@ const UE_LOG: &[&str] = &[
     "poison is consumed",
 ];
 
+/// Uncorrectable UMC errors that came through the CPU's machine-check path
+/// (kernel_log::umc_mce_errors): the lines naming `address`, and those
+/// naming no GPU, which concern the whole node (any of its GPUs may hold
+/// the error).
+fn mce_umc_lines(facts: &NodeFacts, address: &str) -> (Vec<String>, Vec<String>) {
+    let Ok(log) = facts.kernel_log() else {
+        return (Vec::new(), Vec::new());
+    };
+    let (mut named, mut unnamed) = (Vec::new(), Vec::new());
+    for e in kernel_log::umc_mce_errors(&log.lines) {
+        match e.address.as_deref() {
+            Some(a) if a == address.to_ascii_lowercase() => named.push(e.line),
+            Some(_) => {}
+            None => unnamed.push(e.line),
+        }
+    }
+    (named, unnamed)
+}
+
 fn ras_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gpu = ctx.gpu(scope)?;
     let address = gpu.physical_address();
     // The kernel log is a fact of its own: its uncorrectable errors count
-    // even when the counters cannot be read.
-    let logged = log_lines(&ctx.facts, address, UE_LOG);
+    // even when the counters cannot be read. On a GPU attached to the CPU,
+    // UMC errors come through the CPU's MCA and only the log tells.
+    let mut logged = log_lines(&ctx.facts, address, UE_LOG);
+    let (mce_named, mce_unnamed) = mce_umc_lines(&ctx.facts, address);
+    logged.extend(mce_named);
+    let node_wide = logged.is_empty() && !mce_unnamed.is_empty();
+    logged.extend(mce_unnamed);
     let found = match ras_of(ctx, address) {
         Ok(found) => found,
         Err(skip) if logged.is_empty() => return Err(skip),
@@ -146,7 +172,12 @@ fn ras_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
         .map(|b| format!("{}: {} uncorrectable", b.block, b.ue))
         .collect();
     if !bad.is_empty() || !logged.is_empty() {
-        let mut what = if bad.is_empty() {
+        let mut what = if bad.is_empty() && node_wide {
+            format!(
+                "the kernel log reports an uncorrectable UMC error from the CPU's machine-check path that names no GPU, so it may be this one: {}",
+                logged[0]
+            )
+        } else if bad.is_empty() {
             format!("the kernel log reports uncorrectable errors: {}", logged[0])
         } else {
             format!("RAS counts {}", bad.join(", "))
@@ -189,20 +220,47 @@ const NEAR_THRESHOLD: f64 = 0.9;
 /// threshold value", "in BAD status").
 const THRESHOLD_LOG: &[&str] = &["threshold", "bad status"];
 
+/// What it prints only past the threshold: "Saved bad pages %d reaches
+/// threshold value %d" (`amdgpu_ras_eeprom_update_header`), "RAS
+/// records:%d exceed threshold:%d" (`amdgpu_ras_eeprom_check_err_threshold`)
+/// and, before 2025, "This GPU is in BAD status".
+const PAST_THRESHOLD_LOG: &[&str] = &["reaches threshold value", "exceed threshold", "bad status"];
+
 fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gpu = ctx.gpu(scope)?;
     let address = gpu.physical_address();
+    // On the MI300A the driver turns retirement off itself: there is no
+    // threshold to be near, and nothing the user could set.
+    if bad_page_threshold::driver_disables_retirement(gpu.device_id) {
+        return Err(Verdict::not_applicable(format!(
+            "{address} is an MI300A: amdgpu turns bad-page retirement off on this APU itself (amdgpu_ras_check_supported: \"bad page feature is not applicable to specific app platform\")"
+        )));
+    }
     let found = ras_of(ctx, address)?;
-    let param = amdgpu_parameter(ctx, "bad_page_threshold");
+    // KFD's VRAM is the partition's on a partitioned GPU: only the whole
+    // GPU's counts for the -2 formula.
+    let kfd_vram = gpu
+        .kfd
+        .as_ref()
+        .filter(|_| gpu.partition_mode().is_none_or(|m| m == "SPX"))
+        .and_then(|k| k.vram_bytes());
+    let inputs = bad_page_threshold::inputs(
+        &ctx.facts.sysroot,
+        address,
+        ctx.facts.drm.card_by_device.get(address).copied(),
+        gpu.device_id,
+        kfd_vram,
+    );
+    let known = bad_page_threshold::derive(&inputs);
     // A list that is there but did not read whole gives only a lower bound:
     // it still fails when that bound is at the threshold, and otherwise
     // cannot be verified.
     let (count, unread) = match (&found.bad_pages, &found.bad_pages_unread) {
-        (Some(pages), _) => (pages.len(), None),
-        (None, Some(unread)) => (unread.valid, Some(unread.why.as_str())),
+        (Some(pages), _) => (pages.len() as u64, None),
+        (None, Some(unread)) => (unread.valid as u64, Some(unread.why.as_str())),
         (None, None) => {
-            return Err(match param {
-                Some(0) => Verdict::unverifiable(format!(
+            return Err(match known {
+                Known::Off => Verdict::unverifiable(format!(
                     "{address} retires no pages: amdgpu.bad_page_threshold=0 turned page retirement off"
                 )),
                 _ => Verdict::not_applicable(format!(
@@ -211,36 +269,74 @@ fn ras_bad_pages(ctx: &NodeContext, scope: Scope) -> Outcome {
             });
         }
     };
-    // A positive threshold is the user's; a negative one the driver
-    // derives, and how changed across kernels (-1 was 1 page per 100 MiB
-    // of VRAM up to the EEPROM's record limit; 2025 kernels take a default
-    // from the reserved VRAM), so only its own log says how near it is.
-    let (threshold, how) = match param {
-        Some(t) if t > 0 => (Some(t as u64), format!("bad_page_threshold={t}")),
-        Some(t) => (
+    let (threshold, how) = match &known {
+        Known::Threshold(t) => (Some(t), t.how.clone()),
+        Known::Off => (
             None,
-            format!("bad_page_threshold={t}: the driver derives the threshold"),
+            "bad_page_threshold=0: page retirement is off".to_string(),
         ),
-        None => (None, "bad_page_threshold unreadable".to_string()),
+        Known::Unknown(why) => (None, why.clone()),
     };
     let logged = log_lines(&ctx.facts, address, THRESHOLD_LOG);
-    let near = threshold.is_some_and(|t| count as f64 >= NEAR_THRESHOLD * t as f64);
+    let logged_past = logged.iter().any(|l| {
+        let l = l.to_ascii_lowercase();
+        PAST_THRESHOLD_LOG.iter().any(|n| l.contains(n))
+    });
+    // The driver acts past the count, not at it (`ras_num_bad_pages >
+    // bad_page_cnt_threshold`).
+    let past = threshold.is_some_and(|t| count > t.pages) || logged_past;
+    let near = threshold.is_some_and(|t| count as f64 >= NEAR_THRESHOLD * t.pages as f64);
     let at_least = if unread.is_some() { "at least " } else { "" };
-    if let Some(why) = unread.filter(|_| !near && logged.is_empty()) {
+    if let Some(why) = unread.filter(|_| !near && !past && logged.is_empty()) {
         return Err(Verdict::unverifiable(why.to_string()));
     }
-    let v = if near || !logged.is_empty() {
-        Verdict::found(codes::RAS_BAD_PAGES.finding(format!(
-            "{}: {at_least}{count} retired VRAM pages ({how}){}",
+    let log_note = logged
+        .first()
+        .map(|l| format!("; kernel log: {l}"))
+        .unwrap_or_default();
+    let v = if past {
+        let (of, does) = match threshold {
+            Some(t) if t.marks_bad => (
+                format!(" of a threshold of {}", t.pages),
+                "the driver marks the GPU bad (RMA) past it",
+            ),
+            Some(t) => (
+                format!(" of a threshold of {}", t.pages),
+                "the driver keeps the GPU running past it and asks for AMD's Service Action Guide",
+            ),
+            None => (String::new(), "the driver reports the threshold reached"),
+        };
+        Verdict::found(codes::RAS_BAD_PAGES_PAST_THRESHOLD.finding(format!(
+            "{}: {at_least}{count} retired VRAM pages{of}, past it ({how}): {does}{log_note}",
             gpu.label(),
-            logged
-                .first()
-                .map(|l| format!("; kernel log: {l}"))
-                .unwrap_or_default()
         )))
         .with_output(logged.join("\n"))
+    } else if near || !logged.is_empty() {
+        let of = threshold
+            .map(|t| format!(" of a threshold of {}", t.pages))
+            .unwrap_or_default();
+        Verdict::found(codes::RAS_BAD_PAGES.finding(format!(
+            "{}: {at_least}{count} retired VRAM pages{of} ({how}){log_note}",
+            gpu.label(),
+        )))
+        .with_output(logged.join("\n"))
+    } else if let Some(t) = threshold {
+        Verdict::pass(format!(
+            "{count} retired VRAM pages of a threshold of {} ({how})",
+            t.pages
+        ))
+    } else if count == 0 {
+        Verdict::pass(format!("no retired VRAM pages ({how})"))
     } else {
-        Verdict::pass(format!("{count} retired VRAM pages ({how})"))
+        // Pages, but nothing to hold them against: the kernel log's
+        // threshold lines are printed once and rotate out of /dev/kmsg.
+        return Err(Verdict::unverifiable(format!(
+            "{count} retired VRAM pages and no threshold to judge them against ({how}); the kernel log has no threshold message"
+        )));
+    };
+    let v = match threshold {
+        Some(t) => v.with_fact("ras_bad_page_threshold", t.pages.to_string()),
+        None => v,
     };
     // A lower bound is no count to compare across runs.
     if unread.is_some() {
@@ -265,7 +361,15 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
     let mut hot = Vec::new();
     let mut shown = Vec::new();
     let mut metrics = Vec::new();
+    // Sensors with no limit to judge them by: the reader drops limits of 0
+    // or below, which an MI300 gives under SR-IOV or with PMFW older than
+    // 85.69 (no CTF_LIMIT capability, smu_v13_0_6_ppt.c; amdgpu_pm.c
+    // `amdgpu_hwmon_show_temp_thresh` then shows 0).
+    let mut unlimited = Vec::new();
     for t in &sensors.temperatures {
+        if t.crit.is_none() && t.emergency.is_none() {
+            unlimited.push(t.label.clone());
+        }
         shown.push(format!("{} {:.0} °C", t.label, t.celsius));
         metrics.push((format!("temp_{}", t.label), t.celsius, "°C"));
         if let Some((limit, name)) = t
@@ -308,8 +412,27 @@ fn thermals(ctx: &NodeContext, scope: Scope) -> Outcome {
             sensors.dir
         )));
     }
+    let judged_power = sensors.power.is_some() && sensors.power_cap.is_some();
+    if hot.is_empty()
+        && !unlimited.is_empty()
+        && unlimited.len() == sensors.temperatures.len()
+        && !judged_power
+    {
+        return Err(Verdict::unverifiable(format!(
+            "{}: {}; no temperature has a limit (temp*_crit and temp*_emergency absent or 0, as an MI300 under SR-IOV or with PMFW older than 85.69 shows them) and there is no power cap, so nothing was judged",
+            sensors.dir,
+            shown.join(", ")
+        )));
+    }
     let v = if hot.is_empty() {
-        Verdict::pass(shown.join(", "))
+        let mut message = shown.join(", ");
+        if !unlimited.is_empty() {
+            message.push_str(&format!(
+                "; not judged, no limit exposed (temp*_crit and temp*_emergency absent or 0, as an MI300 under SR-IOV or with PMFW older than 85.69 shows them): {}",
+                unlimited.join(", ")
+            ));
+        }
+        Verdict::pass(message)
     } else {
         let mut message = format!(
             "{} before rocgate loaded it: {}",
@@ -384,7 +507,7 @@ mod tests {
             ras_bad_pages,
             Scope::Gpu(5),
             codes::RAS_BAD_PAGES,
-            "470 retired VRAM pages (bad_page_threshold=512)",
+            "470 retired VRAM pages of a threshold of 512 (bad_page_threshold=512)",
         );
         fails_saying(
             "gpu-hot-idle",

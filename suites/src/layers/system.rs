@@ -145,6 +145,17 @@ const WEAKENING: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Whether amdgpu itself set `bad_page_threshold` to 0: it does on the
+/// MI300A (amdgpu_ras.c, `amdgpu_ras_check_supported`: "bad page feature is
+/// not applicable to specific app platform"), for the whole module, so a
+/// node whose GPUs are all MI300As shows 0 that nobody set.
+fn set_by_the_driver(ctx: &NodeContext) -> bool {
+    !ctx.facts.gpus.is_empty()
+        && ctx.facts.gpus.iter().all(|g| {
+            rocgate_node::facts::bad_page_threshold::driver_disables_retirement(g.device_id)
+        })
+}
+
 fn amdgpu_parameters(ctx: &NodeContext, _: Scope) -> Outcome {
     let dir = "/sys/module/amdgpu/parameters";
     if !ctx.facts.sysroot.exists(dir) {
@@ -157,6 +168,12 @@ fn amdgpu_parameters(ctx: &NodeContext, _: Scope) -> Outcome {
             continue;
         };
         if text.trim() == *value {
+            // On the MI300A amdgpu sets bad_page_threshold=0 itself, and
+            // the parameter shows that variable: nobody set it, and no
+            // setting brings retirement back there.
+            if *name == "bad_page_threshold" && set_by_the_driver(ctx) {
+                continue;
+            }
             set.push(format!("amdgpu.{name}={value} ({meaning})"));
         }
     }
