@@ -276,18 +276,22 @@ fn retired_pages_read_whole_through_sysfs_and_cross_the_threshold() -> Outcome {
     // A threshold 128 crosses (the variant: not the 470 alone).
     let plain = retired_pages_node(100);
     let fused = mount_sysfs(&plain.root, &Faults::none());
-    let (_, stdout, json, _) = run(&fused.root, &["--no-gate"]);
+    let (code, stdout, json, _) = run(&fused.root, &["--no-gate"]);
     check(
-        stdout.contains("128 retired VRAM pages (bad_page_threshold=100)"),
+        stdout.contains("128 retired VRAM pages of a threshold of 100, past it"),
         format!("gpu1's 128 pages are past the threshold: {stdout}"),
     )?;
     for i in [1, 2] {
         let r = result(&json, &format!("gpu{i}.amdgpu.ras_bad_pages"));
         check(
-            r["finding"]["code"] == "ras-bad-pages",
+            r["finding"]["code"] == "ras-bad-pages-past-threshold" && r["status"] == "fail",
             format!("gpu{i} is past the threshold of 100: {r}"),
         )?;
     }
+    check(
+        code == 1,
+        format!("a GPU past its threshold makes the run red: exit {code}"),
+    )?;
     check(
         result(&json, "gpu0.amdgpu.ras_bad_pages")["status"] == "pass",
         "3 pages stay below 100",
