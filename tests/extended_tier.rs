@@ -381,3 +381,90 @@ fn a_host_link_below_its_floor_fails_that_direction_of_that_gpu_only() {
         "{r}"
     );
 }
+
+/// Keeps this machine's CPUs busy (a thread per CPU and one more, spinning)
+/// until dropped: a CI host loaded by other jobs.
+struct CpuLoad {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl CpuLoad {
+    fn start() -> CpuLoad {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let threads = (0..=cpus)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    let mut x = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                    }
+                })
+            })
+            .collect();
+        CpuLoad { stop, threads }
+    }
+}
+
+impl Drop for CpuLoad {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The GEMM rate of `dt` (`fp16`) in a `rocblas.gemm_throughput` result.
+#[track_caller]
+fn gemm_rate(r: &Value, dt: &str) -> f64 {
+    metric(r, &format!("gemm_tflops.{dt}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn gemm_rates_are_read_on_the_gpus_clock_even_on_a_loaded_host() {
+    // gpu0's GEMMs at 800 TFLOP/s, gpu1's at 500: under MI300X's fp16
+    // (639 - 5%) and bf16 (581 - 5%) floors, above its fp32 and fp64 ones.
+    // The host is kept busy meanwhile: its late wake-ups are not the GPU's,
+    // so each rate is the modelled one to 1%.
+    let load = CpuLoad::start();
+    let (code, stdout, json, _) = FakeRun::scenario("mi300x-8")
+        .args(&[
+            "--tier",
+            "extended",
+            "--gpus",
+            "0,1",
+            "--only",
+            "rocblas::gemm_throughput",
+        ])
+        .env("ROCGATE_FAKE_GEMM_TFLOPS", "800;gpu1=500")
+        .run();
+    drop(load);
+    assert_eq!(code, 1, "{stdout}");
+    let within = |got: f64, want: f64| (got - want).abs() <= want * 0.01;
+    let r = result_with_status(&json, "gpu0.rocblas.gemm_throughput", "pass");
+    for dt in ["fp64", "fp32", "fp16", "bf16"] {
+        let v = gemm_rate(r, dt);
+        assert!(within(v, 800.0), "{dt} {v}: {r}");
+    }
+    let message = r["message"].as_str().unwrap();
+    assert!(message.contains("timed on the GPU's clock"), "{message}");
+    // gpu1 fails for its fp16 and bf16 rates alone.
+    let r = result_with_finding(&json, "gpu1.rocblas.gemm_throughput", "perf-below-floor");
+    for (dt, below) in [("fp64", false), ("fp32", false), ("fp16", true), ("bf16", true)] {
+        let v = gemm_rate(r, dt);
+        assert!(within(v, 500.0), "{dt} {v}: {r}");
+        let floor = metric(r, &format!("gemm_tflops.{dt}"))["floor"].as_f64().unwrap();
+        assert_eq!(v < floor, below, "{dt} {v} against {floor}: {r}");
+    }
+    let message = r["message"].as_str().unwrap();
+    assert!(
+        message.contains("gemm_tflops.fp16 is 500.0 TFLOP/s, below the floor")
+            && message.contains("timed on the GPU's clock"),
+        "{message}"
+    );
+}
