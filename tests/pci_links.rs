@@ -185,5 +185,8 @@ fn a_gpu_lost_with_its_internal_switch_is_named_by_its_slot_port() {
     );
     // The bridges above each GPU: a root port and the two internal ports.
     let r = result(&json, "node.system.pcie_acs");
-    assert!(text(&r["message"]).contains("none of the 21 bridges"), "{r}");
+    assert!(
+        text(&r["message"]).contains("none of the 21 bridges"),
+        "{r}"
+    );
 }
