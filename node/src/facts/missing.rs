@@ -2,8 +2,10 @@
 //! can name its address rather than "the node".
 //!
 //! A GPU that falls off the bus (a link down, a card that stops
-//! answering) leaves traces: the PCIe port above it stays, with nothing
-//! below it; amdgpu named its address in the kernel log when it probed it
+//! answering) leaves traces: the PCIe port of its slot stays, with nothing
+//! below it (on MI300-class GPUs the slot port is the one above the switch
+//! inside the GPU's package, which goes with the GPU; the GPU sat as many
+//! buses below the port's secondary bus as its present siblings do); amdgpu named its address in the kernel log when it probed it
 //! at boot; the slot's hot-plug controller logs the link going down
 //! (`pciehp_ctrl.c`: `pcieport <port>: pciehp: Slot(%s): Link Down`). The
 //! address of the device below a port is `<domain>:<secondary bus>:00.0`,
@@ -260,5 +262,13 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert_eq!(logged_but_gone(&lines, &scan), ["0000:a6:00.0"]);
+    }
+
+    #[test]
+    fn a_bus_number_is_read_from_an_address() {
+        assert_eq!(bus_of("0000:a6:00.0"), Some(0xa6));
+        assert_eq!(bus_of("10000:e1:00.0"), Some(0xe1));
+        assert_eq!(bus_of("zz"), None);
+        assert_eq!(bus_of("0000:g1:00.0"), None);
     }
 }

@@ -401,6 +401,38 @@ mod tests {
         assert_eq!(pcie_generation(1), None);
     }
 
+    /// Writes scenario `name` and opens it.
+    fn written(name: &str) -> (tempfile::TempDir, Sysroot) {
+        let dir = tempfile::tempdir().unwrap();
+        rocgate_fixtures::scenario(name)
+            .unwrap()
+            .spec
+            .write(dir.path())
+            .unwrap();
+        let root = Sysroot::at(dir.path());
+        (dir, root)
+    }
+
+    #[test]
+    fn the_link_behind_an_internal_switch_is_its_upstream_ports() {
+        let (_dir, root) = written("pcie-link-degraded");
+        let link = physical_link(&root, "0000:26:00.0").unwrap();
+        assert_eq!(link.device, "0000:24:00.0");
+        assert_eq!(link.device_ids, Some((0x1022, 0x1500)));
+        assert_eq!(link.partner.as_deref(), Some("0000:20:01.1"));
+        assert_eq!(link.internal, ["0000:25:00.0"]);
+        assert!(link.through_internal_switch());
+        assert_eq!((link.current_width, link.max_width), (Some(8), Some(16)));
+        assert_eq!(link.slot_limit, None);
+        // A GPU on its root bus is its own link, with no partner.
+        let (_dir, root) = written("mi210-8-two-hives");
+        let link = physical_link(&root, "0000:63:00.0").unwrap();
+        assert_eq!(link.device, "0000:63:00.0");
+        assert_eq!(link.partner, None);
+        assert!(!link.through_internal_switch());
+        assert_eq!(link.max_speed.as_deref(), Some("16.0 GT/s PCIe"));
+    }
+
     proptest! {
         #[test]
         fn link_speed_parser_never_panics_and_reads_back_what_it_printed(s in "\\PC{0,40}", whole in 0u32..1000, tenth in 0u32..10) {
