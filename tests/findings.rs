@@ -69,6 +69,11 @@ fn host_slows_gpu_traffic(root: &Path) {
     .unwrap();
 }
 
+fn iommu_group_blocked(root: &Path) {
+    // gpu2's IOMMU group (the fixtures put GPU n in group 40 + n).
+    fs::write(root.join("sys/kernel/iommu_groups/42/type"), "blocked\n").unwrap();
+}
+
 fn node_breaks(root: &Path) {
     // gpu0 (KFD node 2): its PCI device gone, KFD still lists it.
     fs::remove_file(root.join("sys/bus/pci/devices/0000:05:00.0")).unwrap();
@@ -232,6 +237,12 @@ fn cases() -> Vec<Case> {
             "mi300x-8",
             host_slows_gpu_traffic,
             &["pcie-acs-enabled", "cpu-governor-not-performance"],
+        ),
+        case(
+            "an IOMMU group left blocked",
+            "mi300x-8",
+            iommu_group_blocked,
+            &["iommu-dma-blocked"],
         ),
         case(
             "node breaks",

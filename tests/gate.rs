@@ -148,11 +148,12 @@ fn compare(before: &Path, after: &Path, extra: &[&str]) -> (i32, String) {
 fn compare_follows_gpus_by_pci_address_when_one_falls_off_the_bus() {
     let before = node("mi300x-8");
     // gpu5 (0000:a6:00.0) is gone: what was gpu6 (0000:c6:00.0) is gpu5
-    // now, and its link trained at x8.
+    // now, and its slot link trained at x8 (read at the upstream port of
+    // its internal switch, 0000:c4:00.0).
     let after = node("gpu-count-mismatch");
     let width = after
         .root
-        .join("sys/bus/pci/devices/0000:c6:00.0/current_link_width");
+        .join("sys/bus/pci/devices/0000:c4:00.0/current_link_width");
     assert!(width.exists(), "{}", width.display());
     std::fs::write(&width, "8\n").unwrap();
     let (b, a) = (results_json(&before.root), results_json(&after.root));

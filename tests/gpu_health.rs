@@ -114,12 +114,12 @@ fn bridges_that_redirect_gpu_traffic_are_named_and_a_user_capture_is_unverifiabl
     let message = text(&v["message"]);
     assert!(
         message.contains("at 8 of 24 bridges")
-            && message.contains("0000:e4:00.0 (ReqRedir CmpltRedir on; above 0000:e5:00.0)"),
+            && message.contains("0000:e0:01.1 (ReqRedir CmpltRedir on; above 0000:e5:00.0)"),
         "{message}"
     );
     let next = text(&v["finding"]["next_step"]);
     assert!(
-        next.contains("setpci -s $b ECAP_ACS+0x6.w=0000") && next.contains("0000:04:00.0"),
+        next.contains("setpci -s $b ECAP_ACS+0x6.w=0000") && next.contains("0000:00:01.1"),
         "{next}"
     );
 

@@ -14,11 +14,11 @@ fn healthy_node_passes_with_exit_zero() {
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(json["schema_version"], 1);
     assert_eq!(json["passed"], true);
-    assert!(
-        results(&json)
-            .iter()
-            .all(|r| r["status"] == "pass" || r["status"] == "skipped")
-    );
+    // Only the ACS advisory warns: Linux turns ACS redirect on at boot on
+    // an EPYC host.
+    assert!(results(&json).iter().all(|r| r["status"] == "pass"
+        || r["status"] == "skipped"
+        || (r["status"] == "warn" && r["id"] == "node.system.pcie_acs")));
     assert_eq!(result(&json, "gpu3.kfd.compute_units")["status"], "pass");
     assert!(stdout.contains("PASSED"));
     // One flat suite per scope.

@@ -127,8 +127,11 @@ pub mod codes {
             "an amdgpu module parameter turns off what the GPU-health checks read (amdgpu.ras_enable=0, amdgpu.bad_page_threshold=0)",
             "remove the parameter from the kernel command line and /etc/modprobe.d (`grep -r amdgpu /etc/modprobe.d`), update the initramfs and reboot, so that RAS errors are counted and failing pages retired";
         PCIE_ACS_ENABLED = "pcie-acs-enabled", [SYSTEM], Warn, Configuration,
-            "a PCIe bridge above the GPUs has ACS P2P Request Redirect, Completion Redirect or Egress Control on, which forces peer-to-peer traffic (GPU<->GPU, GPU<->NIC RDMA) up to the root complex; AMD's cluster networking guide says to disable ACS",
-            "clear the ACS Control register of each bridge named: `sudo setpci -s <bdf> ECAP_ACS+0x6.w=0000`, as the disable_acs.sh of AMD's MI300X workload optimization guide does for every device with ACS, or disable ACS in the BIOS; setpci does not survive a reboot, so run it at boot; keep ACS on if the GPUs are passed through to virtual machines";
+            "a PCIe bridge above the GPUs has ACS P2P Request Redirect, Completion Redirect or Egress Control on, which forces peer-to-peer traffic (GPU<->GPU, GPU<->NIC RDMA) up to the root complex; AMD's cluster networking guide says to disable ACS; Linux itself turns the redirects on at boot on every ACS-capable port once an IOMMU driver asks for isolation (the AMD IOMMU does on every EPYC host, with or without iommu=pt), so a stock node shows it",
+            "clear the ACS Control register of each bridge named: `sudo setpci -s <bdf> ECAP_ACS+0x6.w=0000`, as the disable_acs.sh of AMD's MI300X workload optimization guide does for every device with ACS, or disable ACS in the BIOS; setpci does not survive a reboot: to keep the redirects off, boot with `pci=disable_acs_redir=<bdf>[;<bdf>...]` (Linux 4.19 and later) or `pci=config_acs=x0x00xx@<bdf>[;...]` (Linux 6.11 and later) on the kernel command line; keep ACS on if the GPUs are passed through to virtual machines";
+        IOMMU_DMA_BLOCKED = "iommu-dma-blocked", [SYSTEM], Fail, Configuration,
+            "a GPU's IOMMU group is of type `blocked`: the IOMMU lets none of the GPU's DMA through, so the GPU cannot read or write host memory",
+            "read the kernel log for the group's domain (`dmesg | grep -i iommu`); a group is left blocked when its domain could not be set up or an iommufd/VFIO user left it so: unbind the GPU, `echo DMA | sudo tee /sys/kernel/iommu_groups/<n>/type` (or `identity`), bind amdgpu again, or reboot";
         CPU_GOVERNOR_NOT_PERFORMANCE = "cpu-governor-not-performance", [SYSTEM], Warn, Configuration,
             "a CPU's frequency governor is not `performance`: the host side of GPU work (launches, copies, collectives' proxy threads) runs at lowered clocks; AMD's Instinct system optimization guides set only C-states (`cpupower idle-set -d 2`), while AMD's MLPerf Inference v5.1 reproduction sets `cpupower frequency-set -g performance`",
             "`sudo cpupower frequency-set -g performance` (cpupower comes in linux-tools-common on Ubuntu, cpupower on RHEL and SLES), and keep it across reboots with the distribution's service (the cpupower service's GOVERNOR='performance', or tuned's throughput-performance profile)";
@@ -153,6 +156,9 @@ pub mod codes {
         PCIE_LINK_DEGRADED = "pcie-link-degraded", [PCI], Warn, Hardware,
             "the GPU's PCIe link trained narrower than it can run",
             "reseat the GPU or its riser/cable; `sudo lspci -vv -s <address>` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth";
+        PCIE_LINK_SLOW = "pcie-link-slow", [PCI], Warn, Hardware,
+            "the GPU's PCIe link runs slower than both of its ends can (judged, on MI300-class GPUs, on the slot link of the GPU's internal switch); an idle GPU may lower its link speed under PCIe DPM (amdgpu's pcie_dpm, pp_dpm_pcie), so a lower speed at idle can be normal",
+            "check the speed under load (`sudo lspci -vv -s <port>` LnkSta while a copy runs); if it stays low, reseat the GPU or its riser/cable and check the slot's link speed setting in the BIOS (a slot forced to a lower generation)";
         FIRMWARE_LOAD_FAILED = "firmware-load-failed", [FIRMWARE], Fail, Driver,
             "amdgpu abandoned the GPU's init because firmware failed to load, or its compute (MEC) microcode is not loaded",
             "read the GPU's kernel log (`dmesg | grep -i -e psp -e firmware`); reinstall the firmware that matches the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver), update the initramfs and reboot";

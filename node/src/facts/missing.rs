@@ -2,8 +2,10 @@
 //! can name its address rather than "the node".
 //!
 //! A GPU that falls off the bus (a link down, a card that stops
-//! answering) leaves traces: the PCIe port above it stays, with nothing
-//! below it; amdgpu named its address in the kernel log when it probed it
+//! answering) leaves traces: the PCIe port of its slot stays, with nothing
+//! below it (on MI300-class GPUs the slot port is the one above the switch
+//! inside the GPU's package, which goes with the GPU; the GPU sat as many
+//! buses below the port's secondary bus as its present siblings do); amdgpu named its address in the kernel log when it probed it
 //! at boot; the slot's hot-plug controller logs the link going down
 //! (`pciehp_ctrl.c`: `pcieport <port>: pciehp: Slot(%s): Link Down`). The
 //! address of the device below a port is `<domain>:<secondary bus>:00.0`,
@@ -13,7 +15,7 @@
 //! Read only when GPUs are missing: it looks at every PCI function.
 
 use super::acs::bridges_above;
-use super::pci::{PCI_DEVICES, PciScan, is_pci_address, parse_hex};
+use super::pci::{PCI_DEVICES, PciScan, is_pci_address, parse_hex, physical_link};
 use crate::Sysroot;
 use regex::Regex;
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,6 +81,20 @@ fn parent_of(sysroot: &Sysroot, address: &str) -> Option<String> {
     bridges_above(sysroot, address).ok()?.pop()
 }
 
+/// The slot port of a present GPU: the port at the far end of its
+/// physical link, above the switch inside the GPU's package if it has one
+/// (MI300X: `1022:1500` and `1002:1501`, which vanish with the GPU when it
+/// falls off the bus); see [`physical_link`].
+fn slot_port_of(sysroot: &Sysroot, address: &str) -> Option<String> {
+    physical_link(sysroot, address).ok()?.partner
+}
+
+/// The bus number of a `dddd:bb:dd.f` address.
+fn bus_of(address: &str) -> Option<u8> {
+    let bus = address.get(address.len().checked_sub(7)?..address.len().checked_sub(5)?)?;
+    u8::from_str_radix(bus, 16).ok()
+}
+
 /// The places where the GPUs missing from the bus were: ports of the kind
 /// the present GPUs sit below that have nothing below them, and addresses
 /// amdgpu logged this boot that are gone, with what the kernel log says of
@@ -104,12 +120,29 @@ pub fn locate(sysroot: &Sysroot, scan: &PciScan, log: Option<&[String]>) -> Vec<
             .map(|(v, d, _)| (v, d));
         Some(((v, d), above))
     };
-    let slot_ids: BTreeSet<Signature> = scan
-        .gpus
-        .iter()
-        .filter_map(|g| parent_of(sysroot, &g.address))
-        .filter_map(|port| signature(&port))
-        .collect();
+    let secondary = |port: &str| {
+        sysroot
+            .read_text(&format!("{PCI_DEVICES}/{port}/secondary_bus_number"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u8>().ok())
+    };
+    // For each kind of slot port, how many buses below its secondary bus
+    // the present GPUs sit (0 for a GPU in the slot itself, 2 behind an
+    // MI300X's internal switch): where a missing GPU of that slot was.
+    let mut slot_ids: BTreeMap<Signature, u8> = BTreeMap::new();
+    for g in &scan.gpus {
+        let Some(port) = slot_port_of(sysroot, &g.address) else {
+            continue;
+        };
+        let Some(sig) = signature(&port) else {
+            continue;
+        };
+        let depth = match (bus_of(&g.address), secondary(&port)) {
+            (Some(bus), Some(first)) => bus.saturating_sub(first),
+            _ => 0,
+        };
+        slot_ids.entry(sig).or_insert(depth);
+    }
     let all: Vec<String> = sysroot
         .list_dir(PCI_DEVICES)
         .unwrap_or_default()
@@ -140,13 +173,14 @@ pub fn locate(sysroot: &Sysroot, scan: &PciScan, log: Option<&[String]>) -> Vec<
                 continue;
             };
             // A PCI-to-PCI bridge (class 0x0604xx) of the kind GPUs sit below.
-            if class >> 8 != 0x0604 || !signature(port).is_some_and(|s| slot_ids.contains(&s)) {
+            let Some(depth) = signature(port).and_then(|s| slot_ids.get(&s).copied()) else {
+                continue;
+            };
+            if class >> 8 != 0x0604 {
                 continue;
             }
-            let below = sysroot
-                .read_text(&format!("{PCI_DEVICES}/{port}/secondary_bus_number"))
-                .ok()
-                .and_then(|t| t.trim().parse::<u8>().ok())
+            let below = secondary(port)
+                .and_then(|bus| bus.checked_add(depth))
                 .map(|bus| format!("{}:{bus:02x}:00.0", &port[..4]));
             let key = below.clone().unwrap_or_else(|| format!("below {port}"));
             found.insert(
@@ -228,5 +262,13 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert_eq!(logged_but_gone(&lines, &scan), ["0000:a6:00.0"]);
+    }
+
+    #[test]
+    fn a_bus_number_is_read_from_an_address() {
+        assert_eq!(bus_of("0000:a6:00.0"), Some(0xa6));
+        assert_eq!(bus_of("10000:e1:00.0"), Some(0xe1));
+        assert_eq!(bus_of("zz"), None);
+        assert_eq!(bus_of("0000:g1:00.0"), None);
     }
 }

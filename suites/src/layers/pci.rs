@@ -6,7 +6,7 @@ use crate::findings::codes;
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::missing;
-use rocgate_node::facts::pci::PCI_DEVICES;
+use rocgate_node::facts::pci::{self, PCI_DEVICES};
 use rocgate_node::sysroot::ReadErrorKind;
 use std::collections::BTreeMap;
 
@@ -50,7 +50,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "pci::link_width",
                 stack::PCI,
                 ScopeKind::PerGpu,
-                "the PCIe link runs at the device's full width",
+                "the PCIe link to the host (on MI300-class GPUs the slot link of the GPU's internal switch) runs at its full width and speed",
                 link_width,
             )
         },
@@ -277,24 +277,102 @@ fn driver_binding(ctx: &NodeContext, scope: Scope) -> Outcome {
     })
 }
 
+/// Judges the PCIe link the GPU reaches the host through: on MI300-class
+/// GPUs the slot link of the GPU's internal switch, not the GPU function's
+/// own (virtual) link; see [`pci::PhysicalLink`] for how it is found and
+/// which attributes describe it.
 fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
-    let pci = pci_function(ctx.gpu(scope)?)?;
-    let (Some(cur), Some(max)) = (pci.current_link_width, pci.max_link_width) else {
-        return Err(Verdict::unverifiable(match pci.unread.first() {
-            Some(e) => format!("the link width of {} cannot be read: {e}", pci.address),
-            None => format!("{} exposes no link width in sysfs", pci.address),
+    let gpu = pci_function(ctx.gpu(scope)?)?;
+    let link = pci::physical_link(&ctx.facts.sysroot, &gpu.address).map_err(|e| {
+        Verdict::unverifiable(format!(
+            "the PCIe link of {} cannot be found: the bridges above it cannot be read: {e}",
+            gpu.address
+        ))
+    })?;
+    // Which link, said once in every verdict.
+    let at = match (&link.device_ids, &link.partner) {
+        (Some((v, d)), Some(p)) => format!(
+            " (the slot link between {} [{v:04x}:{d:04x}], the upstream port of the GPU's internal switch, and {p}; the GPU's own link to {} is internal)",
+            link.device,
+            link.internal.first().map_or("it", String::as_str)
+        ),
+        (Some((v, d)), None) => format!(
+            " (the link of {} [{v:04x}:{d:04x}], the upstream port of the GPU's internal switch)",
+            link.device
+        ),
+        (None, _) => String::new(),
+    };
+    let (Some(cur), Some(max)) = (link.current_width, link.max_width) else {
+        return Err(Verdict::unverifiable(match link.unread.first() {
+            Some(e) => format!("the link width of {} cannot be read: {e}", link.device),
+            None => format!("{} exposes no link width in sysfs{at}", link.device),
         }));
     };
-    let speed = pci.current_link_speed.as_deref().unwrap_or("speed unknown");
+    let speed = link.current_speed.as_deref().unwrap_or("speed unknown");
+    let cur_mts = link
+        .current_speed
+        .as_deref()
+        .and_then(pci::parse_link_speed);
+    let max_mts = link.max_speed.as_deref().and_then(pci::parse_link_speed);
+    let lspci = link.partner.as_deref().unwrap_or(&link.device);
+    let width = |v: Verdict| {
+        let v = v.with_count("link_width", f64::from(cur), "lanes");
+        match cur_mts {
+            Some(m) => v.with_count("link_speed", f64::from(m) / 1000.0, "GT/s"),
+            None => v,
+        }
+    };
     if cur < max {
-        return Err(Verdict::found(codes::PCIE_LINK_DEGRADED.finding_next(format!("the PCIe link of {} runs at x{cur}, the device supports x{max} ({speed})", pci.address), format!(
-                "reseat the GPU or its riser/cable; `sudo lspci -vv -s {}` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth",
-                pci.address
-            )))
-        .with_count("link_width", f64::from(cur), "lanes"));
+        let slower = match (cur_mts, max_mts) {
+            (Some(c), Some(m)) if c < m => format!(
+                "; it also runs at {speed} of {}",
+                link.max_speed.as_deref().unwrap_or("?")
+            ),
+            _ => String::new(),
+        };
+        return Err(width(Verdict::found(codes::PCIE_LINK_DEGRADED.finding_next(
+            format!(
+                "the PCIe link of {} runs at x{cur}, the link supports x{max} ({speed}){slower}{at}",
+                gpu.address
+            ),
+            format!(
+                "reseat the GPU or its riser/cable; `sudo lspci -vv -s {lspci}` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth"
+            ),
+        ))));
     }
-    let pass = Verdict::pass(format!("x{cur} of x{max}, {speed}"));
-    Ok(pass.with_count("link_width", f64::from(cur), "lanes"))
+    let (Some(c), Some(m)) = (cur_mts, max_mts) else {
+        // sysfs prints "Unknown" for a speed the kernel cannot name
+        // (pci_speed_string, drivers/pci/probe.c).
+        return Err(width(Verdict::unverifiable(format!(
+            "x{cur} of x{max}, but the link speed cannot be judged: {} reads {:?} of {:?}{at}",
+            link.device,
+            link.current_speed.as_deref().unwrap_or("nothing"),
+            link.max_speed.as_deref().unwrap_or("nothing")
+        ))));
+    };
+    let generation =
+        |mts: u32| pci::pcie_generation(mts).map_or_else(String::new, |g| format!(" (Gen{g})"));
+    let max_speed = link.max_speed.as_deref().unwrap_or("?");
+    if c < m {
+        return Err(width(Verdict::found(codes::PCIE_LINK_SLOW.finding_next(
+            format!(
+                "the PCIe link of {} runs at {speed}{}, the link supports {max_speed}{} (x{cur} of x{max}){at}; an idle GPU may lower its link speed under PCIe DPM (amdgpu's pcie_dpm, pp_dpm_pcie), so a lower speed at idle can be normal",
+                gpu.address,
+                generation(c),
+                generation(m)
+            ),
+            format!(
+                "check the speed under load: `sudo lspci -vv -s {lspci}` LnkSta while a host<->device copy runs (and `cat {}/pp_dpm_pcie`); if it stays at {speed}, reseat the GPU or its riser/cable and check the slot's link speed setting in the BIOS (a slot forced to a lower PCIe generation)",
+                gpu.sysfs_dir()
+            ),
+        ))));
+    }
+    let limit = link.slot_limit.as_deref().map_or_else(String::new, |l| {
+        format!("; the port above limits it to {l}")
+    });
+    Ok(width(Verdict::pass(format!(
+        "x{cur} of x{max}, {speed} of {max_speed}{limit}{at}"
+    ))))
 }
 
 #[cfg(test)]
@@ -346,7 +424,7 @@ mod tests {
         );
         assert!(
             v.message
-                .contains("port 0000:a5:00.0 (1000:c030) has no device below it")
+                .contains("port 0000:a0:01.1 (1022:14ab) has no device below it")
         );
         assert!(v.message.contains("Link Down"), "{}", v.message);
         assert_eq!(v.metrics[0].value, 7.0);
@@ -360,7 +438,7 @@ mod tests {
         );
         // With no trace left, the finding says that nothing names it.
         let traceless = node_changed_with("gpu-count-mismatch", options, |root| {
-            std::fs::remove_file(root.join("sys/bus/pci/devices/0000:a5:00.0")).unwrap();
+            std::fs::remove_file(root.join("sys/bus/pci/devices/0000:a0:01.1")).unwrap();
             std::fs::write(root.join("var/log/kern.log"), "").unwrap();
         });
         let v = traceless.verdict(gpu_count, Scope::Node);
@@ -387,6 +465,31 @@ mod tests {
         let v = n.verdict(link_width, n.gpu("0000:26:00.0"));
         assert_eq!(code(&v), Some(codes::PCIE_LINK_DEGRADED.code));
         assert_eq!(v.metrics[0].value, 8.0);
+        assert!(
+            v.message.contains("0000:24:00.0 [1022:1500]"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn a_slow_slot_link_is_its_own_warning() {
+        let n = node("pcie-link-slow");
+        let v = n.verdict(link_width, n.gpu("0000:65:00.0"));
+        assert_eq!(code(&v), Some(codes::PCIE_LINK_SLOW.code));
+        assert_eq!(v.status, rocgate_harness::Status::Warn);
+        assert_eq!(v.metrics[1].value, 2.5);
+        assert!(v.message.contains("PCIe DPM"), "{}", v.message);
+        n.passes(link_width, n.gpu("0000:05:00.0"));
+    }
+
+    #[test]
+    fn a_vendor_id_that_cannot_be_read_above_the_gpu_is_unverifiable() {
+        let n = node_changed_with("mi300x-8", RunOptions::default(), |root| {
+            std::fs::write(root.join("sys/bus/pci/devices/0000:04:00.0/vendor"), "zz\n").unwrap();
+        });
+        let v = n.skips(link_width, n.gpu("0000:05:00.0"), SkipReason::Unverifiable);
+        assert!(v.message.contains("0000:04:00.0/vendor"), "{}", v.message);
     }
 
     #[test]

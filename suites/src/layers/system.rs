@@ -20,7 +20,11 @@
 //! C-states only (`cpupower idle-set -d 2`); AMD's "Reproducing the AMD
 //! Instinct GPUs MLPerf Inference v5.1 Submission"
 //! (rocm.blogs.amd.com/artificial-intelligence/mlperf-inference5.1-repro)
-//! sets `cpupower frequency-set -g performance` with them.
+//! sets `cpupower frequency-set -g performance` with them. On every EPYC
+//! host Linux itself turns ACS redirect on at boot (the AMD IOMMU driver
+//! asks for it: `pci_request_acs()` in drivers/iommu/amd/init.c, applied by
+//! `pci_std_enable_acs` in drivers/pci/pci.c), so a stock node shows the
+//! ACS advisory: a warning, with the kernel parameter that keeps it off.
 
 use super::check;
 use crate::context::NodeContext;
@@ -85,6 +89,30 @@ fn unreadable(e: impl std::fmt::Display) -> Verdict {
     Verdict::unverifiable(e.to_string())
 }
 
+/// What an IOMMU group type means for the GPU in it. The kernel names the
+/// group's default domain (drivers/iommu/iommu.c `iommu_group_show_type`):
+/// `identity` passthrough, `DMA` and `DMA-FQ` translated (strict or with a
+/// flush queue), `unmanaged` a domain a VFIO/iommufd user owns, `blocked`
+/// no DMA at all, `unknown` anything else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupKind {
+    Passthrough,
+    Held,
+    Unknown,
+    Translated,
+    Blocked,
+}
+
+fn group_kind(kind: &str) -> GroupKind {
+    match kind {
+        "identity" => GroupKind::Passthrough,
+        "DMA" | "DMA-FQ" => GroupKind::Translated,
+        "unmanaged" => GroupKind::Held,
+        "blocked" => GroupKind::Blocked,
+        _ => GroupKind::Unknown,
+    }
+}
+
 fn iommu(ctx: &NodeContext, _: Scope) -> Outcome {
     let mut addresses: Vec<&str> = ctx
         .facts
@@ -96,29 +124,58 @@ fn iommu(ctx: &NodeContext, _: Scope) -> Outcome {
     if addresses.is_empty() {
         return Err(Verdict::not_applicable("no GPU to map"));
     }
-    let mut translated = Vec::new();
-    let mut passthrough = 0;
+    let mut by_kind: std::collections::BTreeMap<GroupKind, Vec<String>> = Default::default();
     for address in &addresses {
         match system::iommu_mode(&ctx.facts.sysroot, address).map_err(unreadable)? {
-            IommuMode::Translated(kind) => translated.push(format!("{address} ({kind})")),
-            IommuMode::Passthrough => passthrough += 1,
+            IommuMode::Translated(kind) => by_kind
+                .entry(group_kind(&kind))
+                .or_default()
+                .push(format!("{address} ({kind})")),
+            IommuMode::Passthrough => by_kind
+                .entry(GroupKind::Passthrough)
+                .or_default()
+                .push(format!("{address} (identity)")),
             IommuMode::Off => {}
         }
     }
-    if translated.is_empty() {
-        return Ok(Verdict::pass(match passthrough {
-            0 => "no GPU is in an IOMMU group: the IOMMU is off".to_string(),
-            n => format!("{n} GPUs in passthrough (identity) IOMMU groups"),
-        }));
+    let named = |kind: GroupKind| by_kind.get(&kind).map(|v| super::list(v, 4));
+    let count = |kind: GroupKind| by_kind.get(&kind).map_or(0, Vec::len);
+    // What the GPUs vfio holds are, said in every verdict: the host's DMA
+    // setting is not theirs (pci::driver_binding judges the binding).
+    let held = named(GroupKind::Held).map_or_else(String::new, |h| {
+        format!("; held by vfio (group type unmanaged: a VFIO user, not the host's DMA API, maps their DMA): {h}")
+    });
+    let total = addresses.len();
+    if let Some(blocked) = named(GroupKind::Blocked) {
+        return Ok(Verdict::found(codes::IOMMU_DMA_BLOCKED.finding(format!(
+            "the IOMMU blocks all DMA of {} of {total} GPUs (group type blocked): {blocked}{held}",
+            count(GroupKind::Blocked)
+        ))));
     }
-    Ok(Verdict::found(codes::IOMMU_NOT_PASSTHROUGH.finding(
-        format!(
-            "the IOMMU translates the DMA of {} of {} GPUs: {}",
-            translated.len(),
-            addresses.len(),
-            super::list(&translated, 4)
-        ),
-    )))
+    if let Some(translated) = named(GroupKind::Translated) {
+        return Ok(Verdict::found(codes::IOMMU_NOT_PASSTHROUGH.finding(
+            format!(
+                "the IOMMU translates the DMA of {} of {total} GPUs: {translated}{held}",
+                count(GroupKind::Translated)
+            ),
+        )));
+    }
+    if let Some(unknown) = named(GroupKind::Unknown) {
+        return Err(Verdict::unverifiable(format!(
+            "the kernel names no known IOMMU group type for {} of {total} GPUs: {unknown}{held}",
+            count(GroupKind::Unknown)
+        )));
+    }
+    let passthrough = count(GroupKind::Passthrough);
+    if passthrough == 0 && count(GroupKind::Held) > 0 {
+        return Err(Verdict::not_applicable(format!(
+            "no GPU's DMA is the host's to map{held}"
+        )));
+    }
+    Ok(Verdict::pass(match passthrough {
+        0 => "no GPU is in an IOMMU group: the IOMMU is off".to_string(),
+        n => format!("{n} GPUs in passthrough (identity) IOMMU groups{held}"),
+    }))
 }
 
 fn numa_balancing(ctx: &NodeContext, _: Scope) -> Outcome {
@@ -281,11 +338,46 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
             message.push_str(&format!("; not seen: {}", super::list(&unseen, 4)));
         }
         let addresses: Vec<&str> = redirecting.iter().map(|(b, _, _)| b.as_str()).collect();
+        // Linux turns the redirects on itself at boot: once an IOMMU driver
+        // calls pci_request_acs() (the AMD IOMMU does in detect_ivrs,
+        // drivers/iommu/amd/init.c, iommu=pt or not), pci_enable_acs ->
+        // pci_std_enable_acs (drivers/pci/pci.c) sets SrcValid, ReqRedir,
+        // CmpltRedir and UpstreamFwd on every port that has them. So the
+        // lasting fix is a kernel parameter that pci_enable_acs honours
+        // after that (Documentation/admin-guide/kernel-parameters.txt):
+        // `pci=disable_acs_redir=` clears ReqRedir, CmpltRedir and
+        // EgressCtrl; `pci=config_acs=` takes flags bit 6 (DirectTrans)
+        // down to bit 0 (SrcValid), 'x' unchanged, so `x0x00xx` clears the
+        // same three. A device is a BDF or `pci:<vendor>:<device>`, which
+        // names every port with those ids in one word.
+        let mut ids: Vec<String> = Vec::new();
+        for a in &addresses {
+            if let Ok((v, d)) = rocgate_node::facts::pci::function_ids(&ctx.facts.sysroot, a) {
+                let id = format!("pci:{v:04x}:{d:04x}");
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        let by_ids = if ids.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (or by their ids, every port that has them: `pci=disable_acs_redir={}`)",
+                ids.join(";")
+            )
+        };
         return Ok(Verdict::found(codes::PCIE_ACS_ENABLED.finding_next(
             message,
             format!(
-                "as root: `for b in {}; do setpci -s $b ECAP_ACS+0x6.w=0000; done` (AMD's disable_acs.sh does this for every device with ACS), or disable ACS in the BIOS; setpci does not survive a reboot, so run it at boot; keep ACS on if the GPUs are passed through to virtual machines",
-                addresses.join(" ")
+                "as root: `for b in {}; do setpci -s $b ECAP_ACS+0x6.w=0000; done` (AMD's disable_acs.sh does this for every device with ACS), or disable ACS in the BIOS; setpci does not survive a reboot: to keep the redirects off from boot, add `pci=disable_acs_redir={}`{by_ids} (Linux 4.19 and later) or `pci=config_acs={}` (Linux 6.11 and later) to the kernel command line; keep ACS on if the GPUs are passed through to virtual machines",
+                addresses.join(" "),
+                addresses.join(";"),
+                addresses
+                    .iter()
+                    .map(|a| format!("x0x00xx@{a}"))
+                    .collect::<Vec<_>>()
+                    .join(";")
             ),
         )));
     }
@@ -346,9 +438,29 @@ mod tests {
     use crate::layers::fixture::{code, fails_saying, next_step, node, node_changed};
     use rocgate_harness::SkipReason;
 
+    /// Clears the ACS Control register of every bridge (the fixtures put
+    /// it at 0x16e), as AMD's disable_acs.sh does.
+    fn acs_off(root: &std::path::Path) {
+        for entry in std::fs::read_dir(root.join("sys/bus/pci/devices")).unwrap() {
+            let config = entry.unwrap().path().join("config");
+            if let Ok(mut c) = std::fs::read(&config) {
+                if c.len() > 0x16f {
+                    c[0x16e] = 0;
+                    c[0x16f] = 0;
+                    std::fs::write(&config, c).unwrap();
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_node_set_up_as_amd_says_passes_the_system_layer() {
-        let n = node("mi300x-8");
+        // A stock EPYC node: Linux turned ACS redirect on (a warning).
+        let stock = node("mi300x-8");
+        let v = stock.verdict(pcie_acs, Scope::Node);
+        assert_eq!(code(&v), Some(codes::PCIE_ACS_ENABLED.code));
+        assert_eq!(v.status, rocgate_harness::Status::Warn);
+        let n = node_changed("mi300x-8", acs_off);
         for run in [
             iommu,
             numa_balancing,
@@ -359,8 +471,8 @@ mod tests {
         ] {
             n.passes(run, Scope::Node);
         }
-        // Root ports and switch downstream ports with ACS, upstream ports
-        // without: 24 bridges over 8 GPUs, none redirecting.
+        // Root ports with ACS, the GPUs' internal switch ports without:
+        // 24 bridges over 8 GPUs, none redirecting.
         let v = n.passes(pcie_acs, Scope::Node);
         assert!(
             v.message.contains("none of the 24 bridges"),
@@ -395,7 +507,7 @@ mod tests {
                 "pcie-acs-enabled",
                 pcie_acs,
                 codes::PCIE_ACS_ENABLED,
-                "0000:04:00.0 (ReqRedir CmpltRedir on; above 0000:05:00.0)",
+                "0000:00:01.1 (ReqRedir CmpltRedir on; above 0000:05:00.0)",
             ),
             (
                 "cpu-governor-powersave",
@@ -412,14 +524,16 @@ mod tests {
     #[test]
     fn redirecting_bridges_are_named_with_the_command_that_clears_them() {
         let v = node("pcie-acs-enabled").verdict(pcie_acs, Scope::Node);
-        // The switch downstream ports redirect; the root ports do not.
+        // The root ports redirect; the GPUs' internal ports have no ACS.
         assert!(v.message.contains("at 8 of 24 bridges"), "{}", v.message);
-        assert!(!v.message.contains("0000:00:01.1"), "{}", v.message);
+        assert!(!v.message.contains("0000:04:00.0"), "{}", v.message);
         let next = next_step(&v);
         assert!(
-            next.contains("for b in 0000:04:00.0 0000:25:00.0 ")
+            next.contains("for b in 0000:00:01.1 0000:20:01.1 ")
                 && next.contains("setpci -s $b ECAP_ACS+0x6.w=0000")
-                && next.contains("reboot"),
+                && next.contains("reboot")
+                && next.contains("pci=disable_acs_redir=0000:00:01.1;0000:20:01.1;")
+                && next.contains("pci=disable_acs_redir=pci:1022:14ab"),
             "{next}"
         );
     }
@@ -428,7 +542,7 @@ mod tests {
     fn a_bridge_config_only_root_may_read_is_unverifiable() {
         // What sysfs gives a reader without CAP_SYS_ADMIN: 64 bytes.
         let n = node_changed("pcie-acs-enabled", |root| {
-            for bridge in ["0000:24:00.0", "0000:25:00.0"] {
+            for bridge in ["0000:20:01.1", "0000:25:00.0"] {
                 let config = root.join(format!("sys/bus/pci/devices/{bridge}/config"));
                 let bytes = std::fs::read(&config).unwrap();
                 std::fs::write(&config, &bytes[..64]).unwrap();
@@ -440,11 +554,12 @@ mod tests {
         assert!(v.message.contains("at 7 of 24 bridges"), "{}", v.message);
         assert!(
             v.message
-                .contains("0000:25:00.0 (the kernel gave 64 bytes of its config space"),
+                .contains("0000:20:01.1 (the kernel gave 64 bytes of its config space"),
             "{}",
             v.message
         );
         let n = node_changed("mi300x-8", |root| {
+            acs_off(root);
             let config = root.join("sys/bus/pci/devices/0000:25:00.0/config");
             let bytes = std::fs::read(&config).unwrap();
             std::fs::write(&config, &bytes[..64]).unwrap();
