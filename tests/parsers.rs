@@ -323,8 +323,15 @@ fn a_root_capture_without_a_bridge_config_does_not_ask_for_root() {
     let bridge = target.parent().unwrap();
     fs::write(bridge.join("config"), b"").unwrap();
     let (_, _, json, _) = run(root, &["--no-gate"]);
-    unverifiable(&json, "node.system.pcie_acs", &["capture"]);
-    let (_, m) = status(&json, "node.system.pcie_acs");
+    // The stock node's root ports redirect, as Linux sets them on EPYC
+    // hosts: that finding stands, and the bridge the capture did not store
+    // is named as not seen, blamed on the capture.
+    let (s, m) = status(&json, "node.system.pcie_acs");
+    assert_eq!(s, "warn", "{m}");
+    assert!(
+        m.contains("not seen: ") && m.contains("the capture did not store it"),
+        "{m}"
+    );
     assert!(!m.contains("run rocgate as root"), "{m}");
 }
 

@@ -252,14 +252,8 @@ mod tests {
 
     #[test]
     fn a_reset_of_the_hive_touches_every_gpu_of_it_and_only_those() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("n");
-        rocgate_fixtures::scenario("mi300x-8")
-            .unwrap()
-            .spec
-            .write(&root)
-            .unwrap();
-        let facts = rocgate_node::facts::NodeFacts::discover(rocgate_node::Sysroot::at(&root));
+        let node = crate::layers::fixture::node("mi300x-8");
+        let facts = &node.ctx.facts;
         let gpu = |i: u32| facts.gpu(i).unwrap().physical_address().to_string();
         let begin = format!(
             "[ 9.0] amdgpu {}: amdgpu: GPU reset begin!. Source:  3",

@@ -542,14 +542,8 @@ mod tests {
 
     #[test]
     fn a_visibility_filter_leaves_what_rocr_would_show() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("n");
-        rocgate_fixtures::scenario("mi300x-8")
-            .unwrap()
-            .spec
-            .write(&root)
-            .unwrap();
-        let facts = rocgate_node::facts::NodeFacts::discover(rocgate_node::Sysroot::at(&root));
+        let node = super::super::fixture::node("mi300x-8");
+        let facts = &node.ctx.facts;
         let kfd: Vec<&Gpu> = facts.gpus.iter().filter(|g| g.kfd.is_some()).collect();
         assert_eq!(kfd.len(), 8);
         assert_eq!(rocr_visible(&kfd, "2,3"), 2);

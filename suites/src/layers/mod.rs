@@ -312,7 +312,7 @@ fn list<T: AsRef<str>>(items: &[T], max: usize) -> String {
 /// temporary sysroot and opened in-process, as `rocgate run --sysroot` opens
 /// it, so a check runs on it without a worker or a report.
 #[cfg(test)]
-mod fixture {
+pub(crate) mod fixture {
     use super::Run;
     use crate::context::{NodeContext, RunOptions};
     use crate::findings::Code;
@@ -321,7 +321,7 @@ mod fixture {
     use std::path::Path;
 
     /// A fixture node opened for checking.
-    pub(super) struct Node {
+    pub(crate) struct Node {
         /// What the checks read.
         pub ctx: NodeContext,
         /// Some facts are read on first use, so the sysroot outlives them.
@@ -329,7 +329,7 @@ mod fixture {
     }
 
     /// The fixture `scenario`, opened with the default options.
-    pub(super) fn node(scenario: &str) -> Node {
+    pub(crate) fn node(scenario: &str) -> Node {
         node_with(scenario, RunOptions::default())
     }
 

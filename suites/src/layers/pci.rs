@@ -370,8 +370,11 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
     let limit = link.slot_limit.as_deref().map_or_else(String::new, |l| {
         format!("; the port above limits it to {l}")
     });
+    // Past the two checks above the link runs as wide and as fast as both
+    // its ends allow.
     Ok(width(Verdict::pass(format!(
-        "x{cur} of x{max}, {speed} of {max_speed}{limit}{at}"
+        "x{cur} at {speed}{}, as wide and fast as the link trains{limit}{at}",
+        generation(c)
     ))))
 }
 
