@@ -169,8 +169,9 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
     }
     if !down.is_empty() {
         return Err(Verdict::found(codes::XGMI_LINK_DOWN.finding(format!(
-            "{} GPU pairs of a fully connected XGMI hive have no working direct link (one hop is weight {XGMI_HOP_WEIGHT} with bandwidth): {}",
-            down.len(),
+            "{} of a fully connected XGMI hive {} no working direct link (one hop is weight {XGMI_HOP_WEIGHT} with bandwidth): {}",
+            if down.len() == 1 { "1 GPU pair".to_string() } else { format!("{} GPU pairs", down.len()) },
+            if down.len() == 1 { "has" } else { "have" },
             super::list(&down, 6)
         )))
         .with_output(format!("{}\n{table}", down.join("\n"))));
