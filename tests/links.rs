@@ -94,7 +94,10 @@ fn a_dead_xgmi_link_fails_naming_both_gpus_and_what_kfd_says() {
         let r = result_with_finding(&json, INTERCONNECT, "xgmi-link-down");
         assert_eq!(r["status"], "fail");
         let m = text(&r["finding"]["message"]);
-        assert!(m.starts_with("1 GPU pairs"), "{scenario}: {m}");
+        assert!(
+            m.starts_with("1 GPU pair of a fully connected XGMI hive has no working direct link"),
+            "{scenario}: {m}"
+        );
         assert!(m.contains(pair) && m.contains(seen), "{scenario}: {m}");
         let next = text(&r["finding"]["next_step"]);
         assert!(
