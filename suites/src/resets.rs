@@ -16,6 +16,7 @@
 //! resume, so it is no end.)
 
 use rocgate_node::facts::gpus::Gpu;
+use rocgate_node::facts::kernel_log::line_address;
 
 /// What a reset line says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,26 +60,22 @@ pub fn event(line: &str) -> Option<Event> {
     };
     Some(Event {
         kind,
-        device: line.split_whitespace().find_map(pci_device),
+        device: line_address(line).as_deref().map(device_part),
     })
 }
 
-/// `0000:05:00` of a word that is a PCI address (`0000:05:00.0`, with a
-/// trailing `:` as the log prefix has it).
-fn pci_device(word: &str) -> Option<String> {
-    let word = word.trim_end_matches(':');
-    let (device, function) = word.rsplit_once('.')?;
-    let parts: Vec<&str> = device.split(':').collect();
-    let hex = |s: &str, n: usize| s.len() == n && s.chars().all(|c| c.is_ascii_hexdigit());
-    let ok = matches!(parts.as_slice(), [d, b, s] if hex(d, 4) && hex(b, 2) && hex(s, 2))
-        && function.len() == 1
-        && function.chars().all(|c| c.is_ascii_digit());
-    ok.then(|| device.to_ascii_lowercase())
+/// `0000:05:00` of the address `0000:05:00.0`: a reset is the device's,
+/// whichever function the line names.
+fn device_part(address: &str) -> String {
+    address
+        .rsplit_once('.')
+        .map_or(address, |(device, _)| device)
+        .to_ascii_lowercase()
 }
 
 /// A GPU's PCI device as reset lines name it.
-fn device_of(gpu: &Gpu) -> Option<String> {
-    pci_device(gpu.physical_address())
+fn device_of(gpu: &Gpu) -> String {
+    device_part(gpu.physical_address())
 }
 
 /// Where the log stood: lines after it are new.
@@ -160,13 +157,10 @@ pub fn overlap(lines: &[String], gpus: &[Gpu], set: &[u32]) -> Option<Overlap> {
         let Some(device) = device else {
             return true;
         };
-        gpus.iter()
-            .filter(|g| device_of(g).as_deref() == Some(device))
-            .any(|g| {
-                held.iter()
-                    .any(|h| h.index == g.index || hive(h).is_some_and(|x| Some(x) == hive(g)))
-            })
-            || held.iter().any(|h| device_of(h).as_deref() == Some(device))
+        gpus.iter().filter(|g| device_of(g) == *device).any(|g| {
+            held.iter()
+                .any(|h| h.index == g.index || hive(h).is_some_and(|x| Some(x) == hive(g)))
+        }) || held.iter().any(|h| device_of(h) == *device)
     };
     let events: Vec<Event> = lines
         .iter()

@@ -209,6 +209,17 @@ fn classify(line: &str) -> Option<FirmwareErrorKind> {
     }
 }
 
+/// The PCI address a log line names (`amdgpu 0000:c1:00.0: ...`, as
+/// `dev_info` and friends prefix the device), lower case; `None` when it
+/// names none.
+pub fn line_address(line: &str) -> Option<String> {
+    ADDRESS
+        .as_ref()
+        .and_then(|re| re.captures(line))
+        .and_then(|c| c.get(1))
+        .map(|m| m.as_str().to_ascii_lowercase())
+}
+
 fn is_amdgpu_line(line: &str) -> bool {
     line.contains("amdgpu") || line.contains("[drm") || line.contains("kfd")
 }
@@ -218,11 +229,7 @@ pub fn firmware_events(lines: &[String]) -> Vec<FirmwareEvent> {
     let mut last_address: Option<String> = None;
     let mut events = Vec::new();
     for line in lines {
-        let named = ADDRESS
-            .as_ref()
-            .and_then(|re| re.captures(line))
-            .and_then(|c| c.get(1))
-            .map(|m| m.as_str().to_ascii_lowercase());
+        let named = line_address(line);
         if named.is_some() && is_amdgpu_line(line) {
             last_address.clone_from(&named);
         }
@@ -273,11 +280,7 @@ pub fn umc_mce_errors(lines: &[String]) -> Vec<UmcMceError> {
         })
         .map(|l| UmcMceError {
             line: l.trim().to_string(),
-            address: ADDRESS
-                .as_ref()
-                .and_then(|re| re.captures(l))
-                .and_then(|c| c.get(1))
-                .map(|m| m.as_str().to_ascii_lowercase()),
+            address: line_address(l),
         })
         .collect()
 }
