@@ -77,11 +77,6 @@ impl Code {
     pub fn fail(self, message: impl Into<String>) -> Verdict {
         Verdict::found(self.finding(message))
     }
-
-    /// The verdict of this code with a specific next step.
-    pub fn fail_next(self, message: impl Into<String>, next_step: impl Into<String>) -> Verdict {
-        Verdict::found(self.finding_next(message, next_step))
-    }
 }
 
 /// The entry for `code`, if the catalogue has one.
