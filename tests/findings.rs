@@ -632,13 +632,28 @@ fn gates() -> BTreeMap<&'static str, bool> {
         .collect()
 }
 
+/// Codes a classic break gives beside its diagnosis, which no other case
+/// produces.
+const ALSO_FROM_SCENARIO: &[(&str, &str)] = &[
+    ("amdgpu-blacklisted", "amdgpu-blacklisted"),
+    ("firmware-load-failed", "firmware-load-degraded"),
+];
+
 /// The classic breaks as cases: every broken scenario of the fixture
-/// catalogue must give its diagnosis.
+/// catalogue must give its diagnosis (and the codes of
+/// [`ALSO_FROM_SCENARIO`]).
 fn scenario_cases() -> Vec<Case> {
     rocgate_fixtures::catalogue()
         .into_iter()
         .filter_map(|s| {
             let (code, _) = s.diagnosis?;
+            let mut codes = vec![code];
+            codes.extend(
+                ALSO_FROM_SCENARIO
+                    .iter()
+                    .filter(|(scenario, _)| *scenario == s.name)
+                    .map(|(_, also)| *also),
+            );
             Some(Case {
                 name: s.name,
                 scenario: s.name,
@@ -651,7 +666,7 @@ fn scenario_cases() -> Vec<Case> {
                 } else {
                     &[]
                 },
-                codes: std::slice::from_ref(Box::leak(Box::new(code))),
+                codes: codes.leak(),
             })
         })
         .collect()
