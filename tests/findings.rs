@@ -4,15 +4,23 @@
 //! come from checks that do not gate, codes that stop the stack from checks
 //! that do). The README's list of codes and FINDINGS.md are the catalogue's.
 
+//!
+//! A data-driven harness (`harness = false`): each case is a trial of its
+//! own, named by the codes it must produce, so one runs alone
+//! (`cargo test --test findings pcie-acs-enabled`) and a failure hides no
+//! other case.
+
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
+#[path = "util/mod.rs"]
+mod util;
 
-use common::{TOPO, fake_rocm, node, on_sysroot, remove_io_links, rocgate, set_prop};
+use libtest_mimic::{Arguments, Failed, Trial};
 use rocgate_suites::findings::{self, Severity};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
+use util::{TOPO, fake_rocm, node, on_sysroot, remove_io_links, rocgate, set_prop};
 
 /// Where a test reaches a GPU's sysfs files: through its bus entry, wherever
 /// the device sits below its bridges.
@@ -129,13 +137,7 @@ fn topology_damaged(root: &Path) {
 
 /// KFD node 5's properties do not answer (a FIFO stands for the wedged file).
 fn kfd_file_hangs(root: &Path) {
-    let p = root.join(format!("{TOPO}/5/properties"));
-    fs::remove_file(&p).unwrap();
-    let made = std::process::Command::new("mkfifo")
-        .arg(&p)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    util::wedge(&root.join(format!("{TOPO}/5/properties")));
 }
 
 fn pci_class_garbled(root: &Path) {
@@ -548,7 +550,9 @@ fn reported(json: &serde_json::Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn run_case(c: &Case, seen: &mut BTreeMap<String, String>, gates: &BTreeMap<&str, bool>) {
+/// Runs case `c` and asserts that it reports every code it names, and that
+/// every code it reports is catalogued with the status its severity says.
+fn run_case(c: &Case, gates: &BTreeMap<&str, bool>) {
     let n = node(c.scenario);
     (c.node)(&n.root);
     let json_path = n.root.with_extension("findings.json");
@@ -595,9 +599,6 @@ fn run_case(c: &Case, seen: &mut BTreeMap<String, String>, gates: &BTreeMap<&str
         );
     }
     check_reported(&got, gates, c.name);
-    for (code, _, _) in got {
-        seen.entry(code).or_insert_with(|| c.name.to_string());
-    }
 }
 
 /// Every reported code is in the catalogue, and a result that found
@@ -623,51 +624,121 @@ fn check_reported(got: &[(String, String, String)], gates: &BTreeMap<&str, bool>
     }
 }
 
-#[test]
-fn every_catalogued_code_is_produced_and_every_produced_code_catalogued() {
-    let registry = rocgate_suites::registry();
-    let gates: BTreeMap<&str, bool> = registry.iter().map(|c| (c.id, c.gates)).collect();
-    let mut seen: BTreeMap<String, String> = BTreeMap::new();
-    // The classic breaks: every broken scenario gives its diagnosis.
-    for s in rocgate_fixtures::catalogue() {
-        let Some((code, _)) = s.diagnosis else {
-            continue;
-        };
-        let expect = s.expect_gpus.map(|n| n.to_string());
-        let c = Case {
-            name: s.name,
-            scenario: s.name,
-            node: keep,
-            fake: None,
-            faults: "",
-            env: &[],
-            args: if expect.is_some() {
-                &["--expect-gpus", "8"]
-            } else {
-                &[]
-            },
-            codes: &[],
-        };
-        run_case(&c, &mut seen, &gates);
-        assert!(seen.contains_key(code), "{}: no {code}", s.name);
-    }
-    for c in cases() {
-        run_case(&c, &mut seen, &gates);
-    }
-    seen.entry("internal-error".into())
-        .or_insert_with(worker_internal_error);
-    for (code, _, _) in live_database_not_writable() {
-        seen.entry(code).or_insert_with(|| "the live node".into());
-    }
+/// The check ids of the registry with whether each gates.
+fn gates() -> BTreeMap<&'static str, bool> {
+    rocgate_suites::registry()
+        .iter()
+        .map(|c| (c.id, c.gates))
+        .collect()
+}
+
+/// Codes a classic break gives beside its diagnosis, which no other case
+/// produces.
+const ALSO_FROM_SCENARIO: &[(&str, &str)] = &[
+    ("amdgpu-blacklisted", "amdgpu-blacklisted"),
+    ("firmware-load-failed", "firmware-load-degraded"),
+];
+
+/// The classic breaks as cases: every broken scenario of the fixture
+/// catalogue must give its diagnosis (and the codes of
+/// [`ALSO_FROM_SCENARIO`]).
+fn scenario_cases() -> Vec<Case> {
+    rocgate_fixtures::catalogue()
+        .into_iter()
+        .filter_map(|s| {
+            let (code, _) = s.diagnosis?;
+            let mut codes = vec![code];
+            codes.extend(
+                ALSO_FROM_SCENARIO
+                    .iter()
+                    .filter(|(scenario, _)| *scenario == s.name)
+                    .map(|(_, also)| *also),
+            );
+            Some(Case {
+                name: s.name,
+                scenario: s.name,
+                node: keep,
+                fake: None,
+                faults: "",
+                env: &[],
+                args: if s.expect_gpus.is_some() {
+                    &["--expect-gpus", "8"]
+                } else {
+                    &[]
+                },
+                codes: codes.leak(),
+            })
+        })
+        .collect()
+}
+
+/// A trial's name: the codes its case must produce, then what it breaks,
+/// so a filter naming a code selects the cases that produce it.
+fn trial_name(c: &Case) -> String {
+    let what: String = c
+        .name
+        .chars()
+        .map(|ch| if ch.is_ascii_alphanumeric() { ch } else { '_' })
+        .collect();
+    format!("{}::{what}", c.codes.join("+"))
+}
+
+/// Every catalogued code is named by a case (a scenario's diagnosis, a case
+/// of [`cases`], the worker protocol or the live node), each of whose trials
+/// asserts that it is produced.
+fn every_catalogued_code_has_a_case() -> Result<(), Failed> {
+    let mut named: BTreeSet<&str> = scenario_cases()
+        .iter()
+        .chain(cases().iter())
+        .flat_map(|c| c.codes.iter().copied())
+        .collect();
+    named.extend(["internal-error", "miopen-db-not-writable"]);
     let missing: Vec<&str> = findings::codes::ALL
         .iter()
         .map(|c| c.code)
-        .filter(|c| !seen.contains_key(*c))
+        .filter(|c| !named.contains(*c))
         .collect();
-    assert!(
+    util::check(
         missing.is_empty(),
-        "catalogued but never produced: {missing:?}"
-    );
+        format!("catalogued but produced by no case: {missing:?}"),
+    )
+}
+
+fn main() {
+    let gates: &'static BTreeMap<&str, bool> = Box::leak(Box::new(gates()));
+    let mut trials: Vec<Trial> = scenario_cases()
+        .into_iter()
+        .chain(cases())
+        .map(|c| {
+            Trial::test(trial_name(&c), move || {
+                run_case(&c, gates);
+                Ok(())
+            })
+        })
+        .collect();
+    trials.extend([
+        Trial::test("internal-error::the_worker_protocol", || {
+            worker_internal_error();
+            Ok(())
+        }),
+        Trial::test("miopen-db-not-writable::the_live_node", || {
+            live_database_not_writable();
+            Ok(())
+        }),
+        Trial::test(
+            "every_catalogued_code_has_a_case",
+            every_catalogued_code_has_a_case,
+        ),
+        Trial::test("the_readme_lists_exactly_the_catalogued_codes", || {
+            the_readme_lists_exactly_the_catalogued_codes();
+            Ok(())
+        }),
+        Trial::test("findings_md_is_generated_from_the_catalogue", || {
+            findings_md_is_generated_from_the_catalogue();
+            Ok(())
+        }),
+    ]);
+    libtest_mimic::run(&Arguments::from_args(), trials).exit();
 }
 
 /// A worker asked about a GPU the node does not have reports an internal
@@ -713,7 +784,6 @@ fn live_database_not_writable() -> Vec<(String, String, String)> {
     got
 }
 
-#[test]
 fn the_readme_lists_exactly_the_catalogued_codes() {
     let readme = fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let start = readme
@@ -731,7 +801,6 @@ fn the_readme_lists_exactly_the_catalogued_codes() {
     assert_eq!(listed, catalogued, "README's 'Finding codes:' list");
 }
 
-#[test]
 fn findings_md_is_generated_from_the_catalogue() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/FINDINGS.md");
     let out = rocgate()

@@ -1,0 +1,111 @@
+//! `rocgate doctor` names the right code and layer on every synthetic node.
+
+use crate::util::{doctor, finding_codes, node, on_sysroot, run};
+
+#[test]
+fn every_scenario_gets_its_diagnosis() {
+    for scenario in rocgate_fixtures::catalogue() {
+        let n = node(scenario.name);
+        let expect = scenario.expect_gpus.map(|e| e.to_string());
+        let extra: Vec<&str> = match &expect {
+            Some(e) => vec!["--expect-gpus", e],
+            None => Vec::new(),
+        };
+        let (code_of_exit, doc) = doctor(&n.root, &extra);
+        match scenario.diagnosis {
+            None => {
+                assert_eq!(code_of_exit, Some(0), "{}: {doc:#}", scenario.name);
+                assert_eq!(doc["healthy"], true, "{}", scenario.name);
+                // A healthy node may carry a stock kernel's warnings (ACS
+                // redirect, which Linux turns on at boot on EPYC), no fault.
+                assert!(
+                    doc["findings"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .all(|f| f["severity"] == "warn"),
+                    "{}: {doc:#}",
+                    scenario.name
+                );
+                if doc["findings"].as_array().unwrap().is_empty() {
+                    assert_eq!(doc["first_failing_layer"], serde_json::Value::Null);
+                }
+            }
+            Some((code, layer)) => {
+                // A failure exits 1; a node whose worst finding is a
+                // warning works, and exits 0.
+                let severity = rocgate_suites::findings::lookup(code).unwrap().severity;
+                let (exit, healthy) = match severity {
+                    rocgate_suites::findings::Severity::Fail => (1, false),
+                    rocgate_suites::findings::Severity::Warn => (0, true),
+                };
+                assert_eq!(code_of_exit, Some(exit), "{}", scenario.name);
+                assert_eq!(doc["healthy"], healthy, "{}", scenario.name);
+                assert_eq!(
+                    doc["first_failing_layer"], layer,
+                    "{}: {doc:#}",
+                    scenario.name
+                );
+                assert_eq!(
+                    doc["likely_cause"]["code"], code,
+                    "{}: {doc:#}",
+                    scenario.name
+                );
+                assert_eq!(doc["likely_cause"]["layer"], layer, "{}", scenario.name);
+                for f in doc["findings"].as_array().unwrap() {
+                    for key in ["code", "layer", "scope", "message", "next_step"] {
+                        assert!(
+                            f[key].as_str().is_some_and(|s| !s.is_empty()),
+                            "{}: finding without {key}: {f}",
+                            scenario.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn permission_finding_names_the_group_and_the_user() {
+    let n = node("kfd-permission");
+    let out = on_sysroot(&["doctor"], &n.root).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("group render"), "{text}");
+    assert!(text.contains("usermod -aG render ci"), "{text}");
+}
+
+#[test]
+fn firmware_checks_are_blocked_not_failed_without_the_driver() {
+    let n = node("amdgpu-not-loaded");
+    let (_, doc) = doctor(&n.root, &[]);
+    assert_eq!(doc["layers"]["firmware"], "not reached", "{doc:#}");
+    assert_eq!(finding_codes(&doc), ["amdgpu-not-loaded"]);
+}
+
+#[test]
+fn doctor_names_what_stops_the_stack_before_an_advisory() {
+    let n = node("pcie-link-degraded");
+    std::fs::remove_file(n.root.join("dev/kfd")).unwrap();
+    let (code, doc) = doctor(&n.root, &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(doc["first_failing_layer"], "kfd", "{doc}");
+    assert_eq!(doc["likely_cause"]["code"], "kfd-missing", "{doc}");
+    assert_eq!(doc["layers"]["pci"], "degraded");
+    assert_eq!(doc["layers"]["kfd"], "broken");
+    assert_eq!(finding_codes(&doc), ["kfd-missing", "pcie-link-degraded"]);
+
+    // `run` agrees on the first failing layer.
+    let (code, stdout, json, _) = run(&n.root, &[]);
+    assert_eq!(code, 1);
+    assert_eq!(json["first_failing_layer"], "kfd");
+    assert!(
+        stdout.contains("Failures (first failing layer: kfd)"),
+        "{stdout}"
+    );
+
+    // With only the advisory, it is the likely cause.
+    let n = node("pcie-link-degraded");
+    let (_, doc) = doctor(&n.root, &[]);
+    assert_eq!(doc["likely_cause"]["code"], "pcie-link-degraded", "{doc}");
+}

@@ -1,0 +1,153 @@
+//! A GPU's health beyond pass/fail, through the real binary: RAS counts and
+//! retired pages in the reports and the inventory, and the system layer
+//! advising without blocking (IOMMU, PCIe ACS on the bridges above the
+//! GPUs, the CPU frequency governor).
+
+use crate::util;
+use crate::util::{
+    HANG_GUARD, entry, node, on_sysroot, result_with_finding, result_with_status, results, rocgate,
+    run, text,
+};
+use serde_json::Value;
+use std::fs;
+
+#[test]
+fn ras_counts_are_gpu_properties_in_the_reports_and_the_inventory() {
+    let n = node("ras-uncorrectable");
+    let (code, _, json, junit) = run(&n.root, &[]);
+    assert_eq!(code, 1);
+    result_with_finding(&json, "gpu3.amdgpu.ras_errors", "ras-uncorrectable");
+    let gpu3 = entry(&json["scopes"], "scope", "gpu3");
+    assert_eq!(gpu3["properties"]["ras_ue"], "2", "{gpu3}");
+    assert_eq!(gpu3["properties"]["ras_ce"], "31", "{gpu3}");
+    assert!(junit.contains(r#"<property name="ras_ue" value="2"/>"#));
+    // The GPU's layers above are blocked: its results cannot be trusted.
+    let kfd = util::result(&json, "gpu3.kfd.topology_node");
+    assert_eq!(kfd["status"], "blocked", "{kfd}");
+
+    let out = rocgate()
+        .args(["inventory", "--json", "--sysroot"])
+        .arg(&n.root)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    let inv: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let gpu = entry(&inv["gpus"], "pci_address", "0000:65:00.0");
+    assert_eq!(gpu["health"]["ras_ue"], "2", "{gpu}");
+    assert_eq!(gpu["health"]["ras_bad_pages"], "0", "{gpu}");
+    assert_eq!(gpu["health"]["temp_junction"], "38", "{gpu}");
+}
+
+/// Runs scenario `name`, which the system layer's check `id` warns about
+/// with `code` without blocking anything above it and without failing the
+/// run (unless it fails on warnings); returns the node and that check's
+/// result.
+fn advises(name: &str, id: &str, code: &str) -> (util::Node, Value) {
+    let n = node(name);
+    let (exit, stdout, json, _) = run(&n.root, &["--fail-on", "warn"]);
+    assert_eq!(exit, 1, "--fail-on warn: {stdout}");
+    let (exit, stdout, json2, _) = run(&n.root, &[]);
+    assert_eq!(exit, 0, "a warning passes: {stdout}");
+    assert!(stdout.contains("PASSED with 1 warning"), "{stdout}");
+    assert_eq!(json2["decision"]["health"], "healthy", "{json2}");
+    let v = result_with_finding(&json, id, code);
+    assert_eq!(v["status"], "warn", "{v}");
+    assert!(
+        results(&json).iter().all(|r| r["status"] != "blocked"),
+        "{stdout}"
+    );
+    let v = v.clone();
+    (n, v)
+}
+
+#[test]
+fn the_system_layer_advises_without_blocking_what_works() {
+    let (_, v) = advises(
+        "iommu-translated",
+        "node.system.iommu",
+        "iommu-not-passthrough",
+    );
+    assert!(text(&v["finding"]["next_step"]).contains("iommu=pt"), "{v}");
+}
+
+#[test]
+fn bridges_that_redirect_gpu_traffic_are_named_and_a_user_capture_is_unverifiable() {
+    let (n, v) = advises(
+        "pcie-acs-enabled",
+        "node.system.pcie_acs",
+        "pcie-acs-enabled",
+    );
+    let message = text(&v["message"]);
+    assert!(
+        message.contains("at 8 of 24 bridges")
+            && message.contains("0000:e0:01.1 (ReqRedir CmpltRedir on; above 0000:e5:00.0)"),
+        "{message}"
+    );
+    let next = text(&v["finding"]["next_step"]);
+    assert!(
+        next.contains("setpci -s $b ECAP_ACS+0x6.w=0000") && next.contains("0000:00:01.1"),
+        "{next}"
+    );
+
+    // A redacted snapshot keeps each bridge's config byte for byte: the
+    // replay finds the same bridges.
+    let archive = n.root.with_extension("tar.zst");
+    let out = on_sysroot(&["snapshot", "--redact"], &n.root)
+        .arg("--out")
+        .arg(&archive)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_, _, replayed, _) = run(&archive, &[]);
+    let r = result_with_finding(&replayed, "node.system.pcie_acs", "pcie-acs-enabled");
+    assert_eq!(r["message"], v["message"], "{r}");
+
+    // What sysfs gives a reader without CAP_SYS_ADMIN: 64 bytes of each
+    // config. The check could not look, and says how it could.
+    for entry in fs::read_dir(n.root.join("sys/bus/pci/devices")).unwrap() {
+        let config = entry.unwrap().path().join("config");
+        if let Ok(bytes) = fs::read(&config) {
+            fs::write(&config, &bytes[..64]).unwrap();
+        }
+    }
+    let (code, stdout, json, _) = run(&n.root, &["--strict"]);
+    assert_eq!(code, 1, "--strict fails on what could not look: {stdout}");
+    let v = result_with_status(&json, "node.system.pcie_acs", "skipped");
+    assert_eq!(v["skip_reason"], "unverifiable", "{v}");
+    let message = text(&v["message"]);
+    assert!(
+        message.contains("24 of 24 bridges") && message.contains("run rocgate as root"),
+        "{v}"
+    );
+    assert!(
+        json["unverified"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|id| id == "node.system.pcie_acs"),
+        "{}",
+        json["unverified"]
+    );
+}
+
+#[test]
+fn cpus_off_the_performance_governor_are_counted_without_blocking() {
+    let (_, v) = advises(
+        "cpu-governor-powersave",
+        "node.system.cpu_governor",
+        "cpu-governor-not-performance",
+    );
+    assert!(
+        text(&v["message"]).contains("powersave on 8 of 8 CPUs"),
+        "{v}"
+    );
+    assert!(
+        text(&v["finding"]["next_step"]).contains("cpupower frequency-set -g performance"),
+        "{v}"
+    );
+}
