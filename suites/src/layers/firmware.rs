@@ -1,9 +1,9 @@
 //! firmware: the microcode amdgpu loaded at probe, and load failures in the
 //! kernel log.
 
-use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{NEEDS_LIVE_AMDGPU, check, list, pci_function};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::NodeFacts;
@@ -15,7 +15,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         Check {
             gates: false,
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::kernel_log",
                 stack::FIRMWARE,
@@ -25,7 +25,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::init_errors",
                 stack::FIRMWARE,
@@ -35,7 +35,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             gates: false,
             ..check(
                 "firmware::load_errors",
@@ -46,7 +46,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::versions",
                 stack::FIRMWARE,

@@ -1,9 +1,9 @@
 //! hsa: the ROCr runtime. Every check here runs in the scope's worker
 //! process, since ROCr can hang or fault.
 
-use super::isolated;
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
+use crate::layers::support::{isolated, judge_round_trip, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::gpus::Gpu;
@@ -191,7 +191,7 @@ fn agents(ctx: &NodeContext, _: Scope) -> Outcome {
         "{} agents: {} ({})",
         agents.len(),
         counts.join(", "),
-        super::list(&names, 4)
+        list(&names, 4)
     ))
     .with_count("hsa_gpu_agents", gpus as f64, "count"))
 }
@@ -527,7 +527,7 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {
     let d2h = t.elapsed();
     let s = src.host_u32s().map_err(fail)?.to_vec();
     let d = dst.host_u32s().map_err(fail)?;
-    super::judge_round_trip(
+    judge_round_trip(
         codes::HSA_COPY_CORRUPT,
         "host->device->host round trip",
         &s,

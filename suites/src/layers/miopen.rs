@@ -1,10 +1,10 @@
 //! miopen: forward convolutions on each GPU against a CPU direct
 //! convolution, and the writable databases MIOpen needs.
 
-use super::hip_device::{HipDevice, find_device};
-use super::isolated;
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
+use crate::layers::hip::device::{HipDevice, find_device};
+use crate::layers::support::{LibraryName, check, isolated};
 use crate::reference::{self, ConvShape, Dtype};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
@@ -23,7 +23,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         Check {
             tier: Tier::Standard,
             gates: false,
-            ..super::check(
+            ..check(
                 "miopen::databases",
                 stack::MIOPEN,
                 ScopeKind::Node,
@@ -140,7 +140,7 @@ fn databases(ctx: &NodeContext, _: Scope) -> Outcome {
 }
 
 /// How MIOpen is named in reports and reinstalled.
-const LIBRARY: super::LibraryName = super::LibraryName::new(
+const LIBRARY: LibraryName = LibraryName::new(
     "MIOpen",
     "miopen",
     "miopen-hip",

@@ -1,8 +1,8 @@
 //! pci: the silicon on the bus, and who claims it.
 
-use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{check, list, pci_function};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::missing;

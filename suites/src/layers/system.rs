@@ -26,9 +26,9 @@
 //! `pci_std_enable_acs` in drivers/pci/pci.c), so a stock node shows the
 //! ACS advisory: a warning, with the kernel parameter that keeps it off.
 
-use super::check;
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{check, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::acs::{self, Acs};
@@ -138,7 +138,7 @@ fn iommu(ctx: &NodeContext, _: Scope) -> Outcome {
             IommuMode::Off => {}
         }
     }
-    let named = |kind: GroupKind| by_kind.get(&kind).map(|v| super::list(v, 4));
+    let named = |kind: GroupKind| by_kind.get(&kind).map(|v| list(v, 4));
     let count = |kind: GroupKind| by_kind.get(&kind).map_or(0, Vec::len);
     // What the GPUs vfio holds are, said in every verdict: the host's DMA
     // setting is not theirs (pci::driver_binding judges the binding).
@@ -324,7 +324,7 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
                 format!(
                     "{bridge} ({} on; above {})",
                     acs::bit_names(*bits).join(" "),
-                    super::list(gpus, 4)
+                    list(gpus, 4)
                 )
             })
             .collect();
@@ -332,10 +332,10 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
             "ACS sends peer-to-peer traffic up to the root complex at {} of {} bridges above the GPUs: {}",
             redirecting.len(),
             bridges.len(),
-            super::list(&named, 8)
+            list(&named, 8)
         );
         if !unseen.is_empty() {
-            message.push_str(&format!("; not seen: {}", super::list(&unseen, 4)));
+            message.push_str(&format!("; not seen: {}", list(&unseen, 4)));
         }
         let addresses: Vec<&str> = redirecting.iter().map(|(b, _, _)| b.as_str()).collect();
         // Linux turns the redirects on itself at boot: once an IOMMU driver
@@ -386,7 +386,7 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
             "the ACS of {} of {} bridges above the GPUs could not be read: {}",
             unseen.len(),
             bridges.len(),
-            super::list(&unseen, 4)
+            list(&unseen, 4)
         );
         if withheld {
             message.push_str("; run rocgate as root (or take the snapshot as root) to read it");
@@ -434,8 +434,8 @@ fn cpu_governor(ctx: &NodeContext, _: Scope) -> Outcome {
 mod tests {
     use super::*;
     use crate::findings::Code;
-    use crate::layers::Run;
     use crate::layers::fixture::{code, fails_saying, next_step, node, node_changed};
+    use crate::layers::support::Run;
     use rocgate_harness::SkipReason;
 
     /// Clears the ACS Control register of every bridge (the fixtures put

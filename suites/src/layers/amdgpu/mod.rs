@@ -1,17 +1,20 @@
 //! amdgpu: the DRM kernel driver, its build for the running kernel, and the
 //! render node of each GPU.
 
-use super::{check, list, pci_function};
+pub mod gpu_health;
+
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{NEEDS_LIVE_AMDGPU, check, device_access, list, pci_function};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::NodeFacts;
 
-/// The amdgpu layer's checks (causes first: blacklist and DKMS before the
-/// module state they explain).
+/// The amdgpu layer's checks: the driver's (causes first: blacklist and
+/// DKMS before the module state they explain), then the GPUs' health as
+/// the driver reports it.
 pub fn checks() -> Vec<Check<NodeContext>> {
-    vec![
+    let mut checks = vec![
         Check {
             gates: false,
             ..check(
@@ -40,7 +43,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             module_live,
         ),
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             gates: false,
             ..check(
                 "amdgpu::driver_version",
@@ -51,7 +54,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::bound",
                 stack::AMDGPU,
@@ -61,7 +64,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::render_node",
                 stack::AMDGPU,
@@ -70,7 +73,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 render_node,
             )
         },
-    ]
+    ];
+    checks.extend(gpu_health::checks());
+    checks
 }
 
 fn running_kernel(facts: &NodeFacts) -> String {
@@ -281,7 +286,7 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     if ctx.facts.sysroot.exists(&path) {
         return Ok(Verdict::pass(format!("{path} exists")));
     }
-    if let Some(v) = super::device_access::not_passed(&ctx.facts, &path) {
+    if let Some(v) = device_access::not_passed(&ctx.facts, &path) {
         return Err(v);
     }
     Ok(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(

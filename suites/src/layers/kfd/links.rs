@@ -29,7 +29,7 @@ const FLAG_NO_P2P_DMA: u64 = 0x10;
 
 /// How two devices are connected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum LinkKind {
+pub(crate) enum LinkKind {
     /// An enabled XGMI link.
     Xgmi,
     /// A PCIe peer link (`p2p_links`) in at least one direction.
@@ -52,7 +52,7 @@ impl LinkKind {
 /// What one enabled XGMI io_link from a node of one device to a node of
 /// another says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct XgmiSeen {
+pub(crate) struct XgmiSeen {
     /// `weight`, when printed.
     pub weight: Option<u64>,
     /// `max_bandwidth` in MB/s, when printed.
@@ -60,7 +60,7 @@ pub(super) struct XgmiSeen {
 }
 
 /// The node's GPU devices and the links between them.
-pub(super) struct Links<'a> {
+pub(crate) struct Links<'a> {
     /// Each device's PCI address (function 0) and its GPUs (partitions), in
     /// address order.
     pub devices: Vec<(String, Vec<&'a Gpu>)>,

@@ -1,10 +1,14 @@
 //! hip: the HIP runtime on each GPU. Every check runs in the scope's worker.
 
-use super::hip_device::{HipDevice, Matched, find_device, hip_fail, load_module};
-use super::isolated;
+pub(crate) mod device;
+pub mod memtest;
+pub mod p2p;
+
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{combine, isolated, judge_floor, judge_round_trip};
 use crate::stack;
+use device::{HipDevice, Matched, find_device, hip_fail, load_module};
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{
     DeviceBuffer, HipError, HostBuffer, Module, Rtc, Stream, TimedCopy, format_version, sys,
@@ -13,9 +17,10 @@ use std::time::Instant;
 
 const NEEDS_DEVICE: &[&str] = &["hip::device"];
 
-/// The hip layer's checks.
+/// The hip layer's checks: the runtime's, then the extended tier's
+/// peer-to-peer copies and memory test.
 pub fn checks() -> Vec<Check<NodeContext>> {
-    vec![
+    let mut checks = vec![
         isolated(
             "hip::runtime",
             stack::HIP,
@@ -92,7 +97,10 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 bandwidth,
             )
         },
-    ]
+    ];
+    checks.extend(p2p::checks());
+    checks.extend(memtest::checks());
+    checks
 }
 
 fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
@@ -241,7 +249,7 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Outcome {
     let t = Instant::now();
     dev.download(host.bytes()).map_err(fail)?;
     let d2h = t.elapsed();
-    super::judge_round_trip(
+    judge_round_trip(
         codes::HIP_MEMCPY_CORRUPT,
         "hipMemcpy round trip",
         &expected,
@@ -404,10 +412,10 @@ fn bandwidth(ctx: &NodeContext, scope: Scope) -> Outcome {
         from: &dev,
     })?;
     let best = |rates: &[f64]| rates.iter().copied().fold(0.0, f64::max);
-    Ok(super::combine(
+    Ok(combine(
         vec![
-            super::judge_floor(ctx, gpu, "h2d_gbps", best(&h2d), "GB/s").with_samples(&h2d),
-            super::judge_floor(ctx, gpu, "d2h_gbps", best(&d2h), "GB/s").with_samples(&d2h),
+            judge_floor(ctx, gpu, "h2d_gbps", best(&h2d), "GB/s").with_samples(&h2d),
+            judge_floor(ctx, gpu, "d2h_gbps", best(&d2h), "GB/s").with_samples(&d2h),
         ],
         "no floors",
     ))

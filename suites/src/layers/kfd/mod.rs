@@ -1,9 +1,11 @@
 //! kfd: the compute driver's device node and topology, and each GPU's place
 //! in it.
 
-use super::{check, device_access, list};
+pub(crate) mod links;
+
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{check, device_access, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_node::facts::NodeFacts;
@@ -139,7 +141,7 @@ fn dev_kfd(ctx: &NodeContext, _: Scope) -> Outcome {
     if facts.sysroot.exists("/dev/kfd") {
         return Ok(Verdict::pass("/dev/kfd exists"));
     }
-    if let Some(v) = super::device_access::not_passed(facts, "/dev/kfd") {
+    if let Some(v) = device_access::not_passed(facts, "/dev/kfd") {
         return Err(v);
     }
     let topo = if facts.sysroot.exists("/sys/class/kfd") {
@@ -604,7 +606,7 @@ mod tests {
         for (scenario, check, want, fix) in [
             (
                 "container-devices-not-passed",
-                dev_kfd as super::super::Run,
+                dev_kfd as crate::layers::support::Run,
                 codes::CONTAINER_DEVICE_NOT_PASSED,
                 "--device=/dev/kfd --device=/dev/dri",
             ),

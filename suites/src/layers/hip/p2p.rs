@@ -3,11 +3,11 @@
 //! against the floor of each pair's link (XGMI or PCIe). Partitions of one
 //! device share its links, so one partition stands for its device.
 
-use super::hip_device::hip_devices;
-use super::isolated;
-use super::links::{LinkKind, Links};
+use super::device::hip_devices;
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::kfd::links::{LinkKind, Links};
+use crate::layers::support::{isolated, judge_floor, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Status, Tier, Verdict};
 use rocgate_node::facts::gpus::Gpu;
@@ -200,13 +200,13 @@ fn unfinished(
     faults: &Faults,
 ) -> Verdict {
     let mut before = Vec::new();
-    for (what, list) in [
+    for (what, pairs) in [
         ("corrupted", &faults.corrupt),
         ("failed", &faults.failed),
         ("below floor", &faults.below),
     ] {
-        if !list.is_empty() {
-            before.push(format!("{what}: {}", super::list(list, 4)));
+        if !pairs.is_empty() {
+            before.push(format!("{what}: {}", list(pairs, 4)));
         }
     }
     let message = format!(
@@ -346,7 +346,7 @@ fn judge(ctx: &NodeContext, gpu: &Gpu, kind: LinkKind, gbps: f64) -> Verdict {
         LinkKind::Xgmi => "p2p_gbps.xgmi",
         LinkKind::Pcie | LinkKind::Host => "p2p_gbps.pcie",
     };
-    let mut v = super::judge_floor(ctx, gpu, floor_metric, gbps, "GB/s");
+    let mut v = judge_floor(ctx, gpu, floor_metric, gbps, "GB/s");
     for m in &mut v.metrics {
         m.name = FAMILY.to_string();
     }
@@ -359,7 +359,7 @@ fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
         let mut finding = codes::P2P_COPY_CORRUPT.finding(format!(
             "{} of {pairs} GPU pairs corrupted a peer-to-peer copy: {}",
             faults.corrupt.len(),
-            super::list(&faults.corrupt, 6)
+            list(&faults.corrupt, 6)
         ));
         // The GPU in every corrupted pair is the one to drain and name,
         // not the node.
@@ -374,14 +374,14 @@ fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
         return Verdict::found(codes::P2P_COPY_FAILED.finding(format!(
             "{} of {pairs} GPU pairs cannot copy peer-to-peer: {}",
             faults.failed.len(),
-            super::list(&faults.failed, 4)
+            list(&faults.failed, 4)
         )));
     }
     if !faults.below.is_empty() {
         return Verdict::found(codes::PERF_BELOW_FLOOR.finding(format!(
             "{} of {pairs} GPU pairs copy below their link's floor: {}",
             faults.below.len(),
-            super::list(&faults.below, 6)
+            list(&faults.below, 6)
         )));
     }
     let values: Vec<f64> = judged

@@ -1,0 +1,85 @@
+//! What the layers share: the two ways to declare a check (a file check,
+//! an isolated vendor-library check), the one way to end a check with a
+//! finding, and small helpers. Nothing here knows a layer's facts.
+
+pub(crate) mod device_access;
+pub(crate) mod judge;
+pub(crate) mod library;
+
+pub(crate) use judge::{combine, judge_floor, judge_round_trip};
+pub(crate) use library::LibraryName;
+
+use crate::context::NodeContext;
+use rocgate_harness::{Check, Layer, Outcome, Scope, ScopeKind, Tier, Verdict};
+use rocgate_node::facts::gpus::Gpu;
+use rocgate_node::facts::pci::PciDevice;
+use std::time::Duration;
+
+/// What a check runs: the node's context and the scope in, the verdict out,
+/// ended early with `?` by whichever step finds the answer first.
+pub(crate) type Run = fn(&NodeContext, Scope) -> Outcome;
+
+/// The dependency of every check that reads what the loaded amdgpu exposes
+/// (firmware versions, DRM state): without the module the cause is the
+/// driver, not what it would have shown.
+pub(crate) const NEEDS_LIVE_AMDGPU: &[&str] = &["amdgpu::module_live"];
+
+/// Time limit for checks that read files: generous, since a wedged GPU can
+/// stall a sysfs read in the kernel.
+const FILE_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A gating check that reads files only, with no explicit dependencies:
+/// it belongs to the passive tier (and so to every tier), which must be
+/// safe on a node whose GPUs run jobs. A check that opens a device or
+/// changes anything says `tier: Tier::Quick`.
+pub(crate) const fn check(
+    id: &'static str,
+    layer: Layer,
+    scope: ScopeKind,
+    summary: &'static str,
+    run: Run,
+) -> Check<NodeContext> {
+    Check {
+        tier: Tier::Passive,
+        ..Check::new(id, layer, scope, FILE_CHECK_TIMEOUT, summary, run)
+    }
+}
+
+/// A gating check that calls vendor libraries, so it runs in the scope's
+/// worker process under its own timeout. Every runtime layer declares its
+/// checks with this, naming its layer.
+pub(crate) const fn isolated(
+    id: &'static str,
+    layer: Layer,
+    scope: ScopeKind,
+    deps: &'static [&'static str],
+    timeout_s: u64,
+    summary: &'static str,
+    run: Run,
+) -> Check<NodeContext> {
+    Check {
+        deps,
+        isolated: true,
+        tier: Tier::Quick,
+        timeout: Duration::from_secs(timeout_s),
+        ..check(id, layer, scope, summary, run)
+    }
+}
+
+/// The GPU's PCI function. Without one the GPU's absence from the bus is
+/// pci.identity's finding; checks that read the function do not apply.
+pub(crate) fn pci_function(gpu: &Gpu) -> Result<&PciDevice, Verdict> {
+    gpu.pci
+        .as_ref()
+        .ok_or_else(|| Verdict::not_applicable("not on the PCI bus (see pci.identity)"))
+}
+
+/// Joins at most `max` items, saying how many more there were.
+pub(crate) fn list<T: AsRef<str>>(items: &[T], max: usize) -> String {
+    let shown: Vec<&str> = items.iter().take(max).map(AsRef::as_ref).collect();
+    if items.len() > max {
+        format!("{} and {} more", shown.join(", "), items.len() - max)
+    } else {
+        shown.join(", ")
+    }
+}
