@@ -4,7 +4,7 @@
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
 use crate::layers::hip::device::{HipDevice, find_device};
-use crate::layers::support::{LibraryName, combine, isolated, judge_floor};
+use crate::layers::support::{LibraryName, combine, end, isolated, judge_floor};
 use crate::reference::{self, Dtype};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
@@ -224,7 +224,7 @@ fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Outcome {
     let tol = tolerance(ctx, dt);
     let tflops = 2.0 * (s * s * s) as f64 / secs.max(1e-9) / 1e12;
     if err.is_nan() || err > tol {
-        return Err(Verdict::found(codes::ROCBLAS_GEMM_WRONG.finding(format!(
+        return end(Verdict::found(codes::ROCBLAS_GEMM_WRONG.finding(format!(
                 "{} GEMM {s}x{s}x{s}: relative error {err:.2e} exceeds {tol:.0e}; first worst element {at} (row {}, column {}): got {}, expected {}",
                 dt.name(),
                 at % s,

@@ -5,7 +5,7 @@ pub mod gpu_health;
 
 use crate::context::NodeContext;
 use crate::findings::codes;
-use crate::layers::support::{NEEDS_LIVE_AMDGPU, check, device_access, list, pci_function};
+use crate::layers::support::{NEEDS_LIVE_AMDGPU, check, device_access, end, list, pci_function};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::NodeFacts;
@@ -112,7 +112,7 @@ fn blacklist(ctx: &NodeContext, _: Scope) -> Outcome {
     } else {
         ""
     };
-    Ok(Verdict::found(codes::AMDGPU_BLACKLISTED.finding(format!(
+    end(Verdict::found(codes::AMDGPU_BLACKLISTED.finding(format!(
         "amdgpu is disabled by {}{loaded}",
         list(&places, 4)
     )))
@@ -166,7 +166,7 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Outcome {
         .registered
         .first()
         .map_or("<version>", String::as_str);
-    Ok(Verdict::found(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
+    end(Verdict::found(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
             "rebuild it for this kernel: `sudo apt install linux-headers-{kernel} && sudo dkms autoinstall -k {kernel}`, then reboot; if the build fails read /var/lib/dkms/amdgpu/{version}/build/make.log; or boot a kernel it was built for"
         ))))
 }
@@ -206,7 +206,7 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Outcome {
             "`sudo modprobe amdgpu`, then read `dmesg | grep -i amdgpu` for why it did not load; if modprobe cannot find it, install the driver (amdgpu-dkms, or linux-modules-extra-{kernel} for the inbox driver)"
         )
     };
-    Ok(Verdict::found(
+    end(Verdict::found(
         codes::AMDGPU_NOT_LOADED.finding_next(message, next),
     ))
 }
@@ -277,7 +277,7 @@ fn bound(ctx: &NodeContext, scope: Scope) -> Outcome {
 fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gpu = ctx.gpu(scope)?;
     let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
-        return Err(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
+        return end(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
                 "no render node is known for {}: KFD gives no drm_render_minor and /sys/class/drm has no renderD* for it",
                 gpu.pci_address
             ), "the driver did not register a DRM device for this GPU: read `dmesg | grep -i drm`")));
@@ -289,7 +289,7 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     if let Some(v) = device_access::not_passed(&ctx.facts, &path) {
         return Err(v);
     }
-    Ok(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
+    end(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
             "{path} (the render node of {}) does not exist",
             gpu.pci_address
         ), format!(

@@ -4,7 +4,7 @@
 
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
-use crate::layers::support::list;
+use crate::layers::support::{end, list};
 use rocgate_harness::{Scope, Verdict};
 use rocgate_node::facts::gpus::Gpu;
 use rocgate_rocm::hip::{Hip, HipError, Module};
@@ -180,7 +180,7 @@ pub(crate) fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict>
     let mut ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
     ids.sort_unstable();
     if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Verdict::found(codes::HIP_DEVICE_MISSING.finding_next(format!(
+        return end(Verdict::found(codes::HIP_DEVICE_MISSING.finding_next(format!(
                 "two GPUs map to HIP device {}: HIP's PCI bus ids cannot tell them apart",
                 w[0]
             ), "report this with `rocgate inventory --json` and `rocminfo`; meanwhile run the all-reduce on GPUs of distinct PCI devices with --gpus")));

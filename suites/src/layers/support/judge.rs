@@ -3,6 +3,7 @@
 
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::end;
 use rocgate_harness::{Outcome, Verdict};
 use rocgate_node::facts::gpus::Gpu;
 use std::time::Duration;
@@ -70,7 +71,7 @@ pub(crate) fn judge_round_trip(
 ) -> Outcome {
     let bytes = std::mem::size_of_val(sent);
     if let Some(i) = sent.iter().zip(got).position(|(a, b)| a != b) {
-        return Err(Verdict::found(corrupt.finding(format!(
+        return end(Verdict::found(corrupt.finding(format!(
             "a {} MiB {what} came back different at byte {}",
             bytes >> 20,
             i * 4

@@ -1,6 +1,6 @@
 //! What the layers share: the two ways to declare a check (a file check,
 //! an isolated vendor-library check), the one way to end a check with a
-//! finding, and small helpers. Nothing here knows a layer's facts.
+//! finding ([`end`]), and small helpers. Nothing here knows a layer's facts.
 
 pub(crate) mod device_access;
 pub(crate) mod judge;
@@ -66,6 +66,15 @@ pub(crate) const fn isolated(
     }
 }
 
+/// Ends a check (or a step of one) with `verdict`, usually a
+/// `Verdict::found`: `return end(..)` at any step, `end(..)` as the last.
+/// The engine reports `Ok` and `Err` alike, so a finding is always spelled
+/// this one way rather than as `Ok(..)` in some checks and `Err(..)` in
+/// others; the test below refuses the other spellings in `layers/`.
+pub(crate) fn end<T>(verdict: Verdict) -> Result<T, Verdict> {
+    Err(verdict)
+}
+
 /// The GPU's PCI function. Without one the GPU's absence from the bus is
 /// pci.identity's finding; checks that read the function do not apply.
 pub(crate) fn pci_function(gpu: &Gpu) -> Result<&PciDevice, Verdict> {
@@ -81,5 +90,60 @@ pub(crate) fn list<T: AsRef<str>>(items: &[T], max: usize) -> String {
         format!("{} and {} more", shown.join(", "), items.len() - max)
     } else {
         shown.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rocgate_harness::Status;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn end_ends_a_check_with_its_verdict_whatever_the_step_would_return() {
+        let failed = || Verdict::unverifiable("cannot read");
+        let outcome: Outcome = end(failed());
+        assert_eq!(outcome.unwrap_err().message, "cannot read");
+        let step: Result<u32, Verdict> = end(failed());
+        assert_eq!(step.unwrap_err().status, Status::Skipped);
+    }
+
+    /// Every Rust source file under `dir`.
+    fn sources(dir: &Path, into: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, into);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                into.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn a_layer_ends_a_check_with_a_finding_one_way_only() {
+        let layers = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/layers");
+        let mut files = Vec::new();
+        sources(&layers, &mut files);
+        assert!(files.len() > 10, "{}: {files:?}", layers.display());
+        // Built here, so that this file does not match its own patterns.
+        let spellings = ["Ok", "Err"].map(|side| format!("{side}(Verdict::found("));
+        let mut mixed = Vec::new();
+        for file in &files {
+            let text: String = std::fs::read_to_string(file)
+                .unwrap()
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect();
+            for spelling in &spellings {
+                if text.contains(spelling.as_str()) {
+                    mixed.push(format!("{}: {spelling}", file.display()));
+                }
+            }
+        }
+        assert!(
+            mixed.is_empty(),
+            "write `end(Verdict::found(..))`: {mixed:#?}"
+        );
     }
 }
