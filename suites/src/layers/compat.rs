@@ -12,7 +12,7 @@ use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![Check {
         gates: false,
-        ..super::check(
+        ..super::support::check(
             "compat::combination",
             stack::COMPAT,
             ScopeKind::Node,

@@ -1,9 +1,9 @@
 //! firmware: the microcode amdgpu loaded at probe, and load failures in the
 //! kernel log.
 
-use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{NEEDS_LIVE_AMDGPU, check, end, list, pci_function};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::NodeFacts;
@@ -15,7 +15,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         Check {
             gates: false,
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::kernel_log",
                 stack::FIRMWARE,
@@ -25,7 +25,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::init_errors",
                 stack::FIRMWARE,
@@ -35,7 +35,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             gates: false,
             ..check(
                 "firmware::load_errors",
@@ -46,7 +46,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "firmware::versions",
                 stack::FIRMWARE,
@@ -140,7 +140,7 @@ fn kernel_log(ctx: &NodeContext, _: Scope) -> Outcome {
             log.source
         )));
     }
-    Ok(Verdict::found(codes::FIRMWARE_LOAD_DEGRADED.finding_next(
+    end(Verdict::found(codes::FIRMWARE_LOAD_DEGRADED.finding_next(
         format!(
             "{} firmware/PSP error lines in {} name no GPU: {}",
             stray.len(),
@@ -185,7 +185,7 @@ fn init_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
         ),
         None => (codes::GPU_INIT_FAILED, "with PSP/init errors".to_string()),
     };
-    Ok(Verdict::found(code.finding_next(
+    end(Verdict::found(code.finding_next(
         format!(
             "{}: amdgpu failed this GPU's init {cause}: {}",
             gpu.label(),
@@ -215,7 +215,7 @@ fn load_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
     } else {
         list(&files, 4)
     };
-    Ok(Verdict::found(codes::FIRMWARE_LOAD_DEGRADED.finding_next(format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()), missing_files_advice(&ctx.facts, &loads)))
+    end(Verdict::found(codes::FIRMWARE_LOAD_DEGRADED.finding_next(format!("{}: {what} failed to load (see output); features that need it are off even if the GPU initialised", gpu.label()), missing_files_advice(&ctx.facts, &loads)))
     .with_output(lines(&loads)))
 }
 
@@ -273,7 +273,7 @@ fn versions(ctx: &NodeContext, scope: Scope) -> Outcome {
         .with_output(bad.join("\n"))));
     }
     if found.is_empty() {
-        return Err(Verdict::found(codes::FIRMWARE_NOT_REPORTED.finding_next(
+        return end(Verdict::found(codes::FIRMWARE_NOT_REPORTED.finding_next(
             format!("{dir} lists no *_fw_version files"),
             format!("read this GPU's kernel log: `dmesg | grep {}`", pci.address),
         )));

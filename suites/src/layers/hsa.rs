@@ -1,9 +1,9 @@
 //! hsa: the ROCr runtime. Every check here runs in the scope's worker
 //! process, since ROCr can hang or fault.
 
-use super::isolated;
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
+use crate::layers::support::{end, isolated, judge_round_trip, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::gpus::Gpu;
@@ -174,7 +174,7 @@ fn agents(ctx: &NodeContext, _: Scope) -> Outcome {
                 )
             },
         );
-        return Err(Verdict::found(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but {shown}"), "ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`")));
+        return end(Verdict::found(codes::HSA_AGENT_MISMATCH.finding_next(format!("ROCr lists {gpus} GPU agents but {shown}"), "ROCr skipped GPUs it cannot use: check their render node permissions and `dmesg | grep -i kfd`")));
     }
     // Not every agent that is not a GPU is a CPU: Ryzen AI hosts add an
     // AIE agent (ROCm 7), some platforms a DSP.
@@ -191,7 +191,7 @@ fn agents(ctx: &NodeContext, _: Scope) -> Outcome {
         "{} agents: {} ({})",
         agents.len(),
         counts.join(", "),
-        super::list(&names, 4)
+        list(&names, 4)
     ))
     .with_count("hsa_gpu_agents", gpus as f64, "count"))
 }
@@ -275,7 +275,7 @@ fn find_agent(ctx: &NodeContext, scope: Scope) -> Result<(&Gpu, AgentInfo, &Arc<
         .find(|a| a.is_gpu() && u64::from(a.bdfid) == loc && u64::from(a.domain) == dom)
     {
         Some(a) => Ok((gpu, a.clone(), hsa)),
-        None => Err(Verdict::found(codes::HSA_AGENT_MISSING.finding(format!(
+        None => end(Verdict::found(codes::HSA_AGENT_MISSING.finding(format!(
             "ROCr has no GPU agent at {} (KFD node {})",
             gpu.pci_address, k.id
         )))),
@@ -297,7 +297,7 @@ fn agent(ctx: &NodeContext, scope: Scope) -> Outcome {
         }
     }
     if !problems.is_empty() {
-        return Err(Verdict::found(codes::HSA_AGENT_MISMATCH.finding(format!(
+        return end(Verdict::found(codes::HSA_AGENT_MISMATCH.finding(format!(
             "the agent at {} disagrees with KFD: {}",
             gpu.pci_address,
             problems.join("; ")
@@ -342,7 +342,7 @@ fn system_pool(ctx: &NodeContext, hsa: &Hsa, flag: u32) -> Result<PoolInfo, Verd
             return Ok(p);
         }
     }
-    Err(Verdict::found(codes::HSA_NO_SYSTEM_MEMORY.finding(
+    end(Verdict::found(codes::HSA_NO_SYSTEM_MEMORY.finding(
         format!("no CPU agent offers a global system memory pool with flag {flag}"),
     )))
 }
@@ -381,7 +381,7 @@ fn signal(ctx: &NodeContext, scope: Scope) -> Outcome {
         })
         .map_err(|e| hsa_fail(codes::HSA_SIGNAL_FAILED, &e))?;
     if value != 0 {
-        return Err(Verdict::found(
+        return end(Verdict::found(
             codes::HSA_SIGNAL_FAILED.finding(format!("a signal stored 0 reads back {value}")),
         ));
     }
@@ -485,7 +485,7 @@ fn dispatch(ctx: &NodeContext, scope: Scope) -> Outcome {
         .filter(|&i| got[i] != FILL_BASE.wrapping_add(i as u32))
         .collect();
     if let Some(&first) = wrong.first() {
-        return Err(Verdict::found(codes::HSA_DISPATCH_WRONG.finding(format!(
+        return end(Verdict::found(codes::HSA_DISPATCH_WRONG.finding(format!(
                 "the fill kernel completed but {} of {N} values are wrong; first at index {first}: got 0x{:08x}, expected 0x{:08x}",
                 wrong.len(),
                 got[first],
@@ -507,7 +507,7 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {
     let fine = system_pool(ctx, hsa, sys::POOL_FLAG_FINE_GRAINED)?;
     let agents = ctx.runtime.agents()?;
     let Some(cpu) = agents.iter().find(|x| x.is_cpu()).map(|x| x.agent) else {
-        return Err(Verdict::found(codes::HSA_NO_SYSTEM_MEMORY.finding_next("ROCr lists no CPU agent to copy from", "ROCr's host side is missing: compare `rocminfo` output and check the kernel's KFD CPU nodes")));
+        return end(Verdict::found(codes::HSA_NO_SYSTEM_MEMORY.finding_next("ROCr lists no CPU agent to copy from", "ROCr's host side is missing: compare `rocminfo` output and check the kernel's KFD CPU nodes")));
     };
     let mut src = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
     let mut dst = PoolMemory::allocate_host(hsa, fine.pool, BYTES).map_err(fail)?;
@@ -527,7 +527,7 @@ fn copy(ctx: &NodeContext, scope: Scope) -> Outcome {
     let d2h = t.elapsed();
     let s = src.host_u32s().map_err(fail)?.to_vec();
     let d = dst.host_u32s().map_err(fail)?;
-    super::judge_round_trip(
+    judge_round_trip(
         codes::HSA_COPY_CORRUPT,
         "host->device->host round trip",
         &s,
@@ -560,6 +560,39 @@ mod tests {
             .filter(|&u| u != 0)
         {
             assert_eq!(rocr_visible(&kfd, &format!("gpu-{u:016x},0")), 2);
+        }
+    }
+
+    #[test]
+    fn a_token_is_read_as_c_s_strtol_reads_it_all() {
+        assert_eq!(strtol("12"), Some(12));
+        assert_eq!(strtol("0X1F"), Some(31));
+        assert_eq!(strtol("017"), Some(15));
+        assert_eq!(strtol("0"), Some(0));
+        assert_eq!(strtol("08"), None, "8 is not an octal digit");
+        assert_eq!(strtol("1X"), None, "all of it must be a number");
+        assert_eq!(strtol(""), None);
+    }
+
+    #[test]
+    fn every_hsa_check_skips_without_the_runtime_and_none_passes() {
+        let n = crate::layers::fixture::node("mi300x-8");
+        n.assert_skip_without_runtime(&checks());
+        let off = n.ctx.runtime.disabled.as_ref().map(|(kind, _)| *kind);
+        for check in checks() {
+            let scope = match check.scope {
+                ScopeKind::Node => Scope::Node,
+                ScopeKind::PerGpu => n.gpus()[0],
+            };
+            let v = n.verdict(check.run, scope);
+            assert_eq!(v.skip_reason, off, "{}: {}", check.id, v.message);
+            assert!(
+                v.message.contains("runtime layers"),
+                "{}: {}",
+                check.id,
+                v.message
+            );
+            assert!(v.finding.is_none() && v.metrics.is_empty(), "{}", check.id);
         }
     }
 }

@@ -1,10 +1,10 @@
 //! miopen: forward convolutions on each GPU against a CPU direct
 //! convolution, and the writable databases MIOpen needs.
 
-use super::hip_device::{HipDevice, find_device};
-use super::isolated;
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
+use crate::layers::hip::device::{HipDevice, find_device};
+use crate::layers::support::{LibraryName, check, end, isolated};
 use crate::reference::{self, ConvShape, Dtype};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
@@ -23,7 +23,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
         Check {
             tier: Tier::Standard,
             gates: false,
-            ..super::check(
+            ..check(
                 "miopen::databases",
                 stack::MIOPEN,
                 ScopeKind::Node,
@@ -134,13 +134,13 @@ fn databases(ctx: &NodeContext, _: Scope) -> Outcome {
         }
     }
     if !bad.is_empty() {
-        return Err(Verdict::found(codes::MIOPEN_DB_NOT_WRITABLE.finding_next(format!("MIOpen cannot write its databases: {}", bad.join("; ")), "point MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR at a writable directory (in CI: one in the workspace), or fix HOME; read-only databases make MIOpen re-tune or fail every run")));
+        return end(Verdict::found(codes::MIOPEN_DB_NOT_WRITABLE.finding_next(format!("MIOpen cannot write its databases: {}", bad.join("; ")), "point MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR at a writable directory (in CI: one in the workspace), or fix HOME; read-only databases make MIOpen re-tune or fail every run")));
     }
     Ok(Verdict::pass(format!("writable: {}", ok.join(", "))))
 }
 
 /// How MIOpen is named in reports and reinstalled.
-const LIBRARY: super::LibraryName = super::LibraryName::new(
+const LIBRARY: LibraryName = LibraryName::new(
     "MIOpen",
     "miopen",
     "miopen-hip",
@@ -230,7 +230,7 @@ fn conv(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Outcome {
         _ => ctx.thresholds.tolerance.fp32,
     };
     if err.is_nan() || err > tol {
-        return Err(Verdict::found(codes::MIOPEN_CONV_WRONG.finding(format!(
+        return end(Verdict::found(codes::MIOPEN_CONV_WRONG.finding(format!(
                 "{} convolution (algorithm {}): relative error {err:.2e} exceeds {tol:.0e} at output element {at}: got {}, expected {}",
                 dt.name(),
                 run.algo,
@@ -259,4 +259,56 @@ fn conv_fp32(ctx: &NodeContext, scope: Scope) -> Outcome {
 
 fn conv_fp16(ctx: &NodeContext, scope: Scope) -> Outcome {
     conv(ctx, scope, Dtype::F16)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::node;
+    use rocgate_harness::SkipReason;
+
+    #[test]
+    fn every_miopen_check_skips_without_the_runtime() {
+        node("mi300x-8").assert_skip_without_runtime(&checks());
+    }
+
+    #[test]
+    fn the_databases_are_not_probed_in_a_capture() {
+        // Probing would write to this machine's HOME, not the node's.
+        let n = node("mi300x-8");
+        let v = n.skips(databases, Scope::Node, SkipReason::NotApplicable);
+        assert!(v.message.contains("--sysroot capture"), "{}", v.message);
+    }
+
+    #[test]
+    fn the_database_check_is_a_file_check_and_the_convolutions_need_the_handle() {
+        let all = checks();
+        let databases = all.iter().find(|c| c.id == "miopen::databases").unwrap();
+        assert!(!databases.isolated, "it calls no library");
+        for conv in all.iter().filter(|c| c.id.starts_with("miopen::conv")) {
+            assert!(
+                conv.isolated && conv.deps.contains(&"miopen::handle"),
+                "{}",
+                conv.id
+            );
+        }
+    }
+
+    #[test]
+    fn a_failure_to_allocate_is_a_hip_memory_finding_naming_the_call() {
+        let v = memory_failed(HipError::Code {
+            call: "hipMalloc",
+            code: 2,
+            name: "hipErrorOutOfMemory".into(),
+            text: "out of memory".into(),
+        });
+        let f = v.finding.expect("a finding");
+        assert_eq!(f.code, codes::MIOPEN_MEMORY_FAILED.code);
+        assert!(
+            f.message
+                .contains("hipMalloc failed: hipErrorOutOfMemory (2)"),
+            "{}",
+            f.message
+        );
+    }
 }

@@ -1,8 +1,8 @@
 //! pci: the silicon on the bus, and who claims it.
 
-use super::{check, list, pci_function};
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{check, end, list, pci_function};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::missing;
@@ -86,7 +86,7 @@ fn amd_gpu_present(ctx: &NodeContext, _: Scope) -> Outcome {
         if !unreadable.is_empty() {
             message.push_str(&format!(" ({} entries unreadable)", unreadable.len()));
         }
-        return Err(Verdict::found(codes::NO_AMD_GPU.finding_next(message, "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through"))
+        return end(Verdict::found(codes::NO_AMD_GPU.finding_next(message, "check `lspci -nn -d 1002:`; if a GPU is installed but not listed, reseat it, check its power cables and the BIOS (Above 4G decoding, slot enabled); in a VM, pass the device through"))
         .with_output(unreadable.join("\n")));
     }
     let mut by_model: BTreeMap<String, usize> = BTreeMap::new();
@@ -222,7 +222,7 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Outcome {
             );
             // rocgate may not look: no verdict on the node. The kernel
             // writing garbage is the device's fault.
-            return Err(Verdict::found(match e.kind {
+            return end(Verdict::found(match e.kind {
                 ReadErrorKind::PermissionDenied | ReadErrorKind::NotFound => {
                     codes::PCI_SYSFS_UNREADABLE.finding_next(
                         what,
@@ -236,7 +236,7 @@ fn identity(ctx: &NodeContext, scope: Scope) -> Outcome {
             .kfd
             .as_ref()
             .map_or_else(String::new, |k| format!("KFD node {} reports ", k.id));
-        return Err(Verdict::found(codes::GPU_NOT_ON_PCI.finding(format!(
+        return end(Verdict::found(codes::GPU_NOT_ON_PCI.finding(format!(
                 "{node}PCI address {}, but no AMD GPU is at that address (or its function 0) under {PCI_DEVICES}",
                 gpu.pci_address
             ))));

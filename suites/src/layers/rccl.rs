@@ -1,11 +1,11 @@
 //! rccl: the GPUs' interconnect as KFD describes it, and an all-reduce across
 //! the node's GPUs with RCCL, verified, with bus bandwidth.
 
-use super::hip_device::hip_devices;
-use super::links::Links;
-use super::{check, isolated};
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
+use crate::layers::hip::device::hip_devices;
+use crate::layers::kfd::links::Links;
+use crate::layers::support::{LibraryName, check, end, isolated, judge_floor, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, Stream};
@@ -67,8 +67,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 }
 
 /// How RCCL is named in reports and reinstalled.
-const LIBRARY: super::LibraryName =
-    super::LibraryName::new("RCCL", "rccl", "rccl", codes::RCCL_LIBRARY_MISSING);
+const LIBRARY: LibraryName = LibraryName::new("RCCL", "rccl", "rccl", codes::RCCL_LIBRARY_MISSING);
 
 /// KFD's weight of one XGMI hop: `kfd_fill_gpu_xgmi_link_to_gpu`
 /// (kfd_crat.c) sets `KFD_CRAT_XGMI_WEIGHT` (15) times
@@ -160,19 +159,19 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
     let table = links.table();
     let distinct: BTreeSet<u64> = hives.iter().flatten().copied().collect();
     if !missing.is_empty() {
-        return Err(Verdict::found(codes::XGMI_LINK_MISSING.finding(format!(
+        return end(Verdict::found(codes::XGMI_LINK_MISSING.finding(format!(
             "{} GPU pairs in one XGMI hive have no enabled XGMI link: {}",
             missing.len(),
-            super::list(&missing, 6)
+            list(&missing, 6)
         )))
         .with_output(table));
     }
     if !down.is_empty() {
-        return Err(Verdict::found(codes::XGMI_LINK_DOWN.finding(format!(
+        return end(Verdict::found(codes::XGMI_LINK_DOWN.finding(format!(
             "{} of a fully connected XGMI hive {} no working direct link (one hop is weight {XGMI_HOP_WEIGHT} with bandwidth): {}",
             if down.len() == 1 { "1 GPU pair".to_string() } else { format!("{} GPU pairs", down.len()) },
             if down.len() == 1 { "has" } else { "have" },
-            super::list(&down, 6)
+            list(&down, 6)
         )))
         .with_output(format!("{}\n{table}", down.join("\n"))));
     }
@@ -197,10 +196,10 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
         }
     }
     if !one_way.is_empty() {
-        return Err(Verdict::found(codes::P2P_DISABLED.finding_next(format!(
+        return end(Verdict::found(codes::P2P_DISABLED.finding_next(format!(
             "KFD lists no PCIe peer link (p2p_links) for {} directions between GPUs outside an XGMI hive: {}; amdgpu found the peer's VRAM out of reach (amdgpu_device_is_peer_accessible: no large BAR, an address the IOMMU cannot map, or amdgpu.pcie_p2p=0)",
             one_way.len(),
-            super::list(&one_way, 6)
+            list(&one_way, 6)
         ), "RCCL and hipMemcpyPeer stage through host memory between them: enable Above 4G decoding and Resizable BAR in the BIOS, keep the IOMMU in passthrough (iommu=pt), leave amdgpu.pcie_p2p at 1, and use a kernel built with CONFIG_HSA_AMD_P2P"))
         .with_output(table));
     }
@@ -210,7 +209,7 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
             .iter()
             .map(|&(a, b)| format!("{} <-> {}", names[a], names[b]))
             .collect();
-        return Err(Verdict::found(codes::P2P_DISABLED.finding_next(format!("peer-to-peer DMA is disabled on {} links: {}", pairs.len(), super::list(&pairs, 6)), "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and Above 4G decoding/large BARs are on"))
+        return end(Verdict::found(codes::P2P_DISABLED.finding_next(format!("peer-to-peer DMA is disabled on {} links: {}", pairs.len(), list(&pairs, 6)), "RCCL and hipMemcpyPeer stage through host memory on these links: check that the IOMMU is in passthrough (iommu=pt), ACS is off on the PCIe switches, and Above 4G decoding/large BARs are on"))
         .with_output(table));
     }
     let pairs = n * (n - 1) / 2;
@@ -328,7 +327,7 @@ fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, 
             });
             if let Some((j, w)) = bad {
                 let got = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                return Err(Verdict::found(codes::RCCL_ALLREDUCE_WRONG.finding(format!(
+                return end(Verdict::found(codes::RCCL_ALLREDUCE_WRONG.finding(format!(
                         "all-reduce result on GPU {} (rank {rank}) is wrong at element {j}: got {got}, expected {}",
                         devices[rank].0,
                         base + (n * (j % 7)) as f32
@@ -380,7 +379,7 @@ fn allreduce_throughput(ctx: &NodeContext, _: Scope) -> Outcome {
         }
     }
     let best = rates.iter().copied().fold(0.0, f64::max);
-    Ok(super::judge_floor(ctx, first, "allreduce_busbw_gbps", best, "GB/s").with_samples(&rates))
+    Ok(judge_floor(ctx, first, "allreduce_busbw_gbps", best, "GB/s").with_samples(&rates))
 }
 
 #[cfg(test)]

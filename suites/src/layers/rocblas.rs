@@ -1,10 +1,10 @@
 //! rocblas: GEMMs on each GPU against a CPU reference, and (extended) their
 //! throughput against the floors.
 
-use super::hip_device::{HipDevice, find_device};
-use super::isolated;
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
+use crate::layers::hip::device::{HipDevice, find_device};
+use crate::layers::support::{LibraryName, combine, end, isolated, judge_floor};
 use crate::reference::{self, Dtype};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
@@ -109,7 +109,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 }
 
 /// How rocBLAS is named in reports and reinstalled.
-const LIBRARY: super::LibraryName = super::LibraryName::new(
+const LIBRARY: LibraryName = LibraryName::new(
     "rocBLAS",
     "rocblas",
     "rocblas",
@@ -224,7 +224,7 @@ fn gemm_check(ctx: &NodeContext, scope: Scope, dt: Dtype) -> Outcome {
     let tol = tolerance(ctx, dt);
     let tflops = 2.0 * (s * s * s) as f64 / secs.max(1e-9) / 1e12;
     if err.is_nan() || err > tol {
-        return Err(Verdict::found(codes::ROCBLAS_GEMM_WRONG.finding(format!(
+        return end(Verdict::found(codes::ROCBLAS_GEMM_WRONG.finding(format!(
                 "{} GEMM {s}x{s}x{s}: relative error {err:.2e} exceeds {tol:.0e}; first worst element {at} (row {}, column {}): got {}, expected {}",
                 dt.name(),
                 at % s,
@@ -450,12 +450,11 @@ fn gemm_throughput(ctx: &NodeContext, scope: Scope) -> Outcome {
             continue;
         }
         let m = measure(hip, &blas, gpu, dt)?;
-        let mut v =
-            super::judge_floor(ctx, gpu, &metric, m.tflops, "TFLOP/s").with_samples(&m.batches);
+        let mut v = judge_floor(ctx, gpu, &metric, m.tflops, "TFLOP/s").with_samples(&m.batches);
         v.message = format!("{}; measured {}", v.message, m.how);
         verdicts.push(v);
     }
-    Ok(super::combine(
+    Ok(combine(
         verdicts,
         "no GEMM data type of this GPU has a floor in the thresholds for its partition mode",
     ))

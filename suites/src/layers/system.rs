@@ -26,9 +26,9 @@
 //! `pci_std_enable_acs` in drivers/pci/pci.c), so a stock node shows the
 //! ACS advisory: a warning, with the kernel parameter that keeps it off.
 
-use super::check;
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{check, end, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::acs::{self, Acs};
@@ -138,7 +138,7 @@ fn iommu(ctx: &NodeContext, _: Scope) -> Outcome {
             IommuMode::Off => {}
         }
     }
-    let named = |kind: GroupKind| by_kind.get(&kind).map(|v| super::list(v, 4));
+    let named = |kind: GroupKind| by_kind.get(&kind).map(|v| list(v, 4));
     let count = |kind: GroupKind| by_kind.get(&kind).map_or(0, Vec::len);
     // What the GPUs vfio holds are, said in every verdict: the host's DMA
     // setting is not theirs (pci::driver_binding judges the binding).
@@ -147,13 +147,13 @@ fn iommu(ctx: &NodeContext, _: Scope) -> Outcome {
     });
     let total = addresses.len();
     if let Some(blocked) = named(GroupKind::Blocked) {
-        return Ok(Verdict::found(codes::IOMMU_DMA_BLOCKED.finding(format!(
+        return end(Verdict::found(codes::IOMMU_DMA_BLOCKED.finding(format!(
             "the IOMMU blocks all DMA of {} of {total} GPUs (group type blocked): {blocked}{held}",
             count(GroupKind::Blocked)
         ))));
     }
     if let Some(translated) = named(GroupKind::Translated) {
-        return Ok(Verdict::found(codes::IOMMU_NOT_PASSTHROUGH.finding(
+        return end(Verdict::found(codes::IOMMU_NOT_PASSTHROUGH.finding(
             format!(
                 "the IOMMU translates the DMA of {} of {total} GPUs: {translated}{held}",
                 count(GroupKind::Translated)
@@ -185,7 +185,7 @@ fn numa_balancing(ctx: &NodeContext, _: Scope) -> Outcome {
     if value == "0" {
         return Ok(Verdict::pass("automatic NUMA balancing is off"));
     }
-    Ok(Verdict::found(codes::NUMA_BALANCING_ENABLED.finding(format!(
+    end(Verdict::found(codes::NUMA_BALANCING_ENABLED.finding(format!(
         "/proc/sys/kernel/numa_balancing is {value}: the kernel migrates pages under the GPUs' host buffers"
     ))))
 }
@@ -239,7 +239,7 @@ fn amdgpu_parameters(ctx: &NodeContext, _: Scope) -> Outcome {
             "amdgpu's RAS and page retirement are as the driver sets them",
         ));
     }
-    Ok(Verdict::found(
+    end(Verdict::found(
         codes::AMDGPU_CHECKS_WEAKENED.finding(set.join("; ")),
     ))
 }
@@ -251,7 +251,7 @@ fn transparent_hugepages(ctx: &NodeContext, _: Scope) -> Outcome {
     if mode != "never" {
         return Ok(Verdict::pass(format!("transparent huge pages: {mode}")));
     }
-    Ok(Verdict::found(codes::THP_DISABLED.finding(
+    end(Verdict::found(codes::THP_DISABLED.finding(
         "transparent huge pages are disabled (never): host buffers the GPUs read are mapped in 4 KiB pages",
     )))
 }
@@ -324,7 +324,7 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
                 format!(
                     "{bridge} ({} on; above {})",
                     acs::bit_names(*bits).join(" "),
-                    super::list(gpus, 4)
+                    list(gpus, 4)
                 )
             })
             .collect();
@@ -332,10 +332,10 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
             "ACS sends peer-to-peer traffic up to the root complex at {} of {} bridges above the GPUs: {}",
             redirecting.len(),
             bridges.len(),
-            super::list(&named, 8)
+            list(&named, 8)
         );
         if !unseen.is_empty() {
-            message.push_str(&format!("; not seen: {}", super::list(&unseen, 4)));
+            message.push_str(&format!("; not seen: {}", list(&unseen, 4)));
         }
         let addresses: Vec<&str> = redirecting.iter().map(|(b, _, _)| b.as_str()).collect();
         // Linux turns the redirects on itself at boot: once an IOMMU driver
@@ -367,7 +367,7 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
                 ids.join(";")
             )
         };
-        return Ok(Verdict::found(codes::PCIE_ACS_ENABLED.finding_next(
+        return end(Verdict::found(codes::PCIE_ACS_ENABLED.finding_next(
             message,
             format!(
                 "as root: `for b in {}; do setpci -s $b ECAP_ACS+0x6.w=0000; done` (AMD's disable_acs.sh does this for every device with ACS), or disable ACS in the BIOS; setpci does not survive a reboot: to keep the redirects off from boot, add `pci=disable_acs_redir={}`{by_ids} (Linux 4.19 and later) or `pci=config_acs={}` (Linux 6.11 and later) to the kernel command line; keep ACS on if the GPUs are passed through to virtual machines",
@@ -386,7 +386,7 @@ fn pcie_acs(ctx: &NodeContext, _: Scope) -> Outcome {
             "the ACS of {} of {} bridges above the GPUs could not be read: {}",
             unseen.len(),
             bridges.len(),
-            super::list(&unseen, 4)
+            list(&unseen, 4)
         );
         if withheld {
             message.push_str("; run rocgate as root (or take the snapshot as root) to read it");
@@ -422,7 +422,7 @@ fn cpu_governor(ctx: &NodeContext, _: Scope) -> Outcome {
             "all {total} {unit} run the performance governor"
         )));
     }
-    Ok(Verdict::found(codes::CPU_GOVERNOR_NOT_PERFORMANCE.finding(
+    end(Verdict::found(codes::CPU_GOVERNOR_NOT_PERFORMANCE.finding(
         format!(
             "the CPU frequency governor is not performance: {}",
             others.join(", ")
@@ -434,8 +434,8 @@ fn cpu_governor(ctx: &NodeContext, _: Scope) -> Outcome {
 mod tests {
     use super::*;
     use crate::findings::Code;
-    use crate::layers::Run;
     use crate::layers::fixture::{code, fails_saying, next_step, node, node_changed};
+    use crate::layers::support::Run;
     use rocgate_harness::SkipReason;
 
     /// Clears the ACS Control register of every bridge (the fixtures put

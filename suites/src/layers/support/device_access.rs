@@ -81,3 +81,69 @@ fn denied(facts: &NodeFacts, path: &str, who: &str, errno: &str, gid: Option<u32
         None => codes::KFD_PERMISSION.finding_next(format!("{who} cannot open {path} read-write (EACCES)"), "add the user to the device's group (usually render or video): `sudo usermod -aG render,video $USER`, then log in again"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{code, next_step, node};
+    use rocgate_harness::Status;
+
+    /// The verdict for opening `/dev/kfd` on the fixture `scenario`.
+    fn kfd_verdict(scenario: &str) -> Verdict {
+        verdict(&node(scenario).ctx.facts, "/dev/kfd", codes::KFD_MISSING)
+    }
+
+    #[test]
+    fn a_device_node_the_user_can_open_passes_and_on_a_host_nothing_is_missing_from_a_container() {
+        let n = node("mi300x-8");
+        assert!(not_passed(&n.ctx.facts, "/dev/kfd").is_none());
+        let v = kfd_verdict("mi300x-8");
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert!(
+            v.message.ends_with("can open /dev/kfd read-write"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn a_user_outside_the_device_s_group_is_told_to_join_it() {
+        let v = kfd_verdict("kfd-permission");
+        assert_eq!(code(&v), Some(codes::KFD_PERMISSION.code), "{}", v.message);
+        assert!(next_step(&v).contains("usermod -aG"), "{}", next_step(&v));
+    }
+
+    #[test]
+    fn a_device_cgroup_that_denies_the_open_is_named() {
+        let v = kfd_verdict("container-cgroup");
+        assert_eq!(code(&v), Some(codes::KFD_PERMISSION.code), "{}", v.message);
+        assert!(v.message.contains("EPERM"), "{}", v.message);
+        assert!(
+            next_step(&v).contains("--device /dev/kfd"),
+            "{}",
+            next_step(&v)
+        );
+    }
+
+    #[test]
+    fn a_container_s_group_numbered_unlike_the_host_s_is_told_apart_from_a_missing_membership() {
+        let v = kfd_verdict("container-gid-mismatch");
+        assert_eq!(
+            code(&v),
+            Some(codes::DEVICE_GID_MISMATCH.code),
+            "{}",
+            v.message
+        );
+        assert!(next_step(&v).contains("--group-add"), "{}", next_step(&v));
+    }
+
+    #[test]
+    fn a_device_node_a_container_was_started_without_is_not_passed_in() {
+        let n = node("container-devices-not-passed");
+        let v = not_passed(&n.ctx.facts, "/dev/kfd").expect("a container");
+        let want = codes::CONTAINER_DEVICE_NOT_PASSED.code;
+        assert_eq!(code(&v), Some(want), "{}", v.message);
+        let v = kfd_verdict("container-devices-not-passed");
+        assert_eq!(code(&v), Some(want), "{}", v.message);
+    }
+}

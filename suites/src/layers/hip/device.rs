@@ -4,13 +4,14 @@
 
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
+use crate::layers::support::{end, list};
 use rocgate_harness::{Scope, Verdict};
 use rocgate_node::facts::gpus::Gpu;
 use rocgate_rocm::hip::{Hip, HipError, Module};
 use std::sync::Arc;
 
 /// A failed HIP call as a failure with `code` and the next step `next`.
-pub(super) fn hip_fail(code: Code, e: &HipError, next: &str) -> Verdict {
+pub(crate) fn hip_fail(code: Code, e: &HipError, next: &str) -> Verdict {
     Verdict::found(code.finding_next(e.to_string(), next))
 }
 
@@ -48,7 +49,7 @@ impl BusId {
 
 /// How a GPU was found among HIP's devices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Matched {
+pub(crate) enum Matched {
     /// Its PCI bus id, function included.
     Exactly,
     /// Its device's bus id and its place among the device's partitions: HIP
@@ -61,7 +62,7 @@ pub(super) enum Matched {
 /// The HIP device index of `gpu`, matched by PCI bus id; among partitions
 /// that HIP prints alike, by their order (HIP lists devices in ROCr's agent
 /// order, which is KFD's).
-pub(super) fn hip_index(
+pub(crate) fn hip_index(
     hip: &Hip,
     n: i32,
     gpu: &Gpu,
@@ -82,7 +83,7 @@ pub(super) fn hip_index(
         Verdict::found(codes::HIP_DEVICE_MISSING.finding(format!(
             "HIP has no device for {}{why} (HIP devices: {})",
             gpu.label(),
-            super::list(&seen.iter().map(|(_, b)| b.as_str()).collect::<Vec<_>>(), 8)
+            list(&seen.iter().map(|(_, b)| b.as_str()).collect::<Vec<_>>(), 8)
         )))
     };
     let Some(want) = BusId::parse(&gpu.pci_address) else {
@@ -133,7 +134,7 @@ pub(super) fn hip_index(
 }
 
 /// A GPU's HIP device, made current on this thread.
-pub(super) struct HipDevice<'a> {
+pub(crate) struct HipDevice<'a> {
     /// The GPU.
     pub gpu: &'a Gpu,
     /// HIP, initialised, with devices.
@@ -145,7 +146,7 @@ pub(super) struct HipDevice<'a> {
 }
 
 /// This scope's GPU as a HIP device, made current.
-pub(super) fn find_device(ctx: &NodeContext, scope: Scope) -> Result<HipDevice<'_>, Verdict> {
+pub(crate) fn find_device(ctx: &NodeContext, scope: Scope) -> Result<HipDevice<'_>, Verdict> {
     let gpu = ctx.gpu(scope)?;
     let (hip, n) = ctx.runtime.hip_ready()?;
     let (index, matched) = hip_index(hip, n, gpu, &ctx.facts.gpus)?;
@@ -167,7 +168,7 @@ pub(super) fn find_device(ctx: &NodeContext, scope: Scope) -> Result<HipDevice<'
 /// The selected GPUs' HIP device indices, in inventory order; each GPU must
 /// be its own device (two GPUs matched to one HIP device would make RCCL
 /// reduce a GPU with itself).
-pub(super) fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict> {
+pub(crate) fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict> {
     let (hip, n) = ctx.runtime.hip_ready()?;
     let devices: Vec<(u32, i32)> = ctx
         .selected_gpus()
@@ -179,7 +180,7 @@ pub(super) fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict>
     let mut ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
     ids.sort_unstable();
     if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-        return Err(Verdict::found(codes::HIP_DEVICE_MISSING.finding_next(format!(
+        return end(Verdict::found(codes::HIP_DEVICE_MISSING.finding_next(format!(
                 "two GPUs map to HIP device {}: HIP's PCI bus ids cannot tell them apart",
                 w[0]
             ), "report this with `rocgate inventory --json` and `rocminfo`; meanwhile run the all-reduce on GPUs of distinct PCI devices with --gpus")));
@@ -189,7 +190,7 @@ pub(super) fn hip_devices(ctx: &NodeContext) -> Result<Vec<(u32, i32)>, Verdict>
 
 /// rocgate's kernels for `gpu`, loaded into HIP; a build without a code
 /// object for its target cannot look.
-pub(super) fn load_module(gpu: &Gpu, hip: &Arc<Hip>) -> Result<Module, Verdict> {
+pub(crate) fn load_module(gpu: &Gpu, hip: &Arc<Hip>) -> Result<Module, Verdict> {
     let target = gpu.gfx_target.clone().unwrap_or_default();
     let Some(co) = rocgate_kernels::code_object(&target) else {
         return Err(Verdict::unverifiable(rocgate_kernels::missing_reason(

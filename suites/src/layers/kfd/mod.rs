@@ -1,9 +1,11 @@
 //! kfd: the compute driver's device node and topology, and each GPU's place
 //! in it.
 
-use super::{check, device_access, list};
+pub(crate) mod links;
+
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{check, device_access, end, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_node::facts::NodeFacts;
@@ -139,7 +141,7 @@ fn dev_kfd(ctx: &NodeContext, _: Scope) -> Outcome {
     if facts.sysroot.exists("/dev/kfd") {
         return Ok(Verdict::pass("/dev/kfd exists"));
     }
-    if let Some(v) = super::device_access::not_passed(facts, "/dev/kfd") {
+    if let Some(v) = device_access::not_passed(facts, "/dev/kfd") {
         return Err(v);
     }
     let topo = if facts.sysroot.exists("/sys/class/kfd") {
@@ -147,7 +149,7 @@ fn dev_kfd(ctx: &NodeContext, _: Scope) -> Outcome {
     } else {
         "; /sys/class/kfd is missing too: amdkfd did not initialise"
     };
-    Ok(Verdict::found(codes::KFD_MISSING.finding_next(
+    end(Verdict::found(codes::KFD_MISSING.finding_next(
         format!("/dev/kfd does not exist{topo}{}", kfd_refusal(facts)),
         KFD_NEXT_STEP,
     ))
@@ -185,13 +187,13 @@ fn topology(ctx: &NodeContext, _: Scope) -> Outcome {
     let silent: Vec<_> = skipped.iter().filter(|e| e.is_timeout()).collect();
     if !damaged.is_empty() {
         let all: Vec<String> = damaged.iter().map(ToString::to_string).collect();
-        return Err(Verdict::found(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]), "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it"))
+        return end(Verdict::found(codes::KFD_TOPOLOGY_UNREADABLE.finding_next(format!("{} KFD topology entries are unreadable: {}", damaged.len(), all[0]), "the kernel exposes a damaged topology: reload amdgpu or reboot; if this is a captured node, recapture it"))
         .with_output(all.join("\n")));
     }
     let gpus = topo.gpu_nodes().count();
     let cpus = topo.nodes.len() - gpus;
     if gpus == 0 {
-        return Err(Verdict::found(codes::KFD_TOPOLOGY_EMPTY.finding_next(format!(
+        return end(Verdict::found(codes::KFD_TOPOLOGY_EMPTY.finding_next(format!(
                 "the KFD topology at {TOPOLOGY} has {} nodes ({cpus} CPU) and no GPU: amdgpu registered no GPU with KFD{}",
                 topo.nodes.len(),
                 kfd_refusal(facts)
@@ -459,7 +461,7 @@ fn topology_node(ctx: &NodeContext, scope: Scope) -> Outcome {
             gpu.pci_address
         )));
     }
-    Ok(Verdict::found(codes::GPU_MISSING_FROM_KFD.finding_next(format!("{} is on the PCI bus and driven by amdgpu, but has no KFD topology node", gpu.label()), format!(
+    end(Verdict::found(codes::GPU_MISSING_FROM_KFD.finding_next(format!("{} is on the PCI bus and driven by amdgpu, but has no KFD topology node", gpu.label()), format!(
             "ROCm cannot see this GPU: read `dmesg | grep -i -e kfd -e {}` (\"DID ... is missing in supported_devices\" means this amdgpu does not support it for compute: update amdgpu/ROCm); otherwise reload amdgpu or reboot",
             gpu.physical_address()
         )))
@@ -521,7 +523,7 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Outcome {
         ));
     };
     if minor == 0 {
-        return Err(Verdict::found(codes::RENDER_MINOR_MISSING.finding(format!(
+        return end(Verdict::found(codes::RENDER_MINOR_MISSING.finding(format!(
                 "KFD reports drm_render_minor 0 for {}: the GPU has no render node, so ROCr cannot use it",
                 gpu.label()
             ))));
@@ -539,7 +541,7 @@ fn render_minor(ctx: &NodeContext, scope: Scope) -> Outcome {
         )));
     }
     if !drm.render_minors.contains(&minor32) {
-        return Err(Verdict::found(codes::RENDER_MINOR_MISMATCH.finding_next(
+        return end(Verdict::found(codes::RENDER_MINOR_MISMATCH.finding_next(
             format!(
                 "KFD names renderD{minor} for {}, but /sys/class/drm has no renderD{minor}",
                 gpu.label()
@@ -604,7 +606,7 @@ mod tests {
         for (scenario, check, want, fix) in [
             (
                 "container-devices-not-passed",
-                dev_kfd as super::super::Run,
+                dev_kfd as crate::layers::support::Run,
                 codes::CONTAINER_DEVICE_NOT_PASSED,
                 "--device=/dev/kfd --device=/dev/dri",
             ),

@@ -29,7 +29,7 @@ const FLAG_NO_P2P_DMA: u64 = 0x10;
 
 /// How two devices are connected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum LinkKind {
+pub(crate) enum LinkKind {
     /// An enabled XGMI link.
     Xgmi,
     /// A PCIe peer link (`p2p_links`) in at least one direction.
@@ -52,7 +52,7 @@ impl LinkKind {
 /// What one enabled XGMI io_link from a node of one device to a node of
 /// another says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct XgmiSeen {
+pub(crate) struct XgmiSeen {
     /// `weight`, when printed.
     pub weight: Option<u64>,
     /// `max_bandwidth` in MB/s, when printed.
@@ -60,7 +60,7 @@ pub(super) struct XgmiSeen {
 }
 
 /// The node's GPU devices and the links between them.
-pub(super) struct Links<'a> {
+pub(crate) struct Links<'a> {
     /// Each device's PCI address (function 0) and its GPUs (partitions), in
     /// address order.
     pub devices: Vec<(String, Vec<&'a Gpu>)>,
@@ -211,5 +211,70 @@ impl<'a> Links<'a> {
             table.push('\n');
         }
         table
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::node;
+
+    /// Every pair of distinct devices of `links`, lower index first.
+    fn pairs(links: &Links<'_>) -> Vec<(usize, usize)> {
+        let n = links.devices.len();
+        (0..n)
+            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
+            .collect()
+    }
+
+    #[test]
+    fn an_xgmi_hive_links_every_device_to_every_other_by_xgmi() {
+        let n = node("mi300x-8");
+        let links = Links::of(&n.ctx.facts.gpus);
+        assert_eq!(links.devices.len(), 8);
+        assert!(links.no_p2p.is_empty(), "{:?}", links.no_p2p);
+        for (a, b) in pairs(&links) {
+            assert_eq!(links.kind(a, b), LinkKind::Xgmi, "d{a}-d{b}");
+            assert_eq!(links.kind(b, a), LinkKind::Xgmi, "d{b}-d{a}");
+            assert!(links.xgmi_seen(a, b).next().is_some(), "d{a}-d{b}");
+            assert_eq!(links.hive(a), links.hive(b));
+            assert!(links.hive(a).is_some());
+        }
+        let table = links.table();
+        assert!(table.lines().next().unwrap().contains("d7"), "{table}");
+        assert!(table.contains("XGMI") && !table.contains("PCIe"), "{table}");
+    }
+
+    #[test]
+    fn gpus_without_a_bridge_are_pcie_peers_or_go_through_the_host() {
+        let n = node("mi210-4-pcie");
+        let links = Links::of(&n.ctx.facts.gpus);
+        assert_eq!(links.devices.len(), 4);
+        for (a, b) in pairs(&links) {
+            assert!(!links.xgmi(a, b), "d{a}-d{b}");
+            assert_eq!(links.kind(a, b), LinkKind::Pcie, "d{a}-d{b}");
+            assert!(links.p2p_reported(a, b), "d{a}-d{b}");
+        }
+        // Without peer links in p2p_links, copies go through the host.
+        let n = node("mi210-4-no-peer-dma");
+        let links = Links::of(&n.ctx.facts.gpus);
+        for (a, b) in pairs(&links) {
+            assert_eq!(links.kind(a, b), LinkKind::Host, "d{a}-d{b}");
+        }
+    }
+
+    #[test]
+    fn the_partitions_of_one_device_are_one_device() {
+        let n = node("mi300x-8-cpx");
+        let links = Links::of(&n.ctx.facts.gpus);
+        assert_eq!(links.devices.len(), 8);
+        for (a, (_, gpus)) in links.devices.iter().enumerate() {
+            assert_eq!(gpus.len(), 8, "d{a}");
+            assert!(links.partitioned(a), "d{a}");
+            for gpu in gpus {
+                assert_eq!(links.device_of(gpu.index), Some(a), "{}", gpu.pci_address);
+            }
+        }
+        assert!(!Links::of(&node("mi300x-8").ctx.facts.gpus).partitioned(0));
     }
 }

@@ -11,10 +11,10 @@
 //! can reach ([`crate::memory_peaks`]) is refused with the reason, never
 //! reported as a measurement.
 
-use super::hip_device::{HipDevice, find_device, hip_fail, load_module};
-use super::isolated;
+use super::device::{HipDevice, find_device, hip_fail, load_module};
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{isolated, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, GpuTimer, Hip, HipError};
@@ -149,7 +149,7 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
                 "{wrong_reads} words read back wrong over {what}, at {} address{}: {}",
                 failing.len(),
                 if failing.len() == 1 { "" } else { "es" },
-                super::list(&described(&failing), 4)
+                list(&described(&failing), 4)
             ))))
             .with_output(described(&failing).join("\n")),
         );

@@ -1,10 +1,14 @@
 //! hip: the HIP runtime on each GPU. Every check runs in the scope's worker.
 
-use super::hip_device::{HipDevice, Matched, find_device, hip_fail, load_module};
-use super::isolated;
+pub(crate) mod device;
+pub mod memtest;
+pub mod p2p;
+
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{combine, end, isolated, judge_floor, judge_round_trip};
 use crate::stack;
+use device::{HipDevice, Matched, find_device, hip_fail, load_module};
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{
     DeviceBuffer, HipError, HostBuffer, Module, Rtc, Stream, TimedCopy, format_version, sys,
@@ -13,9 +17,10 @@ use std::time::Instant;
 
 const NEEDS_DEVICE: &[&str] = &["hip::device"];
 
-/// The hip layer's checks.
+/// The hip layer's checks: the runtime's, then the extended tier's
+/// peer-to-peer copies and memory test.
 pub fn checks() -> Vec<Check<NodeContext>> {
-    vec![
+    let mut checks = vec![
         isolated(
             "hip::runtime",
             stack::HIP,
@@ -92,7 +97,10 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 bandwidth,
             )
         },
-    ]
+    ];
+    checks.extend(p2p::checks());
+    checks.extend(memtest::checks());
+    checks
 }
 
 fn runtime(ctx: &NodeContext, _: Scope) -> Outcome {
@@ -122,7 +130,7 @@ fn device_count(ctx: &NodeContext, _: Scope) -> Outcome {
     let (_, n) = ctx.runtime.hip_ready()?;
     let kfd = ctx.facts.gpus.iter().filter(|g| g.kfd.is_some()).count();
     if usize::try_from(n).unwrap_or(0) != kfd {
-        return Err(Verdict::found(codes::HIP_DEVICE_MISMATCH.finding_next(format!("HIP sees {n} devices but KFD has {kfd} GPU nodes"), "unset HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES if set; otherwise compare with the hsa layer's agent count and check render node permissions"))
+        return end(Verdict::found(codes::HIP_DEVICE_MISMATCH.finding_next(format!("HIP sees {n} devices but KFD has {kfd} GPU nodes"), "unset HIP_VISIBLE_DEVICES/ROCR_VISIBLE_DEVICES if set; otherwise compare with the hsa layer's agent count and check render node permissions"))
         .with_count("hip_devices", f64::from(n), "count"));
     }
     Ok(Verdict::pass(format!("{n} HIP devices")).with_count("hip_devices", f64::from(n), "count"))
@@ -200,7 +208,7 @@ fn device(ctx: &NodeContext, scope: Scope) -> Outcome {
         let env = |v: &str| std::env::var(v).ok();
         let (range, expected) = expected_multiprocessors(kfd_cus, gpu.gfx_major(), &env);
         if !u64::try_from(cus).is_ok_and(|c| range.contains(&c)) {
-            return Err(Verdict::found(codes::HIP_DEVICE_MISMATCH.finding_next(format!(
+            return end(Verdict::found(codes::HIP_DEVICE_MISMATCH.finding_next(format!(
                     "HIP device {d} ({}) reports {cus} multiprocessors; for KFD's {kfd_cus} CUs HIP should report {expected}",
                     gpu.pci_address
                 ), "HIP and the kernel driver disagree about the GPU: check the ROCm and amdgpu versions are a supported pair, and whether HSA_CU_MASK, HSA_COOP_CU_COUNT or GPU_ENABLE_WGP_MODE are set"))
@@ -241,7 +249,7 @@ fn memcpy(ctx: &NodeContext, scope: Scope) -> Outcome {
     let t = Instant::now();
     dev.download(host.bytes()).map_err(fail)?;
     let d2h = t.elapsed();
-    super::judge_round_trip(
+    judge_round_trip(
         codes::HIP_MEMCPY_CORRUPT,
         "hipMemcpy round trip",
         &expected,
@@ -303,7 +311,7 @@ fn vector_add(ctx: &NodeContext, scope: Scope) -> Outcome {
         .collect();
     let wrong: Vec<usize> = (0..N).filter(|&i| c[i] != 3.0 * i as f32).collect();
     if let Some(&i) = wrong.first() {
-        return Err(Verdict::found(codes::HIP_KERNEL_WRONG.finding(format!(
+        return end(Verdict::found(codes::HIP_KERNEL_WRONG.finding(format!(
             "vector_add ran but {} of {N} sums are wrong; first at index {i}: got {}, expected {}",
             wrong.len(),
             c[i],
@@ -364,7 +372,7 @@ fn hiprtc(ctx: &NodeContext, scope: Scope) -> Outcome {
         .enumerate()
         .find(|(i, w)| f32::from_le_bytes([w[0], w[1], w[2], w[3]]) != 3.0 * *i as f32);
     if let Some((i, _)) = bad {
-        return Err(Verdict::found(codes::HIPRTC_WRONG.finding(format!(
+        return end(Verdict::found(codes::HIPRTC_WRONG.finding(format!(
             "the hiprtc-compiled kernel ran but element {i} is wrong"
         ))));
     }
@@ -404,10 +412,10 @@ fn bandwidth(ctx: &NodeContext, scope: Scope) -> Outcome {
         from: &dev,
     })?;
     let best = |rates: &[f64]| rates.iter().copied().fold(0.0, f64::max);
-    Ok(super::combine(
+    Ok(combine(
         vec![
-            super::judge_floor(ctx, gpu, "h2d_gbps", best(&h2d), "GB/s").with_samples(&h2d),
-            super::judge_floor(ctx, gpu, "d2h_gbps", best(&d2h), "GB/s").with_samples(&d2h),
+            judge_floor(ctx, gpu, "h2d_gbps", best(&h2d), "GB/s").with_samples(&h2d),
+            judge_floor(ctx, gpu, "d2h_gbps", best(&d2h), "GB/s").with_samples(&d2h),
         ],
         "no floors",
     ))

@@ -3,9 +3,9 @@
 //! GPU's temperatures and power against their limits (hwmon). These read
 //! what amdgpu exposes, so they sit in the amdgpu layer.
 
-use super::check;
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{NEEDS_LIVE_AMDGPU, check, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, SkipReason, Verdict};
 use rocgate_node::facts::NodeFacts;
@@ -18,7 +18,7 @@ use rocgate_node::facts::ras::{self, Ras};
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::ras_errors",
                 stack::AMDGPU,
@@ -28,7 +28,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             gates: false,
             ..check(
                 "amdgpu::ras_bad_pages",
@@ -39,7 +39,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             gates: false,
             ..check(
                 "amdgpu::thermals",
@@ -185,7 +185,7 @@ fn ras_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
         if !found.malformed.is_empty() {
             what.push_str(&format!(
                 " (also unreadable or not as the driver prints it: {})",
-                super::list(&found.malformed, 3)
+                list(&found.malformed, 3)
             ));
         }
         return Ok(verdict_metrics(Verdict::found(

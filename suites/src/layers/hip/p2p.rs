@@ -3,11 +3,11 @@
 //! against the floor of each pair's link (XGMI or PCIe). Partitions of one
 //! device share its links, so one partition stands for its device.
 
-use super::hip_device::hip_devices;
-use super::isolated;
-use super::links::{LinkKind, Links};
+use super::device::hip_devices;
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::kfd::links::{LinkKind, Links};
+use crate::layers::support::{end, isolated, judge_floor, list};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Status, Tier, Verdict};
 use rocgate_node::facts::gpus::Gpu;
@@ -118,7 +118,7 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
     match rx.recv_timeout(share(steps)) {
         Ok(Progress::Ready(Ok(()))) => {}
         Ok(Progress::Ready(Err(e))) => {
-            return Err(Verdict::found(
+            return end(Verdict::found(
                 codes::P2P_COPY_FAILED.finding_next(e, "see hip.memcpy on this GPU"),
             ));
         }
@@ -200,13 +200,13 @@ fn unfinished(
     faults: &Faults,
 ) -> Verdict {
     let mut before = Vec::new();
-    for (what, list) in [
+    for (what, pairs) in [
         ("corrupted", &faults.corrupt),
         ("failed", &faults.failed),
         ("below floor", &faults.below),
     ] {
-        if !list.is_empty() {
-            before.push(format!("{what}: {}", super::list(list, 4)));
+        if !pairs.is_empty() {
+            before.push(format!("{what}: {}", list(pairs, 4)));
         }
     }
     let message = format!(
@@ -346,7 +346,7 @@ fn judge(ctx: &NodeContext, gpu: &Gpu, kind: LinkKind, gbps: f64) -> Verdict {
         LinkKind::Xgmi => "p2p_gbps.xgmi",
         LinkKind::Pcie | LinkKind::Host => "p2p_gbps.pcie",
     };
-    let mut v = super::judge_floor(ctx, gpu, floor_metric, gbps, "GB/s");
+    let mut v = judge_floor(ctx, gpu, floor_metric, gbps, "GB/s");
     for m in &mut v.metrics {
         m.name = FAMILY.to_string();
     }
@@ -359,7 +359,7 @@ fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
         let mut finding = codes::P2P_COPY_CORRUPT.finding(format!(
             "{} of {pairs} GPU pairs corrupted a peer-to-peer copy: {}",
             faults.corrupt.len(),
-            super::list(&faults.corrupt, 6)
+            list(&faults.corrupt, 6)
         ));
         // The GPU in every corrupted pair is the one to drain and name,
         // not the node.
@@ -374,14 +374,14 @@ fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
         return Verdict::found(codes::P2P_COPY_FAILED.finding(format!(
             "{} of {pairs} GPU pairs cannot copy peer-to-peer: {}",
             faults.failed.len(),
-            super::list(&faults.failed, 4)
+            list(&faults.failed, 4)
         )));
     }
     if !faults.below.is_empty() {
         return Verdict::found(codes::PERF_BELOW_FLOOR.finding(format!(
             "{} of {pairs} GPU pairs copy below their link's floor: {}",
             faults.below.len(),
-            super::list(&faults.below, 6)
+            list(&faults.below, 6)
         )));
     }
     let values: Vec<f64> = judged
@@ -409,4 +409,138 @@ fn summarise(faults: &Faults, judged: &[Verdict], pairs: usize) -> Verdict {
             String::new()
         }
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layers::fixture::{code, node};
+    use crate::thresholds::Thresholds;
+    use rocgate_harness::SkipReason;
+
+    /// Floors for MI300X pairs over XGMI only.
+    const FLOORS: &str = r#"
+schema_version = 1
+margin = 0.1
+
+[tolerance]
+fp64 = 1e-12
+fp32 = 1e-5
+fp16 = 2e-3
+bf16 = 1.6e-2
+
+[[floor]]
+gpu = "gfx942"
+metric = "p2p_gbps.xgmi"
+value = 40.0
+source = "fleet median"
+"#;
+
+    fn faults(corrupt: &[(u32, u32)], failed: usize, below: usize) -> Faults {
+        Faults {
+            corrupt: corrupt.iter().map(|(a, b)| format!("{a}<->{b}")).collect(),
+            corrupt_gpus: corrupt.to_vec(),
+            failed: (0..failed).map(|i| format!("f{i}")).collect(),
+            below: (0..below).map(|i| format!("b{i}")).collect(),
+        }
+    }
+
+    #[test]
+    fn every_p2p_check_skips_without_the_runtime() {
+        node("mi300x-8").assert_skip_without_runtime(&checks());
+    }
+
+    #[test]
+    fn a_pair_is_judged_against_its_link_s_floor_and_recorded_as_the_family() {
+        let mut n = node("mi300x-8");
+        n.ctx.thresholds = Thresholds::parse(FLOORS, "test floors").unwrap();
+        let gpu = n.ctx.facts.gpus[0].clone();
+        let v = judge(&n.ctx, &gpu, LinkKind::Xgmi, 50.0);
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert_eq!(v.metrics[0].name, FAMILY);
+        let v = judge(&n.ctx, &gpu, LinkKind::Xgmi, 30.0);
+        assert_eq!(
+            code(&v),
+            Some(codes::PERF_BELOW_FLOOR.code),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("p2p_gbps.xgmi"), "{}", v.message);
+        // No PCIe floor: measured, not judged.
+        let v = judge(&n.ctx, &gpu, LinkKind::Pcie, 30.0);
+        assert_eq!(
+            v.skip_reason,
+            Some(SkipReason::NotConfigured),
+            "{}",
+            v.message
+        );
+        assert_eq!(v.metrics[0].name, FAMILY);
+    }
+
+    #[test]
+    fn a_corrupted_copy_outranks_every_other_fault_and_blames_the_gpu_its_pairs_share() {
+        let v = summarise(&faults(&[(1, 2), (2, 3)], 1, 1), &[], 28);
+        assert_eq!(
+            code(&v),
+            Some(codes::P2P_COPY_CORRUPT.code),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.message.starts_with("2 of 28 GPU pairs corrupted"),
+            "{}",
+            v.message
+        );
+        assert_eq!(v.finding.unwrap().blames, Some(Scope::Gpu(2)));
+        // Pairs with no GPU in common blame no GPU.
+        let v = summarise(&faults(&[(0, 1), (2, 3)], 0, 0), &[], 28);
+        assert_eq!(v.finding.unwrap().blames, None);
+    }
+
+    #[test]
+    fn a_pair_that_cannot_copy_outranks_a_slow_one() {
+        let v = summarise(&faults(&[], 2, 1), &[], 28);
+        assert_eq!(code(&v), Some(codes::P2P_COPY_FAILED.code), "{}", v.message);
+        let v = summarise(&faults(&[], 0, 3), &[], 28);
+        assert_eq!(
+            code(&v),
+            Some(codes::PERF_BELOW_FLOOR.code),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.message.starts_with("3 of 28 GPU pairs copy below"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn intact_pairs_pass_only_when_a_floor_judged_them() {
+        let judged = || Verdict::pass("fast").with_throughput(FAMILY, 45.0, "GB/s");
+        let unjudged = || Verdict::not_configured("no floor").with_throughput(FAMILY, 20.0, "GB/s");
+        let v = summarise(&Faults::default(), &[unjudged(), unjudged()], 2);
+        assert_eq!(
+            v.skip_reason,
+            Some(SkipReason::NotConfigured),
+            "{}",
+            v.message
+        );
+        assert!(v.message.contains("slowest 20.0 GB/s"), "{}", v.message);
+        let v = summarise(&Faults::default(), &[judged(), unjudged()], 2);
+        assert_eq!(v.status, Status::Pass, "{}", v.message);
+        assert!(
+            v.message.ends_with(
+                "1 judged against their link's floor, all at or above it (1 have no floor)"
+            ),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn without_a_deadline_each_pair_may_take_the_unbounded_share() {
+        assert_eq!(share(5), UNBOUNDED_PAIR);
+        assert_eq!(share(0), UNBOUNDED_PAIR);
+    }
 }

@@ -1,17 +1,20 @@
 //! amdgpu: the DRM kernel driver, its build for the running kernel, and the
 //! render node of each GPU.
 
-use super::{check, list, pci_function};
+pub mod gpu_health;
+
 use crate::context::NodeContext;
 use crate::findings::codes;
+use crate::layers::support::{NEEDS_LIVE_AMDGPU, check, device_access, end, list, pci_function};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
 use rocgate_node::facts::NodeFacts;
 
-/// The amdgpu layer's checks (causes first: blacklist and DKMS before the
-/// module state they explain).
+/// The amdgpu layer's checks: the driver's (causes first: blacklist and
+/// DKMS before the module state they explain), then the GPUs' health as
+/// the driver reports it.
 pub fn checks() -> Vec<Check<NodeContext>> {
-    vec![
+    let mut checks = vec![
         Check {
             gates: false,
             ..check(
@@ -40,7 +43,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             module_live,
         ),
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             gates: false,
             ..check(
                 "amdgpu::driver_version",
@@ -51,7 +54,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::bound",
                 stack::AMDGPU,
@@ -61,7 +64,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: super::NEEDS_LIVE_AMDGPU,
+            deps: NEEDS_LIVE_AMDGPU,
             ..check(
                 "amdgpu::render_node",
                 stack::AMDGPU,
@@ -70,7 +73,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 render_node,
             )
         },
-    ]
+    ];
+    checks.extend(gpu_health::checks());
+    checks
 }
 
 fn running_kernel(facts: &NodeFacts) -> String {
@@ -107,7 +112,7 @@ fn blacklist(ctx: &NodeContext, _: Scope) -> Outcome {
     } else {
         ""
     };
-    Ok(Verdict::found(codes::AMDGPU_BLACKLISTED.finding(format!(
+    end(Verdict::found(codes::AMDGPU_BLACKLISTED.finding(format!(
         "amdgpu is disabled by {}{loaded}",
         list(&places, 4)
     )))
@@ -161,7 +166,7 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Outcome {
         .registered
         .first()
         .map_or("<version>", String::as_str);
-    Ok(Verdict::found(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
+    end(Verdict::found(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
             "rebuild it for this kernel: `sudo apt install linux-headers-{kernel} && sudo dkms autoinstall -k {kernel}`, then reboot; if the build fails read /var/lib/dkms/amdgpu/{version}/build/make.log; or boot a kernel it was built for"
         ))))
 }
@@ -201,7 +206,7 @@ fn module_live(ctx: &NodeContext, _: Scope) -> Outcome {
             "`sudo modprobe amdgpu`, then read `dmesg | grep -i amdgpu` for why it did not load; if modprobe cannot find it, install the driver (amdgpu-dkms, or linux-modules-extra-{kernel} for the inbox driver)"
         )
     };
-    Ok(Verdict::found(
+    end(Verdict::found(
         codes::AMDGPU_NOT_LOADED.finding_next(message, next),
     ))
 }
@@ -272,7 +277,7 @@ fn bound(ctx: &NodeContext, scope: Scope) -> Outcome {
 fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gpu = ctx.gpu(scope)?;
     let Some(minor) = gpu.render_minor(&ctx.facts.drm) else {
-        return Err(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
+        return end(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
                 "no render node is known for {}: KFD gives no drm_render_minor and /sys/class/drm has no renderD* for it",
                 gpu.pci_address
             ), "the driver did not register a DRM device for this GPU: read `dmesg | grep -i drm`")));
@@ -281,10 +286,10 @@ fn render_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     if ctx.facts.sysroot.exists(&path) {
         return Ok(Verdict::pass(format!("{path} exists")));
     }
-    if let Some(v) = super::device_access::not_passed(&ctx.facts, &path) {
+    if let Some(v) = device_access::not_passed(&ctx.facts, &path) {
         return Err(v);
     }
-    Ok(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
+    end(Verdict::found(codes::RENDER_NODE_MISSING.finding_next(format!(
             "{path} (the render node of {}) does not exist",
             gpu.pci_address
         ), format!(
