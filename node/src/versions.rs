@@ -3,6 +3,7 @@
 //! versions come from the checks that load them, as facts.)
 
 use crate::Sysroot;
+use crate::driver_release::{self, DriverRow};
 use crate::facts::NodeFacts;
 use crate::facts::pci::parse_hex;
 use std::collections::BTreeMap;
@@ -152,50 +153,11 @@ pub fn add_loaded_rocm(versions: &mut BTreeMap<String, String>) {
     }
 }
 
-/// The driver release of the installed amdgpu-dkms package, from dpkg's
-/// status: `1:6.8.5.60200-2009582.24.04` is release 6.2.0 (the fourth field
-/// encodes it as major, minor and patch in two digits each after the first).
-pub fn amdgpu_dkms_release(root: &Sysroot) -> Option<(String, String)> {
-    let bytes = root.read_bytes("/var/lib/dpkg/status", 64 << 20).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    let stanza = text
-        .split("\n\n")
-        .find(|s| s.lines().any(|l| l.trim() == "Package: amdgpu-dkms"))?;
-    let version = stanza
-        .lines()
-        .find_map(|l| l.strip_prefix("Version:"))?
-        .trim()
-        .to_string();
-    Some((driver_release_of(&version)?, version))
-}
-
-/// The driver release encoded in an amdgpu-dkms package version.
-pub fn driver_release_of(package_version: &str) -> Option<String> {
-    let upstream = package_version
-        .split_once(':')
-        .map_or(package_version, |(_, v)| v);
-    let upstream = upstream.split('-').next()?;
-    let code = upstream.split('.').nth(3)?;
-    if code.len() < 5 || !code.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // 60200 -> 6.2.0; 30100000 -> 30.10.0 (major takes the digits the
-    // minor and patch pairs leave).
-    let (major, rest) = if code.len() == 5 {
-        code.split_at(1)
-    } else {
-        code.split_at(2)
-    };
-    let minor: u32 = rest.get(..2)?.parse().ok()?;
-    let patch: u32 = rest.get(2..4)?.parse().ok()?;
-    Some(format!("{}.{minor}.{patch}", major.parse::<u32>().ok()?))
-}
-
 /// Node-wide versions; `driver_rows` name the amdgpu driver release the
 /// loaded module belongs to (the compatibility matrix's `[[driver]]` rows).
 pub fn node_versions(
     facts: &NodeFacts,
-    driver_rows: &[crate::driver_release::DriverRow],
+    driver_rows: &[DriverRow],
 ) -> BTreeMap<String, String> {
     let mut v = BTreeMap::new();
     if let Ok(k) = &facts.kernel_release {
@@ -217,10 +179,10 @@ pub fn node_versions(
         }
         _ => {}
     }
-    if let Some((_, package)) = amdgpu_dkms_release(&facts.sysroot) {
+    if let Some((_, package)) = driver_release::amdgpu_dkms_release(&facts.sysroot) {
         v.insert("amdgpu_dkms_package".into(), package);
     }
-    if let Some(release) = crate::driver_release::read(facts, driver_rows).describe() {
+    if let Some(release) = driver_release::read(facts, driver_rows).describe() {
         v.insert("amdgpu_release".into(), release);
     }
     if let Some(r) = rocm_release(&facts.sysroot) {
@@ -392,21 +354,11 @@ mod tests {
     use rocgate_fixtures::hostile::put;
 
     #[test]
-    fn parses_os_release_and_driver_releases() {
+    fn parses_os_release() {
         let os = parse_os_release(
             "NAME=\"Ubuntu\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nPRETTY_NAME=\"Ubuntu 24.04.3 LTS\"\n",
         );
         assert_eq!(os.short(), "ubuntu 24.04");
-        // The package version encodes the release: 60200 is 6.2.0,
-        // 30100000 is 30.10.0; a bare module version encodes none.
-        for (package, release) in [
-            ("1:6.8.5.60200-2009582.24.04", Some("6.2.0")),
-            ("1:6.12.12.60401-2164967.24.04", Some("6.4.1")),
-            ("1:6.14.14.30100000-2193512.24.04", Some("30.10.0")),
-            ("6.16.6", None),
-        ] {
-            assert_eq!(driver_release_of(package).as_deref(), release, "{package}");
-        }
     }
 
     #[test]
@@ -447,7 +399,6 @@ mod tests {
         #[test]
         fn never_panics(s in "\\PC{0,200}") {
             let _ = parse_os_release(&s);
-            let _ = driver_release_of(&s);
             let _ = loaded_rocm_release(&BTreeMap::from([("x_library".to_string(), s)]));
         }
     }

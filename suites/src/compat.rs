@@ -5,7 +5,7 @@
 use crate::config_file;
 use crate::findings::codes;
 use rocgate_node::NodeFacts;
-use rocgate_node::driver_release::{self, DriverRelease, DriverRow};
+use rocgate_node::driver_release::{self, DriverResolution, DriverRow};
 use rocgate_node::versions;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -322,7 +322,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
     if !allowed.is_empty() {
         let fits = |r: &str| allowed.iter().any(|w| release_matches(w, r));
         let (have, verdict) = match &driver {
-            DriverRelease::Exact { release, source } => (
+            DriverResolution::Exact { release, source } => (
                 format!("{release} (from {source})"),
                 if fits(release) {
                     Fit::Supported
@@ -330,7 +330,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                     Fit::Unsupported(codes::COMPAT_AMDGPU_UNSUPPORTED)
                 },
             ),
-            DriverRelease::OneOf { releases, source } => {
+            DriverResolution::OneOf { releases, source } => {
                 let ok = releases.iter().filter(|r| fits(r)).count();
                 (
                     format!("{} (from {source})", releases.join(" or ")),
@@ -345,7 +345,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                     },
                 )
             }
-            DriverRelease::Unknown(why) => {
+            DriverResolution::Unknown(why) => {
                 ("release unknown".to_string(), Fit::Unknown(why.clone()))
             }
         };
