@@ -12,9 +12,9 @@
 //! compatibility matrix (module version, releases with their build numbers,
 //! source), which the caller passes in.
 
+use crate::Sysroot;
 use crate::facts::NodeFacts;
 use serde::{Deserialize, Serialize};
-use crate::Sysroot;
 use std::time::Duration;
 
 /// An amdgpu DKMS module version and the driver releases that shipped it.

@@ -219,7 +219,10 @@ mod tests {
     #[test]
     fn output_larger_than_a_pipe_arrives_whole() {
         let mut sh = Command::new("sh");
-        sh.args(["-c", "head -c 1000000 /dev/zero; head -c 300000 /dev/zero >&2"]);
+        sh.args([
+            "-c",
+            "head -c 1000000 /dev/zero; head -c 300000 /dev/zero >&2",
+        ]);
         let done = run(&mut sh, GENEROUS, 4 << 20).unwrap();
         assert!(done.status.success());
         assert_eq!(done.stdout.len(), 1_000_000);

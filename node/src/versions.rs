@@ -3,12 +3,12 @@
 //! versions come from the checks that load them, as facts.)
 
 use crate::Sysroot;
+use crate::bounded_io::BoundedIo;
 use crate::driver_release::{self, DriverRow};
 use crate::facts::NodeFacts;
 use crate::facts::pci::parse_hex;
 use std::collections::BTreeMap;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `/etc/os-release`'s `ID`, `VERSION_ID` and `PRETTY_NAME`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -155,10 +155,7 @@ pub fn add_loaded_rocm(versions: &mut BTreeMap<String, String>) {
 
 /// Node-wide versions; `driver_rows` name the amdgpu driver release the
 /// loaded module belongs to (the compatibility matrix's `[[driver]]` rows).
-pub fn node_versions(
-    facts: &NodeFacts,
-    driver_rows: &[DriverRow],
-) -> BTreeMap<String, String> {
+pub fn node_versions(facts: &NodeFacts, driver_rows: &[DriverRow]) -> BTreeMap<String, String> {
     let mut v = BTreeMap::new();
     if let Ok(k) = &facts.kernel_release {
         v.insert("kernel".into(), k.clone());
@@ -232,9 +229,14 @@ pub fn gpu_health_within(
 }
 
 /// `read` of every GPU's PCI function directory, each device on its own
-/// helper thread so that a wedged GPU can hang neither the caller nor the
-/// other GPUs: a GPU not read within `wait` gets a single `what` entry
-/// saying so, and its thread is abandoned (it ends with the process).
+/// thread so that a wedged GPU can hang neither the caller nor the other
+/// GPUs: a GPU not read within `wait` gets a single `what` entry saying so.
+///
+/// The deadline is [`BoundedIo`]'s, the one every bounded read of a node
+/// uses: the read runs on its reader thread and is abandoned (it ends with
+/// the process) when it does not answer in time. Each device gets a
+/// `BoundedIo` of its own, since one shared pool of readers would queue a
+/// healthy GPU behind wedged ones until its own deadline passed.
 fn per_device_within(
     facts: &NodeFacts,
     wait: Duration,
@@ -252,39 +254,37 @@ fn per_device_within(
             }
         }
     }
-    let (tx, rx) = mpsc::channel();
-    for (dir, indices) in &by_dir {
-        let (tx, root, dir, indices) = (
-            tx.clone(),
-            facts.sysroot.clone(),
-            dir.clone(),
-            indices.clone(),
-        );
-        // A failed spawn leaves that GPU unread, reported as such below.
-        let _ = std::thread::Builder::new()
-            .name("rocgate-versions".into())
-            .spawn(move || {
-                let _ = tx.send((indices, read(&root, &dir)));
-            });
-    }
-    drop(tx);
-    let deadline = Instant::now() + wait;
-    for _ in 0..by_dir.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Ok((indices, v)) = rx.recv_timeout(left) else {
-            break;
-        };
-        for index in indices {
-            out.insert(index, v.clone());
-        }
-    }
-    for index in by_dir.into_values().flatten() {
-        out.entry(index).or_insert_with(|| {
+    let read: Vec<(&Vec<u32>, Option<BTreeMap<String, String>>)> = std::thread::scope(|scope| {
+        let waiting: Vec<_> = by_dir
+            .iter()
+            .map(|(dir, indices)| {
+                let (root, dir) = (facts.sysroot.clone(), dir.clone());
+                // A thread the OS refuses leaves that GPU unread, said so.
+                let answer = std::thread::Builder::new()
+                    .name("rocgate-versions".into())
+                    .spawn_scoped(scope, move || {
+                        BoundedIo::new(wait).run(&dir.clone(), move || read(&root, &dir))
+                    })
+                    .ok();
+                (indices, answer)
+            })
+            .collect();
+        // `run` returns by its deadline, so every join is bounded.
+        waiting
+            .into_iter()
+            .map(|(indices, answer)| (indices, answer.and_then(|a| a.join().ok().flatten())))
+            .collect()
+    });
+    for (indices, versions) in read {
+        let versions = versions.unwrap_or_else(|| {
             BTreeMap::from([(
                 what.to_string(),
                 format!("unread: this GPU's sysfs did not answer within {wait:?}"),
             )])
         });
+        for &index in indices {
+            out.insert(index, versions.clone());
+        }
     }
     out
 }
@@ -393,6 +393,46 @@ mod tests {
         )]);
         add_loaded_rocm(&mut debian);
         assert!(!debian.contains_key("rocm_loaded"));
+    }
+
+    /// Reads nothing, and never answers for the first GPU of mi300x-8.
+    fn wedged_first(_: &Sysroot, dir: &str) -> BTreeMap<String, String> {
+        if dir.ends_with(FIRST_GPU) {
+            std::thread::sleep(Duration::from_secs(1000));
+        }
+        BTreeMap::from([("vbios".to_string(), dir.to_string())])
+    }
+
+    const FIRST_GPU: &str = "0000:05:00.0";
+
+    #[test]
+    fn a_wedged_gpu_is_unread_and_the_others_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        rocgate_fixtures::scenario("mi300x-8")
+            .unwrap()
+            .spec
+            .write(dir.path())
+            .unwrap();
+        let facts = NodeFacts::discover(Sysroot::at(dir.path()));
+        assert_eq!(facts.gpus.len(), 8);
+        let first = facts.gpus.iter().find(|g| {
+            g.pci
+                .as_ref()
+                .is_some_and(|p| p.sysfs_dir().ends_with(FIRST_GPU))
+        });
+        let first = first.expect("mi300x-8 has a GPU at 0000:05:00.0").index;
+        let read = per_device_within(&facts, Duration::from_secs(5), "versions", wedged_first);
+        assert_eq!(read.len(), 8);
+        for (index, versions) in read {
+            if index == first {
+                assert!(versions["versions"].starts_with("unread: "), "{versions:?}");
+            } else {
+                assert!(
+                    versions["vbios"].contains("0000:"),
+                    "gpu{index}: {versions:?}"
+                );
+            }
+        }
     }
 
     proptest! {
