@@ -595,7 +595,10 @@ mod driver_rows_tests {
             .collect();
         std::fs::write(&status, kept.join("\n\n")).unwrap();
         let builtin = rocgate_suites::compat_matrix::BUILTIN;
-        assert!(builtin.contains(BUILTIN_ROW), "the built-in 6.16.6 row moved");
+        assert!(
+            builtin.contains(BUILTIN_ROW),
+            "the built-in 6.16.6 row moved"
+        );
         let matrix = dir.path().join("matrix.toml");
         std::fs::write(&matrix, builtin.replace(BUILTIN_ROW, USER_ROW)).unwrap();
         let options = RunOptions {
@@ -605,7 +608,11 @@ mod driver_rows_tests {
         let session = Session::open(Sysroot::at(&root), options).unwrap();
         let props = session.node_properties(Tier::Quick);
         let release = props.iter().find(|(k, _)| k == "amdgpu_release");
-        assert_eq!(release.map(|(_, v)| v.as_str()), Some("30.20.9"), "{props:?}");
+        assert_eq!(
+            release.map(|(_, v)| v.as_str()),
+            Some("30.20.9"),
+            "{props:?}"
+        );
         let report = RunReport {
             tier: Tier::Quick,
             started_at: chrono::Local::now(),
@@ -616,13 +623,19 @@ mod driver_rows_tests {
             strict: false,
             fail_on_warn: false,
         };
-        assert_eq!(session.versions(&report)["node"]["amdgpu_release"], "30.20.9");
+        assert_eq!(
+            session.versions(&report)["node"]["amdgpu_release"],
+            "30.20.9"
+        );
         let rocgate_suites::compat_matrix::Evaluation::Checked { components, .. } =
             rocgate_suites::compat_matrix::evaluate(session.facts(), &session.ctx.matrix)
         else {
             panic!("mi300x-8's ROCm release is in the matrix");
         };
         let amdgpu = components.iter().find(|c| c.name == "amdgpu").unwrap();
-        assert!(amdgpu.have.starts_with("30.20.9 (from DKMS build"), "{amdgpu:?}");
+        assert!(
+            amdgpu.have.starts_with("30.20.9 (from DKMS build"),
+            "{amdgpu:?}"
+        );
     }
 }

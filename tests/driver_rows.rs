@@ -33,7 +33,10 @@ fn node_and_user_matrix() -> (common::Node, std::path::PathBuf) {
     let builtin =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("suites/compat.toml"))
             .unwrap();
-    assert!(builtin.contains(BUILTIN_ROW), "the built-in 6.16.6 row moved");
+    assert!(
+        builtin.contains(BUILTIN_ROW),
+        "the built-in 6.16.6 row moved"
+    );
     let matrix = n.root.with_extension("matrix.toml");
     std::fs::write(&matrix, builtin.replace(BUILTIN_ROW, USER_ROW)).unwrap();
     (n, matrix)
@@ -50,12 +53,16 @@ fn the_reports_and_the_compat_check_name_the_release_of_the_users_matrix() {
     let (n, matrix) = node_and_user_matrix();
     let matrix = matrix.to_str().unwrap();
     let (_, _, json, junit) = run(&n.root, &["--matrix", matrix]);
-    assert_eq!(json["versions"]["node"]["amdgpu_release"], "30.20.9", "{}", json["versions"]);
+    assert_eq!(
+        json["versions"]["node"]["amdgpu_release"], "30.20.9",
+        "{}",
+        json["versions"]
+    );
     assert!(
         junit.contains(r#"<property name="amdgpu_release" value="30.20.9"/>"#),
         "{junit}"
     );
-    let compat = result(&json, "compat::combination");
+    let compat = result(&json, "node.compat.combination");
     assert!(
         text(&compat["output"]).contains("have 30.20.9 (from DKMS build amdgpu/6.16.6-2255209"),
         "{compat}"
@@ -63,7 +70,10 @@ fn the_reports_and_the_compat_check_name_the_release_of_the_users_matrix() {
 
     let check = json_of(&["matrix", "check", "--json", "--matrix", matrix], &n.root);
     let amdgpu = entry(&check["components"], "component", "amdgpu");
-    assert!(text(&amdgpu["have"]).starts_with("30.20.9 (from "), "{check}");
+    assert!(
+        text(&amdgpu["have"]).starts_with("30.20.9 (from "),
+        "{check}"
+    );
 
     let inventory = json_of(&["inventory", "--json", "--matrix", matrix], &n.root);
     assert_eq!(inventory["versions"]["node"]["amdgpu_release"], "30.20.9");
@@ -74,6 +84,9 @@ fn without_a_matrix_both_name_the_built_in_release() {
     let (n, _) = node_and_user_matrix();
     let (_, _, json, _) = run(&n.root, &[]);
     assert_eq!(json["versions"]["node"]["amdgpu_release"], "30.20.1");
-    let compat = result(&json, "compat::combination");
-    assert!(text(&compat["output"]).contains("have 30.20.1 (from DKMS build"), "{compat}");
+    let compat = result(&json, "node.compat.combination");
+    assert!(
+        text(&compat["output"]).contains("have 30.20.1 (from DKMS build"),
+        "{compat}"
+    );
 }
