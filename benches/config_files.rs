@@ -8,7 +8,7 @@
 
 mod common;
 
-use rocgate_suites::compat::Matrix;
+use rocgate_suites::compat_matrix::Matrix;
 use std::time::Instant;
 
 /// A matrix of `rows` releases, each as the built-in rows are written.
@@ -32,7 +32,7 @@ fn main() {
                 .map(|_| {
                     let t = Instant::now();
                     let m = Matrix::parse(&text, "generated").expect("parses");
-                    assert_eq!(m.releases.len(), rows);
+                    assert_eq!(m.rocm_rows.len(), rows);
                     t.elapsed()
                 })
                 .collect(),

@@ -1,5 +1,6 @@
 //! `rocgate inventory`: what the node has, for humans and machines.
 
+use rocgate_node::driver_release::DriverRow;
 use rocgate_node::facts::NodeFacts;
 use serde::Serialize;
 
@@ -91,8 +92,9 @@ fn hex64(v: Option<u64>) -> Option<String> {
     v.filter(|&v| v != 0).map(|v| format!("0x{v:016x}"))
 }
 
-/// Builds the inventory from the node's facts.
-pub fn build(facts: &NodeFacts) -> Inventory {
+/// Builds the inventory from the node's facts, naming the driver release
+/// by `driver_rows` (the run's compatibility matrix's).
+pub fn build(facts: &NodeFacts, driver_rows: &[DriverRow]) -> Inventory {
     let mut health = rocgate_node::versions::gpu_health_within(facts, GPU_VERSIONS_WAIT);
     let gpus = facts
         .gpus
@@ -143,10 +145,7 @@ pub fn build(facts: &NodeFacts) -> Inventory {
         },
         versions: std::iter::once((
             "node".to_string(),
-            rocgate_node::versions::node_versions(
-                facts,
-                &rocgate_suites::compat::Matrix::builtin_driver_rows(),
-            ),
+            rocgate_node::versions::node_versions(facts, driver_rows),
         ))
         .chain(
             rocgate_node::versions::gpu_versions_within(facts, GPU_VERSIONS_WAIT)

@@ -17,7 +17,7 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
         node.sysroot(),
         args.node.options(&args.node.config()?, None, None),
     )?;
-    let mut inv = build(session.facts());
+    let mut inv = build(session.facts(), &session.ctx.matrix.drivers);
     runtime_versions(&session, &mut inv)?;
     let runtime: Vec<(String, String)> = inv
         .runtime

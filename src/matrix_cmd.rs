@@ -2,7 +2,7 @@
 
 use crate::cli::{MatrixAction, MatrixArgs};
 use rocgate::session::Session;
-use rocgate_suites::compat::{Evaluation, Fit, evaluate};
+use rocgate_suites::compat_matrix::{Evaluation, Fit, evaluate};
 use serde_json::json;
 use std::process::ExitCode;
 

@@ -461,10 +461,8 @@ impl Session {
     pub fn versions(&self, report: &RunReport) -> BTreeMap<String, BTreeMap<String, String>> {
         let facts = self.facts();
         let mut out = BTreeMap::new();
-        let mut node = rocgate_node::versions::node_versions(
-            facts,
-            &rocgate_suites::compat::Matrix::builtin_driver_rows(),
-        );
+        // The run's matrix names the driver release, as for the compat check.
+        let mut node = rocgate_node::versions::node_versions(facts, &self.ctx.matrix.drivers);
         for r in report
             .results
             .iter()
@@ -525,10 +523,7 @@ impl Session {
             (None, Some(s)) => p.push(("amdgpu_version".into(), format!("inbox (srcversion {s})"))),
             _ => {}
         }
-        let v = rocgate_node::versions::node_versions(
-            f,
-            &rocgate_suites::compat::Matrix::builtin_driver_rows(),
-        );
+        let v = rocgate_node::versions::node_versions(f, &self.ctx.matrix.drivers);
         for key in ["os", "amdgpu_release", "rocm"] {
             if let Some(x) = v.get(key) {
                 p.push((key.to_string(), x.clone()));
@@ -570,4 +565,77 @@ fn wait_out_reset(
         }
     }
     last
+}
+
+#[cfg(test)]
+mod driver_rows_tests {
+    use super::*;
+
+    /// The built-in row for mi300x-8's module, and the user's: build
+    /// 2255209 is release 30.20.9 in the user's matrix.
+    const BUILTIN_ROW: &str = r#"releases = [["30.20.0", "2238411"], ["30.20.1", "2255209"]]"#;
+    const USER_ROW: &str = r#"releases = [["30.20.0", "2238411"], ["30.20.9", "2255209"]]"#;
+
+    #[test]
+    fn reports_name_the_driver_release_the_compat_check_judges() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("node");
+        rocgate_fixtures::scenario("mi300x-8")
+            .unwrap()
+            .spec
+            .write(&root)
+            .unwrap();
+        // Without dpkg's record the release comes from the DKMS build,
+        // through the matrix's driver rows.
+        let status = root.join("var/lib/dpkg/status");
+        let text = std::fs::read_to_string(&status).unwrap();
+        let kept: Vec<&str> = text
+            .split("\n\n")
+            .filter(|s| !s.contains("Package: amdgpu-dkms"))
+            .collect();
+        std::fs::write(&status, kept.join("\n\n")).unwrap();
+        let builtin = rocgate_suites::compat_matrix::BUILTIN;
+        assert!(
+            builtin.contains(BUILTIN_ROW),
+            "the built-in 6.16.6 row moved"
+        );
+        let matrix = dir.path().join("matrix.toml");
+        std::fs::write(&matrix, builtin.replace(BUILTIN_ROW, USER_ROW)).unwrap();
+        let options = RunOptions {
+            matrix: Some(matrix),
+            ..RunOptions::default()
+        };
+        let session = Session::open(Sysroot::at(&root), options).unwrap();
+        let props = session.node_properties(Tier::Quick);
+        let release = props.iter().find(|(k, _)| k == "amdgpu_release");
+        assert_eq!(
+            release.map(|(_, v)| v.as_str()),
+            Some("30.20.9"),
+            "{props:?}"
+        );
+        let report = RunReport {
+            tier: Tier::Quick,
+            started_at: chrono::Local::now(),
+            duration: Duration::ZERO,
+            results: Vec::new(),
+            scopes: Vec::new(),
+            interrupted: None,
+            strict: false,
+            fail_on_warn: false,
+        };
+        assert_eq!(
+            session.versions(&report)["node"]["amdgpu_release"],
+            "30.20.9"
+        );
+        let rocgate_suites::compat_matrix::Evaluation::Checked { components, .. } =
+            rocgate_suites::compat_matrix::evaluate(session.facts(), &session.ctx.matrix)
+        else {
+            panic!("mi300x-8's ROCm release is in the matrix");
+        };
+        let amdgpu = components.iter().find(|c| c.name == "amdgpu").unwrap();
+        assert!(
+            amdgpu.have.starts_with("30.20.9 (from DKMS build"),
+            "{amdgpu:?}"
+        );
+    }
 }

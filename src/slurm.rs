@@ -4,13 +4,12 @@
 //! resumed. `scontrol` is taken from PATH and given a deadline inside the
 //! health check's budget, since a health check that waits on an
 //! unreachable slurmctld is killed at 60 s; it runs in a process group of
-//! its own, so a wrapper's children die with it.
+//! its own, so a wrapper's children die with it
+//! (`rocgate_node::subprocess`).
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
+use rocgate_node::subprocess::{self, SubprocessError};
+use std::process::Command;
 use std::time::{Duration, Instant};
-use wait_timeout::ChildExt;
 
 /// How rocgate's drain reasons start.
 pub const REASON_PREFIX: &str = "rocgate:";
@@ -115,46 +114,25 @@ fn scontrol(args: &[&str], until: Instant) -> Result<String, String> {
             "{shown} not run: the health budget has no time left for it (raise --budget)"
         ));
     }
-    let mut child = Command::new("scontrol")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so that a wrapper script's children are
-        // killed with it.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("{shown} could not start: {e} (is Slurm's scontrol on PATH?)"))?;
-    let status = match child.wait_timeout(deadline) {
-        Ok(Some(status)) => status,
-        Ok(None) => {
-            if let Ok(pid) = i32::try_from(child.id()) {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "{shown} did not answer within {:.1} s (is slurmctld reachable?)",
-                deadline.as_secs_f64()
-            ));
-        }
-        Err(e) => return Err(format!("{shown}: {e}")),
-    };
-    let mut out = String::new();
-    let mut err = String::new();
-    if let Some(mut o) = child.stdout.take() {
-        let _ = o.read_to_string(&mut out);
-    }
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut err);
-    }
-    if status.success() {
-        Ok(out)
-    } else {
-        Err(format!("{shown} failed ({status}): {}", err.trim()))
+    let mut command = Command::new("scontrol");
+    command.args(args);
+    // Its output is a node's record or an error line: a megabyte is more
+    // than it ever prints.
+    match subprocess::run(&mut command, deadline, 1 << 20) {
+        Ok(done) if done.status.success() => Ok(done.stdout_text()),
+        Ok(done) => Err(format!(
+            "{shown} failed ({}): {}",
+            done.status,
+            done.stderr_text().trim()
+        )),
+        Err(SubprocessError::Spawn { source, .. }) => Err(format!(
+            "{shown} could not start: {source} (is Slurm's scontrol on PATH?)"
+        )),
+        Err(SubprocessError::TimedOut { .. }) => Err(format!(
+            "{shown} did not answer within {:.1} s (is slurmctld reachable?)",
+            deadline.as_secs_f64()
+        )),
+        Err(SubprocessError::Wait { source, .. }) => Err(format!("{shown}: {source}")),
     }
 }
 

@@ -42,12 +42,9 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     // they replay the same: the node's version files (run, doctor), the
     // inventory (VRAM of GPUs that KFD does not list, from DRM) and the
     // compatibility evaluation (matrix check).
-    let _ = rocgate_node::versions::node_versions(
-        session.facts(),
-        &rocgate_suites::compat::Matrix::builtin_driver_rows(),
-    );
-    let _ = rocgate::inventory::build(session.facts());
-    let _ = rocgate_suites::compat::evaluate(session.facts(), &session.ctx.matrix);
+    let _ = rocgate_node::versions::node_versions(session.facts(), &session.ctx.matrix.drivers);
+    let _ = rocgate::inventory::build(session.facts(), &session.ctx.matrix.drivers);
+    let _ = rocgate_suites::compat_matrix::evaluate(session.facts(), &session.ctx.matrix);
     let summary = rocgate_node::snapshot::write(session.facts(), &args.out, args.redact, &stop)?;
     outln!(
         "wrote {}: {} files, {} directories, {} links from {} checks{}",

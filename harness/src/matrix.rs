@@ -1,29 +1,12 @@
 //! Metrics measured between two scopes (a copy from one GPU to another),
 //! gathered into matrices: rows are where a measurement starts, columns
 //! where it ends. The engine only groups and draws them; which scopes and
-//! what was measured is the check's.
+//! what was measured is the check's. How such a metric is named, and its
+//! family read back, is [`Metric`]'s own (`Metric::pair_name`,
+//! `Metric::family`): this module only reads metrics.
 
 use crate::verdict::Metric;
 use std::collections::BTreeMap;
-
-/// The name of the metric `family` measured from `from` to `to`
-/// (`p2p_gbps.gpu0>gpu1`): unique within a result, so runs compare pair by
-/// pair.
-pub fn pair_name(family: &str, from: &str, to: &str) -> String {
-    format!("{family}.{from}>{to}")
-}
-
-/// The family of a metric measured between two scopes (`p2p_gbps` of
-/// `p2p_gbps.gpu0>gpu1`); a metric of one scope is its own family.
-pub fn family(m: &Metric) -> &str {
-    match &m.between {
-        Some((from, to)) => m
-            .name
-            .strip_suffix(&format!(".{from}>{to}"))
-            .unwrap_or(&m.name),
-        None => &m.name,
-    }
-}
 
 /// One measured cell.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,7 +46,7 @@ pub fn matrices(metrics: &[Metric]) -> Vec<Matrix> {
         let Some((from, to)) = &m.between else {
             continue;
         };
-        let family = family(m).to_string();
+        let family = m.family().to_string();
         let at = match out.iter().position(|x| x.family == family) {
             Some(i) => i,
             None => {

@@ -132,7 +132,7 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
             };
             let labels = [
                 ("check", r.check.clone()),
-                ("metric", crate::matrix::family(m).to_string()),
+                ("metric", m.family().to_string()),
                 ("unit", m.unit.clone()),
                 ("from", from.clone()),
                 ("to", to.clone()),

@@ -331,7 +331,7 @@ pub struct Metric {
     pub floor: Option<f64>,
     /// For a measurement between two scopes (a copy from `gpu0` to `gpu1`),
     /// the pair, from first: reports draw such metrics as a matrix
-    /// ([`crate::matrix`]); the name is then [`crate::matrix::pair_name`].
+    /// (the GPU-pair grid); the name is then [`Metric::pair_name`].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub between: Option<(String, String)>,
 }
@@ -355,6 +355,26 @@ impl Metric {
     pub fn kind_or_unit(&self) -> MetricKind {
         self.kind
             .unwrap_or_else(|| MetricKind::from_unit(&self.unit))
+    }
+
+    /// The name of the metric `family` measured from `from` to `to`
+    /// (`p2p_gbps.gpu0>gpu1`): unique within a result, so runs compare pair
+    /// by pair.
+    pub fn pair_name(family: &str, from: &str, to: &str) -> String {
+        format!("{family}.{from}>{to}")
+    }
+
+    /// The family of a metric measured between two scopes (`p2p_gbps` of
+    /// `p2p_gbps.gpu0>gpu1`, the inverse of [`Metric::pair_name`]); a
+    /// metric of one scope is its own family.
+    pub fn family(&self) -> &str {
+        match &self.between {
+            Some((from, to)) => self
+                .name
+                .strip_suffix(&format!(".{from}>{to}"))
+                .unwrap_or(&self.name),
+            None => &self.name,
+        }
     }
 }
 
@@ -518,11 +538,11 @@ impl Verdict {
     }
 
     /// Marks the metrics of `other` as measured from scope `from` to scope
-    /// `to` and attaches them, named [`crate::matrix::pair_name`].
+    /// `to` and attaches them, named [`Metric::pair_name`].
     #[must_use]
     pub fn with_metrics_between(mut self, other: Vec<Metric>, from: &str, to: &str) -> Self {
         for mut m in other {
-            m.name = crate::matrix::pair_name(&m.name, from, to);
+            m.name = Metric::pair_name(&m.name, from, to);
             m.between = Some((from.to_string(), to.to_string()));
             self.metrics.push(m);
         }
@@ -533,6 +553,22 @@ impl Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pair_metric_is_named_for_its_pair_and_read_back_to_its_family() {
+        let m = Verdict::pass("")
+            .with_metrics_between(
+                vec![Metric::new(MetricKind::Throughput, "p2p_gbps", 1.0, "GB/s")],
+                "gpu0",
+                "gpu1",
+            )
+            .metrics;
+        assert_eq!(m[0].name, Metric::pair_name("p2p_gbps", "gpu0", "gpu1"));
+        assert_eq!(m[0].name, "p2p_gbps.gpu0>gpu1");
+        assert_eq!(m[0].family(), "p2p_gbps");
+        let plain = Metric::new(MetricKind::Throughput, "h2d_gbps", 1.0, "GB/s");
+        assert_eq!(plain.family(), "h2d_gbps");
+    }
 
     #[test]
     fn a_finding_carries_its_message_and_its_severity_sets_the_status() {

@@ -5,12 +5,15 @@
 //! read can hang a run. [`facts`] gathers what the node layers judge (PCI,
 //! KFD topology, DRM nodes, the amdgpu module, DKMS, the kernel log, device
 //! access); [`versions`] and [`driver_release`] say which releases the node
-//! runs; [`snapshot`] captures a node into an archive and opens one again.
+//! runs; [`snapshot`] captures a node into an archive and opens one again;
+//! [`subprocess`] runs the helper programs a node is asked through (`rpm`,
+//! `journalctl`, and the front end's `scontrol`) under a deadline.
 
 mod bounded_io;
 pub mod driver_release;
 pub mod facts;
 pub mod snapshot;
+pub mod subprocess;
 pub mod sysroot;
 pub mod versions;
 

@@ -3,11 +3,12 @@
 //! versions come from the checks that load them, as facts.)
 
 use crate::Sysroot;
+use crate::bounded_io::BoundedIo;
+use crate::driver_release::{self, DriverRow};
 use crate::facts::NodeFacts;
 use crate::facts::pci::parse_hex;
 use std::collections::BTreeMap;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `/etc/os-release`'s `ID`, `VERSION_ID` and `PRETTY_NAME`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -152,51 +153,9 @@ pub fn add_loaded_rocm(versions: &mut BTreeMap<String, String>) {
     }
 }
 
-/// The driver release of the installed amdgpu-dkms package, from dpkg's
-/// status: `1:6.8.5.60200-2009582.24.04` is release 6.2.0 (the fourth field
-/// encodes it as major, minor and patch in two digits each after the first).
-pub fn amdgpu_dkms_release(root: &Sysroot) -> Option<(String, String)> {
-    let bytes = root.read_bytes("/var/lib/dpkg/status", 64 << 20).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    let stanza = text
-        .split("\n\n")
-        .find(|s| s.lines().any(|l| l.trim() == "Package: amdgpu-dkms"))?;
-    let version = stanza
-        .lines()
-        .find_map(|l| l.strip_prefix("Version:"))?
-        .trim()
-        .to_string();
-    Some((driver_release_of(&version)?, version))
-}
-
-/// The driver release encoded in an amdgpu-dkms package version.
-pub fn driver_release_of(package_version: &str) -> Option<String> {
-    let upstream = package_version
-        .split_once(':')
-        .map_or(package_version, |(_, v)| v);
-    let upstream = upstream.split('-').next()?;
-    let code = upstream.split('.').nth(3)?;
-    if code.len() < 5 || !code.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    // 60200 -> 6.2.0; 30100000 -> 30.10.0 (major takes the digits the
-    // minor and patch pairs leave).
-    let (major, rest) = if code.len() == 5 {
-        code.split_at(1)
-    } else {
-        code.split_at(2)
-    };
-    let minor: u32 = rest.get(..2)?.parse().ok()?;
-    let patch: u32 = rest.get(2..4)?.parse().ok()?;
-    Some(format!("{}.{minor}.{patch}", major.parse::<u32>().ok()?))
-}
-
 /// Node-wide versions; `driver_rows` name the amdgpu driver release the
 /// loaded module belongs to (the compatibility matrix's `[[driver]]` rows).
-pub fn node_versions(
-    facts: &NodeFacts,
-    driver_rows: &[crate::driver_release::DriverRow],
-) -> BTreeMap<String, String> {
+pub fn node_versions(facts: &NodeFacts, driver_rows: &[DriverRow]) -> BTreeMap<String, String> {
     let mut v = BTreeMap::new();
     if let Ok(k) = &facts.kernel_release {
         v.insert("kernel".into(), k.clone());
@@ -217,10 +176,10 @@ pub fn node_versions(
         }
         _ => {}
     }
-    if let Some((_, package)) = amdgpu_dkms_release(&facts.sysroot) {
+    if let Some((_, package)) = driver_release::amdgpu_dkms_release(&facts.sysroot) {
         v.insert("amdgpu_dkms_package".into(), package);
     }
-    if let Some(release) = crate::driver_release::read(facts, driver_rows).describe() {
+    if let Some(release) = driver_release::read(facts, driver_rows).describe() {
         v.insert("amdgpu_release".into(), release);
     }
     if let Some(r) = rocm_release(&facts.sysroot) {
@@ -270,9 +229,14 @@ pub fn gpu_health_within(
 }
 
 /// `read` of every GPU's PCI function directory, each device on its own
-/// helper thread so that a wedged GPU can hang neither the caller nor the
-/// other GPUs: a GPU not read within `wait` gets a single `what` entry
-/// saying so, and its thread is abandoned (it ends with the process).
+/// thread so that a wedged GPU can hang neither the caller nor the other
+/// GPUs: a GPU not read within `wait` gets a single `what` entry saying so.
+///
+/// The deadline is [`BoundedIo`]'s, the one every bounded read of a node
+/// uses: the read runs on its reader thread and is abandoned (it ends with
+/// the process) when it does not answer in time. Each device gets a
+/// `BoundedIo` of its own, since one shared pool of readers would queue a
+/// healthy GPU behind wedged ones until its own deadline passed.
 fn per_device_within(
     facts: &NodeFacts,
     wait: Duration,
@@ -290,39 +254,37 @@ fn per_device_within(
             }
         }
     }
-    let (tx, rx) = mpsc::channel();
-    for (dir, indices) in &by_dir {
-        let (tx, root, dir, indices) = (
-            tx.clone(),
-            facts.sysroot.clone(),
-            dir.clone(),
-            indices.clone(),
-        );
-        // A failed spawn leaves that GPU unread, reported as such below.
-        let _ = std::thread::Builder::new()
-            .name("rocgate-versions".into())
-            .spawn(move || {
-                let _ = tx.send((indices, read(&root, &dir)));
-            });
-    }
-    drop(tx);
-    let deadline = Instant::now() + wait;
-    for _ in 0..by_dir.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Ok((indices, v)) = rx.recv_timeout(left) else {
-            break;
-        };
-        for index in indices {
-            out.insert(index, v.clone());
-        }
-    }
-    for index in by_dir.into_values().flatten() {
-        out.entry(index).or_insert_with(|| {
+    let read: Vec<(&Vec<u32>, Option<BTreeMap<String, String>>)> = std::thread::scope(|scope| {
+        let waiting: Vec<_> = by_dir
+            .iter()
+            .map(|(dir, indices)| {
+                let (root, dir) = (facts.sysroot.clone(), dir.clone());
+                // A thread the OS refuses leaves that GPU unread, said so.
+                let answer = std::thread::Builder::new()
+                    .name("rocgate-versions".into())
+                    .spawn_scoped(scope, move || {
+                        BoundedIo::new(wait).run(&dir.clone(), move || read(&root, &dir))
+                    })
+                    .ok();
+                (indices, answer)
+            })
+            .collect();
+        // `run` returns by its deadline, so every join is bounded.
+        waiting
+            .into_iter()
+            .map(|(indices, answer)| (indices, answer.and_then(|a| a.join().ok().flatten())))
+            .collect()
+    });
+    for (indices, versions) in read {
+        let versions = versions.unwrap_or_else(|| {
             BTreeMap::from([(
                 what.to_string(),
                 format!("unread: this GPU's sysfs did not answer within {wait:?}"),
             )])
         });
+        for &index in indices {
+            out.insert(index, versions.clone());
+        }
     }
     out
 }
@@ -392,21 +354,11 @@ mod tests {
     use rocgate_fixtures::hostile::put;
 
     #[test]
-    fn parses_os_release_and_driver_releases() {
+    fn parses_os_release() {
         let os = parse_os_release(
             "NAME=\"Ubuntu\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nPRETTY_NAME=\"Ubuntu 24.04.3 LTS\"\n",
         );
         assert_eq!(os.short(), "ubuntu 24.04");
-        // The package version encodes the release: 60200 is 6.2.0,
-        // 30100000 is 30.10.0; a bare module version encodes none.
-        for (package, release) in [
-            ("1:6.8.5.60200-2009582.24.04", Some("6.2.0")),
-            ("1:6.12.12.60401-2164967.24.04", Some("6.4.1")),
-            ("1:6.14.14.30100000-2193512.24.04", Some("30.10.0")),
-            ("6.16.6", None),
-        ] {
-            assert_eq!(driver_release_of(package).as_deref(), release, "{package}");
-        }
     }
 
     #[test]
@@ -443,11 +395,50 @@ mod tests {
         assert!(!debian.contains_key("rocm_loaded"));
     }
 
+    /// Reads nothing, and never answers for the first GPU of mi300x-8.
+    fn wedged_first(_: &Sysroot, dir: &str) -> BTreeMap<String, String> {
+        if dir.ends_with(FIRST_GPU) {
+            std::thread::sleep(Duration::from_secs(1000));
+        }
+        BTreeMap::from([("vbios".to_string(), dir.to_string())])
+    }
+
+    const FIRST_GPU: &str = "0000:05:00.0";
+
+    #[test]
+    fn a_wedged_gpu_is_unread_and_the_others_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        rocgate_fixtures::scenario("mi300x-8")
+            .unwrap()
+            .spec
+            .write(dir.path())
+            .unwrap();
+        let facts = NodeFacts::discover(Sysroot::at(dir.path()));
+        assert_eq!(facts.gpus.len(), 8);
+        let first = facts.gpus.iter().find(|g| {
+            g.pci
+                .as_ref()
+                .is_some_and(|p| p.sysfs_dir().ends_with(FIRST_GPU))
+        });
+        let first = first.expect("mi300x-8 has a GPU at 0000:05:00.0").index;
+        let read = per_device_within(&facts, Duration::from_secs(5), "versions", wedged_first);
+        assert_eq!(read.len(), 8);
+        for (index, versions) in read {
+            if index == first {
+                assert!(versions["versions"].starts_with("unread: "), "{versions:?}");
+            } else {
+                assert!(
+                    versions["vbios"].contains("0000:"),
+                    "gpu{index}: {versions:?}"
+                );
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,200}") {
             let _ = parse_os_release(&s);
-            let _ = driver_release_of(&s);
             let _ = loaded_rocm_release(&BTreeMap::from([("x_library".to_string(), s)]));
         }
     }

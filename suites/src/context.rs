@@ -17,7 +17,7 @@ pub struct WorkerConfig {
     /// Where they came from (for messages).
     pub thresholds_origin: String,
     /// The compatibility matrix.
-    pub matrix: crate::compat::Matrix,
+    pub matrix: crate::compat_matrix::Matrix,
     /// Where it came from.
     pub matrix_origin: String,
 }
@@ -185,7 +185,7 @@ pub struct NodeContext {
     /// Floors and tolerances.
     pub thresholds: crate::thresholds::Thresholds,
     /// The compatibility matrix.
-    pub matrix: crate::compat::Matrix,
+    pub matrix: crate::compat_matrix::Matrix,
 }
 
 impl NodeContext {
@@ -250,8 +250,8 @@ impl NodeContext {
                     None => crate::thresholds::Thresholds::builtin()?,
                 },
                 match &options.matrix {
-                    Some(path) => crate::compat::Matrix::load(path)?,
-                    None => crate::compat::Matrix::builtin()?,
+                    Some(path) => crate::compat_matrix::Matrix::load(path)?,
+                    None => crate::compat_matrix::Matrix::builtin()?,
                 },
             ),
         };

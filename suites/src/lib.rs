@@ -7,7 +7,7 @@
 //! the catalogue in [`findings`]; [`explain`] names the causes behind a
 //! run's crashes and hangs.
 
-pub mod compat;
+pub mod compat_matrix;
 pub mod config_file;
 pub mod context;
 pub mod explain;

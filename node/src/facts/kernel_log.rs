@@ -115,40 +115,20 @@ pub fn parse_kmsg_record(record: &str) -> Option<String> {
     ))
 }
 
+/// How long `journalctl -k -b` may take.
+const JOURNAL_DEADLINE: Duration = Duration::from_secs(10);
+
 fn read_journal() -> Result<Vec<String>, String> {
-    use wait_timeout::ChildExt;
-    let mut child = std::process::Command::new("journalctl")
-        .args(["-k", "-b", "--no-pager", "-q", "-o", "short-monotonic"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
+    let mut journalctl = std::process::Command::new("journalctl");
+    journalctl.args(["-k", "-b", "--no-pager", "-q", "-o", "short-monotonic"]);
+    let limit = usize::try_from(LOG_TAIL_BYTES * 4).unwrap_or(usize::MAX);
+    let done = crate::subprocess::run(&mut journalctl, JOURNAL_DEADLINE, limit)
         .map_err(|e| e.to_string())?;
-    let mut out = child.stdout.take().ok_or("no stdout")?;
-    // Read in a thread so a large log cannot fill the pipe and stall the wait.
-    let reader = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = (&mut out).take(LOG_TAIL_BYTES * 4).read_to_end(&mut bytes);
-        bytes
-    });
-    let status = match child
-        .wait_timeout(Duration::from_secs(10))
-        .map_err(|e| e.to_string())?
-    {
-        Some(s) => s,
-        None => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err("did not finish within 10 s".into());
-        }
-    };
-    let bytes = reader
-        .join()
-        .map_err(|_| "reader thread failed".to_string())?;
-    let text = String::from_utf8_lossy(&bytes);
-    if !status.success() || text.trim().is_empty() {
+    let text = done.stdout_text();
+    if !done.status.success() || text.trim().is_empty() {
         return Err(format!(
-            "exited with {status} and no kernel lines (no permission?)"
+            "exited with {} and no kernel lines (no permission?)",
+            done.status
         ));
     }
     Ok(text.lines().map(str::to_string).collect())

@@ -2,7 +2,7 @@
 //! are a combination AMD supports. A mismatch fails this check without
 //! blocking the layers above, so the report also shows whether they work.
 
-use crate::compat::{Evaluation, Fit, evaluate};
+use crate::compat_matrix::{Evaluation, Fit, evaluate};
 use crate::context::NodeContext;
 use crate::findings::codes;
 use crate::stack;

@@ -1,11 +1,16 @@
 //! The compatibility matrix: what AMD supports per ROCm release (GPUs,
 //! amdgpu driver releases, operating systems and kernels, firmware bundles),
 //! as data the user owns (`suites/compat.toml` built in, `--matrix FILE`).
+//! It holds two kinds of rows: a [`RocmRow`] per ROCm release (`[[release]]`)
+//! and a [`DriverRow`] per amdgpu module version (`[[driver]]`). The
+//! matrix a run is given is the one source of driver rows, for the compat
+//! check and the reports' `amdgpu_release` alike. `layers/compat.rs` turns
+//! an [`Evaluation`] into the compat layer's verdict.
 
 use crate::config_file;
 use crate::findings::codes;
 use rocgate_node::NodeFacts;
-use rocgate_node::driver_release::{self, DriverRelease, DriverRow};
+use rocgate_node::driver_release::{self, DriverResolution, DriverRow};
 use rocgate_node::versions;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -14,12 +19,13 @@ use std::path::Path;
 /// The built-in matrix.
 pub const BUILTIN: &str = include_str!("../compat.toml");
 
-/// One ROCm release's supported combination. A key it does not know is
-/// refused, naming its line: a misspelt `amdgpu_by_gpus` would otherwise
-/// leave the row wider than its author meant.
+/// One ROCm release's supported combination (a `[[release]]` row). A key
+/// it does not know is refused, naming its line: a misspelt
+/// `amdgpu_by_gpus` would otherwise leave the row wider than its author
+/// meant.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
-pub struct Release {
+pub struct RocmRow {
     /// `6.4.1`.
     pub rocm: String,
     /// gfx targets.
@@ -51,11 +57,12 @@ pub struct Release {
 pub struct Matrix {
     /// Layout version (1).
     pub schema_version: u32,
-    /// Releases.
+    /// A row per ROCm release.
     #[serde(rename = "release")]
-    pub releases: Vec<Release>,
-    /// Module versions to driver releases (the built-in rows are used when
-    /// a matrix file has none).
+    pub rocm_rows: Vec<RocmRow>,
+    /// Module versions to driver releases, the rows in effect: the file's,
+    /// or the built-in ones when the file has none ([`Matrix::parse`] fills
+    /// them in, so every reader of this matrix sees the same rows).
     #[serde(rename = "driver", default)]
     pub drivers: Vec<DriverRow>,
     /// Where the matrix came from (for messages).
@@ -68,13 +75,13 @@ pub struct Matrix {
 #[derive(Deserialize)]
 struct KeySpans {
     #[serde(rename = "release", default)]
-    releases: Vec<ReleaseKey>,
+    releases: Vec<RocmKey>,
     #[serde(rename = "driver", default)]
     drivers: Vec<DriverKey>,
 }
 
 #[derive(Deserialize)]
-struct ReleaseKey {
+struct RocmKey {
     rocm: toml::Spanned<String>,
 }
 
@@ -120,8 +127,18 @@ fn check_keys<'a>(
 }
 
 impl Matrix {
-    /// Parses a matrix; errors name `origin` and the line.
+    /// Parses a matrix; errors name `origin` and the line. A matrix without
+    /// `[[driver]]` rows gets the built-in ones.
     pub fn parse(text: &str, origin: &str) -> Result<Matrix, String> {
+        let mut m = Matrix::parse_rows(text, origin)?;
+        if m.drivers.is_empty() {
+            m.drivers = Matrix::builtin()?.drivers;
+        }
+        Ok(m)
+    }
+
+    /// Parses a matrix as written, rows checked, no row filled in.
+    fn parse_rows(text: &str, origin: &str) -> Result<Matrix, String> {
         let mut m: Matrix = config_file::parse_v1(text, origin, |m: &Matrix| m.schema_version)?;
         let spans: KeySpans =
             toml::from_str(text).map_err(|e| format!("failed to parse {origin}: {e}"))?;
@@ -141,23 +158,9 @@ impl Matrix {
         Ok(m)
     }
 
-    /// The module-to-release rows: this matrix's, else the built-in ones.
-    pub fn driver_rows(&self) -> Vec<DriverRow> {
-        if !self.drivers.is_empty() {
-            return self.drivers.clone();
-        }
-        Matrix::builtin_driver_rows()
-    }
-
-    /// The built-in matrix's module-to-release rows (none if it does not
-    /// parse, which a unit test rules out).
-    pub fn builtin_driver_rows() -> Vec<DriverRow> {
-        Matrix::builtin().map(|m| m.drivers).unwrap_or_default()
-    }
-
     /// The built-in matrix.
     pub fn builtin() -> Result<Matrix, String> {
-        Matrix::parse(BUILTIN, "built-in compatibility matrix")
+        Matrix::parse_rows(BUILTIN, "built-in compatibility matrix")
     }
 
     /// Reads a matrix file.
@@ -166,13 +169,13 @@ impl Matrix {
     }
 
     /// The row for a ROCm release (`6.4.1`).
-    pub fn release(&self, rocm: &str) -> Option<&Release> {
-        self.releases.iter().find(|r| r.rocm == rocm)
+    pub fn rocm_row(&self, rocm: &str) -> Option<&RocmRow> {
+        self.rocm_rows.iter().find(|r| r.rocm == rocm)
     }
 
     /// The oldest and newest releases listed.
     pub fn span(&self) -> String {
-        let mut v: Vec<&str> = self.releases.iter().map(|r| r.rocm.as_str()).collect();
+        let mut v: Vec<&str> = self.rocm_rows.iter().map(|r| r.rocm.as_str()).collect();
         v.sort_by_key(|s| version_key(s));
         match (v.first(), v.last()) {
             (Some(a), Some(b)) => format!("{a} .. {b}"),
@@ -270,7 +273,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
     let Some(rocm) = versions::rocm_release(&facts.sysroot) else {
         return Evaluation::NoRocm;
     };
-    let Some(row) = matrix.release(&rocm) else {
+    let Some(row) = matrix.rocm_row(&rocm) else {
         return Evaluation::UnknownRelease {
             rocm,
             span: matrix.span(),
@@ -309,7 +312,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
         });
     }
     // The amdgpu driver release, read as exactly as the node allows.
-    let driver = driver_release::read(facts, &matrix.driver_rows());
+    let driver = driver_release::read(facts, &matrix.drivers);
     let products: Vec<&str> = facts
         .gpus
         .iter()
@@ -322,7 +325,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
     if !allowed.is_empty() {
         let fits = |r: &str| allowed.iter().any(|w| release_matches(w, r));
         let (have, verdict) = match &driver {
-            DriverRelease::Exact { release, source } => (
+            DriverResolution::Exact { release, source } => (
                 format!("{release} (from {source})"),
                 if fits(release) {
                     Fit::Supported
@@ -330,7 +333,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                     Fit::Unsupported(codes::COMPAT_AMDGPU_UNSUPPORTED)
                 },
             ),
-            DriverRelease::OneOf { releases, source } => {
+            DriverResolution::OneOf { releases, source } => {
                 let ok = releases.iter().filter(|r| fits(r)).count();
                 (
                     format!("{} (from {source})", releases.join(" or ")),
@@ -345,7 +348,7 @@ pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
                     },
                 )
             }
-            DriverRelease::Unknown(why) => {
+            DriverResolution::Unknown(why) => {
                 ("release unknown".to_string(), Fit::Unknown(why.clone()))
             }
         };
@@ -451,10 +454,30 @@ mod tests {
     #[test]
     fn builtin_matrix_parses_and_covers_6_0_to_7() {
         let m = Matrix::builtin().unwrap();
-        assert!(m.releases.len() >= 20);
-        assert!(m.release("6.0.0").is_some());
-        assert!(m.releases.iter().all(|r| !r.source.is_empty()));
+        assert!(m.rocm_rows.len() >= 20);
+        assert!(m.rocm_row("6.0.0").is_some());
+        assert!(m.rocm_rows.iter().all(|r| !r.source.is_empty()));
+        assert!(!m.drivers.is_empty(), "the built-in matrix has driver rows");
         assert!(m.span().starts_with("6.0.0"));
+    }
+
+    #[test]
+    fn the_driver_rows_in_effect_are_the_files_else_the_built_in_ones() {
+        let row = "[[release]]\nrocm = \"6.4.1\"\nsource = \"x\"\n";
+        let bare = Matrix::parse(&format!("schema_version = 1\n{row}"), "m.toml").unwrap();
+        assert_eq!(bare.drivers, Matrix::builtin().unwrap().drivers);
+        let own = format!(
+            "schema_version = 1\n{row}[[driver]]\nmodule = \"6.16.6\"\nreleases = [[\"30.20.9\", \"2255209\"]]\nsource = \"mine\"\n"
+        );
+        let own = Matrix::parse(&own, "m.toml").unwrap();
+        assert_eq!(
+            own.drivers,
+            [DriverRow {
+                module: "6.16.6".into(),
+                releases: vec![("30.20.9".into(), "2255209".into())],
+                source: "mine".into(),
+            }]
+        );
     }
 
     #[test]
@@ -544,7 +567,7 @@ mod tests {
         let m = Matrix::parse(&text, "generated").unwrap();
         println!(
             "{} rows ({} bytes) parsed in {:.2} s",
-            m.releases.len(),
+            m.rocm_rows.len(),
             text.len(),
             t.elapsed().as_secs_f64()
         );
