@@ -13,6 +13,7 @@ use crate::facts::NodeFacts;
 use crate::facts::access::Access;
 use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser};
 use crate::sysroot::Kind;
+use rocgate_harness::atomic::Staged;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -138,14 +139,16 @@ fn capture_record(facts: &NodeFacts, redact: &mut Redactor) -> Capture {
 /// Writes a snapshot of what `facts.sysroot` (a recording sysroot) has
 /// accessed, plus the kernel log and the capture record, to `out`.
 ///
-/// `out` is written as the reports are (`rocgate_harness::atomic`): a
-/// regular file or a new path is replaced whole by a temporary file renamed
-/// into place, so it is either untouched or complete, never half-written; a
+/// `out` is written as the reports are (`rocgate_harness::atomic`), the
+/// tar.zst streamed into it as it is made ([`Staged`]): a regular file or
+/// a new path is replaced whole by a temporary file renamed into place at
+/// the end, so it is either untouched or complete, never half-written; a
 /// symlink is followed to its target, never replaced; a FIFO or a character
 /// device is written through, opened without blocking (a FIFO nobody reads
-/// fails at once with ENXIO); `/dev/stdout` is rocgate's own stdout. `stop`
-/// is polled between entries; when it says so the snapshot is abandoned
-/// before anything is written.
+/// fails at once with ENXIO, before anything is read); `/dev/stdout` is
+/// rocgate's own stdout. `stop` is polled between entries; when it says so
+/// the snapshot is abandoned: a file is left as it was (the temporary file
+/// removed), a FIFO's reader sees the stream end short.
 pub fn write(
     facts: &NodeFacts,
     out: &Path,
@@ -159,15 +162,41 @@ pub fn write(
             out.display()
         ));
     }
-    // A snapshot is a few MiB at most (every file is capped, most are
-    // sysfs attributes): it is built in memory, then written in one go.
-    let (bytes, summary) = write_to(facts, Vec::new(), out, redact, stop)?;
+    let not_written = |e: String| format!("the snapshot was not written: {e}");
+    let sink = Staged::create(out).map_err(not_written)?;
+    let (sink, summary) = write_to(facts, sink, out, redact, stop)?;
     if stop() {
+        // Dropped uncommitted: the temporary file goes, `out` stays.
         return Err(format!("interrupted: {} not written", out.display()));
     }
-    rocgate_harness::atomic::write(out, &bytes)
-        .map_err(|e| format!("the snapshot was not written: {e}"))?;
+    sink.commit().map_err(not_written)?;
     Ok(summary)
+}
+
+/// Reads, through the recording sysroot, what the commands read of a node
+/// beyond the checks' facts, so that every command replays from the
+/// snapshot as it ran on the node: the node's versions (reports, inventory,
+/// the matrix check), each GPU's versions and health (inventory, within
+/// [`FILE_WAIT`] as inventory waits), and each GPU's VRAM size from DRM
+/// (inventory, for GPUs that KFD does not list). The capture runs this
+/// itself, so no command has to call readers for what they record.
+fn read_beyond_checks(facts: &NodeFacts) {
+    // Driver rows only name the release the files read point to.
+    crate::versions::node_versions(facts, &[]);
+    crate::versions::gpu_versions_within(facts, FILE_WAIT);
+    crate::versions::gpu_health_within(facts, FILE_WAIT);
+    let unsized_by_kfd = facts.gpus.iter().filter(|g| {
+        g.kfd
+            .as_ref()
+            .and_then(crate::facts::kfd::KfdNode::vram_bytes)
+            .is_none()
+    });
+    for pci in unsized_by_kfd.filter_map(|g| g.pci.as_ref()) {
+        // What it holds is stored; that it is missing is no error here.
+        let _ = facts
+            .sysroot
+            .read_opt(&format!("{}/mem_info_vram_total", pci.sysfs_dir()));
+    }
 }
 
 /// The archive being written: the tar stream, what reads the node's files,
@@ -179,7 +208,6 @@ struct Archive<'a, W: Write> {
     redactor: Redactor,
     redact: bool,
     summary: Summary,
-    out: &'a Path,
 }
 
 /// Writes the archive into `sink` (named `out` in messages) and returns it.
@@ -190,6 +218,7 @@ fn write_to<W: Write>(
     redact: bool,
     stop: &dyn Fn() -> bool,
 ) -> Result<(W, Summary), String> {
+    read_beyond_checks(facts);
     let root = &facts.sysroot;
     let reader = FileReader::new(root);
     let redactor = Redactor::new(facts, redact, &mut |host| match reader.read(host) {
@@ -205,7 +234,6 @@ fn write_to<W: Write>(
         redactor,
         redact,
         summary: Summary::default(),
-        out,
     };
     let interrupted = || format!("interrupted: {} not written", out.display());
     let plan = layout::plan(root);
@@ -255,15 +283,17 @@ fn write_to<W: Write>(
 }
 
 impl<W: Write> Archive<'_, W> {
-    fn err(&self, e: std::io::Error) -> String {
-        format!("failed to write {}: {e}", self.out.display())
+    /// Every write goes to the destination as it is made: an error is
+    /// the destination's, and says what to do.
+    fn err(e: std::io::Error) -> String {
+        format!("the snapshot was not written: {e}")
     }
 
     fn link(&mut self, at: &str, target: &Path) -> Result<(), String> {
         let mut h = header(tar::EntryType::Symlink, 0, 0o777);
         self.tar
             .append_link(&mut h, at, target)
-            .map_err(|e| self.err(e))?;
+            .map_err(Self::err)?;
         self.summary.links += 1;
         Ok(())
     }
@@ -272,7 +302,7 @@ impl<W: Write> Archive<'_, W> {
         let mut h = header(tar::EntryType::Directory, 0, 0o755);
         self.tar
             .append_data(&mut h, at, std::io::empty())
-            .map_err(|e| self.err(e))?;
+            .map_err(Self::err)?;
         self.summary.dirs += 1;
         Ok(())
     }
@@ -282,7 +312,7 @@ impl<W: Write> Archive<'_, W> {
         let mut h = header(tar::EntryType::Fifo, 0, 0o644);
         self.tar
             .append_data(&mut h, at, std::io::empty())
-            .map_err(|e| self.err(e))?;
+            .map_err(Self::err)?;
         self.summary.hung.push(host.to_string());
         Ok(())
     }
@@ -291,7 +321,7 @@ impl<W: Write> Archive<'_, W> {
         let mut h = header(tar::EntryType::Regular, bytes.len() as u64, 0o644);
         self.tar
             .append_data(&mut h, at, bytes)
-            .map_err(|e| self.err(e))?;
+            .map_err(Self::err)?;
         self.summary.files += 1;
         Ok(())
     }
@@ -365,8 +395,7 @@ impl<W: Write> Archive<'_, W> {
 
     /// Ends the tar and zstd streams; returns the sink and the tally.
     fn finish(self) -> Result<(W, Summary), String> {
-        let out = self.out;
-        let err = |e: std::io::Error| format!("failed to write {}: {e}", out.display());
+        let err = |e: std::io::Error| format!("the snapshot was not written: {e}");
         let mut summary = self.summary;
         summary.redacted = self.redactor.count;
         let enc = self.tar.into_inner().map_err(err)?;
