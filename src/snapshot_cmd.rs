@@ -37,14 +37,9 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     if stop() {
         return Err(format!("interrupted: {} not written", args.out.display()));
     }
-    // The checks read each GPU's firmware files under their timeouts. What
-    // the other commands read beyond the checks is read here too, so that
-    // they replay the same: the node's version files (run, doctor), the
-    // inventory (VRAM of GPUs that KFD does not list, from DRM) and the
-    // compatibility evaluation (matrix check).
-    let _ = rocgate_node::versions::node_versions(session.facts(), &session.ctx.matrix.drivers);
-    let _ = rocgate::inventory::build(session.facts(), &session.ctx.matrix.drivers);
-    let _ = rocgate_suites::compat_matrix::evaluate(session.facts(), &session.ctx.matrix);
+    // The checks read each GPU's firmware files under their timeouts; what
+    // the other commands read beyond the checks (versions, inventory, the
+    // matrix check) the capture reads itself, so that they replay the same.
     let summary = rocgate_node::snapshot::write(session.facts(), &args.out, args.redact, &stop)?;
     outln!(
         "wrote {}: {} files, {} directories, {} links from {} checks{}",

@@ -92,6 +92,39 @@ impl BoundedIo {
         lock(&self.wedged).iter().cloned().collect()
     }
 
+    /// Whether `host` is, or lies beneath, a path that did not answer (the
+    /// directory of a wedged device, as [`device_of`] names it).
+    pub(crate) fn is_wedged_beneath(&self, host: &str) -> bool {
+        lock(&self.wedged)
+            .iter()
+            .any(|w| host.starts_with(w.as_str()))
+    }
+
+    /// Reads `host` whole in pages ([`read_paged`], up to `limit` bytes)
+    /// with `open`, a device at a time: once a file does not answer within
+    /// the deadline, its PCI device ([`device_of`]) is taken for wedged and
+    /// none of its other files is tried. `open` refusing a file that would
+    /// block (`WouldBlock`: a FIFO of a capture) makes it one that did not
+    /// answer too, though nothing was waited for.
+    pub(crate) fn read_device_file(
+        &self,
+        host: &str,
+        limit: u64,
+        open: impl FnOnce() -> std::io::Result<std::fs::File> + Send + 'static,
+    ) -> DeviceRead {
+        if self.is_wedged_beneath(host) {
+            return DeviceRead::NoAnswer;
+        }
+        match self.run(&device_of(host), move || {
+            open().and_then(|f| read_paged(f, limit))
+        }) {
+            Some(Ok(bytes)) => DeviceRead::Bytes(bytes),
+            Some(Err(e)) if e.kind() == std::io::ErrorKind::WouldBlock => DeviceRead::NoAnswer,
+            Some(Err(_)) => DeviceRead::Failed,
+            None => DeviceRead::NoAnswer,
+        }
+    }
+
     fn spawn_reader(rx: &Arc<Mutex<Receiver<Job>>>) {
         let rx = Arc::clone(rx);
         // If the OS refuses a thread, the reads still time out.
@@ -150,6 +183,36 @@ impl BoundedIo {
     }
 }
 
+/// What [`BoundedIo::read_device_file`] read.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum DeviceRead {
+    /// The file's bytes.
+    Bytes(Vec<u8>),
+    /// It could not be opened or read (missing, refused).
+    Failed,
+    /// It, or another file of its device, did not answer.
+    NoAnswer,
+}
+
+/// The PCI device directory a sysfs path belongs to (up to its last
+/// `dddd:bb:dd.f` component), or the path itself: what one hung read
+/// takes out.
+pub(crate) fn device_of(host: &str) -> String {
+    let is_bdf = |c: &str| {
+        let b = c.as_bytes();
+        b.len() == 12 && b[4] == b':' && b[7] == b':' && b[10] == b'.'
+    };
+    let mut end = None;
+    let mut pos = 0;
+    for part in host.split('/') {
+        pos += part.len() + 1;
+        if is_bdf(part) {
+            end = Some(pos);
+        }
+    }
+    end.and_then(|e| host.get(..e)).unwrap_or(host).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +269,19 @@ mod tests {
         .unwrap();
         assert!(got.len() <= 100);
         assert_eq!(read_paged(&b"abc"[..], 2).unwrap(), b"ab");
+    }
+
+    #[test]
+    fn a_hung_file_wedges_its_device_only() {
+        assert_eq!(
+            device_of("/sys/devices/pci0000:00/0000:46:00.0/fw_version/mec_fw_version"),
+            "/sys/devices/pci0000:00/0000:46:00.0/"
+        );
+        assert_eq!(
+            device_of("/sys/bus/pci/devices/0000:46:00.0/serial_number"),
+            "/sys/bus/pci/devices/0000:46:00.0/"
+        );
+        assert_eq!(device_of("/proc/modules"), "/proc/modules");
     }
 
     #[test]

@@ -234,13 +234,6 @@ impl Sysroot {
         bare.read_opt(host).ok().flatten()
     }
 
-    /// This sysroot with reads of the live node abandoned after `deadline`.
-    #[must_use]
-    pub fn with_read_deadline(mut self, deadline: Duration) -> Self {
-        self.io = Arc::new(BoundedIo::new(deadline));
-        self
-    }
-
     /// The host paths that did not answer so far, sorted.
     pub fn timed_out(&self) -> Vec<String> {
         self.io.wedged()
