@@ -138,13 +138,7 @@ mod tests {
 
     #[test]
     fn a_metric_that_is_not_finite_is_never_written_as_null() {
-        let mut r = CheckResult::new(
-            "gpu0.a.x".into(),
-            "a::x".into(),
-            A,
-            Scope::Gpu(0),
-            Status::Pass,
-        );
+        let mut r = crate::test_support::result("gpu0.a.x", A, Scope::Gpu(0), Status::Pass);
         r.metrics = crate::verdict::Verdict::pass("")
             .with_reading("temp_junction", f64::NAN, "°C")
             .with_reading("power", 300.0, "W")

@@ -26,6 +26,8 @@ pub mod prom;
 pub mod result;
 pub mod saved_report;
 pub mod signal;
+#[cfg(test)]
+mod test_support;
 pub mod verdict;
 
 pub use check::{Check, Outcome};

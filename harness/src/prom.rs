@@ -278,16 +278,7 @@ fn escape_help(v: &str) -> String {
 mod tests {
     use super::*;
     use crate::model::test_stack::{A, B, C};
-    use crate::result::CheckResult;
-    use crate::result::tests::report;
-    use crate::verdict::Finding;
-
-    fn result(scope: Scope, layer: Layer, status: Status, code: Option<&str>) -> CheckResult {
-        let id = format!("{}.{layer}.x", scope.label());
-        let mut r = CheckResult::new(id, format!("{layer}::x"), layer, scope, status);
-        r.finding = code.map(|c| Finding::new(c, r.status_severity(), "m", "n"));
-        r
-    }
+    use crate::test_support::{coded as result, run as report};
 
     fn ctx<'a>(info: &'a [(&'a str, String)], previous: Option<f64>) -> PromContext<'a> {
         PromContext {
