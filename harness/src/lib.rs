@@ -11,6 +11,7 @@ pub mod check;
 pub mod compare;
 pub mod deadline;
 pub mod doctor;
+pub mod document;
 pub mod exec;
 pub mod fleet;
 pub mod isolate;

@@ -2,6 +2,7 @@
 //! index) and check by check, and their differences found.
 
 use super::model::*;
+use crate::document::{IdentityKeys, scopes_in, versions_in};
 use crate::verdict::{MetricKind, Spread};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,24 +45,22 @@ fn by_label(ids: &Identities) -> Identities {
         .collect()
 }
 
-/// Each scope label of a results document (`gpu3`) with its identity.
-fn identities(doc: &Value) -> Identities {
+/// Each scope label of a results document (`gpu3`) with its identity: the
+/// address the suites name it by, else its serial, else its label.
+fn identities(doc: &Value, keys: &IdentityKeys) -> Identities {
     let mut out = BTreeMap::new();
-    for s in doc["scopes"].as_array().into_iter().flatten() {
-        let Some(label) = s["scope"].as_str() else {
-            continue;
-        };
-        let props = &s["properties"];
+    for s in scopes_in(&doc["scopes"]) {
+        let label = s.scope.as_str();
         let (key, id) = if label == "node" {
             ("node".to_string(), None)
-        } else if let Some(a) = props["pci_address"].as_str() {
+        } else if let Some(a) = s.get(keys.address) {
             (format!("pci {a}"), Some(a.to_string()))
-        } else if let Some(u) = props["unique_id"].as_str() {
+        } else if let Some(u) = s.get(keys.serial) {
             (format!("serial {u}"), Some(format!("serial {u}")))
         } else {
             (label.to_string(), None)
         };
-        let name = match props["pci_address"].as_str() {
+        let name = match s.get(keys.address) {
             Some(a) if label != "node" => format!("{label} ({a})"),
             _ => label.to_string(),
         };
@@ -85,21 +84,14 @@ fn identity(ids: &Identities, label: &str) -> Identity {
     })
 }
 
-/// Versions keyed by (scope identity, component), with the scope's name.
-fn versions_of(doc: &Value) -> BTreeMap<(String, String), (String, String)> {
-    let ids = identities(doc);
+/// Versions keyed by (scope identity, component), with the scope's name;
+/// `ids` are the document's own identities.
+fn versions_of(doc: &Value, ids: &Identities) -> BTreeMap<(String, String), (String, String)> {
     let mut out = BTreeMap::new();
-    if let Some(scopes) = doc["versions"].as_object() {
-        for (scope, kv) in scopes {
-            let who = identity(&ids, scope);
-            for (k, v) in kv.as_object().into_iter().flatten() {
-                if let Some(v) = v.as_str() {
-                    out.insert(
-                        (who.key.clone(), k.clone()),
-                        (who.label.clone(), v.to_string()),
-                    );
-                }
-            }
+    for (scope, kv) in versions_in(&doc["versions"]) {
+        let who = identity(ids, &scope);
+        for (k, v) in kv {
+            out.insert((who.key.clone(), k), (who.label.clone(), v));
         }
     }
     out
@@ -250,13 +242,19 @@ fn not_read_because(placed: Option<&Placed<'_>>, check: &str) -> Option<String> 
     }
 }
 
-/// Compares two results documents.
-pub fn compare(before: &Value, after: &Value, tolerances: &Tolerances) -> Comparison {
+/// Compares two results documents, whose GPUs `keys` say who they are.
+pub fn compare(
+    before: &Value,
+    after: &Value,
+    tolerances: &Tolerances,
+    keys: &IdentityKeys,
+) -> Comparison {
     let mut c = Comparison {
         tolerances: tolerances.clone(),
         ..Comparison::default()
     };
-    let (mut ib, mut ia) = (identities(before), identities(after));
+    let own = (identities(before, keys), identities(after, keys));
+    let (mut ib, mut ia) = own.clone();
     // A GPU a report does not identify could be any of the other run's:
     // both runs are then matched by index, and the comparison says so.
     let (ub, ua) = (unidentified(before, &ib), unidentified(after, &ia));
@@ -270,14 +268,16 @@ pub fn compare(before: &Value, after: &Value, tolerances: &Tolerances) -> Compar
             })
             .collect();
         c.by_index = Some(format!(
-            "{} have no pci_address or unique_id: GPUs are matched by index (gpuN), which names another GPU when KFD numbers them differently",
-            runs.join(" and ")
+            "{} have no {} or {}: GPUs are matched by index (gpuN), which names another GPU when KFD numbers them differently",
+            runs.join(" and "),
+            keys.address,
+            keys.serial
         ));
         (ib, ia) = (by_label(&ib), by_label(&ia));
     }
     let (gb, ga) = (gpus_of(&ib), gpus_of(&ia));
     let (rb, ra) = (results_of(before, &ib), results_of(after, &ia));
-    versions(&mut c, before, after, (&gb, &ga), (&rb, &ra));
+    versions(&mut c, (before, after), &own, (&gb, &ga), (&rb, &ra));
     if gb.len() != ga.len() {
         c.gpu_count = Some((gb.len(), ga.len()));
     }
@@ -344,12 +344,12 @@ pub fn compare(before: &Value, after: &Value, tolerances: &Tolerances) -> Compar
 /// Version changes between the runs, saying which absent ones were not read.
 fn versions(
     c: &mut Comparison,
-    before: &Value,
-    after: &Value,
+    (before, after): (&Value, &Value),
+    (ib, ia): &(Identities, Identities),
     (gb, ga): (&BTreeMap<String, String>, &BTreeMap<String, String>),
     (rb, ra): (&Results<'_>, &Results<'_>),
 ) {
-    let (vb, va) = (versions_of(before), versions_of(after));
+    let (vb, va) = (versions_of(before, ib), versions_of(after, ia));
     // Which check read each version before: one whose facts hold it, in
     // the version's scope if one there does.
     let mut reader: BTreeMap<(String, String), (String, String)> = BTreeMap::new();

@@ -5,6 +5,7 @@
 pub(crate) mod strategies;
 pub(crate) mod xml;
 
+use crate::document::IdentityKeys;
 use crate::model::{Layer, Scope, Tier};
 use crate::result::{CheckResult, RunReport};
 use crate::verdict::{Finding, Status};
@@ -44,3 +45,10 @@ pub(crate) fn run(results: Vec<CheckResult>) -> RunReport {
         fail_on_warn: false,
     }
 }
+
+/// The identity properties as the suites name them.
+pub(crate) const KEYS: IdentityKeys = IdentityKeys {
+    host: "hostname",
+    address: "pci_address",
+    serial: "unique_id",
+};
