@@ -7,6 +7,7 @@ use rocgate::session::Session;
 use rocgate_harness::doctor::{self, Diagnosis};
 use rocgate_harness::prom::{self, PromContext};
 use rocgate_harness::{RunReport, atomic, json, junit};
+use rocgate_suites::stack::IDENTITY;
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
@@ -76,7 +77,7 @@ impl Format {
     fn render(self, shown: &Presented<'_>, source: Source, path: &Path) -> Result<String, String> {
         let report = shown.report;
         match self {
-            Format::Junit => junit::render(report, &shown.node),
+            Format::Junit => junit::render(report, &shown.node, &IDENTITY),
             Format::Json => {
                 let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
                 json::render(
@@ -235,7 +236,7 @@ fn textfile(source: Source, path: &Path, props: &[(String, String)], report: &Ru
     let labels = source_labels(source, report);
     let info: Vec<(&str, String)> = [
         ("version", prop("rocgate_version")),
-        ("hostname", prop("hostname")),
+        (IDENTITY.host, prop(IDENTITY.host)),
         ("kernel", prop("kernel")),
         ("amdgpu_release", prop("amdgpu_release")),
         ("rocm", prop("rocm")),
@@ -263,6 +264,7 @@ fn textfile(source: Source, path: &Path, props: &[(String, String)], report: &Ru
             info: &info,
             codes: &codes,
             previous_success: previous,
+            identity: &IDENTITY,
         },
     )
 }

@@ -10,6 +10,7 @@
 //! in `<system-out>`) unless the run fails on warnings, and a waived
 //! result is `<skipped type="waived">` with the site's reason.
 
+use crate::document::IdentityKeys;
 use crate::model::Scope;
 use crate::output::xml_safe;
 use crate::result::{CheckResult, RunReport};
@@ -28,14 +29,18 @@ use quick_xml::{Reader, Writer};
 /// output) goes through [`xml_safe`]: a VBIOS string or a sysroot path may
 /// hold characters XML 1.0 cannot carry, and one of them makes the whole
 /// report unreadable to CI. The JSON report keeps the exact text.
-pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Result<String, String> {
+pub fn render(
+    report: &RunReport,
+    node_properties: &[(String, String)],
+    keys: &IdentityKeys,
+) -> Result<String, String> {
     // No timestamp on <testsuites>: Jenkins' JUnit schema does not allow it
     // there (each <testsuite> carries one).
     let mut junit = Report::new("rocgate");
     junit.set_time(report.duration);
     let node = node_properties
         .iter()
-        .find(|(k, _)| k == "hostname")
+        .find(|(k, _)| k == keys.host)
         .map(|(_, v)| xml_safe(v))
         .filter(|v| !v.trim().is_empty());
     // Dots separate packages in a classname (Jenkins groups by them): a
@@ -47,6 +52,7 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
         let mut suite = TestSuite::new(format!("{prefix}{}", xml_safe(&scope.label())));
         suite.set_timestamp(report.started_at.fixed_offset());
         if let Some(n) = &node {
+            // JUnit's own `hostname` attribute, whatever the suites call it.
             suite.extra.insert("hostname".into(), n.clone().into());
         }
         let results: Vec<&CheckResult> =
@@ -56,7 +62,7 @@ pub fn render(report: &RunReport, node_properties: &[(String, String)]) -> Resul
             for (k, v) in node_properties {
                 suite.add_property(Property::new(xml_safe(k), xml_safe(v)));
             }
-        } else if let Some((k, v)) = node_properties.iter().find(|(k, _)| k == "hostname") {
+        } else if let Some((k, v)) = node_properties.iter().find(|(k, _)| k == keys.host) {
             // Every suite names its node, so reports merged from a fleet
             // still say where each GPU was.
             suite.add_property(Property::new(xml_safe(k), xml_safe(v)));
@@ -295,7 +301,12 @@ mod tests {
             strict: false,
             fail_on_warn: false,
         };
-        let xml = render(&report, &[("tier".into(), "quick".into())]).unwrap();
+        let xml = render(
+            &report,
+            &[("tier".into(), "quick".into())],
+            &crate::test_support::KEYS,
+        )
+        .unwrap();
         assert!(xml.contains(r#"<testsuite name="node""#), "{xml}");
         assert!(xml.contains(r#"<testsuite name="gpu0""#));
         assert!(xml.contains(r#"classname="gpu0.c""#));
@@ -338,7 +349,12 @@ mod tests {
             strict: false,
             fail_on_warn: false,
         };
-        let xml = render(&report, &[(nasty.into(), nasty.into())]).unwrap();
+        let xml = render(
+            &report,
+            &[(nasty.into(), nasty.into())],
+            &crate::test_support::KEYS,
+        )
+        .unwrap();
         well_formed(&xml).unwrap_or_else(|e| panic!("{e}:\n{xml}"));
         assert!(
             !xml.contains('\u{FFFE}') && !xml.contains('\u{1b}'),
@@ -362,7 +378,7 @@ mod tests {
             report in any_report(text()),
             node in proptest::collection::vec((text(), text()), 0..4),
         ) {
-            let xml = render(&report, &node).unwrap();
+            let xml = render(&report, &node, &crate::test_support::KEYS).unwrap();
             if let Err(e) = well_formed(&xml) {
                 return Err(TestCaseError::fail(format!("{e}:\n{xml}")));
             }
@@ -411,7 +427,7 @@ mod tests {
             report in any_report(ordinary_text()),
             node in proptest::collection::vec((ordinary_text(), ordinary_text()), 0..4),
         ) {
-            let xml = render(&report, &node).unwrap();
+            let xml = render(&report, &node, &crate::test_support::KEYS).unwrap();
             let seen = read_back(&xml).map_err(|e| TestCaseError::fail(format!("{e}:\n{xml}")))?;
             prop_assert_eq!(seen, expected(&report, &node, str::to_string), "{}", xml);
         }

@@ -181,7 +181,7 @@ pub(crate) fn expected(
     let mut want = Vec::new();
     // The node's name, when given, prefixes suites and classnames, its
     // dots made underscores.
-    let hostname = node.iter().find(|(k, _)| k == "hostname");
+    let hostname = node.iter().find(|(k, _)| k == super::KEYS.host);
     let prefix = hostname
         .map(|(_, v)| xml_safe(v))
         .filter(|v| !v.trim().is_empty())
