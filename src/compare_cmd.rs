@@ -39,7 +39,12 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
 pub fn run(args: &CompareArgs) -> Result<ExitCode, String> {
     let tolerances = tolerances(args)?;
     let (before, after) = (load(&args.before)?, load(&args.after)?);
-    let c = compare::compare(&before, &after, &tolerances);
+    let c = compare::compare(
+        &before,
+        &after,
+        &tolerances,
+        &rocgate_suites::stack::IDENTITY,
+    );
     if args.format == "markdown" {
         crate::ui::document::text(&compare::render_markdown(&c))?;
     } else {

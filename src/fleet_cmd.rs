@@ -26,7 +26,7 @@ pub fn run(args: &FleetArgs) -> Result<ExitCode, String> {
                 .iter()
                 .map(|l| l.as_str())
                 .collect();
-            let fleet = Fleet::read(inputs, &layers);
+            let fleet = Fleet::read(inputs, &layers, &rocgate_suites::stack::IDENTITY);
             for r in &fleet.not_read {
                 errln!("rocgate: not read: {}", r.why);
             }

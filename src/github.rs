@@ -16,6 +16,7 @@ use crate::reports::Presented;
 use crate::ui::ladder::{layer_cell, layer_fault};
 use rocgate_harness::RunReport;
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
+use rocgate_suites::stack::IDENTITY;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -145,7 +146,7 @@ fn summary(
     let mut out = format!(
         "## rocgate {} on {} ({} tier)\n\n",
         escape_cell(&verdict),
-        escape_cell(prop("hostname").unwrap_or("this node")),
+        escape_cell(prop(IDENTITY.host).unwrap_or("this node")),
         report.tier
     );
     if let Some(f) = &diagnosis.likely_cause {
@@ -192,7 +193,7 @@ fn summary(
     );
     for scope in report.scope_list() {
         let info = report.scope_info(scope);
-        let who = match info.get("pci_address") {
+        let who = match info.get(IDENTITY.address) {
             Some(pci) => format!("{} {}", escape_cell(&scope.label()), code(pci)),
             None => escape_cell(&scope.label()),
         };

@@ -270,12 +270,9 @@ fn check(
         report.interrupted = Some("time budget".to_string());
     }
     (report.strict, report.fail_on_warn) = args.verdict.resolve(&config);
-    let (_, not_written) = crate::reports::write(
-        crate::reports::Source::Health,
-        &args.reports,
-        &session,
-        &report,
-    );
+    let shown = crate::reports::Presented::of(&session, &report);
+    let (_, not_written) =
+        crate::reports::write(crate::reports::Source::Health, &args.reports, &shown);
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
     let devices: std::collections::BTreeSet<&str> = plan
         .gpus

@@ -7,9 +7,94 @@ use rocgate::session::Session;
 use rocgate_harness::doctor::{self, Diagnosis};
 use rocgate_harness::prom::{self, PromContext};
 use rocgate_harness::{RunReport, atomic, json, junit};
+use rocgate_suites::stack::IDENTITY;
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
+
+/// A report a run writes: each is a rendering of the run as [`Presented`]
+/// shows it, asked for by its own flag of [`ReportArgs`]. This table is the
+/// one list of formats: the writer, the distinct-path check and the flags'
+/// names all go through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// JUnit XML for CI.
+    Junit,
+    /// The JSON results document ([`rocgate_harness::document`]).
+    Json,
+    /// A Prometheus textfile for node_exporter.
+    Prom,
+    /// A self-contained HTML page.
+    Html,
+}
+
+impl Format {
+    /// Every format, in the order a run writes them.
+    pub const ALL: [Format; 4] = [Format::Junit, Format::Json, Format::Prom, Format::Html];
+
+    /// The flag that asks for it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Format::Junit => "--junit",
+            Format::Json => "--json",
+            Format::Prom => "--prom",
+            Format::Html => "--html",
+        }
+    }
+
+    /// Its name, in a message saying it was not written.
+    fn name(self) -> &'static str {
+        match self {
+            Format::Junit => "JUnit",
+            Format::Json => "JSON",
+            Format::Prom => "Prometheus",
+            Format::Html => "HTML",
+        }
+    }
+
+    /// How the line naming the file written starts (aligned).
+    fn label(self) -> &'static str {
+        match self {
+            Format::Junit => "JUnit:",
+            Format::Json => "JSON: ",
+            Format::Prom => "Prom: ",
+            Format::Html => "HTML: ",
+        }
+    }
+
+    /// Where `args` asks for it, if they do.
+    pub fn path(self, args: &ReportArgs) -> Option<&Path> {
+        match self {
+            Format::Junit => args.junit.as_deref(),
+            Format::Json => args.json.as_deref(),
+            Format::Prom => args.prom.as_deref(),
+            Format::Html => args.html.as_deref(),
+        }
+    }
+
+    /// The run in this format, as `source` writes it to `path` (a textfile
+    /// keeps the last success of the one it replaces).
+    fn render(self, shown: &Presented<'_>, source: Source, path: &Path) -> Result<String, String> {
+        let report = shown.report;
+        match self {
+            Format::Junit => junit::render(report, &shown.node, &IDENTITY),
+            Format::Json => {
+                let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
+                json::render(
+                    report,
+                    &json::JsonContext {
+                        tool: &tool,
+                        node_properties: &shown.node,
+                        versions: &shown.versions,
+                        decision: serde_json::to_value(&shown.decision).ok(),
+                    },
+                )
+            }
+            Format::Prom => Ok(textfile(source, path, &shown.node, report)),
+            Format::Html => Ok(crate::html::run_page(shown)),
+        }
+    }
+}
 
 /// Refuses one destination for two reports: the second write would replace
 /// the first (or, in a FIFO, run into it), and the run would claim both.
@@ -17,15 +102,9 @@ use std::path::Path;
 /// target). A character device is exempt: each report is written through
 /// to it and neither replaces the other (`--junit /dev/null --json /dev/null`).
 pub fn distinct_paths(args: &ReportArgs) -> Result<(), String> {
-    let named = [
-        ("--junit", &args.junit),
-        ("--json", &args.json),
-        ("--prom", &args.prom),
-        ("--html", &args.html),
-    ];
-    let given: Vec<(&str, &Path)> = named
+    let given: Vec<(&str, &Path)> = Format::ALL
         .iter()
-        .filter_map(|(flag, p)| p.as_deref().map(|p| (*flag, p)))
+        .filter_map(|f| f.path(args).map(|p| (f.flag(), p)))
         .collect();
     for (i, (flag_a, a)) in given.iter().enumerate() {
         for (flag_b, b) in &given[i + 1..] {
@@ -92,59 +171,31 @@ impl Source {
     }
 }
 
-/// Writes every report asked for; one that cannot be written does not stop
-/// the others. Returns the lines naming the reports written and the errors
-/// of those that were not.
+/// Writes every report asked for of the run `shown`; one that cannot be
+/// written does not stop the others. Returns the lines naming the reports
+/// written and the errors of those that were not.
 pub fn write(
     source: Source,
     args: &ReportArgs,
-    session: &Session,
-    report: &RunReport,
+    shown: &Presented<'_>,
 ) -> (Vec<String>, Vec<String>) {
-    // What the reports show beside the results, worked out once for all.
-    let shown = Presented::of(session, report);
-    let props = &shown.node;
     let mut written = Vec::new();
     let mut failed = Vec::new();
-    let mut put = |what: &str, label: &str, path: &Path, text: Result<String, String>| match text
-        .and_then(|t| atomic::write(path, t.as_bytes()))
-    {
-        Ok(()) => written.push(format!("{label} {}", path.display())),
-        Err(e) => failed.push(format!(
-            "{what} report not written to {}: {e}",
-            path.display()
-        )),
-    };
-    if let Some(path) = &args.junit {
-        put("JUnit", "JUnit:", path, junit::render(report, props));
-    }
-    if let Some(path) = &args.json {
-        let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
-        put(
-            "JSON",
-            "JSON: ",
-            path,
-            json::render(
-                report,
-                &json::JsonContext {
-                    tool: &tool,
-                    node_properties: props,
-                    versions: &shown.versions,
-                    decision: serde_json::to_value(&shown.decision).ok(),
-                },
-            ),
-        );
-    }
-    if let Some(path) = &args.prom {
-        put(
-            "Prometheus",
-            "Prom: ",
-            path,
-            Ok(textfile(source, path, props, report)),
-        );
-    }
-    if let Some(path) = &args.html {
-        put("HTML", "HTML: ", path, Ok(crate::html::run_page(&shown)));
+    for format in Format::ALL {
+        let Some(path) = format.path(args) else {
+            continue;
+        };
+        match format
+            .render(shown, source, path)
+            .and_then(|t| atomic::write(path, t.as_bytes()))
+        {
+            Ok(()) => written.push(format!("{} {}", format.label(), path.display())),
+            Err(e) => failed.push(format!(
+                "{} report not written to {}: {e}",
+                format.name(),
+                path.display()
+            )),
+        }
     }
     (written, failed)
 }
@@ -185,7 +236,7 @@ fn textfile(source: Source, path: &Path, props: &[(String, String)], report: &Ru
     let labels = source_labels(source, report);
     let info: Vec<(&str, String)> = [
         ("version", prop("rocgate_version")),
-        ("hostname", prop("hostname")),
+        (IDENTITY.host, prop(IDENTITY.host)),
         ("kernel", prop("kernel")),
         ("amdgpu_release", prop("amdgpu_release")),
         ("rocm", prop("rocm")),
@@ -213,6 +264,7 @@ fn textfile(source: Source, path: &Path, props: &[(String, String)], report: &Ru
             info: &info,
             codes: &codes,
             previous_success: previous,
+            identity: &IDENTITY,
         },
     )
 }

@@ -143,12 +143,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     report.fail_on_warn = fail_on_warn;
     progress.finish();
 
-    let (written, mut not_written) = crate::reports::write(
-        crate::reports::Source::Run,
-        &args.reports,
-        &session,
-        &report,
-    );
+    // What every report shows beside the results, worked out once for all.
+    let shown = crate::reports::Presented::of(&session, &report);
+    let (written, mut not_written) =
+        crate::reports::write(crate::reports::Source::Run, &args.reports, &shown);
     if !args.quiet {
         outln!();
         say(&ladder::ladder(&report, style));
@@ -172,10 +170,10 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     say(&format!("{}\n", ladder::summary(&report, style)));
     written.iter().for_each(|l| say(&format!("{l}\n")));
     if crate::github::active(args.no_github) {
-        let shown = crate::github::publication(&crate::reports::Presented::of(&session, &report));
+        let summary = crate::github::publication(&shown);
         // The job summary is a report like the others: unwritten, it
         // makes the run exit 2.
-        if let Err(e) = crate::github::publish(&shown) {
+        if let Err(e) = crate::github::publish(&summary) {
             not_written.push(e);
         }
     }

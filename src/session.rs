@@ -513,7 +513,7 @@ impl Session {
             ("sysroot".to_string(), f.sysroot.to_string()),
         ];
         if let Some(name) = self.node_name() {
-            p.push(("hostname".into(), name));
+            p.push((rocgate_suites::stack::IDENTITY.host.into(), name));
         }
         if let Ok(k) = &f.kernel_release {
             p.push(("kernel".into(), k.clone()));

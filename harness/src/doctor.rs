@@ -110,21 +110,16 @@ mod tests {
     use super::*;
     use crate::model::Scope;
     use crate::result::CheckResult;
-    use crate::result::tests::report;
+    use crate::test_support::run as report;
     use crate::verdict::{Finding, Status};
 
     const LOW: Layer = Layer::new("low", 0);
     const HIGH: Layer = Layer::new("high", 1);
 
     fn result(id: &str, layer: Layer, status: Status, code: Option<&str>) -> CheckResult {
-        let mut r = CheckResult::new(id.into(), id.into(), layer, Scope::Node, status);
+        let mut r = crate::test_support::result(id, layer, Scope::Node, status);
         r.message = format!("{id} said so");
-        let severity = if status == Status::Warn {
-            Severity::Warn
-        } else {
-            Severity::Fail
-        };
-        r.finding = code.map(|c| Finding::new(c, severity, "m", "n"));
+        r.finding = code.map(|c| Finding::new(c, r.status_severity(), "m", "n"));
         r
     }
 

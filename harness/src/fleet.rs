@@ -12,6 +12,7 @@
 //! schema) is listed as not read, naming its file and why, and the rest of
 //! the fleet is still reported.
 
+use crate::document::{Document, IdentityKeys};
 use crate::markdown;
 use crate::model::Scope;
 use crate::saved_report;
@@ -93,31 +94,11 @@ pub struct Fleet {
     pub not_read: Vec<NotRead>,
 }
 
-/// The parts of a run report the fleet view reads: nothing of metrics,
-/// facts or durations, so a value written oddly there (a `null` reading)
-/// does not cost the node its place in the fleet.
-#[derive(Deserialize)]
-struct Report {
-    #[serde(default)]
-    node: BTreeMap<String, Value>,
-    passed: bool,
-    #[serde(default)]
-    interrupted: Option<String>,
-    /// `--strict`: a check that could not look fails the run.
-    #[serde(default)]
-    strict: bool,
-    /// `warn` under `--fail-on warn`.
-    #[serde(default)]
-    fail_on: Option<String>,
-    #[serde(default)]
-    first_failing_layer: Option<String>,
-    #[serde(default)]
-    scopes: Vec<ScopeEntry>,
-    results: Vec<Saved>,
-    /// What the run decided for schedulers, when the report carries it.
-    #[serde(default)]
-    decision: Option<SavedDecision>,
-}
+/// A run report as the fleet view reads it: of its results only what
+/// judges the node, nothing of metrics, facts or durations, so a value
+/// written oddly there (a `null` reading) does not cost the node its place
+/// in the fleet.
+type Report = Document<Saved, SavedDecision>;
 
 /// The part of a result the fleet reads.
 #[derive(Deserialize)]
@@ -185,13 +166,6 @@ struct SavedDecision {
     exit_code: Option<i64>,
 }
 
-#[derive(Deserialize)]
-struct ScopeEntry {
-    scope: String,
-    #[serde(default)]
-    properties: BTreeMap<String, Value>,
-}
-
 /// A report given to the fleet: its file and its parsed JSON, or why it
 /// could not be read.
 pub type Input = (String, Result<Value, String>);
@@ -200,8 +174,9 @@ impl Fleet {
     /// Reads `reports`, with `layer_order` the layers the caller knows,
     /// bottom-up. A report that could not be read, is of another schema or
     /// is not a run report is listed in [`Fleet::not_read`], naming its
-    /// file; the others are read all the same.
-    pub fn read(reports: Vec<Input>, layer_order: &[&str]) -> Fleet {
+    /// file; the others are read all the same. `keys` name the properties
+    /// that say who the node and its GPUs are.
+    pub fn read(reports: Vec<Input>, layer_order: &[&str], keys: &IdentityKeys) -> Fleet {
         let mut fleet = Fleet {
             layers: layer_order.iter().map(|l| l.to_string()).collect(),
             ..Fleet::default()
@@ -225,7 +200,7 @@ impl Fleet {
                     fleet.layers.push(r.layer.clone());
                 }
             }
-            let mut node = summarise(&file, &report);
+            let mut node = summarise(&file, &report, keys);
             // Two reports of one host name (a node run twice, copied
             // fixtures) stay apart by their files.
             if fleet.nodes.iter().any(|n: &FleetNode| n.node == node.node) {
@@ -412,11 +387,11 @@ fn judge(report: &Report) -> (bool, Option<String>) {
 }
 
 /// One report, summed up.
-fn summarise(file: &str, report: &Report) -> FleetNode {
+fn summarise(file: &str, report: &Report, keys: &IdentityKeys) -> FleetNode {
     let name = report
         .node
-        .get("hostname")
-        .and_then(Value::as_str)
+        .get(keys.host)
+        .map(String::as_str)
         .filter(|h| !h.is_empty())
         .map(str::to_string)
         .unwrap_or_else(|| {
@@ -450,12 +425,7 @@ fn summarise(file: &str, report: &Report) -> FleetNode {
             .scopes
             .iter()
             .find(|e| e.scope == s.label())
-            .and_then(|e| {
-                e.properties
-                    .get("pci_address")?
-                    .as_str()
-                    .map(str::to_string)
-            })
+            .and_then(|e| e.get(keys.address).map(str::to_string))
     });
     let (passed, disagrees) = judge(report);
     let has_fault = stopping.clone().next().is_some();
@@ -506,6 +476,7 @@ fn rank(cell: &str) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::KEYS;
     use serde_json::json;
 
     fn report(host: &str, results: serde_json::Value, first: Option<&str>) -> Input {
@@ -568,7 +539,7 @@ mod tests {
                 Some("firmware"),
             ),
         ];
-        let fleet = Fleet::read(reports.to_vec(), &["pci", "firmware", "kfd"]);
+        let fleet = Fleet::read(reports.to_vec(), &["pci", "firmware", "kfd"], &KEYS);
         assert!(!fleet.all_passed());
         assert_eq!(fleet.layers, ["pci", "firmware", "kfd", "rocx"]);
         let n07 = &fleet.nodes[1];
@@ -612,6 +583,7 @@ mod tests {
         let fleet = Fleet::read(
             vec![report("n02", json!([slow, waived]), Some("pci"))],
             &["pci", "kfd"],
+            &KEYS,
         );
         let n = &fleet.nodes[0];
         assert_eq!(n.layers["pci"], "warn");
@@ -621,7 +593,7 @@ mod tests {
         // A report's own decision is what drains.
         let mut decided = report("n03", json!([]), None).1.unwrap();
         decided["decision"] = json!({"drain": true});
-        let fleet = Fleet::read(vec![("n03.json".into(), Ok(decided))], &[]);
+        let fleet = Fleet::read(vec![("n03.json".into(), Ok(decided))], &[], &KEYS);
         assert!(fleet.nodes[0].drain);
     }
 
@@ -638,6 +610,7 @@ mod tests {
                 report("n01", json!([]), None),
             ],
             &[],
+            &KEYS,
         );
         let why: Vec<&str> = fleet.not_read.iter().map(|r| r.why.as_str()).collect();
         assert!(
@@ -670,7 +643,7 @@ mod tests {
         .1
         .unwrap();
         doc["passed"] = json!(true);
-        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc.clone()))], &["kfd"]);
+        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc.clone()))], &["kfd"], &KEYS);
         let n = &fleet.nodes[0];
         assert!(!n.passed && n.drain, "{n:?}");
         assert_eq!(
@@ -682,7 +655,7 @@ mod tests {
         // A decision of exit 0 over it is contradicted too, and does not
         // keep the node in service.
         doc["decision"] = json!({"drain": false, "exit_code": 0});
-        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc))], &["kfd"]);
+        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc))], &["kfd"], &KEYS);
         let n = &fleet.nodes[0];
         assert!(!n.passed && n.drain, "{n:?}");
         assert!(
@@ -703,7 +676,11 @@ mod tests {
             Some("rccl-hang-isolated"),
         );
         r["finding"]["blames"] = json!("gpu3");
-        let fleet = Fleet::read(vec![report("n05", json!([r]), Some("rccl"))], &["rccl"]);
+        let fleet = Fleet::read(
+            vec![report("n05", json!([r]), Some("rccl"))],
+            &["rccl"],
+            &KEYS,
+        );
         assert_eq!(fleet.nodes[0].gpu(), "gpu3 (0000:65:00.0)");
     }
 }

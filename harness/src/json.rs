@@ -1,45 +1,13 @@
 //! The JSON results file (schema_version 1).
 
+use crate::document::{Document, ScopeEntry};
 use crate::model::Layer;
 use crate::result::{CheckResult, RunReport};
 use crate::verdict::{SkipReason, Status};
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Version of the JSON results layout; bumped on incompatible changes.
-pub const SCHEMA_VERSION: u32 = 1;
-
-#[derive(Serialize)]
-struct Document<'a> {
-    schema_version: u32,
-    tool: &'a str,
-    tier: &'a str,
-    started_at: String,
-    duration_ms: f64,
-    interrupted: Option<&'a str>,
-    passed: bool,
-    strict: bool,
-    fail_on: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decision: Option<&'a serde_json::Value>,
-    first_failing_layer: Option<Layer>,
-    summary: BTreeMap<&'static str, usize>,
-    skipped_by_reason: BTreeMap<&'static str, usize>,
-    unverified: Vec<&'a str>,
-    warnings: Vec<&'a str>,
-    waived: Vec<&'a str>,
-    node: BTreeMap<&'a str, &'a str>,
-    versions: &'a BTreeMap<String, BTreeMap<String, String>>,
-    scopes: Vec<ScopeDoc>,
-    results: std::borrow::Cow<'a, [CheckResult]>,
-}
-
-#[derive(Serialize)]
-struct ScopeDoc {
-    scope: String,
-    first_failing_layer: Option<Layer>,
-    properties: BTreeMap<String, String>,
-}
+pub use crate::document::SCHEMA_VERSION;
 
 /// What the report says beyond the run's results.
 pub struct JsonContext<'a> {
@@ -78,55 +46,56 @@ fn finite(results: &[CheckResult]) -> std::borrow::Cow<'_, [CheckResult]> {
     std::borrow::Cow::Owned(owned)
 }
 
-/// Renders a run as pretty-printed JSON.
-pub fn render(report: &RunReport, ctx: &JsonContext<'_>) -> Result<String, String> {
-    let JsonContext {
-        tool,
-        node_properties,
-        versions,
-        ..
-    } = *ctx;
-    let summary = Status::ALL
-        .into_iter()
-        .map(|s| (s.as_str(), report.count(s)))
-        .collect();
-    let doc = Document {
+/// The run as its report document: every result with its metrics finite,
+/// the node's properties, each scope with its identity, the versions and
+/// the decision.
+pub fn document(report: &RunReport, ctx: &JsonContext<'_>) -> Document {
+    let owned = |v: Vec<&CheckResult>| v.iter().map(|r| r.id.clone()).collect();
+    Document {
         schema_version: SCHEMA_VERSION,
-        tool,
-        tier: report.tier.as_str(),
+        tool: ctx.tool.to_string(),
+        tier: report.tier.as_str().to_string(),
         started_at: report.started_at.to_rfc3339(),
         duration_ms: (report.duration.as_secs_f64() * 1e6).round() / 1e3,
-        interrupted: report.interrupted.as_deref(),
+        interrupted: report.interrupted.clone(),
         passed: report.all_passed(),
         strict: report.strict,
-        fail_on: if report.fail_on_warn { "warn" } else { "fail" },
-        decision: ctx.decision.as_ref(),
-        first_failing_layer: report.first_failing_layer(None),
-        summary,
+        fail_on: Some(if report.fail_on_warn { "warn" } else { "fail" }.to_string()),
+        decision: ctx.decision.clone(),
+        first_failing_layer: report.first_failing_layer(None).map(layer_name),
+        summary: Status::ALL
+            .into_iter()
+            .map(|s| (s.as_str().to_string(), report.count(s)))
+            .collect(),
         skipped_by_reason: SkipReason::ALL
             .into_iter()
-            .map(|r| (r.as_str(), report.count_skipped(r)))
+            .map(|r| (r.as_str().to_string(), report.count_skipped(r)))
             .collect(),
-        unverified: report.unverified().iter().map(|r| r.id.as_str()).collect(),
-        warnings: report.warnings().iter().map(|r| r.id.as_str()).collect(),
-        waived: report.waived().iter().map(|r| r.id.as_str()).collect(),
-        node: node_properties
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect(),
-        versions,
+        unverified: owned(report.unverified()),
+        warnings: owned(report.warnings()),
+        waived: owned(report.waived()),
+        node: ctx.node_properties.iter().cloned().collect(),
+        versions: ctx.versions.clone(),
         scopes: report
             .scope_list()
             .into_iter()
-            .map(|s| ScopeDoc {
+            .map(|s| ScopeEntry {
                 scope: s.label(),
-                first_failing_layer: report.first_failing_layer(Some(s)),
+                first_failing_layer: report.first_failing_layer(Some(s)).map(layer_name),
                 properties: report.scope_info(s).properties.into_iter().collect(),
             })
             .collect(),
-        results: finite(&report.results),
-    };
-    serde_json::to_string_pretty(&doc)
+        results: finite(&report.results).into_owned(),
+    }
+}
+
+fn layer_name(l: Layer) -> String {
+    l.as_str().to_string()
+}
+
+/// Renders a run as pretty-printed JSON.
+pub fn render(report: &RunReport, ctx: &JsonContext<'_>) -> Result<String, String> {
+    serde_json::to_string_pretty(&document(report, ctx))
         .map_err(|e| format!("failed to serialise the JSON report: {e}"))
 }
 
@@ -138,13 +107,7 @@ mod tests {
 
     #[test]
     fn a_metric_that_is_not_finite_is_never_written_as_null() {
-        let mut r = CheckResult::new(
-            "gpu0.a.x".into(),
-            "a::x".into(),
-            A,
-            Scope::Gpu(0),
-            Status::Pass,
-        );
+        let mut r = crate::test_support::result("gpu0.a.x", A, Scope::Gpu(0), Status::Pass);
         r.metrics = crate::verdict::Verdict::pass("")
             .with_reading("temp_junction", f64::NAN, "°C")
             .with_reading("power", 300.0, "W")

@@ -11,6 +11,7 @@ pub mod check;
 pub mod compare;
 pub mod deadline;
 pub mod doctor;
+pub mod document;
 pub mod exec;
 pub mod fleet;
 pub mod isolate;
@@ -26,6 +27,8 @@ pub mod prom;
 pub mod result;
 pub mod saved_report;
 pub mod signal;
+#[cfg(test)]
+mod test_support;
 pub mod verdict;
 
 pub use check::{Check, Outcome};

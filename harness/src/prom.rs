@@ -7,6 +7,7 @@
 //! succeeded, and series that a failure would make appear (the per-code
 //! counts) are always present, at 0 when nothing failed.
 
+use crate::document::IdentityKeys;
 use crate::model::{Layer, Scope};
 use crate::result::RunReport;
 use crate::verdict::{Severity, Status};
@@ -28,6 +29,8 @@ pub struct PromContext<'a> {
     /// `rocgate_last_success_timestamp_seconds` of the file this one
     /// replaces, kept when this run did not succeed.
     pub previous_success: Option<f64>,
+    /// The properties that say who a GPU is: its address labels its series.
+    pub identity: &'a IdentityKeys,
 }
 
 /// The textfile for `report`.
@@ -58,13 +61,13 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
     for scope in report.scope_list() {
         let pci = report
             .scope_info(scope)
-            .get("pci_address")
+            .get(ctx.identity.address)
             .unwrap_or("")
             .to_string();
         for layer in layers_in(report, scope) {
             let labels = [
                 ("scope", scope.label()),
-                ("pci_address", pci.clone()),
+                (ctx.identity.address, pci.clone()),
                 ("layer", layer.to_string()),
             ];
             sample(
@@ -278,16 +281,7 @@ fn escape_help(v: &str) -> String {
 mod tests {
     use super::*;
     use crate::model::test_stack::{A, B, C};
-    use crate::result::CheckResult;
-    use crate::result::tests::report;
-    use crate::verdict::Finding;
-
-    fn result(scope: Scope, layer: Layer, status: Status, code: Option<&str>) -> CheckResult {
-        let id = format!("{}.{layer}.x", scope.label());
-        let mut r = CheckResult::new(id, format!("{layer}::x"), layer, scope, status);
-        r.finding = code.map(|c| Finding::new(c, r.status_severity(), "m", "n"));
-        r
-    }
+    use crate::test_support::{coded as result, run as report};
 
     fn ctx<'a>(info: &'a [(&'a str, String)], previous: Option<f64>) -> PromContext<'a> {
         PromContext {
@@ -299,6 +293,7 @@ mod tests {
                 ("slow", Severity::Warn),
             ],
             previous_success: previous,
+            identity: &crate::test_support::KEYS,
         }
     }
 

@@ -9,13 +9,14 @@ use crate::ui::ladder::{concerns, layer_cell, layer_fault};
 use maud::{Markup, html};
 use rocgate_harness::doctor::Diagnosis;
 use rocgate_harness::{CheckResult, Layer, Metric, RunReport, Scope, Status};
+use rocgate_suites::stack::IDENTITY;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The page for a run.
 pub fn run_page(run: &Presented<'_>) -> String {
     let (report, diagnosis) = (run.report, &run.diagnosis);
     let (node, versions) = (&run.node, &run.versions);
-    let host = node_property(node, "hostname").unwrap_or("this node");
+    let host = node_property(node, IDENTITY.host).unwrap_or("this node");
     let decision = &run.decision;
     let verdict = rocgate::decision::headline(report, decision);
     let verdict_class = match decision.health {
@@ -85,7 +86,7 @@ fn counts(report: &RunReport) -> String {
 /// `gpu3 · 0000:65:00.0 · AMD Instinct MI300X · gfx942`.
 fn identity_line(report: &RunReport, scope: Scope) -> String {
     let info = report.scope_info(scope);
-    ["pci_address", "product", "gfx_target"]
+    [IDENTITY.address, "product", "gfx_target"]
         .into_iter()
         .filter_map(|k| info.get(k))
         .collect::<Vec<_>>()

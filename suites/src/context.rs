@@ -306,7 +306,7 @@ impl NodeContext {
             .iter()
             .map(|g| {
                 let mut info = ScopeInfo::default();
-                info.push("pci_address", g.pci_address.clone());
+                info.push(crate::stack::IDENTITY.address, g.pci_address.clone());
                 if let Some(p) = &g.product {
                     info.push("product", p.clone());
                 }
@@ -314,7 +314,7 @@ impl NodeContext {
                     info.push("gfx_target", t.clone());
                 }
                 if let Some(u) = g.kfd.as_ref().and_then(|k| k.unique_id).filter(|&u| u != 0) {
-                    info.push("unique_id", format!("0x{u:016x}"));
+                    info.push(crate::stack::IDENTITY.serial, format!("0x{u:016x}"));
                 }
                 if let Some(k) = &g.kfd {
                     info.push("kfd_node", k.id.to_string());
