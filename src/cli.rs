@@ -1,6 +1,8 @@
 //! Command-line arguments.
 
-use clap::{Args, Parser, Subcommand};
+use crate::error::{Result, ResultExt};
+use crate::output::Output;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use rocgate_harness::Tier;
 use rocgate_node::Sysroot;
 use rocgate_node::snapshot::Opened;
@@ -9,12 +11,12 @@ use std::path::{Path, PathBuf};
 /// Opens a `--sysroot` argument (every command's, `list` included, so all
 /// accept and refuse the same archives): `/` without one, a directory as
 /// it is, an archive unpacked for as long as the returned value lives.
-pub fn open_sysroot(arg: Option<&Path>) -> Result<Opened, String> {
+pub fn open_sysroot(arg: Option<&Path>) -> Result<Opened> {
     let Some(path) = arg else {
         return Ok(Opened::plain(Sysroot::live()));
     };
     if !rocgate_node::snapshot::is_archive(path) {
-        return rocgate_node::snapshot::open(path, &|| false);
+        return rocgate_node::snapshot::open(path, &|| false).node_io();
     }
     // Caught from here on, so that a signal ends the command through its
     // normal return, which removes the unpacked directory; an unpack in
@@ -23,6 +25,7 @@ pub fn open_sysroot(arg: Option<&Path>) -> Result<Opened, String> {
     rocgate_node::snapshot::open(path, &|| {
         interrupt.load(std::sync::atomic::Ordering::SeqCst) != 0
     })
+    .node_io()
 }
 
 /// Layer-by-layer validation of AMD ROCm GPU nodes for CI.
@@ -107,20 +110,21 @@ impl NodeArgs {
     /// Opens the node: `/`, a directory, or a snapshot archive unpacked
     /// into a temporary directory that the returned value removes when
     /// dropped (keep it until the command is done).
-    pub fn open(&self) -> Result<Opened, String> {
+    pub fn open(&self) -> Result<Opened> {
         open_sysroot(self.sysroot.as_deref())
     }
 
     /// The sysroot of a worker process: its parent passes the directory it
     /// unpacked an archive into, never the archive, so the worker neither
     /// unpacks it again nor removes the parent's directory.
-    pub fn worker_sysroot(&self) -> Result<Sysroot, String> {
+    pub fn worker_sysroot(&self) -> Result<Sysroot> {
         match &self.sysroot {
             None => Ok(Sysroot::live()),
             Some(p) if rocgate_node::snapshot::is_archive(p) => Err(format!(
                 "__worker --sysroot {}: a worker takes the directory its parent unpacked, not an archive",
                 p.display()
-            )),
+            )
+            .into()),
             Some(p) => Ok(Sysroot::at(p)),
         }
     }
@@ -146,8 +150,8 @@ impl NodeArgs {
     }
 
     /// The site's policy file, if there is one.
-    pub fn config(&self) -> Result<rocgate::config::Config, String> {
-        rocgate::config::Config::find(self.config.as_deref())
+    pub fn config(&self) -> Result<rocgate::config::Config> {
+        Ok(rocgate::config::Config::find(self.config.as_deref())?)
     }
 }
 
@@ -202,9 +206,9 @@ impl ChecksArgs {
         config: &rocgate::config::Config,
         gpus: &[u32],
         tier: Tier,
-    ) -> Result<rocgate_harness::Plan<'s, rocgate_suites::NodeContext>, String> {
+    ) -> Result<rocgate_harness::Plan<'s, rocgate_suites::NodeContext>> {
         let selection = config.selection(&self.only, &self.skip, &session.registry)?;
-        session.plan_selected(gpus, tier, &selection)
+        Ok(session.plan_selected(gpus, tier, &selection)?)
     }
 }
 
@@ -363,8 +367,19 @@ pub struct FleetReportArgs {
     pub inputs: Vec<PathBuf>,
     /// markdown (for people and CI job summaries), json, or html (one
     /// self-contained page).
-    #[arg(long, default_value = "markdown", value_parser = ["markdown", "json", "html"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = FleetFormat::Markdown)]
+    pub format: FleetFormat,
+}
+
+/// What `fleet report` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FleetFormat {
+    /// A table for people and CI job summaries.
+    Markdown,
+    /// One JSON document for tools.
+    Json,
+    /// One self-contained HTML page.
+    Html,
 }
 
 /// `rocgate doctor`.
@@ -384,9 +399,9 @@ pub struct DoctorArgs {
     pub checks: ChecksArgs,
     #[command(flatten)]
     pub verdict: VerdictArgs,
-    /// Print the diagnosis as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// Write the diagnosis as JSON to FILE (`-` or no FILE: print it).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::output::STDOUT, value_parser = Output::parse)]
+    pub json: Option<Output>,
 }
 
 /// `rocgate inventory`.
@@ -394,9 +409,9 @@ pub struct DoctorArgs {
 pub struct InventoryArgs {
     #[command(flatten)]
     pub node: NodeArgs,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// Write JSON to FILE (`-` or no FILE: print it).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::output::STDOUT, value_parser = Output::parse)]
+    pub json: Option<Output>,
 }
 
 /// `rocgate list`.
@@ -428,8 +443,8 @@ pub struct CompareArgs {
     /// Results after the change.
     pub after: PathBuf,
     /// text, or markdown for a pull-request comment or a CI job summary.
-    #[arg(long, default_value = "text", value_parser = ["text", "markdown"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
     /// How far any throughput may fall before it counts (0.05 = 5%), for
     /// every metric family alike; without it, each family's tolerance
     /// from the thresholds' `[compare]` table.
@@ -441,12 +456,32 @@ pub struct CompareArgs {
     pub thresholds: Option<PathBuf>,
 }
 
+/// What `compare` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// For a terminal or a log.
+    Text,
+    /// For a pull-request comment or a CI job summary.
+    Markdown,
+}
+
 /// `rocgate codes`.
 #[derive(Debug, Args)]
 pub struct CodesArgs {
     /// text, markdown (FINDINGS.md) or json.
-    #[arg(long, default_value = "text", value_parser = ["text", "markdown", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = CodesFormat::Text)]
+    pub format: CodesFormat,
+}
+
+/// What `codes` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CodesFormat {
+    /// One code per two lines, for a terminal.
+    Text,
+    /// FINDINGS.md.
+    Markdown,
+    /// The catalogue as JSON, for tools.
+    Json,
 }
 
 /// `rocgate matrix`.
@@ -469,9 +504,9 @@ pub enum MatrixAction {
 pub struct MatrixCheckArgs {
     #[command(flatten)]
     pub node: NodeArgs,
-    /// Print JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// Write JSON to FILE (`-` or no FILE: print it).
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::output::STDOUT, value_parser = Output::parse)]
+    pub json: Option<Output>,
 }
 
 /// `rocgate snapshot`.
@@ -487,7 +522,6 @@ pub struct SnapshotArgs {
     pub redact: bool,
 }
 
-/// Parses `--budget`: seconds from 1 to a day.
 /// A boolean option's value, as from its environment variable: `1`, `true`,
 /// `yes`, `on` (and `y`, `t`) or `0`, `false`, `no`, `off` (`n`, `f`), any
 /// case; empty (`ROCGATE_STRICT=` exported by a shell file) means unset, so
@@ -503,6 +537,7 @@ fn boolish(s: &str) -> Result<bool, String> {
     }
 }
 
+/// Parses `--budget`: seconds from 1 to a day.
 fn budget(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
@@ -531,5 +566,198 @@ fn timeout_scale(s: &str) -> Result<f64, String> {
         Err(format!(
             "'{s}' is out of range: use a factor from 0.01 to {MAX_TIMEOUT_SCALE}"
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Parses `rocgate ARGS...`.
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("rocgate").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_json_flag_prints_without_a_file_and_writes_with_one() {
+        let json = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::Doctor(a)) => a.json,
+            Ok(Command::Inventory(a)) => a.json,
+            Ok(Command::Matrix(m)) => {
+                let MatrixAction::Check(a) = m.action;
+                a.json
+            }
+            other => panic!("{args:?}: {other:?}"),
+        };
+        for command in [&["doctor"][..], &["inventory"], &["matrix", "check"]] {
+            let with = |extra: &[&str]| {
+                let mut args = command.to_vec();
+                args.extend_from_slice(extra);
+                json(&args)
+            };
+            assert_eq!(with(&[]), None, "{command:?}");
+            assert_eq!(with(&["--json"]), Some(Output::Stdout), "{command:?}");
+            assert_eq!(with(&["--json", "-"]), Some(Output::Stdout), "{command:?}");
+            assert_eq!(
+                with(&["--json", "out.json"]),
+                Some(Output::File("out.json".into())),
+                "{command:?}"
+            );
+            assert_eq!(
+                with(&["--json=out.json"]),
+                Some(Output::File("out.json".into())),
+                "{command:?}"
+            );
+            // A flag after a bare `--json` is a flag, not its file.
+            assert_eq!(
+                with(&["--json", "--sysroot", "/tmp/n"]),
+                Some(Output::Stdout),
+                "{command:?}"
+            );
+            assert!(parse(&[command, &["--json="]].concat()).is_err());
+        }
+    }
+
+    #[test]
+    fn run_and_health_keep_their_report_files() {
+        let Ok(Command::Run(run)) =
+            parse(&["run", "--json", "r.json", "--junit", "r.xml"]).map(|c| c.command)
+        else {
+            panic!("run did not parse");
+        };
+        assert_eq!(run.reports.json.as_deref(), Some(Path::new("r.json")));
+        assert_eq!(run.reports.junit.as_deref(), Some(Path::new("r.xml")));
+        // A report flag takes its file.
+        assert!(parse(&["run", "--json"]).is_err());
+        assert!(parse(&["health", "--prom", "x.prom", "--html", "x.html"]).is_ok());
+    }
+
+    #[test]
+    fn formats_are_the_values_each_command_knows() {
+        let fleet = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::Fleet(f)) => {
+                let FleetAction::Report(r) = f.action;
+                Ok(r.format)
+            }
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.kind()),
+        };
+        assert_eq!(fleet(&["fleet", "report", "d"]), Ok(FleetFormat::Markdown));
+        assert_eq!(
+            fleet(&["fleet", "report", "d", "--format", "json"]),
+            Ok(FleetFormat::Json)
+        );
+        assert_eq!(
+            fleet(&["fleet", "report", "d", "--format", "html"]),
+            Ok(FleetFormat::Html)
+        );
+        assert_eq!(
+            fleet(&["fleet", "report", "d", "--format", "text"]),
+            Err(clap::error::ErrorKind::InvalidValue)
+        );
+        let compare = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::Compare(c)) => Ok(c.format),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.kind()),
+        };
+        assert_eq!(compare(&["compare", "a", "b"]), Ok(CompareFormat::Text));
+        assert_eq!(
+            compare(&["compare", "a", "b", "--format", "markdown"]),
+            Ok(CompareFormat::Markdown)
+        );
+        assert_eq!(
+            compare(&["compare", "a", "b", "--format", "json"]),
+            Err(clap::error::ErrorKind::InvalidValue)
+        );
+        let codes = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::Codes(c)) => Ok(c.format),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.kind()),
+        };
+        assert_eq!(codes(&["codes"]), Ok(CodesFormat::Text));
+        assert_eq!(
+            codes(&["codes", "--format", "markdown"]),
+            Ok(CodesFormat::Markdown)
+        );
+        assert_eq!(codes(&["codes", "--format", "json"]), Ok(CodesFormat::Json));
+        assert_eq!(
+            codes(&["codes", "--format", "html"]),
+            Err(clap::error::ErrorKind::InvalidValue)
+        );
+    }
+
+    #[test]
+    fn booleans_read_as_shells_write_them() {
+        for yes in ["1", "true", "YES", " on ", "y", "T"] {
+            assert_eq!(boolish(yes), Ok(true), "{yes}");
+        }
+        for no in ["", "0", "false", "No", "OFF", "n", "f"] {
+            assert_eq!(boolish(no), Ok(false), "{no}");
+        }
+        let e = boolish("maybe").unwrap_err();
+        assert!(e.contains("'maybe' is not a boolean"), "{e}");
+    }
+
+    #[test]
+    fn a_budget_is_one_second_to_a_day() {
+        assert_eq!(budget("1"), Ok(1.0));
+        assert_eq!(budget(" 50 "), Ok(50.0));
+        assert_eq!(budget("86400"), Ok(86_400.0));
+        for (text, says) in [
+            ("0.5", "out of range"),
+            ("86401", "out of range"),
+            ("inf", "out of range"),
+            ("nan", "out of range"),
+            ("-5", "out of range"),
+            ("fifty", "not a number of seconds"),
+            ("", "not a number of seconds"),
+        ] {
+            let e = budget(text).unwrap_err();
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_timeout_scale_is_a_finite_factor_in_range() {
+        assert_eq!(timeout_scale("0.01"), Ok(0.01));
+        assert_eq!(timeout_scale("1000"), Ok(MAX_TIMEOUT_SCALE));
+        for (text, says) in [
+            ("0", "out of range"),
+            ("0.001", "out of range"),
+            ("1001", "out of range"),
+            ("inf", "out of range"),
+            ("NaN", "out of range"),
+            ("x", "not a number"),
+        ] {
+            let e = timeout_scale(text).unwrap_err();
+            assert!(e.contains(says), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_validators_guard_the_flags_they_parse() {
+        assert!(parse(&["health", "--budget", "0"]).is_err());
+        assert!(parse(&["health", "--check-timeout", "100000"]).is_err());
+        assert!(parse(&["run", "--timeout-scale", "2000"]).is_err());
+        // `--strict` is a switch; its variable, ROCGATE_STRICT, is read by `boolish`.
+        let Ok(Command::Run(run)) = parse(&["run", "--strict"]).map(|c| c.command) else {
+            panic!("run did not parse");
+        };
+        assert!(run.verdict.strict);
+        let Ok(Command::Health(h)) = parse(&["health", "--budget", "20"]).map(|c| c.command) else {
+            panic!("health did not parse");
+        };
+        assert_eq!(h.budget, Some(20.0));
+        assert!(
+            parse(&["health", "--slurm-prolog", "--slurm"]).is_err(),
+            "the prolog is not the health check"
+        );
+        assert!(parse(&["list", "--tiers", "--tier", "quick"]).is_err());
     }
 }

@@ -1,22 +1,25 @@
 //! `rocgate codes`: the finding-code catalogue, for people (text), for the
 //! repository (FINDINGS.md is this command's markdown) and for tools (json).
 
-use crate::cli::CodesArgs;
+use crate::cli::{CodesArgs, CodesFormat};
+use crate::error::{Error, Result};
+use crate::output::Output;
+use rocgate::exit::Exit;
 use rocgate_suites::findings::{Code, codes};
-use std::process::ExitCode;
 
 /// Prints the catalogue.
-pub fn run(args: &CodesArgs) -> Result<ExitCode, String> {
-    match args.format.as_str() {
-        "json" => {
+pub fn run(args: &CodesArgs) -> Result<Exit> {
+    let out = Output::Stdout;
+    match args.format {
+        CodesFormat::Json => {
             let json = serde_json::to_string_pretty(codes::ALL)
-                .map_err(|e| format!("failed to encode the catalogue: {e}"))?;
-            crate::ui::document::json(&json)?;
+                .map_err(|e| Error::internal(format!("failed to encode the catalogue: {e}")))?;
+            out.json(&json)?;
         }
-        "markdown" => crate::ui::document::text(&markdown())?,
-        _ => crate::ui::document::text(&text())?,
+        CodesFormat::Markdown => out.text(&markdown())?,
+        CodesFormat::Text => out.text(&text())?,
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Pass)
 }
 
 fn layers(c: &Code) -> String {

@@ -1,22 +1,24 @@
 //! `rocgate compare BEFORE.json AFTER.json`: the upgrade gate.
 
-use crate::cli::CompareArgs;
+use crate::cli::{CompareArgs, CompareFormat};
+use crate::error::{Result, ResultExt};
+use crate::output::Output;
+use rocgate::exit::Exit;
 use rocgate_harness::compare::{self, Tolerances};
 use rocgate_harness::saved_report;
 use rocgate_suites::thresholds::Thresholds;
-use std::process::ExitCode;
 
 /// One run's report: a regular file of bounded size, of the schema this
 /// rocgate reads ([`saved_report`]).
-fn load(path: &std::path::Path) -> Result<serde_json::Value, String> {
-    let doc = saved_report::read(path)?;
-    compare::validate(&doc, &path.display().to_string())?;
+fn load(path: &std::path::Path) -> Result<serde_json::Value> {
+    let doc = saved_report::read(path).node_io()?;
+    compare::validate(&doc, &path.display().to_string()).node_io()?;
     Ok(doc)
 }
 
 /// The tolerances to judge throughputs with: `--tolerance` for every
 /// family when given, else the thresholds file's `[compare]` table.
-fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
+fn tolerances(args: &CompareArgs) -> Result<Tolerances> {
     // A file named is read even when --tolerance overrides it, so a wrong
     // path or a broken file is not silently ignored.
     let thresholds = match &args.thresholds {
@@ -25,7 +27,7 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
     };
     match args.tolerance {
         Some(t) if !(0.0..1.0).contains(&t) => {
-            Err(format!("--tolerance must be between 0 and 1, not {t}"))
+            Err(format!("--tolerance must be between 0 and 1, not {t}").into())
         }
         Some(t) => Ok(Tolerances::flat(t)),
         None => Ok(Tolerances {
@@ -36,7 +38,7 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances, String> {
 }
 
 /// Prints the comparison; exit 1 when the second run regressed.
-pub fn run(args: &CompareArgs) -> Result<ExitCode, String> {
+pub fn run(args: &CompareArgs) -> Result<Exit> {
     let tolerances = tolerances(args)?;
     let (before, after) = (load(&args.before)?, load(&args.after)?);
     let c = compare::compare(
@@ -45,14 +47,9 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, String> {
         &tolerances,
         &rocgate_suites::stack::IDENTITY,
     );
-    if args.format == "markdown" {
-        crate::ui::document::text(&compare::render_markdown(&c))?;
-    } else {
-        crate::ui::document::text(&compare::render_text(&c))?;
-    }
-    Ok(if c.regressed() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Output::Stdout.text(&match args.format {
+        CompareFormat::Markdown => compare::render_markdown(&c),
+        CompareFormat::Text => compare::render_text(&c),
+    })?;
+    Ok(Exit::pass_if(!c.regressed()))
 }

@@ -17,6 +17,7 @@
 //! | warnings, waived findings, checks that could not look | 0 | healthy | no |
 //! | everything passed | 0 | healthy | no |
 
+use crate::exit::Exit;
 use rocgate_harness::doctor::{self, DiagnosedFault};
 use rocgate_harness::{RunReport, Scope, Severity};
 use rocgate_suites::findings::{self, Category};
@@ -24,12 +25,6 @@ use serde::Serialize;
 
 /// The code of a rocgate defect: a fault of rocgate's own, not the node's.
 pub const INTERNAL_ERROR: &str = "internal-error";
-
-/// The exit code of a run that decides nothing about the node.
-pub const EXIT_UNKNOWN: u8 = 2;
-
-/// The exit code of an interrupted run, as a shell reports SIGINT.
-pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// What a scheduler may conclude.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -48,7 +43,7 @@ pub enum Health {
 pub struct Decision {
     /// Healthy, unhealthy or unknown.
     pub health: Health,
-    /// The exit code of `run` and `doctor` (0, 1, 2 or 130).
+    /// The exit code of `run` and `doctor` (0, 1, 2 or 130: [`Exit`]).
     pub exit_code: u8,
     /// Whether a scheduler should take the node out of service.
     pub drain: bool,
@@ -71,6 +66,18 @@ pub struct Decision {
     pub waived: usize,
     /// Checks that could not look.
     pub unverified: usize,
+}
+
+impl Decision {
+    /// The row of the exit-code table that [`Decision::exit_code`] is.
+    pub fn exit(&self) -> Exit {
+        match self.health {
+            Health::Healthy => Exit::Pass,
+            Health::Unhealthy => Exit::Fail,
+            Health::Unknown if self.exit_code == Exit::Interrupted.code() => Exit::Interrupted,
+            Health::Unknown => Exit::NoVerdict,
+        }
+    }
 }
 
 /// How a scope is named where a scheduler reads it: a GPU by its PCI
@@ -96,7 +103,7 @@ pub fn decide(report: &RunReport) -> Decision {
     let diagnosis = doctor::diagnose(report);
     let mut d = Decision {
         health: Health::Healthy,
-        exit_code: 0,
+        exit_code: Exit::Pass.code(),
         drain: false,
         reason: String::new(),
         cause: None,
@@ -106,9 +113,9 @@ pub fn decide(report: &RunReport) -> Decision {
         waived: report.waived().len(),
         unverified: report.unverified().len(),
     };
-    let unknown = |mut d: Decision, exit: u8, why: String| {
+    let unknown = |mut d: Decision, exit: Exit, why: String| {
         d.health = Health::Unknown;
-        d.exit_code = exit;
+        d.exit_code = exit.code();
         d.reason = why;
         d
     };
@@ -122,7 +129,7 @@ pub fn decide(report: &RunReport) -> Decision {
             "rocgate cannot see this node ({}): {}",
             blind.code, blind.message
         );
-        return unknown(d, EXIT_UNKNOWN, why);
+        return unknown(d, Exit::NoVerdict, why);
     }
     let own = faults.iter().find(|f| f.code == INTERNAL_ERROR).copied();
     // A fault of the node decides even a run cut short, or one where
@@ -148,14 +155,14 @@ pub fn decide(report: &RunReport) -> Decision {
     }
     if let Some(own) = own {
         let why = format!("rocgate failed ({}): {}", own.check, own.message);
-        return unknown(d, EXIT_UNKNOWN, why);
+        return unknown(d, Exit::NoVerdict, why);
     }
     if let Some(why) = &report.interrupted {
         let why = match why.as_str() {
             "time budget" => "the time budget ran out before every layer was checked".to_string(),
             signal => format!("interrupted by {signal} before every layer was checked"),
         };
-        return unknown(d, EXIT_INTERRUPTED, why);
+        return unknown(d, Exit::Interrupted, why);
     }
     if let (true, Some(r)) = (report.strict, report.unverified().first()) {
         let cause = DiagnosedFault {
@@ -215,7 +222,7 @@ fn unhealthy(
         None => cause,
     };
     d.health = Health::Unhealthy;
-    d.exit_code = 1;
+    d.exit_code = Exit::Fail.code();
     d.drain = true;
     let first_line = cause.message.lines().next().unwrap_or("").to_string();
     d.reason = match d.places.as_slice() {
@@ -396,7 +403,8 @@ mod tests {
         // Interrupted without a fault: unknown; with one: the fault.
         let mut cut = report(vec![result(Scope::Node, Status::Pass, None)], 0);
         cut.interrupted = Some("time budget".into());
-        assert_eq!(decide(&cut).exit_code, EXIT_INTERRUPTED);
+        assert_eq!(decide(&cut).exit_code, Exit::Interrupted.code());
+        assert_eq!(decide(&cut).exit(), Exit::Interrupted);
         assert_eq!(decide(&cut).health, Health::Unknown);
         cut.results
             .push(result(Scope::Node, Status::Fail, Some("broken")));

@@ -1,13 +1,15 @@
 //! `rocgate doctor`: walk the layers bottom-up and name the first broken one.
 
 use crate::cli::DoctorArgs;
+use crate::error::{Error, Result};
+use crate::output::Output;
 use crate::ui::style::Style;
+use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis, diagnose};
 use rocgate_harness::{ExecOptions, Layer, RunReport, Status};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::process::ExitCode;
 
 #[derive(Serialize)]
 struct DoctorJson<'a> {
@@ -66,7 +68,7 @@ fn layer_state(report: &RunReport, layer: Layer) -> &'static str {
 /// nothing fails (warnings included), 1 for a fault, 2 when rocgate could
 /// not see the node, 130 when interrupted (whatever was found: an
 /// interrupted diagnosis is incomplete).
-pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
+pub fn run(args: &DoctorArgs) -> Result<Exit> {
     let config = args.node.config()?;
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
@@ -92,7 +94,7 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
     let decision = rocgate::decision::decide(&report);
     let layers = report.layers();
     let interrupted = report.interrupted.as_deref();
-    if args.json {
+    if let Some(json) = &args.json {
         let doc = DoctorJson {
             schema_version: diagnosis.schema_version,
             sysroot: session.facts().sysroot.to_string(),
@@ -109,10 +111,10 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
             decision: &decision,
         };
         let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| format!("failed to serialise the diagnosis: {e}"))?;
-        crate::ui::document::json(&text)?;
+            .map_err(|e| Error::internal(format!("failed to serialise the diagnosis: {e}")))?;
+        json.json(&text)?;
     } else {
-        crate::ui::document::text(&render(
+        Output::Stdout.text(&render(
             &session,
             &report,
             &diagnosis,
@@ -121,9 +123,9 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode, String> {
         ))?;
     }
     Ok(if interrupted.is_some() {
-        ExitCode::from(rocgate::decision::EXIT_INTERRUPTED)
+        Exit::Interrupted
     } else {
-        ExitCode::from(decision.exit_code)
+        decision.exit()
     })
 }
 

@@ -5,14 +5,16 @@
 //! failed but a report could not be read (not every node was judged), or
 //! there was no report at all.
 
-use crate::cli::{FleetAction, FleetArgs};
+use crate::cli::{FleetAction, FleetArgs, FleetFormat};
+use crate::error::{Result, ResultExt};
+use crate::output::Output;
+use rocgate::exit::Exit;
 use rocgate_harness::fleet::{Fleet, Input};
 use rocgate_harness::saved_report;
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 /// Runs a fleet action.
-pub fn run(args: &FleetArgs) -> Result<ExitCode, String> {
+pub fn run(args: &FleetArgs) -> Result<Exit> {
     match &args.action {
         FleetAction::Report(report) => {
             let inputs: Vec<Input> = reports_in(&report.inputs)?
@@ -30,12 +32,18 @@ pub fn run(args: &FleetArgs) -> Result<ExitCode, String> {
             for r in &fleet.not_read {
                 errln!("rocgate: not read: {}", r.why);
             }
-            match report.format.as_str() {
-                "json" => crate::ui::document::json(&fleet.json()?)?,
-                "html" => crate::ui::document::html(&crate::html::fleet_page(&fleet))?,
-                _ => crate::ui::document::text(&fleet.markdown())?,
+            let out = Output::Stdout;
+            match report.format {
+                FleetFormat::Json => out.json(&fleet.json().internal()?)?,
+                FleetFormat::Html => out.html(&crate::html::fleet_page(&fleet))?,
+                FleetFormat::Markdown => out.text(&fleet.markdown())?,
             }
-            Ok(ExitCode::from(fleet.exit_code()))
+            Ok(match fleet.exit_code() {
+                0 => Exit::Pass,
+                1 => Exit::Fail,
+                // Not every node was judged: a report could not be read.
+                _ => Exit::NodeIo,
+            })
         }
     }
 }
@@ -47,7 +55,7 @@ type Listed = (PathBuf, Result<(), String>);
 /// in name order; a directory that cannot be listed is an entry of its own
 /// with the error, so the rest of the fleet is still read. A fleet with no
 /// report is an error, not a green fleet.
-fn reports_in(inputs: &[PathBuf]) -> Result<Vec<Listed>, String> {
+fn reports_in(inputs: &[PathBuf]) -> Result<Vec<Listed>> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
@@ -71,14 +79,14 @@ fn reports_in(inputs: &[PathBuf]) -> Result<Vec<Listed>, String> {
         }
     }
     if files.is_empty() {
-        return Err(format!(
+        return Err(crate::error::Error::usage(format!(
             "no run report in {}: give `rocgate run --json` files or directories of them",
             inputs
                 .iter()
                 .map(|p| Path::new(p).display().to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
     Ok(files)
 }

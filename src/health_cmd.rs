@@ -4,12 +4,13 @@
 //! drained or tainted on its word).
 
 use crate::cli::{HealthArgs, NodeArgs};
+use crate::error::Result;
 use crate::slurm;
 use rocgate::config::Config;
 use rocgate::decision::{Decision, Health, decide};
+use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::{ExecOptions, Scope, Tier};
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 /// The longest line a health check prints, in bytes: node-problem-detector
@@ -31,10 +32,6 @@ const SLURM_RESERVE: Duration = Duration::from_secs(8);
 /// timeout is rocgate's limit (the verdict is unknown), not a GPU fault.
 /// Budgets of 18 s and more give every check at least this.
 const HANG_EVIDENCE: Duration = Duration::from_secs(5);
-
-/// The exit code of a health check whose reports could not be written, as
-/// `run`'s.
-const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
 
 /// The budget without `--budget`: inside Slurm's 60 s HealthCheckTimeout.
 const DEFAULT_BUDGET: f64 = 50.0;
@@ -71,14 +68,22 @@ impl From<String> for Stop {
     }
 }
 
-/// Runs the health check.
-pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
+/// Whatever its kind, a command's error leaves health without a verdict.
+impl From<crate::error::Error> for Stop {
+    fn from(e: crate::error::Error) -> Stop {
+        Stop::Unknown(e.to_string())
+    }
+}
+
+/// Runs the health check: 0 healthy, 1 unhealthy, 2 unknown or a report
+/// not written; a prolog's 0 or 1.
+pub fn run(args: &HealthArgs) -> Result<Exit> {
     let started = Instant::now();
     let job = args.slurm_prolog || args.slurm_epilog;
     // A signal ends health with a code its caller documents: a prolog's
     // interrupted check lets the job run (0), health's own is unknown (2),
     // also when the watchdog has to end a command stuck in a system call.
-    crate::signals::set_interrupted_exit_code(if job { 0 } else { 2 });
+    crate::signals::set_interrupted_exit_code(if job { Exit::Pass } else { Exit::NoVerdict });
     let mut budget_end = None;
     let verdict = check(args, started, &mut budget_end);
     let line = match &verdict {
@@ -104,7 +109,7 @@ pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
         if not_written > 0 {
             errln!("rocgate: a report was not written (above); the verdict stands");
         }
-        return Ok(ExitCode::from(u8::from(health == Health::Unhealthy)));
+        return Ok(Exit::pass_if(health != Health::Unhealthy));
     }
     // The line is what a monitor reads: node text in it is never a workflow
     // command, and a line stdout did not take is a report not written.
@@ -133,15 +138,15 @@ pub fn run(args: &HealthArgs) -> Result<ExitCode, String> {
             Err(e) => errln!("rocgate: {e}"),
         }
     }
-    Ok(ExitCode::from(if not_written > 0 {
-        EXIT_REPORT_NOT_WRITTEN
+    Ok(if not_written > 0 {
+        Exit::NodeIo
     } else {
         match health {
-            Health::Healthy => 0,
-            Health::Unhealthy => 1,
-            Health::Unknown => 2,
+            Health::Healthy => Exit::Pass,
+            Health::Unhealthy => Exit::Fail,
+            Health::Unknown => Exit::NoVerdict,
         }
-    }))
+    })
 }
 
 /// The tier to run: `--tier`, else the policy file's; else, as Slurm's

@@ -1,15 +1,17 @@
 //! `rocgate inventory`: what the node has.
 
 use crate::cli::InventoryArgs;
+use crate::error::{Error, Result};
+use crate::output::Output;
 use crate::ui::style::Style;
+use rocgate::exit::Exit;
 use rocgate::inventory::{Inventory, build};
 use rocgate::session::Session;
 use rocgate_harness::{Scope, Status};
-use std::process::ExitCode;
 use std::time::Duration;
 
 /// Prints the inventory.
-pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
+pub fn run(args: &InventoryArgs) -> Result<Exit> {
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
     let node = args.node.open()?;
@@ -29,19 +31,19 @@ pub fn run(args: &InventoryArgs) -> Result<ExitCode, String> {
         node.extend(runtime);
         rocgate_node::versions::add_loaded_rocm(node);
     }
-    if args.json {
+    if let Some(json) = &args.json {
         let text = serde_json::to_string_pretty(&inv)
-            .map_err(|e| format!("failed to serialise the inventory: {e}"))?;
-        crate::ui::document::json(&text)?;
+            .map_err(|e| Error::internal(format!("failed to serialise the inventory: {e}")))?;
+        json.json(&text)?;
     } else {
-        crate::ui::document::text(&render(&inv, Style::for_stdout()))?;
+        Output::Stdout.text(&render(&inv, Style::for_stdout()))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Pass)
 }
 
 /// Loads the runtime libraries in a worker (as `run` does) and records where
 /// they came from and their versions.
-fn runtime_versions(session: &Session, inv: &mut Inventory) -> Result<(), String> {
+fn runtime_versions(session: &Session, inv: &mut Inventory) -> Result<()> {
     if let Some((_, why)) = &session.ctx.runtime.disabled {
         inv.runtime.insert("note".into(), why.clone());
         return Ok(());

@@ -7,5 +7,6 @@
 pub mod cargo_test;
 pub mod config;
 pub mod decision;
+pub mod exit;
 pub mod inventory;
 pub mod session;

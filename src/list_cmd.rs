@@ -2,12 +2,14 @@
 //! what a failure of each keeps from running.
 
 use crate::cli::ListArgs;
+use crate::error::Result;
+use crate::output::Output;
 use crate::ui::style::Style;
 use rocgate::config::Config;
+use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::{Check, ScopeKind, Tier};
 use rocgate_suites::{NodeContext, RunOptions, registry};
-use std::process::ExitCode;
 
 /// What each tier is for, shallowest first.
 const TIERS: [(Tier, &str); 4] = [
@@ -30,15 +32,15 @@ const TIERS: [(Tier, &str); 4] = [
 ];
 
 /// Lists checks (or, with a sysroot, the test ids they expand to).
-pub fn run(args: &ListArgs) -> Result<ExitCode, String> {
+pub fn run(args: &ListArgs) -> Result<Exit> {
     let mut out = String::new();
     list(args, &mut out)?;
-    crate::ui::document::text(&out)?;
-    Ok(ExitCode::SUCCESS)
+    Output::Stdout.text(&out)?;
+    Ok(Exit::Pass)
 }
 
 /// Writes the listing `args` asks for to `out`.
-fn list(args: &ListArgs, out: &mut String) -> Result<(), String> {
+fn list(args: &ListArgs, out: &mut String) -> Result<()> {
     use std::fmt::Write as _;
     let style = Style::for_stdout();
     let config = Config::find(args.config.as_deref())?;

@@ -30,6 +30,7 @@ mod cli;
 mod codes_cmd;
 mod compare_cmd;
 mod doctor_cmd;
+mod error;
 mod fleet_cmd;
 mod github;
 mod health_cmd;
@@ -37,6 +38,7 @@ mod html;
 mod inventory_cmd;
 mod list_cmd;
 mod matrix_cmd;
+mod output;
 mod reports;
 mod run_cmd;
 mod signals;
@@ -47,10 +49,8 @@ mod ui;
 mod worker_cmd;
 
 use clap::{CommandFactory, FromArgMatches};
+use rocgate::exit::Exit;
 use std::process::ExitCode;
-
-/// Exit code for usage and configuration errors.
-const EXIT_USAGE: u8 = 2;
 
 /// `rocgate --version`: the release, then which GPUs this build carries
 /// kernels for and what built them (a GPU without them has its dispatch
@@ -96,7 +96,13 @@ fn main() -> ExitCode {
     if !matches!(cli.command, cli::Command::Worker(_)) {
         if let Err(e) = signals::interrupt_flag() {
             errln!("rocgate: {e}");
-            return ExitCode::from(EXIT_USAGE);
+            // Not a defect of rocgate's to Slurm: health ends 0, 1 or 2.
+            let exit = if keeps_code {
+                Exit::NoVerdict
+            } else {
+                Exit::Internal
+            };
+            return exit.into();
         }
     }
     let result = match cli.command {
@@ -118,14 +124,18 @@ fn main() -> ExitCode {
     let interrupted = signals::received() != 0;
     match result {
         Ok(_) if interrupted && !keeps_code => ExitCode::from(signals::interrupted_exit_code()),
-        Ok(code) => code,
+        Ok(exit) => exit.into(),
         Err(e) => {
             errln!("rocgate: {e}");
-            ExitCode::from(if interrupted {
-                signals::interrupted_exit_code()
+            if interrupted {
+                ExitCode::from(signals::interrupted_exit_code())
+            } else if keeps_code {
+                // Health's callers act on 0, 1 and 2 only (Slurm drains on
+                // any other): whatever stopped it, it decided nothing.
+                Exit::NoVerdict.into()
             } else {
-                EXIT_USAGE
-            })
+                e.exit().into()
+            }
         }
     }
 }

@@ -1,15 +1,17 @@
 //! `rocgate matrix check`: the node's combination against the matrix.
 
 use crate::cli::{MatrixAction, MatrixArgs};
+use crate::error::{Error, Result};
+use crate::output::Output;
+use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_suites::compat_matrix::{Evaluation, Fit, evaluate};
 use serde_json::json;
-use std::process::ExitCode;
 
 /// Evaluates and prints; exit 0 when nothing is out of range (components
 /// that could not be checked are named, and make JSON `supported` null), 1
 /// on a mismatch or when the release cannot be evaluated, 2 usage.
-pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
+pub fn run(args: &MatrixArgs) -> Result<Exit> {
     let MatrixAction::Check(args) = &args.action;
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
@@ -101,14 +103,12 @@ pub fn run(args: &MatrixArgs) -> Result<ExitCode, String> {
             )
         }
     };
-    if args.json {
-        crate::ui::document::json(&serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?)?;
+    if let Some(out) = &args.json {
+        let doc = serde_json::to_string_pretty(&doc)
+            .map_err(|e| Error::internal(format!("failed to serialise the matrix check: {e}")))?;
+        out.json(&doc)?;
     } else {
-        crate::ui::document::text(&text)?;
+        Output::Stdout.text(&text)?;
     }
-    Ok(if supported {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(Exit::pass_if(supported))
 }

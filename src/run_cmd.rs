@@ -1,13 +1,14 @@
 //! `rocgate run`: plan, execute, report.
 
 use crate::cli::RunArgs;
+use crate::error::Result;
 use crate::signals;
 use crate::ui::{ladder, progress::Progress, style::Style};
+use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::{ExecOptions, Plan, Scope, ScopeKind};
 use rocgate_suites::NodeContext;
 use std::collections::BTreeMap;
-use std::process::ExitCode;
 use std::time::Duration;
 
 /// Parses `--timeout CHECK=SECONDS` entries (the policy file's
@@ -71,15 +72,12 @@ fn timeout_seconds(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Exit code of a run whose report could not be written, as for a usage
-/// error: the caller must fix how rocgate was asked to report.
-const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
-
 /// Runs the checks and writes the reports.
 ///
-/// The exit code, first match wins:
-/// - 2 (as an `Err`): a usage error, found before any check runs;
-/// - 2: a report could not be written (each one is named on stderr with the
+/// The exit code ([`Exit`]), first match wins:
+/// - 2 (as an `Err`): a usage error, found before any check runs; 2 too
+///   when the node cannot be read, 70 for a defect of rocgate's own;
+/// - 2 ([`Exit::NodeIo`]): a report could not be written (each one is named on stderr with the
 ///   error; every other report is still written), the GitHub job summary
 ///   included. A CI gate that reads the
 ///   reports must not take a run it cannot read for a verdict, so this
@@ -90,7 +88,7 @@ const EXIT_REPORT_NOT_WRITTEN: u8 = 2;
 ///   `--fail-on warn`, a warning; under `--strict`, a check that could not
 ///   verify), 0 when nothing fails the run (warnings and waived findings
 ///   included).
-pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
+pub fn run(args: &RunArgs) -> Result<Exit> {
     crate::reports::distinct_paths(&args.reports)?;
     let config = args.node.config()?;
     let timeout_scale = args.timeout_scale.or(config.timeout_scale()).unwrap_or(1.0);
@@ -179,15 +177,17 @@ pub fn run(args: &RunArgs) -> Result<ExitCode, String> {
     }
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));
     let decision = rocgate::decision::decide(&report);
-    if decision.exit_code == rocgate::decision::EXIT_UNKNOWN {
+    if decision.exit() == Exit::NoVerdict {
         errln!("rocgate: no verdict on this node: {}", decision.reason);
     }
+    // A CI gate that reads the reports must not take a run it cannot read
+    // for a verdict: an unwritten report outranks the rest.
     Ok(if !not_written.is_empty() {
-        ExitCode::from(EXIT_REPORT_NOT_WRITTEN)
+        Exit::NodeIo
     } else if report.interrupted.is_some() {
-        ExitCode::from(rocgate::decision::EXIT_INTERRUPTED)
+        Exit::Interrupted
     } else {
-        ExitCode::from(decision.exit_code)
+        decision.exit()
     })
 }
 

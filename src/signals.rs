@@ -12,6 +12,8 @@
 //! interrupted exit code, without running exit handlers that a wedged
 //! library could hang.
 
+use crate::error::{Error, Result};
+use rocgate::exit::Exit;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -21,7 +23,7 @@ static FLAG: Mutex<Option<Arc<AtomicUsize>>> = Mutex::new(None);
 
 /// The exit code of an interrupted command (128 + SIGINT, as shells
 /// report), unless a command documents another.
-static EXIT_CODE: AtomicU8 = AtomicU8::new(130);
+static EXIT_CODE: AtomicU8 = AtomicU8::new(Exit::Interrupted.code());
 
 /// How long a command may take to stop after a signal before the watchdog
 /// ends it: long enough to kill the workers (1 s grace each, in parallel)
@@ -38,8 +40,9 @@ const STOPPING: [i32; 3] = [
 /// Registers SIGINT, SIGTERM and SIGHUP to store their number in the
 /// returned flag, and the watchdog. The flag is the process's one: every
 /// caller gets the same, so a signal caught while an archive was unpacking
-/// still stops the run.
-pub fn interrupt_flag() -> Result<Arc<AtomicUsize>, String> {
+/// still stops the run. Failing to install them is rocgate's own trouble
+/// ([`Exit::Internal`]).
+pub fn interrupt_flag() -> Result<Arc<AtomicUsize>> {
     let mut slot = FLAG.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(flag) = slot.as_ref() {
         return Ok(Arc::clone(flag));
@@ -47,15 +50,18 @@ pub fn interrupt_flag() -> Result<Arc<AtomicUsize>, String> {
     let flag = Arc::new(AtomicUsize::new(0));
     for sig in STOPPING {
         let number = usize::try_from(sig).unwrap_or(2);
-        signal_hook::flag::register_usize(sig, Arc::clone(&flag), number)
-            .map_err(|e| format!("failed to install the signal handler for signal {sig}: {e}"))?;
+        signal_hook::flag::register_usize(sig, Arc::clone(&flag), number).map_err(|e| {
+            Error::internal(format!(
+                "failed to install the signal handler for signal {sig}: {e}"
+            ))
+        })?;
     }
     let signals = signal_hook::iterator::Signals::new(STOPPING)
-        .map_err(|e| format!("failed to install the signal watchdog: {e}"))?;
+        .map_err(|e| Error::internal(format!("failed to install the signal watchdog: {e}")))?;
     std::thread::Builder::new()
         .name("rocgate-signals".into())
         .spawn(move || watch(signals))
-        .map_err(|e| format!("failed to start the signal watchdog: {e}"))?;
+        .map_err(|e| Error::internal(format!("failed to start the signal watchdog: {e}")))?;
     *slot = Some(Arc::clone(&flag));
     Ok(flag)
 }
@@ -111,6 +117,6 @@ pub fn interrupted_exit_code() -> u8 {
 
 /// Sets the exit code an interrupted command ends with, for a command whose
 /// caller documents other codes (a Slurm prolog).
-pub fn set_interrupted_exit_code(code: u8) {
-    EXIT_CODE.store(code, Ordering::SeqCst);
+pub fn set_interrupted_exit_code(exit: Exit) {
+    EXIT_CODE.store(exit.code(), Ordering::SeqCst);
 }

@@ -1,15 +1,16 @@
 //! `rocgate snapshot --out FILE`: capture what the node layers read.
 
 use crate::cli::SnapshotArgs;
+use crate::error::{Error, Result, ResultExt};
+use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::{ExecOptions, Tier};
 use rocgate_node::Sysroot;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 /// Runs the node layers on a recording sysroot, then archives what they read.
-pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
+pub fn run(args: &SnapshotArgs) -> Result<Exit> {
     // Caught from the start: a signal stops the checks and abandons the
     // archive (its temporary file removed, `--out` untouched) through the
     // normal return, which also removes an unpacked `--sysroot` archive.
@@ -28,19 +29,23 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
     let gpus = session.select_gpus(None)?;
     let plan = session
         .plan(&gpus, Tier::Quick)
-        .map_err(|e| format!("internal error: {e}"))?;
+        .map_err(|e| Error::internal(format!("internal error: {e}")))?;
     let exec = ExecOptions {
         interrupt: Arc::clone(&interrupt),
         ..ExecOptions::default()
     };
     let report = session.run(&plan, &exec, |_| {});
     if stop() {
-        return Err(format!("interrupted: {} not written", args.out.display()));
+        return Err(Error::node_io(format!(
+            "interrupted: {} not written",
+            args.out.display()
+        )));
     }
     // The checks read each GPU's firmware files under their timeouts; what
     // the other commands read beyond the checks (versions, inventory, the
     // matrix check) the capture reads itself, so that they replay the same.
-    let summary = rocgate_node::snapshot::write(session.facts(), &args.out, args.redact, &stop)?;
+    let summary =
+        rocgate_node::snapshot::write(session.facts(), &args.out, args.redact, &stop).node_io()?;
     outln!(
         "wrote {}: {} files, {} directories, {} links from {} checks{}",
         args.out.display(),
@@ -71,5 +76,5 @@ pub fn run(args: &SnapshotArgs) -> Result<ExitCode, String> {
         "diagnose it anywhere with: rocgate doctor --sysroot {}",
         args.out.display()
     );
-    Ok(ExitCode::SUCCESS)
+    Ok(Exit::Pass)
 }

@@ -6,28 +6,31 @@
 //! (`gpu-vanished`), not rocgate's.
 
 use crate::cli::WorkerArgs;
+use crate::error::{Error, Result, ResultExt};
+use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::Scope;
 use rocgate_harness::isolate::{self, Isolator};
 use rocgate_suites::context::GpuIdentity;
 use rocgate_suites::worker_env;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
 /// Serves requests until stdin closes.
-pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
+pub fn run(args: &WorkerArgs) -> Result<Exit> {
     isolate::die_with_parent();
     let scope = args
         .scope
         .parse::<rocgate_harness::Scope>()
-        .map_err(|e| format!("__worker --scope: {e}"))?;
+        .map_err(|e| e.to_string())
+        .context("__worker --scope")?;
     let identity = args
         .gpu_identity
         .as_deref()
         .map(str::parse::<GpuIdentity>)
         .transpose()
-        .map_err(|e| format!("__worker --gpu-identity: {e}"))?;
+        .map_err(|e| e.to_string())
+        .context("__worker --gpu-identity")?;
     let config = args
         .worker_config
         .as_deref()
@@ -54,9 +57,12 @@ pub fn run(args: &WorkerArgs) -> Result<ExitCode, String> {
             Ok(asked)
         }
     };
+    // A worker that cannot talk to its parent is rocgate's own trouble.
     isolate::serve(&session.registry, &*session.ctx, &resolve)
-        .map_err(|e| format!("worker for {}: {e}", args.scope))?;
-    Ok(ExitCode::SUCCESS)
+        .map_err(|e| e.to_string())
+        .internal()
+        .context(format!("worker for {}", args.scope))?;
+    Ok(Exit::Pass)
 }
 
 /// Set in a worker that started itself again to see its GPU by the node's
@@ -70,7 +76,7 @@ const RENUMBERED: &str = "ROCGATE_WORKER_RENUMBERED";
 /// in a running process (other threads may read the environment), so the
 /// worker starts itself again with it set, before any vendor library is
 /// loaded. Returns only when nothing needs to change or it already did.
-fn see_only(session: &Session, mine: Scope) -> Result<(), String> {
+fn see_only(session: &Session, mine: Scope) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let changes = worker_env::worker_env(&session.ctx.facts, mine);
     let current = std::env::var(worker_env::ROCR_FILTER).ok();
@@ -83,15 +89,18 @@ fn see_only(session: &Session, mine: Scope) -> Result<(), String> {
     if !differs || std::env::var_os(RENUMBERED).is_some() {
         return Ok(());
     }
-    let program = std::env::current_exe()
-        .map_err(|e| format!("worker for {mine}: failed to find rocgate's own executable: {e}"))?;
+    let program = std::env::current_exe().map_err(|e| {
+        Error::internal(format!(
+            "worker for {mine}: failed to find rocgate's own executable: {e}"
+        ))
+    })?;
     let mut cmd = std::process::Command::new(program);
     cmd.args(std::env::args_os().skip(1)).env(RENUMBERED, "1");
     worker_env::apply(&mut cmd, &changes);
     let e = cmd.exec();
-    Err(format!(
+    Err(Error::internal(format!(
         "worker for {mine}: failed to start again to see its GPU as renumbered: {e}"
-    ))
+    )))
 }
 
 /// The isolator for a run: workers of this very binary, unless the runtime
@@ -100,7 +109,7 @@ fn see_only(session: &Session, mine: Scope) -> Result<(), String> {
 pub fn isolator(
     session: &Session,
     interrupt: &Arc<AtomicUsize>,
-) -> Result<Option<Arc<dyn Isolator>>, String> {
+) -> Result<Option<Arc<dyn Isolator>>> {
     if session.ctx.runtime.disabled.is_some() {
         return Ok(None);
     }
@@ -108,11 +117,16 @@ pub fn isolator(
 }
 
 /// The pool that runs isolated checks in workers of this very binary.
-pub fn pool(session: &Session, interrupt: &Arc<AtomicUsize>) -> Result<Arc<dyn Isolator>, String> {
-    let program = std::env::current_exe()
-        .map_err(|e| format!("failed to find rocgate's own executable to start workers: {e}"))?;
+pub fn pool(session: &Session, interrupt: &Arc<AtomicUsize>) -> Result<Arc<dyn Isolator>> {
+    let program = std::env::current_exe().map_err(|e| {
+        Error::internal(format!(
+            "failed to find rocgate's own executable to start workers: {e}"
+        ))
+    })?;
     Ok(Arc::new(
-        session.worker_pool(&program, Arc::clone(interrupt))?,
+        session
+            .worker_pool(&program, Arc::clone(interrupt))
+            .internal()?,
     ))
 }
 
