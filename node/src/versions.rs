@@ -254,7 +254,7 @@ fn per_device_within(
             }
         }
     }
-    let read: Vec<(&Vec<u32>, Option<BTreeMap<String, String>>)> = std::thread::scope(|scope| {
+    let read = std::thread::scope(|scope| {
         let waiting: Vec<_> = by_dir
             .iter()
             .map(|(dir, indices)| {
@@ -273,7 +273,7 @@ fn per_device_within(
         waiting
             .into_iter()
             .map(|(indices, answer)| (indices, answer.and_then(|a| a.join().ok().flatten())))
-            .collect()
+            .collect::<Vec<_>>()
     });
     for (indices, versions) in read {
         let versions = versions.unwrap_or_else(|| {
