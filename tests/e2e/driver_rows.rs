@@ -3,11 +3,7 @@
 //! one the compat check and `matrix check` judge, both read from that
 //! file's `[[driver]]` rows, never from the built-in matrix.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-mod common;
-
-use common::{entry, node, on_sysroot, result, run, text};
+use crate::util::{entry, node, on_sysroot, result, run, text};
 use serde_json::Value;
 use std::path::Path;
 
@@ -20,7 +16,7 @@ const USER_ROW: &str = r#"releases = [["30.20.0", "2238411"], ["30.20.9", "22552
 /// release is read from its DKMS build through the matrix's driver rows;
 /// and a matrix, beside it, whose row for that build names another release
 /// than the built-in one.
-fn node_and_user_matrix() -> (common::Node, std::path::PathBuf) {
+fn node_and_user_matrix() -> (crate::util::Node, std::path::PathBuf) {
     let n = node("mi300x-8");
     let status = n.root.join("var/lib/dpkg/status");
     let kept: Vec<String> = std::fs::read_to_string(&status)
