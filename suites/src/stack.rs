@@ -35,6 +35,16 @@ pub const LAYERS: &[Layer] = &[
     SYSTEM, PCI, FIRMWARE, AMDGPU, KFD, COMPAT, HSA, HIP, ROCBLAS, MIOPEN, RCCL,
 ];
 
+/// The properties that say who the node and its GPUs are, as the suites
+/// write them into every report: the engine matches GPUs across runs
+/// (`compare`), names nodes (`fleet`, JUnit) and labels series by them.
+pub const IDENTITY: rocgate_harness::document::IdentityKeys =
+    rocgate_harness::document::IdentityKeys {
+        host: "hostname",
+        address: "pci_address",
+        serial: "unique_id",
+    };
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,13 +81,3 @@ mod tests {
         }
     }
 }
-
-/// The properties that say who the node and its GPUs are, as the suites
-/// write them into every report: the engine matches GPUs across runs
-/// (`compare`), names nodes (`fleet`, JUnit) and labels series by them.
-pub const IDENTITY: rocgate_harness::document::IdentityKeys =
-    rocgate_harness::document::IdentityKeys {
-        host: "hostname",
-        address: "pci_address",
-        serial: "unique_id",
-    };
