@@ -7,14 +7,15 @@
 //! | 1 | [`Exit::Fail`] | a fault of the node; a regression; not supported |
 //! | 2 | [`Exit::Usage`] | a usage or configuration error, before anything ran |
 //! | 2 | [`Exit::NoVerdict`] | the run decides nothing: rocgate could not see the node, or failed itself in a check |
-//! | 2 | [`Exit::NodeIo`] | the node, an archive or a saved report could not be read, or a report or the output could not be written |
+//! | 3 | [`Exit::NodeIo`] | the node, an archive or a saved report could not be read, or a report or the output could not be written |
 //! | 70 | [`Exit::Internal`] | a defect of rocgate's own stopped the command |
 //! | 130 | [`Exit::Interrupted`] | a signal stopped the command (`health` ends with its own codes) |
 //!
-//! Usage, no verdict and I/O share 2 because scripts, CI gates and Slurm's
-//! wrappers already read 2 as "rocgate decided nothing, fix how it was
-//! run"; they are apart here so that a caller of the commands can branch on
-//! them, and so that one line gives one of them its own number.
+//! Usage and no verdict share 2: scripts, CI gates and Slurm's wrappers
+//! read 2 as "rocgate decided nothing, fix how it was run". Input or output
+//! that failed has its own number, so that a job can tell a full disk or an
+//! unreadable archive (retry, fix the path) from a wrong flag. `health`
+//! keeps its own three codes whatever failed.
 
 use std::process::ExitCode;
 
@@ -64,7 +65,8 @@ impl Exit {
         match self {
             Exit::Pass => 0,
             Exit::Fail => 1,
-            Exit::Usage | Exit::NoVerdict | Exit::NodeIo => 2,
+            Exit::Usage | Exit::NoVerdict => 2,
+            Exit::NodeIo => 3,
             // sysexits.h's EX_SOFTWARE: apart from every code a node or a
             // run can cause.
             Exit::Internal => 70,
@@ -115,7 +117,7 @@ mod tests {
                 (Exit::Fail, 1),
                 (Exit::Usage, 2),
                 (Exit::NoVerdict, 2),
-                (Exit::NodeIo, 2),
+                (Exit::NodeIo, 3),
                 (Exit::Internal, 70),
                 (Exit::Interrupted, 130),
             ]

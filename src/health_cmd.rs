@@ -138,8 +138,10 @@ pub fn run(args: &HealthArgs) -> Result<Exit> {
             Err(e) => errln!("rocgate: {e}"),
         }
     }
+    // A scheduler reads health's three codes only: a report not written
+    // leaves the node's health unknown, never a code of its own.
     Ok(if not_written > 0 {
-        Exit::NodeIo
+        Exit::NoVerdict
     } else {
         match health {
             Health::Healthy => Exit::Pass,

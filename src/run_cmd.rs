@@ -75,9 +75,9 @@ fn timeout_seconds(text: &str) -> Result<Duration, String> {
 /// Runs the checks and writes the reports.
 ///
 /// The exit code ([`Exit`]), first match wins:
-/// - 2 (as an `Err`): a usage error, found before any check runs; 2 too
+/// - 2 (as an `Err`): a usage error, found before any check runs; 3
 ///   when the node cannot be read, 70 for a defect of rocgate's own;
-/// - 2 ([`Exit::NodeIo`]): a report could not be written (each one is named on stderr with the
+/// - 3 ([`Exit::NodeIo`]): a report could not be written (each one is named on stderr with the
 ///   error; every other report is still written), the GitHub job summary
 ///   included. A CI gate that reads the
 ///   reports must not take a run it cannot read for a verdict, so this

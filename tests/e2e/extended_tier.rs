@@ -451,11 +451,45 @@ fn gemm_rates_are_read_on_the_gpus_clock_even_on_a_loaded_host() {
     );
 }
 
+/// The built-in thresholds with every GEMM floor at 0.001 TFLOP/s.
+fn gemm_floors_lowered() -> String {
+    let builtin = include_str!("../../suites/thresholds.toml");
+    let blocks: Vec<String> = builtin
+        .split("[[floor]]")
+        .map(|block| {
+            if !block.contains("metric = \"gemm_tflops.") {
+                return block.to_string();
+            }
+            block
+                .lines()
+                .map(|l| {
+                    if l.starts_with("value = ") {
+                        "value = 0.001"
+                    } else {
+                        l
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n"
+        })
+        .collect();
+    let lowered = blocks.join("[[floor]]");
+    assert!(lowered.contains("value = 0.001") && !lowered.contains("value = 639.0"));
+    lowered
+}
+
 #[test]
 fn gemm_rates_fall_back_to_the_hosts_clock_and_say_so_when_events_fail() {
     // HIP's events fail on gpu1 alone: its GEMMs are still measured, on
     // the host's clock, and the message says which clock and why; gpu0's
     // are on the GPU's.
+    // The host's clock adds the host's delays, which on a busy machine are
+    // larger than the model's time: the GEMM floors are lowered so that
+    // what is judged is the clock named, not this machine's speed.
+    let dir = tempfile::tempdir().unwrap();
+    let thresholds = dir.path().join("thresholds.toml");
+    std::fs::write(&thresholds, gemm_floors_lowered()).unwrap();
     let (code, stdout, json, _) = FakeRun::scenario("mi300x-8")
         .args(&[
             "--tier",
@@ -464,6 +498,8 @@ fn gemm_rates_fall_back_to_the_hosts_clock_and_say_so_when_events_fail() {
             "0,1",
             "--only",
             "rocblas::gemm_throughput",
+            "--thresholds",
+            thresholds.to_str().unwrap(),
         ])
         .faults("hipEventRecord@gpu1=error:400")
         .env("ROCGATE_FAKE_GEMM_TFLOPS", "4000")

@@ -21,11 +21,11 @@ mod breaks;
 mod compare;
 /// What each crate may depend on.
 mod crate_rules;
+/// `rocgate doctor`: the right code and layer, what stops the stack first.
+mod doctor;
 /// One source of driver rows: the release the reports name is the one the
 /// compat check judges.
 mod driver_rows;
-/// `rocgate doctor`: the right code and layer, what stops the stack first.
-mod doctor;
 /// The extended tier's peer-to-peer copies and memory test.
 mod extended_tier;
 /// The fake ROCm libraries behave as real ROCm releases do.
