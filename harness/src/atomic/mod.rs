@@ -168,4 +168,3 @@ impl Write for Staged {
         Ok(())
     }
 }
-

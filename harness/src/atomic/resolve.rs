@@ -239,7 +239,12 @@ pub(super) fn dir_id(dir: &Path) -> Result<(u64, u64), String> {
 /// its owner is the follower, when its directory is not both sticky and
 /// world-writable, or when the link and the directory have one owner.
 /// The follower is the effective user, as for the kernel's fsuid.
-pub(super) fn may_follow(link: &Path, meta: &fs::Metadata, dir: &Path, path: &Path) -> Result<(), String> {
+pub(super) fn may_follow(
+    link: &Path,
+    meta: &fs::Metadata,
+    dir: &Path,
+    path: &Path,
+) -> Result<(), String> {
     let euid = nix::unistd::geteuid().as_raw();
     if meta.uid() == euid {
         return Ok(());
@@ -313,7 +318,6 @@ pub(super) fn same_entry(dir: &File, end: &End, path: &Path) -> Result<(), Strin
         Err(changed(&end.path(), path))
     }
 }
-
 
 /// Where a report written to `path` ends up, for telling whether two paths
 /// name one destination: the canonical path when it exists, else the
@@ -391,4 +395,3 @@ pub(super) fn own_stream(meta: &fs::Metadata) -> Option<Stream> {
         None
     }
 }
-

@@ -15,7 +15,12 @@ use std::time::{Duration, Instant};
 
 /// Opens (creating it with `O_EXCL` or appending) `name` in `dir` without
 /// following a link.
-pub(super) fn open_at(dir: &File, name: &OsStr, flags: nix::fcntl::OFlag, mode: u32) -> nix::Result<File> {
+pub(super) fn open_at(
+    dir: &File,
+    name: &OsStr,
+    flags: nix::fcntl::OFlag,
+    mode: u32,
+) -> nix::Result<File> {
     use nix::fcntl::OFlag;
     nix::fcntl::openat(
         dir,
@@ -174,7 +179,6 @@ pub(super) fn temp_name(attempt: u32) -> OsString {
     ))
 }
 
-
 /// Writes `bytes` to this process's own `stream`, which `path` names.
 pub(super) fn write_stream(stream: Stream, path: &Path, bytes: &[u8]) -> Result<(), String> {
     let (result, name) = match stream {
@@ -281,4 +285,3 @@ pub(super) fn push_through(
     }
     Ok(())
 }
-

@@ -319,9 +319,7 @@ impl<W: Write> Archive<'_, W> {
 
     fn regular(&mut self, at: &str, bytes: &[u8]) -> Result<(), String> {
         let mut h = header(tar::EntryType::Regular, bytes.len() as u64, 0o644);
-        self.tar
-            .append_data(&mut h, at, bytes)
-            .map_err(Self::err)?;
+        self.tar.append_data(&mut h, at, bytes).map_err(Self::err)?;
         self.summary.files += 1;
         Ok(())
     }
@@ -453,7 +451,10 @@ mod tests {
         // its device's other files still read.
         let reader = FileReader::new(&Sysroot::at(dir.path()));
         let start = std::time::Instant::now();
-        assert!(matches!(reader.read("/0000:46:00.0/hangs"), DeviceRead::NoAnswer));
+        assert!(matches!(
+            reader.read("/0000:46:00.0/hangs"),
+            DeviceRead::NoAnswer
+        ));
         assert!(start.elapsed() < FILE_WAIT);
         assert!(matches!(
             reader.read("/0000:46:00.0/after"),
@@ -607,5 +608,4 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous");
         assert_eq!(std::fs::read_dir(node.path()).unwrap().count(), 1);
     }
-
 }

@@ -212,7 +212,6 @@ mod tests {
         );
     }
 
-
     #[test]
     fn absolute_link_targets_are_stored_relative_to_the_link() {
         assert_eq!(

@@ -146,7 +146,11 @@ impl SafeDir {
     }
 
     /// Creates the regular file `parts`, replacing what was there.
-    pub(super) fn file(&self, parts: &[std::ffi::OsString], shown: &str) -> Result<std::fs::File, String> {
+    pub(super) fn file(
+        &self,
+        parts: &[std::ffi::OsString],
+        shown: &str,
+    ) -> Result<std::fs::File, String> {
         use nix::fcntl::{OFlag, openat};
         let (dir, name) = self.parent(parts, shown, true)?;
         Self::clear(&dir, name, shown)?;

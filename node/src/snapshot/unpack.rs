@@ -431,9 +431,9 @@ fn trim_nul(mut bytes: Vec<u8>) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::layout::header;
     use super::*;
     use proptest::prelude::*;
-    use super::super::layout::header;
     use rocgate_fixtures::hostile::raw_tar_header;
     use std::os::unix::fs::FileTypeExt;
 
