@@ -102,7 +102,8 @@ pub struct Staged {
 /// Where a [`Staged`] destination's bytes go.
 enum Sink {
     Stream(Stream),
-    Temp(TempFile),
+    // Boxed: a temporary file carries its resolved path and metadata.
+    Temp(Box<TempFile>),
     Through { file: File, stall_limit: Duration },
 }
 
@@ -120,9 +121,11 @@ impl Staged {
                     .meta
                     .as_ref()
                     .map_or(NEW_FILE_MODE, |m| m.mode() & 0o7777);
-                Sink::Temp(TempFile::create(&end, mode, path)?)
+                Sink::Temp(Box::new(TempFile::create(&end, mode, path)?))
             }
-            Destination::New(end) => Sink::Temp(TempFile::create(&end, NEW_FILE_MODE, path)?),
+            Destination::New(end) => {
+                Sink::Temp(Box::new(TempFile::create(&end, NEW_FILE_MODE, path)?))
+            }
             Destination::Through(through) => Sink::Through {
                 file: open_through(path, &through)?,
                 stall_limit,
