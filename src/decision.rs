@@ -87,7 +87,7 @@ pub fn place(report: &RunReport, scope: Scope) -> String {
         Scope::Node => "node".to_string(),
         Scope::Gpu(_) => report
             .scope_info(scope)
-            .get("pci_address")
+            .get(rocgate_suites::stack::IDENTITY.address)
             .map_or_else(|| scope.label(), str::to_string),
     }
 }
@@ -320,7 +320,10 @@ mod tests {
             scopes: (0..gpus)
                 .map(|g| {
                     let mut info = ScopeInfo::default();
-                    info.push("pci_address", format!("0000:{g:02x}:00.0"));
+                    info.push(
+                        rocgate_suites::stack::IDENTITY.address,
+                        format!("0000:{g:02x}:00.0"),
+                    );
                     (Scope::Gpu(g), info)
                 })
                 .collect(),

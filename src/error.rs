@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn the_kind_picks_the_exit_code() {
         assert_eq!(Error::usage("x").exit().code(), 2);
-        assert_eq!(Error::node_io("x").exit().code(), 2);
+        assert_eq!(Error::node_io("x").exit().code(), 3);
         assert_eq!(Error::internal("x").exit().code(), 70);
         assert_eq!(Error::from("x".to_string()).kind(), Kind::Usage);
     }

@@ -210,7 +210,7 @@ pub(crate) fn system_out(r: &CheckResult) -> String {
     for m in r.metrics.iter().filter(|m| m.between.is_none()) {
         out.push_str(&format!("metric {} = {} {}\n", m.name, m.value, m.unit));
     }
-    for m in crate::matrix::matrices(&r.metrics) {
+    for m in crate::pair_grid::pair_grids(&r.metrics) {
         out.push_str(&m.text());
     }
     out.push_str(&r.output);

@@ -44,7 +44,7 @@ pub fn fleet_page(fleet: &Fleet) -> String {
         (legend(&[
             ("pass", "every check passed"),
             ("fail", "a fault stops the stack"),
-            ("warn", "an advisory fault"),
+            ("warn", "a warning: the node works"),
             ("blocked", "a layer below failed"),
             ("skip", "nothing ran or applied"),
         ]))

@@ -266,7 +266,7 @@ fn metrics(report: &RunReport) -> Markup {
 fn matrices(report: &RunReport) -> Markup {
     html! {
         @for r in &report.results {
-            @for m in rocgate_harness::matrix::matrices(&r.metrics) {
+            @for m in rocgate_harness::pair_grid::pair_grids(&r.metrics) {
                 h2 { "Between GPUs: " (m.family) " (" (m.unit) ")" }
                 p { "From the row to the column, measured by "
                     a href=(format!("#{}", r.id)) { code { (r.id) } }

@@ -113,7 +113,7 @@ pub fn ladder(report: &RunReport, style: Style) -> String {
             .collect();
         let info = report.scope_info(scope);
         let ident = [
-            info.get("pci_address"),
+            info.get(rocgate_suites::stack::IDENTITY.address),
             info.get("product"),
             info.get("gfx_target"),
         ]
@@ -275,7 +275,7 @@ pub fn failures(report: &RunReport, style: Style) -> String {
 pub fn matrices(report: &RunReport, style: Style) -> String {
     let mut out = String::new();
     for r in &report.results {
-        for m in rocgate_harness::matrix::matrices(&r.metrics) {
+        for m in rocgate_harness::pair_grid::pair_grids(&r.metrics) {
             if !out.is_empty() {
                 out.push('\n');
             }

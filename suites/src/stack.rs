@@ -5,7 +5,7 @@
 use rocgate_harness::Layer;
 
 /// The host settings the GPUs depend on (IOMMU, NUMA balancing, huge
-/// pages): advisory, below everything.
+/// pages): it never gates, and sits below everything.
 pub const SYSTEM: Layer = Layer::new("system", 0);
 /// Silicon on the PCI bus.
 pub const PCI: Layer = Layer::new("pci", 1);

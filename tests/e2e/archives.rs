@@ -41,7 +41,7 @@ fn archive_with(dir: &Path, file: &str, fill: impl FnOnce(&mut ArchiveBuilder)) 
 fn refused(case: &str, args: &[&str], archive: &Path) -> String {
     let tmp = Tmp::new();
     let (code, stdout, err) = rocgate_in(&tmp, args, archive);
-    assert_eq!(code, Some(2), "{case}: {stdout}{err}");
+    assert_eq!(code, Some(3), "{case}: {stdout}{err}");
     assert!(tmp.left().is_empty(), "{case}: {:?}", tmp.left());
     err
 }
@@ -625,7 +625,7 @@ fn a_big_archive_is_refused_without_filling_the_disk() {
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(out.status.code(), Some(3), "{err}");
         assert!(err.contains(says) && !err.contains("space"), "{err}");
         assert!(names_in(fs.0.path()).is_empty());
     }
@@ -645,7 +645,7 @@ fn snapshot_out_is_written_as_the_reports_are() {
         &["snapshot", "--out", fifo.to_str().unwrap()],
         &n.root,
     );
-    assert_eq!(code, Some(2), "{out}{err}");
+    assert_eq!(code, Some(3), "{out}{err}");
     assert!(err.contains("fifo"), "{err}");
     // Through a link, to its target; the link stays.
     let target = work.path().join("target.tar.zst");

@@ -571,7 +571,7 @@ fn reports_of_another_schema_say_what_theirs_is_and_what_is_expected() {
         let mut other = doc.clone();
         other["schema_version"] = version;
         let (code, text) = compare(&doc, &other, &[]);
-        assert_eq!(code, 2, "{text}");
+        assert_eq!(code, 3, "{text}");
         assert!(
             text.contains("after.json: ") && text.contains(says),
             "{text}"
@@ -585,7 +585,7 @@ fn reports_of_another_schema_say_what_theirs_is_and_what_is_expected() {
     let mut none = doc.clone();
     none.as_object_mut().unwrap().remove("schema_version");
     let (code, text) = compare(&none, &doc, &[]);
-    assert_eq!(code, 2, "{text}");
+    assert_eq!(code, 3, "{text}");
     assert!(
         text.contains("before.json is not a rocgate run report: it has no schema_version"),
         "{text}"
@@ -715,7 +715,7 @@ fn compare_catches_a_regression_and_shows_version_changes() {
     let bad = before.root.with_extension("junk.json");
     std::fs::write(&bad, "{\"hello\": 1}").unwrap();
     let out = rocgate().arg("compare").arg(&b).arg(&bad).output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("junk.json"));
 }
 

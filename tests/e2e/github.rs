@@ -143,18 +143,18 @@ fn with_summary(root: &Path, summary: &Path) -> (Option<i32>, String, String) {
 }
 
 #[test]
-fn a_summary_that_cannot_be_written_makes_the_run_exit_2() {
+fn a_summary_that_cannot_be_written_makes_the_run_exit_3() {
     let dir = tempfile::tempdir().unwrap();
     let full = char_device(dir.path(), "full", 7);
     let missing = dir.path().join("no-such-dir/summary.md");
-    // A passing node and a failing one: 2 over both verdicts.
+    // A passing node and a failing one: 3 (a report not written) over both verdicts.
     for name in ["mi300x-8", "kfd-missing"] {
         let n = node(name);
         for summary in [&full, &dir.path().to_path_buf(), &missing] {
             let (code, stdout, stderr) = with_summary(&n.root, summary);
             assert_eq!(
                 code,
-                Some(2),
+                Some(3),
                 "{name} {}: {stdout}\n{stderr}",
                 summary.display()
             );
@@ -179,7 +179,7 @@ fn a_summary_fifo_without_a_reader_fails_at_once_and_one_with_a_reader_gets_it()
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let started = std::time::Instant::now();
     let (code, _, stderr) = with_summary(&n.root, &fifo);
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("nothing is reading"), "{stderr}");
     // Not the hang guard: it did not wait for a reader.
     assert!(started.elapsed() < HANG_GUARD / 2);
@@ -215,7 +215,7 @@ fn a_summary_link_another_user_planted_in_a_sticky_directory_is_not_followed() {
     std::os::unix::fs::symlink(&victim, &link).unwrap();
     std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
     let (code, _, stderr) = with_summary(&n.root, &link);
-    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(code, Some(3), "{stderr}");
     assert!(
         stderr.contains(&link.display().to_string()) && stderr.contains("fs.protected_symlinks"),
         "{stderr}"

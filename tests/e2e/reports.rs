@@ -87,7 +87,7 @@ fn character_devices_are_written_through_and_a_full_one_is_named() {
     );
     assert!(is_char_device(&null), "{} was replaced", null.display());
     assert!(is_char_device(&full), "{} was replaced", full.display());
-    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert!(
         stderr.contains(&format!("JSON report not written to {}", full.display()))
             && stderr.contains("No space left on device"),
@@ -185,7 +185,7 @@ fn a_fifo_gets_the_report_and_one_nobody_reads_fails_at_once() {
         );
     }
     assert_well_formed(&junit);
-    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
     assert!(
         stderr.contains(&format!(
             "JSON report not written to {}",
@@ -368,7 +368,7 @@ fn every_report_that_can_be_written_is_and_each_one_that_cannot_is_named() {
             &n.root,
             &[Path::new("--junit"), &nowhere, Path::new("--json"), &json],
         );
-        assert_eq!(code, 2, "{name}: {stdout}\n{stderr}");
+        assert_eq!(code, 3, "{name}: {stdout}\n{stderr}");
         assert!(
             stderr.contains(&format!(
                 "JUnit report not written to {}",
@@ -392,7 +392,7 @@ fn every_report_that_can_be_written_is_and_each_one_that_cannot_is_named() {
         &n.root,
         &[Path::new("--junit"), &nowhere, Path::new("--json"), &other],
     );
-    assert_eq!(code, 2);
+    assert_eq!(code, 3);
     assert!(stderr.contains("JUnit report not written"), "{stderr}");
     assert!(stderr.contains("JSON report not written"), "{stderr}");
 }
@@ -573,7 +573,7 @@ fn a_link_another_user_planted_in_a_sticky_directory_is_not_followed() {
             &prom,
         ],
     );
-    assert_eq!(code, 2, "{stdout}\n{stderr}");
+    assert_eq!(code, 3, "{stdout}\n{stderr}");
     for (what, path) in [
         ("JSON", &json),
         ("JUnit", &junit),
@@ -629,7 +629,7 @@ fn links_the_kernel_would_follow_are_followed_in_a_sticky_directory() {
 // Commands whose stdout is their document: a full disk is an error.
 
 #[test]
-fn a_document_on_a_full_stdout_fails_with_exit_2_naming_stdout() {
+fn a_document_on_a_full_stdout_fails_with_exit_3_naming_stdout() {
     let n = node("kfd-missing");
     let dir = tempfile::tempdir().unwrap();
     let full = char_device(dir.path(), "full", 7);
@@ -664,7 +664,7 @@ fn a_document_on_a_full_stdout_fails_with_exit_2_naming_stdout() {
             .unwrap();
         let code = wait_guarded(&mut child);
         let stderr = fs::read_to_string(&err_path).unwrap();
-        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(code, 3, "{args:?}: {stderr}");
         assert!(
             stderr.contains("stdout") && stderr.contains("No space left on device"),
             "{args:?}: {stderr}"

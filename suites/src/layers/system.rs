@@ -1,6 +1,7 @@
 //! system: the host settings AMD's Instinct guides require or recommend for
-//! GPU nodes. Advisory: a setting that slows or hinders the GPUs never
-//! blocks the layers above, which still show whether the stack works.
+//! GPU nodes. Its findings are warnings and never gate: a setting that
+//! slows or hinders the GPUs never blocks the layers above, which still show
+//! whether the stack works.
 //!
 //! Sources: ROCm's "AMD Instinct MI300X system optimization"
 //! (rocm.docs.amd.com/en/latest/how-to/system-optimization/mi300x.html:
@@ -24,7 +25,7 @@
 //! host Linux itself turns ACS redirect on at boot (the AMD IOMMU driver
 //! asks for it: `pci_request_acs()` in drivers/iommu/amd/init.c, applied by
 //! `pci_std_enable_acs` in drivers/pci/pci.c), so a stock node shows the
-//! ACS advisory: a warning, with the kernel parameter that keeps it off.
+//! ACS warning, with the kernel parameter that keeps it off.
 
 use crate::context::NodeContext;
 use crate::findings::codes;

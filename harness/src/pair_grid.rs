@@ -1,5 +1,5 @@
 //! Metrics measured between two scopes (a copy from one GPU to another),
-//! gathered into matrices: rows are where a measurement starts, columns
+//! gathered into grids: rows are where a measurement starts, columns
 //! where it ends. The engine only groups and draws them; which scopes and
 //! what was measured is the check's. How such a metric is named, and its
 //! family read back, is [`Metric`]'s own (`Metric::pair_name`,
@@ -26,7 +26,7 @@ impl Cell {
 
 /// The metrics of one family between scopes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Matrix {
+pub struct PairGrid {
     /// The family (`p2p_gbps`).
     pub family: String,
     /// The unit of every cell.
@@ -38,10 +38,10 @@ pub struct Matrix {
     pub cells: BTreeMap<(String, String), Cell>,
 }
 
-/// The matrices among `metrics`, one per family, in the order families
+/// The GPU-pair grids among `metrics`, one per family, in the order families
 /// first appear; metrics not between two scopes are left out.
-pub fn matrices(metrics: &[Metric]) -> Vec<Matrix> {
-    let mut out: Vec<Matrix> = Vec::new();
+pub fn pair_grids(metrics: &[Metric]) -> Vec<PairGrid> {
+    let mut out: Vec<PairGrid> = Vec::new();
     for m in metrics {
         let Some((from, to)) = &m.between else {
             continue;
@@ -50,7 +50,7 @@ pub fn matrices(metrics: &[Metric]) -> Vec<Matrix> {
         let at = match out.iter().position(|x| x.family == family) {
             Some(i) => i,
             None => {
-                out.push(Matrix {
+                out.push(PairGrid {
                     family,
                     unit: m.unit.clone(),
                     scopes: Vec::new(),
@@ -85,13 +85,13 @@ fn natural_key(s: &str) -> (String, u64) {
     (head.to_string(), tail.parse().unwrap_or(0))
 }
 
-impl Matrix {
+impl PairGrid {
     /// The cell from `from` to `to`, when measured.
     pub fn cell(&self, from: &str, to: &str) -> Option<&Cell> {
         self.cells.get(&(from.to_string(), to.to_string()))
     }
 
-    /// The matrix as fixed-width text: a header row of destinations, a row
+    /// The grid as fixed-width text: a header row of destinations, a row
     /// per source, `-` on the diagonal, `.` where nothing was measured, and
     /// `!` after a value below its floor.
     pub fn text(&self) -> String {
@@ -145,11 +145,11 @@ mod tests {
     }
 
     #[test]
-    fn pairs_become_one_matrix_in_natural_order_with_low_cells_marked() {
+    fn pairs_become_one_grid_in_natural_order_with_low_cells_marked() {
         let metrics = measured(&[("gpu10", "gpu2", 48.0), ("gpu2", "gpu10", 12.5)], 40.0);
         assert_eq!(metrics[0].name, "p2p_gbps.gpu10>gpu2");
-        let all = matrices(&metrics);
-        assert_eq!(all.len(), 1, "the plain metric is not a matrix");
+        let all = pair_grids(&metrics);
+        assert_eq!(all.len(), 1, "the plain metric is not a grid");
         let m = &all[0];
         assert_eq!(m.scopes, ["gpu2", "gpu10"]);
         assert!(m.cell("gpu2", "gpu10").unwrap().below_floor());
@@ -166,12 +166,12 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_metrics_give_matrices_without_panicking(
+        fn any_metrics_give_grids_without_panicking(
             pairs in proptest::collection::vec(("\\PC{0,6}", "\\PC{0,6}", -1e9f64..1e9), 0..20)
         ) {
             let pairs: Vec<(&str, &str, f64)> =
                 pairs.iter().map(|(a, b, v)| (a.as_str(), b.as_str(), *v)).collect();
-            for m in matrices(&measured(&pairs, 1.0)) {
+            for m in pair_grids(&measured(&pairs, 1.0)) {
                 let _ = m.text();
             }
         }
