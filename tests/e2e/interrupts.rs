@@ -122,7 +122,8 @@ fn unpacked_in(dir: &Path) -> Vec<String> {
 
 /// What [`signalled_once_unpacked`] left.
 struct Signalled {
-    /// The node the archive is a snapshot of, kept for the archive's sake.
+    /// The node the archive is a snapshot of: the archive lies in its
+    /// directory, removed when it is dropped.
     _node: util::Node,
     /// The snapshot the run unpacked.
     archive: PathBuf,
@@ -220,8 +221,14 @@ fn an_interrupted_snapshot_leaves_no_partial_archive() {
 // removed by the next unpack.
 #[test]
 fn an_unpacked_directory_left_by_sigkill_is_removed_by_the_next_command() {
+    // `_node` is bound, not left to `..`, so the archive in its directory
+    // outlives this statement.
     let Signalled {
-        archive, tmp, pid, ..
+        _node,
+        archive,
+        tmp,
+        pid,
+        ..
     } = signalled_once_unpacked("-KILL");
     let left = tmp.unpacked_left();
     assert_eq!(left.len(), 1, "{left:?}");
