@@ -4,7 +4,8 @@
 //! command takes the same archives; a replay reads what the node had.
 
 use crate::util::{
-    FakeRun, HANG_GUARD, Tmp, names_in, node, on_sysroot, result, rocgate_in, snapshot, snapshotted,
+    FakeRun, HANG_GUARD, Tmp, names_in, node, on_sysroot, result, rocgate_in, snapshot,
+    snapshot_with, snapshotted,
 };
 use rocgate_fixtures::hostile::raw_tar_header;
 use serde_json::Value;
@@ -716,17 +717,7 @@ fn a_redacted_snapshot_keeps_no_name_or_address_of_the_node() {
     )
     .unwrap();
     let archive = n.root.with_extension("tar.zst");
-    let out = on_sysroot(&["snapshot", "--redact"], &n.root)
-        .arg("--out")
-        .arg(&archive)
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    snapshot_with(&["snapshot", "--redact"], &n.root, &archive);
     let entries = entries_of(&archive);
     let text_of = |name: &str| {
         entries

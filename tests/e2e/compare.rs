@@ -184,18 +184,31 @@ fn extended_check(check: &str, gpus: &str, env: &[(&'static str, &'static str)])
     run.exits(0).0
 }
 
+/// Extended check `check` on `gpus` of an MI300X node, run with the fakes'
+/// environment `var` (name, value before, value after) at each value, and
+/// the two reports compared: (before, after, the comparison's exit code and
+/// text).
+fn slowed(
+    check: &str,
+    gpus: &str,
+    var: (&'static str, &'static str, &'static str),
+) -> (Value, Value, i32, String) {
+    let (name, was, now) = var;
+    let before = extended_check(check, gpus, &[(name, was)]);
+    let after = extended_check(check, gpus, &[(name, now)]);
+    let (code, text) = compare(&before, &after, &[]);
+    (before, after, code, text)
+}
+
 #[test]
 fn a_gemm_slower_on_one_gpu_is_a_regression_that_names_it() {
     // 1000 TFLOP/s, and 700 on gpu3 after: 30% slower, yet above every
     // MI300X floor, so only the comparison can see it.
-    let check = "rocblas::gemm_throughput";
-    let before = extended_check(check, "1,3", &[("ROCGATE_FAKE_GEMM_TFLOPS", "1000")]);
-    let after = extended_check(
-        check,
+    let (before, after, code, text) = slowed(
+        "rocblas::gemm_throughput",
         "1,3",
-        &[("ROCGATE_FAKE_GEMM_TFLOPS", "1000;gpu3=700")],
+        ("ROCGATE_FAKE_GEMM_TFLOPS", "1000", "1000;gpu3=700"),
     );
-    let (code, text) = compare(&before, &after, &[]);
     assert_eq!(code, 1, "{text}");
     let slower = section(&text, "Throughputs worse");
     assert!(!slower.is_empty(), "{text}");
@@ -220,14 +233,11 @@ fn a_gemm_slower_on_one_gpu_is_a_regression_that_names_it() {
 fn a_link_slower_between_one_pair_is_a_regression_that_names_the_pair() {
     // 60 GB/s over XGMI, and 45 from gpu2 to gpu5 after: still above the
     // 42 GB/s floor, 25% slower.
-    let check = "hip::p2p_bandwidth";
-    let before = extended_check(check, "0,2,5", &[("ROCGATE_FAKE_P2P_GBPS", "xgmi=60")]);
-    let after = extended_check(
-        check,
+    let (before, after, code, text) = slowed(
+        "hip::p2p_bandwidth",
         "0,2,5",
-        &[("ROCGATE_FAKE_P2P_GBPS", "xgmi=60;gpu2>gpu5=45")],
+        ("ROCGATE_FAKE_P2P_GBPS", "xgmi=60", "xgmi=60;gpu2>gpu5=45"),
     );
-    let (code, text) = compare(&before, &after, &[]);
     assert_eq!(code, 1, "{text}");
     // The copies are timed on the simulated GPU's clock: exactly the
     // link's rate, whatever the host's load.
@@ -629,19 +639,7 @@ fn node_text_in_compare_markdown_is_never_markup() {
         "{md}"
     );
     let row = md.lines().find(|l| l.contains("&lt;img")).unwrap();
-    assert_eq!(unescaped_pipes(row), 5, "{row}");
-}
-
-/// The pipes of a markdown row that split cells: those no backslash escapes.
-fn unescaped_pipes(row: &str) -> usize {
-    let (mut backslashes, mut n) = (0, 0);
-    for c in row.chars() {
-        if c == '|' && backslashes % 2 == 0 {
-            n += 1;
-        }
-        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
-    }
-    n
+    assert_eq!(util::unescaped_pipes(row), 5, "{row}");
 }
 
 #[test]

@@ -138,12 +138,10 @@ fn a_share_too_small_to_test_is_refused_and_a_small_one_covers_a_mebibyte() {
         let path = n.root.with_extension("thresholds.toml");
         let changed = builtin.replace("vram_share = 0.1\n", &format!("vram_share = {share}\n"));
         std::fs::write(&path, changed).unwrap();
-        let out = util::on_sysroot(&["run", "--thresholds", path.to_str().unwrap()], &n.root)
-            .timeout(util::HANG_GUARD)
-            .output()
-            .unwrap();
-        util::assert_exit(&out, 2);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stderr = util::refused(&mut util::on_sysroot(
+            &["run", "--thresholds", path.to_str().unwrap()],
+            &n.root,
+        ));
         assert!(
             stderr.contains("vram_share must be a fraction from 1e-6 to 0.9")
                 && stderr.contains(shown),

@@ -606,18 +606,6 @@ fn reports_that_cannot_be_read_are_named_and_the_rest_of_the_fleet_is_reported()
     assert_eq!(doc["nodes"].as_array().unwrap().len(), 3, "{json}");
 }
 
-/// The pipes of a markdown row that split cells: those no backslash escapes.
-fn unescaped_pipes(row: &str) -> usize {
-    let (mut backslashes, mut n) = (0, 0);
-    for c in row.chars() {
-        if c == '|' && backslashes % 2 == 0 {
-            n += 1;
-        }
-        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
-    }
-    n
-}
-
 #[test]
 fn node_text_in_the_fleet_markdown_and_page_is_never_markup() {
     let dir = tempfile::tempdir().unwrap();
@@ -650,9 +638,9 @@ fn node_text_in_the_fleet_markdown_and_page_is_never_markup() {
         .iter()
         .position(|l| l.starts_with("| node |"))
         .unwrap();
-    let columns = unescaped_pipes(lines[header]);
+    let columns = util::unescaped_pipes(lines[header]);
     // The header, its rule, and one row for the one node, all as wide.
-    assert_eq!(unescaped_pipes(lines[header + 2]), columns, "{md}");
+    assert_eq!(util::unescaped_pipes(lines[header + 2]), columns, "{md}");
     assert!(lines[header + 3].is_empty(), "{md}");
     assert!(
         md.contains("&lt;script&gt;alert(1)&lt;/script&gt;\\|\\`"),

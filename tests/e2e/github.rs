@@ -2,7 +2,7 @@
 //! $GITHUB_STEP_SUMMARY, at most 10 `::error` annotations, most important
 //! first, each beginning with its finding code, and `--no-github`.
 
-use crate::util::{HANG_GUARD, fake_rocm, node, rocgate};
+use crate::util::{HANG_GUARD, code_and_output, fake_rocm, node, on_sysroot, rocgate};
 use rocgate_fixtures::hostile::{char_device, is_char_device};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
@@ -127,18 +127,10 @@ next step: "#;
 /// `rocgate run --quiet` on `root` inside GitHub Actions with
 /// $GITHUB_STEP_SUMMARY set to `summary`: (exit code, stdout, stderr).
 fn with_summary(root: &Path, summary: &Path) -> (Option<i32>, String, String) {
-    let out = rocgate()
-        .args(["run", "--quiet", "--sysroot"])
-        .arg(root)
-        .env("GITHUB_ACTIONS", "true")
-        .env("GITHUB_STEP_SUMMARY", summary)
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+    code_and_output(
+        on_sysroot(&["run", "--quiet"], root)
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_STEP_SUMMARY", summary),
     )
 }
 

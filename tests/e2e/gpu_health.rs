@@ -4,10 +4,7 @@
 //! GPUs, the CPU frequency governor).
 
 use crate::util;
-use crate::util::{
-    HANG_GUARD, entry, node, on_sysroot, result_with_finding, result_with_status, results, rocgate,
-    run, text,
-};
+use crate::util::{entry, node, result_with_finding, result_with_status, results, run, text};
 use serde_json::Value;
 use std::fs;
 
@@ -25,12 +22,7 @@ fn ras_counts_are_gpu_properties_in_the_reports_and_the_inventory() {
     let kfd = util::result(&json, "gpu3.kfd.topology_node");
     assert_eq!(kfd["status"], "blocked", "{kfd}");
 
-    let out = rocgate()
-        .args(["inventory", "--json", "--sysroot"])
-        .arg(&n.root)
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
+    let out = util::inventory_json(&n.root);
     let inv: Value = serde_json::from_slice(&out.stdout).unwrap();
     let gpu = entry(&inv["gpus"], "pci_address", "0000:65:00.0");
     assert_eq!(gpu["health"]["ras_ue"], "2", "{gpu}");
@@ -92,17 +84,7 @@ fn bridges_that_redirect_gpu_traffic_are_named_and_a_user_capture_is_unverifiabl
     // A redacted snapshot keeps each bridge's config byte for byte: the
     // replay finds the same bridges.
     let archive = n.root.with_extension("tar.zst");
-    let out = on_sysroot(&["snapshot", "--redact"], &n.root)
-        .arg("--out")
-        .arg(&archive)
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    util::snapshot_with(&["snapshot", "--redact"], &n.root, &archive);
     let (_, _, replayed, _) = run(&archive, &[]);
     let r = result_with_finding(&replayed, "node.system.pcie_acs", "pcie-acs-enabled");
     assert_eq!(r["message"], v["message"], "{r}");

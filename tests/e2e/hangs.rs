@@ -464,21 +464,13 @@ fn a_wedged_sensor_fails_its_gpu_under_health_and_the_prolog() {
     let h = health(&n.root, &[], &[], None);
     assert_eq!(h.code, 1, "{}", h.stdout);
     assert!(h.stdout.contains("0000:05:00.0"), "{}", h.stdout);
-    let h = health(
-        &n.root,
-        &["--slurm-prolog"],
-        &[("SLURM_JOB_GPUS", "0")],
-        None,
-    );
+    let prolog_for_gpu0 =
+        |root: &Path| health(root, &["--slurm-prolog"], &[("SLURM_JOB_GPUS", "0")], None);
+    let h = prolog_for_gpu0(&n.root);
     assert_eq!(h.code, 1, "{}", h.stderr);
     // A partition short of its device fails the job's check too.
     let cpx = node("cpx-partition-missing");
-    let h = health(
-        &cpx.root,
-        &["--slurm-prolog"],
-        &[("SLURM_JOB_GPUS", "0")],
-        None,
-    );
+    let h = prolog_for_gpu0(&cpx.root);
     assert_eq!(h.code, 1, "{}", h.stderr);
     assert!(
         prolog_line(&h).starts_with("rocgate: partition-count-mismatch"),

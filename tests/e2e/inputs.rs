@@ -160,16 +160,13 @@ fn a_matrix_with_a_key_rocgate_does_not_know_is_refused_naming_it_and_its_line()
             &["matrix", "check", "--matrix"][..],
             &["run", "--quiet", "--matrix"][..],
         ] {
-            let out = rocgate()
-                .args(args)
-                .arg(&path)
-                .arg("--sysroot")
-                .arg(&n.root)
-                .timeout(util::HANG_GUARD)
-                .output()
-                .unwrap();
-            util::assert_exit(&out, 2);
-            let stderr = String::from_utf8_lossy(&out.stderr);
+            let stderr = util::refused(
+                rocgate()
+                    .args(args)
+                    .arg(&path)
+                    .arg("--sysroot")
+                    .arg(&n.root),
+            );
             assert!(
                 stderr.contains("matrix.toml")
                     && stderr.contains(&format!("line {line}"))

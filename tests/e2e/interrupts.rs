@@ -120,34 +120,62 @@ fn unpacked_in(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn the_unpacked_directory_is_removed_on_sigint() {
-    let (n, archive) = snapshotted("mi300x-8");
+/// What [`signalled_once_unpacked`] left.
+struct Signalled {
+    /// The node the archive is a snapshot of: the archive lies in its
+    /// directory, removed when it is dropped.
+    _node: util::Node,
+    /// The snapshot the run unpacked.
+    archive: PathBuf,
+    /// The run's TMPDIR, where it unpacked the archive.
+    tmp: Tmp,
+    /// How the run ended.
+    status: std::process::ExitStatus,
+    /// The run's pid.
+    pid: u32,
+}
+
+/// `rocgate run` of a snapshot of an MI300X node with its own TMPDIR, sent
+/// `signal` (`-INT`, `-KILL`) once it has unpacked the archive and catches
+/// SIGINT, and waited for. Every GPU's queue creation hangs in the vendor
+/// library, so the run is still going when the signal comes.
+fn signalled_once_unpacked(signal: &str) -> Signalled {
+    let (node, archive) = snapshotted("mi300x-8");
     let tmp = Tmp::new();
     let rocm = util::fake_rocm();
-    // Every GPU's queue creation hangs in the vendor library, so the run is
-    // still going when the signal comes.
     let mut child = fake_process(
         &["run"],
         &archive,
-        &n.root,
+        &node.root,
         rocm.path(),
         "hsa_queue_create@gpu*=hang",
     )
     .env("TMPDIR", tmp.path())
     .spawn()
     .unwrap();
-    let pid = child.id();
-    // Signalled once it has unpacked and catches SIGINT; waits on events,
-    // not on time (the guard only turns a hang into a failure).
+    // Waits on events, not on time (the guard only turns a hang into a
+    // failure).
     let start = std::time::Instant::now();
-    while !catches_sigint(pid) || tmp.unpacked_left().is_empty() {
+    while !catches_sigint(child.id()) || tmp.unpacked_left().is_empty() {
         assert!(start.elapsed() < HANG_GUARD, "rocgate never unpacked");
         assert!(child.try_wait().unwrap().is_none(), "rocgate ended early");
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(send_signal(pid, "-INT"));
+    let pid = child.id();
+    assert!(send_signal(pid, signal));
     let status = child.wait().unwrap();
+    Signalled {
+        _node: node,
+        archive,
+        tmp,
+        status,
+        pid,
+    }
+}
+
+#[test]
+fn the_unpacked_directory_is_removed_on_sigint() {
+    let Signalled { tmp, status, .. } = signalled_once_unpacked("-INT");
     assert_eq!(status.code(), Some(130));
     assert!(tmp.unpacked_left().is_empty(), "{:?}", tmp.left());
 }
@@ -193,31 +221,20 @@ fn an_interrupted_snapshot_leaves_no_partial_archive() {
 // removed by the next unpack.
 #[test]
 fn an_unpacked_directory_left_by_sigkill_is_removed_by_the_next_command() {
-    let (n, archive) = snapshotted("mi300x-8");
-    let tmp = Tmp::new();
-    let rocm = util::fake_rocm();
-    let mut child = fake_process(
-        &["run"],
-        &archive,
-        &n.root,
-        rocm.path(),
-        "hsa_queue_create@gpu*=hang",
-    )
-    .env("TMPDIR", tmp.path())
-    .spawn()
-    .unwrap();
-    let start = std::time::Instant::now();
-    while !catches_sigint(child.id()) || tmp.unpacked_left().is_empty() {
-        assert!(start.elapsed() < HANG_GUARD, "rocgate never unpacked");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(send_signal(child.id(), "-KILL"));
-    child.wait().unwrap();
+    // `_node` is bound, not left to `..`, so the archive in its directory
+    // outlives this statement.
+    let Signalled {
+        _node,
+        archive,
+        tmp,
+        pid,
+        ..
+    } = signalled_once_unpacked("-KILL");
     let left = tmp.unpacked_left();
     assert_eq!(left.len(), 1, "{left:?}");
     // Named after the process that made it.
     assert!(
-        left[0].starts_with(&format!("rocgate-snapshot-{}-", child.id())),
+        left[0].starts_with(&format!("rocgate-snapshot-{pid}-")),
         "{left:?}"
     );
     // Its maker locks it right after making it: one a second old and

@@ -7,6 +7,7 @@ use crate::util::{
     FakeRun, assert_gpus_pass, entry, node, on_sysroot, result, result_with_finding,
     result_with_status, text,
 };
+use serde_json::Value;
 
 #[test]
 fn the_standard_tier_passes_on_a_fake_8x_mi300x() {
@@ -79,12 +80,19 @@ fn a_missing_rocblas_fails_its_layer_and_only_it() {
     result_with_status(&json, "gpu0.hip.vector_add", "pass");
 }
 
+/// `tier` on gpu0 of an MI300X node with the fakes' environment `var`
+/// set, which must fail (exit 1): its JSON document.
+fn failing_on_gpu0(tier: &str, var: (&str, &str)) -> Value {
+    FakeRun::scenario("mi300x-8")
+        .args(&["--tier", tier, "--gpus", "0"])
+        .env(var.0, var.1)
+        .exits(1)
+        .0
+}
+
 #[test]
 fn rocblas_without_kernels_for_the_gpu_is_named() {
-    let (json, _) = FakeRun::scenario("mi300x-8")
-        .args(&["--tier", "standard", "--gpus", "0"])
-        .env("ROCGATE_FAKE_MISSING_TENSILE", "1")
-        .exits(1);
+    let json = failing_on_gpu0("standard", ("ROCGATE_FAKE_MISSING_TENSILE", "1"));
     let r = result_with_finding(&json, "gpu0.rocblas.sgemm", "rocblas-no-kernels-for-arch");
     assert_eq!(r["status"], "crash", "{r}");
     assert!(r["finding"]["message"].as_str().unwrap().contains("gfx942"));
@@ -139,10 +147,7 @@ fn extended_floors_pass_fail_or_skip_with_their_source() {
 fn throughput_is_judged_by_what_the_gpu_delivers() {
     // A simulated GPU at 300 TFLOP/s misses RVS's fp16 (639) and bf16 (581)
     // targets and meets its fp32 (100) and fp64 (70) ones.
-    let (json, _) = FakeRun::scenario("mi300x-8")
-        .args(&["--tier", "extended", "--gpus", "0"])
-        .env("ROCGATE_FAKE_GEMM_TFLOPS", "300")
-        .exits(1);
+    let json = failing_on_gpu0("extended", ("ROCGATE_FAKE_GEMM_TFLOPS", "300"));
     let tp = result_with_finding(&json, "gpu0.rocblas.gemm_throughput", "perf-below-floor");
     let msg = tp["message"].as_str().unwrap();
     assert!(

@@ -4,21 +4,28 @@
 //! try that a reset of the XGMI hive cut short blames none of its GPUs.
 
 use crate::util::{FakeRun, node, result, result_with_finding, text};
+use serde_json::Value;
 
 /// Every try that hangs waits this long; completing tries take well under
 /// it even on a loaded machine (a fake all-reduce of 4 MiB per GPU).
 const TRY_SECS: u32 = 10;
+
+/// `run` on the standard tier with `faults`, every all-reduce try cut short
+/// after [`TRY_SECS`]; it must fail (exit 1). Its JSON document.
+fn failed_search<'a>(run: FakeRun<'a>, faults: &'a str) -> Value {
+    run.faults(faults)
+        .args(&["--tier", "standard"])
+        .timeout("rccl::allreduce", TRY_SECS)
+        .exits(1)
+        .0
+}
 
 #[test]
 fn a_gpu_wedged_by_the_hung_all_reduce_is_named_by_tries_that_see_only_their_gpus() {
     // The all-reduce hangs on gpu5 and leaves it wedged: from then on the
     // runtime start of every process that can see gpu5 hangs. Tries that
     // see every GPU all hang in their start, whatever GPUs they reduce on.
-    let (json, _) = FakeRun::scenario("mi300x-8")
-        .faults("ncclAllReduce@gpu5=wedge")
-        .args(&["--tier", "standard"])
-        .timeout("rccl::allreduce", TRY_SECS)
-        .exits(1);
+    let json = failed_search(FakeRun::scenario("mi300x-8"), "ncclAllReduce@gpu5=wedge");
     let r = result_with_finding(&json, "node.rccl.allreduce", "rccl-hang-isolated");
     assert_eq!(r["finding"]["blames"], "gpu5", "{r}");
     let output = text(&r["output"]);
@@ -41,11 +48,10 @@ fn a_hive_reset_during_a_try_is_waited_out_and_blames_none_of_its_gpus() {
     // failure, that try would make gpu1 a suspect too and the search would
     // name nobody.
     let n = node("mi300x-8");
-    let (json, _) = FakeRun::on(&n.root)
-        .faults("ncclAllReduce@gpu0=hang;ncclAllReduce@gpu1=hive-reset")
-        .args(&["--tier", "standard"])
-        .timeout("rccl::allreduce", TRY_SECS)
-        .exits(1);
+    let json = failed_search(
+        FakeRun::on(&n.root),
+        "ncclAllReduce@gpu0=hang;ncclAllReduce@gpu1=hive-reset",
+    );
     let log = std::fs::read_to_string(n.root.join("var/log/kern.log")).unwrap();
     assert!(log.contains("GPU reset begin!"), "the reset never happened");
     let r = result_with_finding(&json, "node.rccl.allreduce", "rccl-hang-isolated");
@@ -68,11 +74,10 @@ fn a_hive_reset_the_gpus_do_not_come_back_from_stops_the_search_naming_it() {
     // nothing a try could say after it is about the GPUs, so the search
     // stops there, names nobody on the one try before it, and says why.
     let n = node("mi300x-8");
-    let (json, _) = FakeRun::on(&n.root)
-        .faults("ncclAllReduce@gpu0=hang;ncclAllReduce@gpu4=hive-reset:failed")
-        .args(&["--tier", "standard"])
-        .timeout("rccl::allreduce", TRY_SECS)
-        .exits(1);
+    let json = failed_search(
+        FakeRun::on(&n.root),
+        "ncclAllReduce@gpu0=hang;ncclAllReduce@gpu4=hive-reset:failed",
+    );
     let r = result(&json, "node.rccl.allreduce");
     assert_ne!(r["finding"]["code"], "rccl-hang-isolated", "{r}");
     assert_eq!(r["finding"]["blames"], serde_json::Value::Null, "{r}");

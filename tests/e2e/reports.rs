@@ -702,12 +702,7 @@ fn inventory_prints_no_terminal_control_from_the_node() {
         "{stdout}"
     );
     // JSON keeps the exact text, escaped as JSON.
-    let out = rocgate()
-        .args(["inventory", "--json", "--sysroot"])
-        .arg(&n.root)
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
+    let out = util::inventory_json(&n.root);
     assert!(!out.stdout.contains(&0x1b), "raw escape in the JSON");
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc.to_string().contains("113-\\u001b]52;c;"), "{doc}");

@@ -7,7 +7,14 @@ use crate::util::{
     FakeRun, RUNTIME_LAYERS, assert_gpus_pass, fake_rocm, node, result, result_with_finding,
     result_with_status, run_with, text,
 };
+use serde_json::Value;
 use std::process::Command;
+
+/// The quick tier on an MI300X node with `faults` injected, which must fail
+/// (exit 1): its JSON document.
+fn failing_with(faults: &str) -> Value {
+    FakeRun::scenario("mi300x-8").faults(faults).exits(1).0
+}
 
 #[test]
 fn the_quick_tier_passes_on_a_fake_8x_mi300x() {
@@ -37,10 +44,7 @@ fn the_quick_tier_passes_on_a_fake_8x_mi300x() {
 
 #[test]
 fn a_wrong_result_fails_that_gpu_only() {
-    let (code, _, json, _) = FakeRun::scenario("mi300x-8")
-        .faults("hipModuleLaunchKernel@gpu3=wrong")
-        .run();
-    assert_eq!(code, 1);
+    let json = failing_with("hipModuleLaunchKernel@gpu3=wrong");
     let r = result_with_status(&json, "gpu3.hip.vector_add", "fail");
     assert_eq!(r["finding"]["code"], "hip-kernel-wrong", "{r}");
     assert!(text(&r["message"]).contains("1 of 1048576 sums are wrong"));
@@ -51,10 +55,7 @@ fn a_wrong_result_fails_that_gpu_only() {
 
 #[test]
 fn a_crashing_library_costs_one_result() {
-    let (code, _, json, _) = FakeRun::scenario("mi300x-8")
-        .faults("hipMemcpy@gpu2=crash")
-        .run();
-    assert_eq!(code, 1);
+    let json = failing_with("hipMemcpy@gpu2=crash");
     let r = result_with_status(&json, "gpu2.hip.memcpy", "crash");
     assert!(
         text(&r["message"]).contains("died on SIGSEGV during hip::memcpy"),

@@ -5,7 +5,7 @@
 
 use crate::util::{
     FakeRun, entry, fake_rocm, node, on_sysroot, result_with_finding, result_with_status, run,
-    run_with, text,
+    run_with, snapshot, snapshot_with, text,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -164,16 +164,7 @@ fn a_snapshot_replays_to_the_same_inventory_and_diagnosis() {
     ] {
         let n = node(name);
         let archive = n.root.with_extension("tar.zst");
-        let out = on_sysroot(&["snapshot"], &n.root)
-            .arg("--out")
-            .arg(&archive)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        snapshot(&n.root, &archive);
         for cmd in [&["inventory", "--json"][..], &["doctor", "--json"][..]] {
             let (c1, direct) = json_of(cmd, &n.root);
             let (c2, replayed) = json_of(cmd, &archive);
@@ -191,12 +182,7 @@ fn a_snapshot_replays_to_the_same_inventory_and_diagnosis() {
 fn a_redacted_snapshot_hides_serials_consistently() {
     let n = node("mi300x-8-cpx");
     let archive = n.root.with_extension("tar.zst");
-    let out = on_sysroot(&["snapshot", "--redact"], &n.root)
-        .arg("--out")
-        .arg(&archive)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    snapshot_with(&["snapshot", "--redact"], &n.root, &archive);
     let (_, direct) = json_of(&["inventory", "--json"], &n.root);
     let (_, replayed) = json_of(&["inventory", "--json"], &archive);
     let ids = |v: &Value| {

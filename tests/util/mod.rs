@@ -719,16 +719,47 @@ pub struct Tmp(tempfile::TempDir);
 
 /// Runs rocgate with `args` and TMPDIR set; returns (exit code, stdout, stderr).
 pub fn rocgate_in(tmp: &Tmp, args: &[&str], sysroot: &Path) -> (Option<i32>, String, String) {
-    let out = on_sysroot(args, sysroot)
-        .env("TMPDIR", tmp.path())
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
+    code_and_output(on_sysroot(args, sysroot).env("TMPDIR", tmp.path()))
+}
+
+/// Runs `cmd` (a [`rocgate`] command) to its end, killed after
+/// [`HANG_GUARD`]: (exit code, none when a signal ended it; stdout; stderr).
+pub fn code_and_output(cmd: &mut Command) -> (Option<i32>, String, String) {
+    let out = cmd.timeout(HANG_GUARD).output().unwrap();
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `rocgate inventory --json --sysroot ROOT`, run to its end: what it left,
+/// bytes as printed.
+pub fn inventory_json(root: &Path) -> std::process::Output {
+    on_sysroot(&["inventory", "--json"], root)
+        .timeout(HANG_GUARD)
+        .output()
+        .unwrap()
+}
+
+/// Runs `cmd` (a [`rocgate`] command), which must refuse its input (exit
+/// 2); returns its stderr.
+pub fn refused(cmd: &mut Command) -> String {
+    let out = cmd.timeout(HANG_GUARD).output().unwrap();
+    assert_exit(&out, 2);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The pipes of a markdown row that split cells: those no backslash escapes.
+pub fn unescaped_pipes(row: &str) -> usize {
+    let (mut backslashes, mut n) = (0, 0);
+    for c in row.chars() {
+        if c == '|' && backslashes % 2 == 0 {
+            n += 1;
+        }
+        backslashes = if c == '\\' { backslashes + 1 } else { 0 };
+    }
+    n
 }
 
 /// Writes scenario `name` and takes a snapshot of it beside it; returns the
@@ -798,13 +829,24 @@ impl Tmp {
 
 /// Takes a snapshot of `root` into `out`.
 pub fn snapshot(root: &Path, out: &Path) {
-    let o = on_sysroot(&["snapshot"], root)
+    snapshot_with(&["snapshot"], root, out);
+}
+
+/// `rocgate ARGS --sysroot ROOT --out OUT` (ARGS a `snapshot` command, such
+/// as `snapshot --redact`), which must succeed.
+pub fn snapshot_with(args: &[&str], root: &Path, out: &Path) {
+    let o = on_sysroot(args, root)
         .arg("--out")
         .arg(out)
         .timeout(HANG_GUARD)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "{}: {}",
+        root.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// Asserts the scheduler's contract: exactly one line on stdout, at most 80
