@@ -350,6 +350,7 @@ impl RunReport {
 pub(crate) mod tests {
     use super::*;
     use crate::model::test_stack::{self, A, B, C};
+    use crate::test_support::run as report;
     use crate::verdict::{Finding, Severity};
 
     #[test]
@@ -386,20 +387,6 @@ pub(crate) mod tests {
             .has_finding()
             .then(|| Finding::new("x", severity, "broken", "fix"));
         r
-    }
-
-    /// A report of `results` and nothing else.
-    pub(crate) fn report(results: Vec<CheckResult>) -> RunReport {
-        RunReport {
-            tier: Tier::Quick,
-            started_at: chrono::Local::now(),
-            duration: Duration::ZERO,
-            results,
-            scopes: Vec::new(),
-            interrupted: None,
-            strict: false,
-            fail_on_warn: false,
-        }
     }
 
     #[test]

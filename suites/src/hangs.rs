@@ -121,21 +121,37 @@ mod tests {
         CheckResult::new(id.into(), check.into(), stack::HSA, scope, status)
     }
 
+    /// The node's `hsa::init`, which timed out.
+    fn init_timed_out() -> CheckResult {
+        result("node.hsa.init", "hsa::init", Scope::Node, Status::Timeout)
+    }
+
+    /// GPU `gpu`'s result of `hsa::<check>`.
+    fn on_gpu(gpu: u32, check: &str, status: Status) -> CheckResult {
+        result(
+            &format!("gpu{gpu}.hsa.{check}"),
+            &format!("hsa::{check}"),
+            Scope::Gpu(gpu),
+            status,
+        )
+    }
+
+    /// The finding of `rs`' first result, the node's `hsa::init`, once
+    /// the GPUs that hang are named.
+    fn node_finding(rs: &mut [CheckResult]) -> Option<rocgate_harness::Finding> {
+        name_wedged_gpus(rs, &["hsa::init"], &[]);
+        rs[0].finding.take()
+    }
+
     #[test]
     fn a_node_hang_names_the_gpu_that_also_hangs_alone() {
         let mut rs = vec![
-            result("node.hsa.init", "hsa::init", Scope::Node, Status::Timeout),
-            result("gpu0.hsa.agent", "hsa::agent", Scope::Gpu(0), Status::Pass),
-            result(
-                "gpu1.hsa.agent",
-                "hsa::agent",
-                Scope::Gpu(1),
-                Status::Timeout,
-            ),
-            result("gpu2.hsa.agent", "hsa::agent", Scope::Gpu(2), Status::Pass),
+            init_timed_out(),
+            on_gpu(0, "agent", Status::Pass),
+            on_gpu(1, "agent", Status::Timeout),
+            on_gpu(2, "agent", Status::Pass),
         ];
-        name_wedged_gpus(&mut rs, &["hsa::init"], &[]);
-        let f = rs[0].finding.as_ref().unwrap();
+        let f = node_finding(&mut rs).unwrap();
         assert_eq!(f.code, "gpu-wedged");
         assert!(
             f.message
@@ -159,37 +175,25 @@ mod tests {
     fn nothing_is_named_when_every_gpu_hangs_or_none_does() {
         for gpu1 in [Status::Timeout, Status::Pass] {
             let mut rs = vec![
-                result("node.hsa.init", "hsa::init", Scope::Node, Status::Timeout),
-                result("gpu0.hsa.agent", "hsa::agent", Scope::Gpu(0), gpu1),
-                result("gpu1.hsa.agent", "hsa::agent", Scope::Gpu(1), gpu1),
+                init_timed_out(),
+                on_gpu(0, "agent", gpu1),
+                on_gpu(1, "agent", gpu1),
             ];
-            name_wedged_gpus(&mut rs, &["hsa::init"], &[]);
-            assert!(rs[0].finding.is_none());
+            assert!(node_finding(&mut rs).is_none());
         }
     }
 
     #[test]
     fn a_gpu_that_passed_a_check_before_hanging_is_not_blamed() {
         let mut rs = vec![
-            result("node.hsa.init", "hsa::init", Scope::Node, Status::Timeout),
-            result("gpu0.hsa.agent", "hsa::agent", Scope::Gpu(0), Status::Pass),
-            result("gpu0.hsa.queue", "hsa::queue", Scope::Gpu(0), Status::Pass),
-            result(
-                "gpu1.hsa.agent",
-                "hsa::agent",
-                Scope::Gpu(1),
-                Status::Timeout,
-            ),
-            result("gpu2.hsa.agent", "hsa::agent", Scope::Gpu(2), Status::Pass),
-            result(
-                "gpu2.hsa.queue",
-                "hsa::queue",
-                Scope::Gpu(2),
-                Status::Timeout,
-            ),
+            init_timed_out(),
+            on_gpu(0, "agent", Status::Pass),
+            on_gpu(0, "queue", Status::Pass),
+            on_gpu(1, "agent", Status::Timeout),
+            on_gpu(2, "agent", Status::Pass),
+            on_gpu(2, "queue", Status::Timeout),
         ];
-        name_wedged_gpus(&mut rs, &["hsa::init"], &[]);
-        let f = rs[0].finding.as_ref().unwrap();
+        let f = node_finding(&mut rs).unwrap();
         assert!(
             f.message.contains("gpu1 hung while the other 1 GPU passed"),
             "{}",

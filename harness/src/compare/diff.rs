@@ -333,9 +333,15 @@ pub fn compare(
         } else if sb != "pass" && sa == "pass" {
             c.fixed.push(change);
         }
-        metrics(&mut c, &id, pa.gpu.as_deref(), (b, a), (&ib, &ia));
+        let check = CheckMetrics {
+            id: &id,
+            gpu: pa.gpu.as_deref(),
+            before: metrics_of(b, &ib),
+            after: metrics_of(a, &ia),
+        };
+        metrics(&mut c, &check);
         if matches!(sa, "pass" | "warn") {
-            missing(&mut c, &id, pa.gpu.as_deref(), (b, a), (&ib, &ia));
+            missing(&mut c, &check);
         }
     }
     c
@@ -392,17 +398,23 @@ fn versions(
     }
 }
 
+/// One check's metrics in both runs, keyed so that the runs match.
+struct CheckMetrics<'a> {
+    /// The check's test id.
+    id: &'a str,
+    /// The GPU the check ran on, for a metric that names no scope.
+    gpu: Option<&'a str>,
+    /// The metrics of the first run.
+    before: BTreeMap<String, MetricOf>,
+    /// The metrics of the second run.
+    after: BTreeMap<String, MetricOf>,
+}
+
 /// Judges the metrics of one check in both runs.
-fn metrics(
-    c: &mut Comparison,
-    id: &str,
-    gpu: Option<&str>,
-    (b, a): (&Value, &Value),
-    (ib, ia): (&Identities, &Identities),
-) {
-    let (mb, ma) = (metrics_of(b, ib), metrics_of(a, ia));
-    for (key, before) in &mb {
-        let Some(after) = ma.get(key) else {
+fn metrics(c: &mut Comparison, check: &CheckMetrics) {
+    let CheckMetrics { id, gpu, .. } = *check;
+    for (key, before) in &check.before {
+        let Some(after) = check.after.get(key) else {
             continue;
         };
         let (Some(mbefore), Some(mafter)) = (before.measured, after.measured) else {
@@ -447,19 +459,13 @@ fn metrics(
 /// and the second, whose check still passed, did not: left out, or written
 /// with no value. Of every kind: a reading the check judged (a temperature)
 /// that vanished proves as little as a throughput.
-fn missing(
-    c: &mut Comparison,
-    id: &str,
-    gpu: Option<&str>,
-    (b, a): (&Value, &Value),
-    (ib, ia): (&Identities, &Identities),
-) {
-    let (mb, ma) = (metrics_of(b, ib), metrics_of(a, ia));
-    for (key, before) in &mb {
+fn missing(c: &mut Comparison, check: &CheckMetrics) {
+    let CheckMetrics { id, gpu, .. } = *check;
+    for (key, before) in &check.before {
         let Some(value) = before.measured.map(|m| m.centre()) else {
             continue;
         };
-        let after = ma.get(key);
+        let after = check.after.get(key);
         if after.is_some_and(|m| m.measured.is_some()) {
             continue;
         }

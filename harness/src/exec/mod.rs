@@ -183,14 +183,19 @@ mod tests {
     use std::sync::atomic::Ordering;
     use std::time::Instant;
 
+    /// A verdict with a finding of `code`, as serious as `severity`.
+    fn found(code: &str, severity: Severity, message: &str, next: &str) -> Verdict {
+        Verdict::found(Finding::new(code, severity, message, next))
+    }
+
     fn fail_on_gpu1(_: &(), s: Scope) -> crate::check::Outcome {
         if s == Scope::Gpu(1) {
-            return Err(Verdict::found(Finding::new(
+            return Err(found(
                 "x-broken",
                 Severity::Fail,
                 "gpu1 is broken",
                 "fix it",
-            )));
+            ));
         }
         Ok(Verdict::pass("ok"))
     }
@@ -227,12 +232,7 @@ mod tests {
         use crate::policy::{CheckPattern, Selection, Waiver, WaiverNote, Waivers};
         let reg = vec![
             check("a::warns", A, ScopeKind::PerGpu, |_, _| {
-                Ok(Verdict::found(Finding::new(
-                    "w",
-                    Severity::Warn,
-                    "odd",
-                    "tune",
-                )))
+                Ok(found("w", Severity::Warn, "odd", "tune"))
             }),
             check("b::fails", B, ScopeKind::PerGpu, fail_on_gpu1),
             check("c::c", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
@@ -276,12 +276,7 @@ mod tests {
     fn no_gate_runs_everything() {
         let reg = vec![
             check("a::a", A, ScopeKind::Node, |_, _| {
-                Ok(Verdict::found(Finding::new(
-                    "x",
-                    Severity::Fail,
-                    "broken",
-                    "fix",
-                )))
+                Ok(found("x", Severity::Fail, "broken", "fix"))
             }),
             check("c::c", C, ScopeKind::PerGpu, |_, _| Ok(Verdict::pass("ok"))),
         ];

@@ -5,6 +5,7 @@
 use super::support::Run;
 use crate::context::{NodeContext, RunOptions};
 use crate::findings::Code;
+use crate::thresholds::Thresholds;
 use rocgate_harness::{Check, Scope, ScopeKind, SkipReason, Status, Verdict};
 use rocgate_node::Sysroot;
 use std::path::Path;
@@ -47,6 +48,15 @@ pub(super) fn node_changed_with(
     change(&root);
     let ctx = NodeContext::open(Sysroot::at(&root), options, None).unwrap();
     Node { ctx, _dir: dir }
+}
+
+/// Thresholds with the file-wide `margin`, the usual tolerances and the
+/// TOML tables `floors`, as a test's thresholds file would hold them.
+pub(super) fn thresholds(margin: f64, floors: &str) -> Thresholds {
+    let text = format!(
+        "schema_version = 1\nmargin = {margin}\n\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 1.6e-2\n\n{floors}"
+    );
+    Thresholds::parse(&text, "test floors").unwrap()
 }
 
 impl Node {
@@ -137,6 +147,20 @@ pub(super) fn fails_with(scenario: &str, check: Run, scope: Scope, want: Code) -
 pub(super) fn fails_saying(scenario: &str, check: Run, scope: Scope, want: Code, says: &str) {
     let v = fails_with(scenario, check, scope, want);
     assert!(v.message.contains(says), "{scenario}: {}", v.message);
+}
+
+/// Asserts that `v` failed with `want`'s code and that its message says
+/// `says`.
+pub(super) fn assert_found(v: &Verdict, want: Code, says: &str) {
+    assert_eq!(code(v), Some(want.code), "{}", v.message);
+    assert!(v.message.contains(says), "{}", v.message);
+}
+
+/// Asserts that `v` failed with `want`'s code and that its message begins
+/// with `start`.
+pub(super) fn assert_found_first(v: &Verdict, want: Code, start: &str) {
+    assert_eq!(code(v), Some(want.code), "{}", v.message);
+    assert!(v.message.starts_with(start), "{}", v.message);
 }
 
 /// The verdict's next step, if it failed.

@@ -439,19 +439,10 @@ mod tests {
     use crate::layers::support::Run;
     use rocgate_harness::SkipReason;
 
-    /// Clears the ACS Control register of every bridge (the fixtures put
-    /// it at 0x16e), as AMD's disable_acs.sh does.
+    /// Clears the ACS Control register of every bridge, as AMD's
+    /// disable_acs.sh does.
     fn acs_off(root: &std::path::Path) {
-        for entry in std::fs::read_dir(root.join("sys/bus/pci/devices")).unwrap() {
-            let config = entry.unwrap().path().join("config");
-            if let Ok(mut c) = std::fs::read(&config) {
-                if c.len() > 0x16f {
-                    c[0x16e] = 0;
-                    c[0x16f] = 0;
-                    std::fs::write(&config, c).unwrap();
-                }
-            }
-        }
+        rocgate_fixtures::hostile::acs_off(root).unwrap();
     }
 
     #[test]

@@ -129,7 +129,6 @@ mod tests {
     use super::*;
     use crate::findings::Code;
     use crate::layers::fixture::{self, code, node};
-    use crate::thresholds::Thresholds;
     use rocgate_harness::{Finding, SkipReason, Status};
 
     fn fail(code: Code, message: &str) -> Verdict {
@@ -223,15 +222,6 @@ mod tests {
     /// file's margin, by product name with its own margin and workload, and
     /// one for CPX partitions.
     const FLOORS: &str = r#"
-schema_version = 1
-margin = 0.05
-
-[tolerance]
-fp64 = 1e-12
-fp32 = 1e-5
-fp16 = 2e-3
-bf16 = 1.6e-2
-
 [[floor]]
 gpu = "gfx942"
 metric = "h2d_gbps"
@@ -257,7 +247,7 @@ source = "CPX fleet median"
     /// A node of `scenario` judged against [`FLOORS`], and its first GPU.
     fn judged(scenario: &str) -> (fixture::Node, Gpu) {
         let mut n = node(scenario);
-        n.ctx.thresholds = Thresholds::parse(FLOORS, "test floors").unwrap();
+        n.ctx.thresholds = fixture::thresholds(0.05, FLOORS);
         let gpu = n.ctx.facts.gpus[0].clone();
         (n, gpu)
     }
