@@ -502,12 +502,12 @@ mod tests {
     #[test]
     fn a_dying_worker_is_a_crash_naming_the_signal() {
         let p = pool("read l; echo 'about to fault' >&2; kill -SEGV $$");
-        let v = p.run("hip::crash", Scope::Gpu(2), Duration::from_secs(5));
+        let v = p.run("hip::crash", Scope::Gpu(2), Duration::from_secs(60));
         assert_eq!(v.status, crate::verdict::Status::Crash);
         assert!(v.message.contains("SIGSEGV"), "{}", v.message);
         assert!(v.output.contains("about to fault"), "{}", v.output);
         // The next call starts a fresh worker.
-        let v = p.run("hip::again", Scope::Gpu(2), Duration::from_secs(5));
+        let v = p.run("hip::again", Scope::Gpu(2), Duration::from_secs(60));
         assert_eq!(v.status, crate::verdict::Status::Crash);
     }
 }

@@ -54,12 +54,18 @@ impl Drop for Registered {
 /// Removes every registered path (a directory with what it holds, never
 /// following a link in it); for the forced exit.
 pub fn remove_registered() {
-    let paths: Vec<PathBuf> = REGISTERED
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .drain(..)
-        .map(|(_, p)| p)
-        .collect();
+    remove_paths(take_registered(|_| true));
+}
+
+/// Takes the registered paths whose id `chosen` picks out of the registry.
+fn take_registered(chosen: impl Fn(u64) -> bool) -> Vec<PathBuf> {
+    let mut registered = REGISTERED.lock().unwrap_or_else(PoisonError::into_inner);
+    let (taken, kept) = registered.drain(..).partition(|(id, _)| chosen(*id));
+    *registered = kept;
+    taken.into_iter().map(|(_, p)| p).collect()
+}
+
+fn remove_paths(paths: Vec<PathBuf>) {
     for p in paths {
         match std::fs::symlink_metadata(&p) {
             Ok(m) if m.is_dir() => {
@@ -99,10 +105,14 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let kept = dir.path().join("kept");
         std::fs::write(&kept, "x").unwrap();
-        let _a = remove_on_forced_exit(&unpacked);
-        let _b = remove_on_forced_exit(&file);
-        drop(remove_on_forced_exit(&kept));
-        remove_registered();
+        let a = remove_on_forced_exit(&unpacked);
+        let b = remove_on_forced_exit(&file);
+        let dropped = remove_on_forced_exit(&kept);
+        let ours = [a.id, b.id, dropped.id];
+        drop(dropped);
+        // Only this test's own paths: other tests of this process register
+        // the temporary files of the reports they are writing meanwhile.
+        remove_paths(take_registered(|id| ours.contains(&id)));
         assert!(!unpacked.exists() && !file.exists() && kept.exists());
     }
 }
