@@ -7,7 +7,7 @@
 //! | 1 | [`Exit::Fail`] | a fault of the node; a regression; not supported |
 //! | 2 | [`Exit::Usage`] | a usage or configuration error, before anything ran |
 //! | 2 | [`Exit::NoVerdict`] | the run decides nothing: rocgate could not see the node, or failed itself in a check |
-//! | 3 | [`Exit::NodeIo`] | the node, an archive or a saved report could not be read, or a report or the output could not be written |
+//! | 3 | [`Exit::NodeIo`] | an archive or a saved report could not be read, or a report, an archive or the output could not be written |
 //! | 70 | [`Exit::Internal`] | a defect of rocgate's own stopped the command |
 //! | 130 | [`Exit::Interrupted`] | a signal stopped the command (`health` ends with its own codes) |
 //!
@@ -36,9 +36,10 @@ pub enum Exit {
     /// (an `environment` finding) or a check failed for rocgate's own
     /// reason (`internal-error`).
     NoVerdict,
-    /// Input or output failed: the node (a `--sysroot` directory or
-    /// archive) or a saved report could not be read, or a report, an
-    /// archive or the command's output could not be written.
+    /// Input or output failed: a snapshot archive or a saved report could
+    /// not be read, or a report, an archive or the command's output could
+    /// not be written. (A `--sysroot` directory that cannot be opened is a
+    /// usage error: the path given is wrong.)
     NodeIo,
     /// A defect of rocgate's own (a document that would not serialise, a
     /// signal handler that would not install) stopped the command.
@@ -84,7 +85,7 @@ impl Exit {
                 "no verdict: rocgate could not see the node, or failed itself in a check"
             }
             Exit::NodeIo => {
-                "the node, an archive or a saved report could not be read, or a report or the output could not be written"
+                "an archive or a saved report could not be read, or a report, an archive or the output could not be written"
             }
             Exit::Internal => "a defect of rocgate's own stopped the command",
             Exit::Interrupted => "a signal stopped the command",
