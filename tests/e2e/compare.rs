@@ -606,7 +606,7 @@ fn reports_of_another_schema_say_what_theirs_is_and_what_is_expected() {
         .timeout(HANG_GUARD)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("/dev/zero is a character device, not a report file"),
