@@ -10,10 +10,8 @@ use rocgate_suites::thresholds::Thresholds;
 
 /// One run's report: a regular file of bounded size, of the schema this
 /// rocgate reads ([`saved_report`]).
-fn load(path: &std::path::Path) -> Result<serde_json::Value> {
-    let doc = saved_report::read(path).node_io()?;
-    compare::validate(&doc, &path.display().to_string()).node_io()?;
-    Ok(doc)
+fn load(path: &std::path::Path) -> Result<compare::Report> {
+    saved_report::open(path).node_io()
 }
 
 /// The tolerances to judge throughputs with: `--tolerance` for every
@@ -41,12 +39,7 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances> {
 pub fn run(args: &CompareArgs) -> Result<Exit> {
     let tolerances = tolerances(args)?;
     let (before, after) = (load(&args.before)?, load(&args.after)?);
-    let c = compare::compare(
-        &before,
-        &after,
-        &tolerances,
-        &rocgate_suites::stack::IDENTITY,
-    );
+    let c = compare::compare(&before, &after, &tolerances, &rocgate_suites::stack::TERMS);
     Output::Stdout.text(&match args.format {
         CompareFormat::Markdown => compare::render_markdown(&c),
         CompareFormat::Text => compare::render_text(&c),

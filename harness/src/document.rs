@@ -78,8 +78,9 @@ pub struct Document<R = CheckResult, D = serde_json::Value> {
     /// Each scope's component versions (`node`, `gpu0`, ...).
     #[serde(default, deserialize_with = "versions_of")]
     pub versions: BTreeMap<String, BTreeMap<String, String>>,
-    /// Each scope with its identity.
-    #[serde(default)]
+    /// Each scope with its identity (an entry of another shape is left
+    /// out, the others kept).
+    #[serde(default, deserialize_with = "each")]
     pub scopes: Vec<ScopeEntry>,
     /// Every result, in run order.
     pub results: Vec<R>,
@@ -124,7 +125,7 @@ impl ScopeEntry {
 
 /// `T`, or its default when the value is of another shape: a field no
 /// reader judges by never costs a report its reading.
-fn lenient<'de, T, De>(d: De) -> Result<T, De::Error>
+pub(crate) fn lenient<'de, T, De>(d: De) -> Result<T, De::Error>
 where
     T: DeserializeOwned + Default,
     De: Deserializer<'de>,
@@ -146,52 +147,40 @@ fn strings_of<'de, De: Deserializer<'de>>(d: De) -> Result<BTreeMap<String, Stri
         .collect())
 }
 
+/// The elements of a list that are of `T`'s shape; the others (and a value
+/// that is not a list) are left out: one odd entry never costs a reader the
+/// rest.
+pub(crate) fn each<'de, T, De>(d: De) -> Result<Vec<T>, De::Error>
+where
+    T: DeserializeOwned,
+    De: Deserializer<'de>,
+{
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(match v {
+        serde_json::Value::Array(items) => items
+            .into_iter()
+            .filter_map(|i| serde_json::from_value(i).ok())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
 /// Each scope's string versions: a scope that is not an object, or a
 /// version that is not text, is left out, the others kept.
 fn versions_of<'de, De: Deserializer<'de>>(
     d: De,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, De::Error> {
-    Ok(versions_in(&serde_json::Value::deserialize(d)?))
-}
-
-/// The versions a report's `versions` value holds, as [`Document::versions`]
-/// reads them.
-pub fn versions_in(v: &serde_json::Value) -> BTreeMap<String, BTreeMap<String, String>> {
     let text = |kv: &serde_json::Map<String, serde_json::Value>| {
         kv.iter()
             .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
             .collect()
     };
-    v.as_object()
+    Ok(serde_json::Value::deserialize(d)?
+        .as_object()
         .into_iter()
         .flatten()
         .filter_map(|(scope, kv)| Some((scope.clone(), text(kv.as_object()?))))
-        .collect()
-}
-
-/// The scopes a report's `scopes` value holds: each entry with a label,
-/// its string properties (as [`Document::scopes`] reads them, but an entry
-/// of another shape is left out rather than refused).
-pub fn scopes_in(v: &serde_json::Value) -> Vec<ScopeEntry> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| {
-            let scope = s.get("scope")?.as_str()?.to_string();
-            let properties = s
-                .get("properties")
-                .and_then(|p| p.as_object())
-                .into_iter()
-                .flatten()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect();
-            Some(ScopeEntry {
-                scope,
-                first_failing_layer: None,
-                properties,
-            })
-        })
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]
@@ -205,7 +194,7 @@ mod tests {
             "schema_version": 1, "passed": true, "duration_ms": null, "summary": [1],
             "node": {"hostname": "n1", "cores": 64},
             "versions": {"node": {"rocm": 6}},
-            "scopes": [{"scope": "gpu0", "properties": {"pci_address": "0000:05:00.0", "n": 1}}],
+            "scopes": [{"scope": "gpu0", "properties": {"pci_address": "0000:05:00.0", "n": 1}}, {"properties": {}}, 3],
             "results": [{"id": "x"}],
         }))
         .unwrap();
@@ -215,6 +204,7 @@ mod tests {
         assert_eq!(doc.node, BTreeMap::from([("hostname".into(), "n1".into())]));
         assert_eq!(doc.scopes[0].get("pci_address"), Some("0000:05:00.0"));
         assert_eq!(doc.scopes[0].properties.len(), 1);
+        assert_eq!(doc.scopes.len(), 1, "entries without a label are left out");
         // What readers judge by is required.
         assert!(
             serde_json::from_value::<Document<crate::SavedResult>>(json!({"results": []})).is_err()

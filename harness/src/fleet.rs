@@ -182,12 +182,8 @@ impl Fleet {
             ..Fleet::default()
         };
         for (file, doc) in reports {
-            let report = doc.and_then(|doc| {
-                saved_report::check_schema(&doc, &file)?;
-                serde_json::from_value::<Report>(doc).map_err(|e| {
-                    format!("{file} is not a rocgate run report (`rocgate run --json`): {e}")
-                })
-            });
+            let report =
+                doc.and_then(|doc| saved_report::parse::<Saved, SavedDecision>(doc, &file));
             let report = match report {
                 Ok(r) => r,
                 Err(why) => {

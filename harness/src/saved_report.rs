@@ -4,6 +4,8 @@
 //! than any report, or a document of another schema is refused with a
 //! message naming the file, never read whole or guessed at.
 
+use crate::document::Document;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fs::File;
 use std::io::Read;
@@ -75,6 +77,27 @@ pub fn read(path: &Path) -> Result<Value, String> {
     }
     serde_json::from_slice(&bytes)
         .map_err(|e| format!("{shown} is not JSON ({e}): give the file `rocgate run --json` wrote"))
+}
+
+/// The report at `path` as a [`Document`] whose results and decision a
+/// reader takes as `R` and `D`: [`read`], then [`parse`].
+pub fn open<R: DeserializeOwned, D: DeserializeOwned>(
+    path: &Path,
+) -> Result<Document<R, D>, String> {
+    parse(read(path)?, &path.display().to_string())
+}
+
+/// `doc`, named `what` in messages, as a [`Document`] of the schema this
+/// rocgate writes ([`check_schema`]), its results and decision read as `R`
+/// and `D`.
+pub fn parse<R: DeserializeOwned, D: DeserializeOwned>(
+    doc: Value,
+    what: &str,
+) -> Result<Document<R, D>, String> {
+    check_schema(&doc, what)?;
+    serde_json::from_value(doc).map_err(|e| {
+        format!("{what} is not a rocgate run report (`rocgate run --json` writes one): {e}")
+    })
 }
 
 /// Checks that `doc` is a results document of schema

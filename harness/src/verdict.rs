@@ -237,20 +237,6 @@ impl MetricKind {
         }
     }
 
-    /// The kind of a metric from a report written before metrics said
-    /// their kind, from its unit alone: times are durations, `errors` and
-    /// `pages` counters, rates (`.../s`) throughputs; anything else (a
-    /// count, a temperature) is not compared.
-    pub fn from_unit(unit: &str) -> MetricKind {
-        match unit {
-            "ms" | "s" | "us" | "ns" => MetricKind::Duration,
-            "errors" | "pages" => MetricKind::Counter,
-            "°C" | "W" => MetricKind::Reading,
-            u if u.ends_with("/s") => MetricKind::Throughput,
-            _ => MetricKind::Count,
-        }
-    }
-
     /// Whether `rocgate compare` judges metrics of this kind at all.
     pub fn compared(self) -> bool {
         matches!(self, MetricKind::Throughput | MetricKind::Counter)
@@ -348,13 +334,6 @@ impl Metric {
             floor: None,
             between: None,
         }
-    }
-
-    /// Its kind: the one it says, else the one its unit implies (a report
-    /// written before metrics said their kind).
-    pub fn kind_or_unit(&self) -> MetricKind {
-        self.kind
-            .unwrap_or_else(|| MetricKind::from_unit(&self.unit))
     }
 
     /// The name of the metric `family` measured from `from` to `to`
@@ -614,18 +593,9 @@ mod tests {
     }
 
     #[test]
-    fn a_metric_without_a_kind_takes_one_from_its_unit_and_serialises_without_it() {
+    fn a_metric_without_a_kind_reads_and_serialises_without_it() {
         let old: Metric = serde_json::from_str(r#"{"name":"t","value":1.0,"unit":"ms"}"#).unwrap();
-        assert_eq!(old.kind_or_unit(), MetricKind::Duration);
-        assert!(!old.kind_or_unit().compared());
-        for (unit, kind) in [
-            ("GB/s", MetricKind::Throughput),
-            ("errors", MetricKind::Counter),
-            ("°C", MetricKind::Reading),
-            ("count", MetricKind::Count),
-        ] {
-            assert_eq!(MetricKind::from_unit(unit), kind, "{unit}");
-        }
+        assert_eq!(old.kind, None);
         let text = serde_json::to_string(&old).unwrap();
         assert!(!text.contains("kind") && !text.contains("spread"), "{text}");
         let new = Verdict::pass("").with_counter("ras_ce.umc", 0.0, "errors");

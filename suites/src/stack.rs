@@ -2,7 +2,8 @@
 //! only as a name and a rank; this is where the layers get their meaning
 //! and their order, which gating, diagnoses and reports follow.
 
-use rocgate_harness::Layer;
+use rocgate_harness::compare::Terms;
+use rocgate_harness::{Layer, MetricKind};
 
 /// The host settings the GPUs depend on (IOMMU, NUMA balancing, huge
 /// pages): it never gates, and sits below everything.
@@ -45,10 +46,45 @@ pub const IDENTITY: rocgate_harness::document::IdentityKeys =
         serial: "unique_id",
     };
 
+/// What the suites' reports mean by their names, for comparing two runs.
+pub const TERMS: Terms = Terms {
+    identity: IDENTITY,
+    kind_of_unit,
+};
+
+/// The kind of a metric from a report written before metrics said their
+/// kind, from the unit the suites gave it: times are durations, `errors`
+/// and `pages` counters, rates (`.../s`) throughputs; anything else (a
+/// count, a temperature) is not compared.
+pub fn kind_of_unit(unit: &str) -> MetricKind {
+    match unit {
+        "ms" | "s" | "us" | "ns" => MetricKind::Duration,
+        "errors" | "pages" => MetricKind::Counter,
+        "°C" | "W" => MetricKind::Reading,
+        u if u.ends_with("/s") => MetricKind::Throughput,
+        _ => MetricKind::Count,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn units_of_older_reports_say_what_their_metrics_measure() {
+        for (unit, kind) in [
+            ("ms", MetricKind::Duration),
+            ("GB/s", MetricKind::Throughput),
+            ("TFLOP/s", MetricKind::Throughput),
+            ("errors", MetricKind::Counter),
+            ("pages", MetricKind::Counter),
+            ("°C", MetricKind::Reading),
+            ("count", MetricKind::Count),
+        ] {
+            assert_eq!(kind_of_unit(unit), kind, "{unit}");
+        }
+    }
 
     #[test]
     fn layers_are_listed_bottom_up_with_names_and_ranks_of_their_own() {

@@ -2,9 +2,9 @@
 //! index) and check by check, and their differences found.
 
 use super::model::*;
-use crate::document::{IdentityKeys, scopes_in, versions_in};
-use crate::verdict::{MetricKind, Spread};
-use serde_json::Value;
+use super::read::{Compared, Report};
+use crate::document::IdentityKeys;
+use crate::verdict::MetricKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A scope's identity across runs: `node`, or a GPU's PCI address (its
@@ -21,13 +21,9 @@ type Identities = BTreeMap<String, Identity>;
 
 /// The GPU labels a document's results or scopes name that its scopes do
 /// not identify (no PCI address, no serial).
-fn unidentified(doc: &Value, ids: &Identities) -> Vec<String> {
+fn unidentified(doc: &Report, ids: &Identities) -> Vec<String> {
     let mut labels: BTreeSet<String> = ids.keys().cloned().collect();
-    for r in doc["results"].as_array().into_iter().flatten() {
-        if let Some(s) = r["scope"].as_str() {
-            labels.insert(s.to_string());
-        }
-    }
+    labels.extend(doc.results.iter().filter_map(|r| r.scope.clone()));
     labels
         .into_iter()
         .filter(|l| l.starts_with("gpu"))
@@ -47,9 +43,9 @@ fn by_label(ids: &Identities) -> Identities {
 
 /// Each scope label of a results document (`gpu3`) with its identity: the
 /// address the suites name it by, else its serial, else its label.
-fn identities(doc: &Value, keys: &IdentityKeys) -> Identities {
+fn identities(doc: &Report, keys: &IdentityKeys) -> Identities {
     let mut out = BTreeMap::new();
-    for s in scopes_in(&doc["scopes"]) {
+    for s in &doc.scopes {
         let label = s.scope.as_str();
         let (key, id) = if label == "node" {
             ("node".to_string(), None)
@@ -86,12 +82,12 @@ fn identity(ids: &Identities, label: &str) -> Identity {
 
 /// Versions keyed by (scope identity, component), with the scope's name;
 /// `ids` are the document's own identities.
-fn versions_of(doc: &Value, ids: &Identities) -> BTreeMap<(String, String), (String, String)> {
+fn versions_of(doc: &Report, ids: &Identities) -> BTreeMap<(String, String), (String, String)> {
     let mut out = BTreeMap::new();
-    for (scope, kv) in versions_in(&doc["versions"]) {
-        let who = identity(ids, &scope);
+    for (scope, kv) in &doc.versions {
+        let who = identity(ids, scope);
         for (k, v) in kv {
-            out.insert((who.key.clone(), k), (who.label.clone(), v));
+            out.insert((who.key.clone(), k.clone()), (who.label.clone(), v.clone()));
         }
     }
     out
@@ -107,27 +103,25 @@ struct Placed<'a> {
     who: String,
     /// The GPU's address or serial alone.
     gpu: Option<String>,
-    result: &'a Value,
+    result: &'a Compared,
 }
 
 /// A document's results keyed by (scope identity, check id).
 type Results<'a> = BTreeMap<(String, String), Placed<'a>>;
 
 /// Results keyed by (scope identity, check id).
-fn results_of<'a>(doc: &'a Value, ids: &Identities) -> Results<'a> {
-    doc["results"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn results_of<'a>(doc: &'a Report, ids: &Identities) -> Results<'a> {
+    doc.results
+        .iter()
         .filter_map(|r| {
-            let id = r["id"].as_str()?;
-            let scope = r["scope"]
-                .as_str()
-                .map(str::to_string)
+            let id = r.id.as_deref()?;
+            let scope = r
+                .scope
+                .clone()
                 .or_else(|| id.split('.').next().map(str::to_string))?;
-            let check = r["check"]
-                .as_str()
-                .map(str::to_string)
+            let check = r
+                .check
+                .clone()
                 .unwrap_or_else(|| id.split_once('.').map_or(id, |(_, c)| c).to_string());
             let who = identity(ids, &scope);
             Some((
@@ -152,13 +146,6 @@ fn gpus_of(ids: &Identities) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Checks that `doc` is a rocgate results document (schema 1); names `what`
-/// and, when it is not, what its schema_version is
-/// ([`crate::saved_report::check_schema`]).
-pub fn validate(doc: &Value, what: &str) -> Result<(), String> {
-    crate::saved_report::check_schema(doc, what)
-}
-
 /// A metric as a results document holds it.
 struct MetricOf {
     /// The name to show (this run's).
@@ -175,16 +162,10 @@ struct MetricOf {
 /// A result's metrics keyed so that runs match: by name, or for a metric
 /// between two scopes by its family and the pair's identities (a pair's
 /// name holds scope indices, which shift when a GPU goes).
-fn metrics_of(r: &Value, ids: &Identities) -> BTreeMap<String, MetricOf> {
+fn metrics_of(r: &Compared, ids: &Identities) -> BTreeMap<String, MetricOf> {
     let mut out = BTreeMap::new();
-    for m in r["metrics"].as_array().into_iter().flatten() {
-        let Some(name) = m["name"].as_str() else {
-            continue;
-        };
-        let value = m["value"].as_f64();
-        let unit = m["unit"].as_str().unwrap_or("").to_string();
-        let kind = serde_json::from_value::<MetricKind>(m["kind"].clone()).ok();
-        let spread = serde_json::from_value::<Spread>(m["spread"].clone()).ok();
+    for m in &r.metrics {
+        let name = m.name.as_str();
         // A report older than `between` names the pair only in the metric's
         // name: `p2p_gbps.gpu6>gpu5`, both scopes of this run.
         let named = || {
@@ -192,9 +173,10 @@ fn metrics_of(r: &Value, ids: &Identities) -> BTreeMap<String, MetricOf> {
             let (from, to) = pair.split_once('>')?;
             (ids.contains_key(from) && ids.contains_key(to)).then_some((from, to))
         };
-        let pair = m["between"]
-            .as_array()
-            .and_then(|p| Some((p.first()?.as_str()?, p.get(1)?.as_str()?)))
+        let pair = m
+            .between
+            .as_ref()
+            .map(|(from, to)| (from.as_str(), to.as_str()))
             .or_else(named);
         let (key, on) = match pair {
             Some((from, to)) => {
@@ -212,9 +194,12 @@ fn metrics_of(r: &Value, ids: &Identities) -> BTreeMap<String, MetricOf> {
             key,
             MetricOf {
                 name: name.to_string(),
-                unit,
-                kind,
-                measured: value.map(|value| Measured { value, spread }),
+                unit: m.unit.clone(),
+                kind: m.kind,
+                measured: m.value.map(|value| Measured {
+                    value,
+                    spread: m.spread,
+                }),
                 on,
             },
         );
@@ -229,9 +214,9 @@ fn not_read_because(placed: Option<&Placed<'_>>, check: &str) -> Option<String> 
         return Some(format!("{check} did not run"));
     };
     let r = p.result;
-    match r["status"].as_str().unwrap_or("?") {
+    match r.status() {
         "pass" | "warn" => None,
-        "blocked" => Some(match r["blocked_by"].as_str() {
+        "blocked" => Some(match &r.blocked_by {
             Some(root) => format!("blocked by {root}"),
             None => format!("{} blocked", p.id),
         }),
@@ -242,13 +227,14 @@ fn not_read_because(placed: Option<&Placed<'_>>, check: &str) -> Option<String> 
     }
 }
 
-/// Compares two results documents, whose GPUs `keys` say who they are.
+/// Compares two run reports, read in the suites' `terms`.
 pub fn compare(
-    before: &Value,
-    after: &Value,
+    before: &Report,
+    after: &Report,
     tolerances: &Tolerances,
-    keys: &IdentityKeys,
+    terms: &Terms,
 ) -> Comparison {
+    let keys = &terms.identity;
     let mut c = Comparison {
         tolerances: tolerances.clone(),
         ..Comparison::default()
@@ -303,7 +289,7 @@ pub fn compare(
                     } else {
                         format!("{} on {}", pb.id, pb.who)
                     },
-                    before: b["status"].as_str().unwrap_or("?").to_string(),
+                    before: b.status().to_string(),
                 });
             }
             continue;
@@ -315,18 +301,13 @@ pub fn compare(
         } else {
             format!("{} (was {})", pa.id, pb.scope)
         };
-        let (sb, sa) = (
-            b["status"].as_str().unwrap_or("?"),
-            a["status"].as_str().unwrap_or("?"),
-        );
+        let (sb, sa) = (b.status(), a.status());
         let change = StatusChange {
             id: id.clone(),
             before: sb.to_string(),
             after: sa.to_string(),
-            message: a["message"].as_str().unwrap_or("").to_string(),
-            blocked_by: (sa == "blocked")
-                .then(|| a["blocked_by"].as_str().map(str::to_string))
-                .flatten(),
+            message: a.message.clone(),
+            blocked_by: (sa == "blocked").then(|| a.blocked_by.clone()).flatten(),
         };
         if sb == "pass" && sa != "pass" {
             c.regressions.push(change);
@@ -339,7 +320,7 @@ pub fn compare(
             before: metrics_of(b, &ib),
             after: metrics_of(a, &ia),
         };
-        metrics(&mut c, &check);
+        metrics(&mut c, &check, terms);
         if matches!(sa, "pass" | "warn") {
             missing(&mut c, &check);
         }
@@ -350,7 +331,7 @@ pub fn compare(
 /// Version changes between the runs, saying which absent ones were not read.
 fn versions(
     c: &mut Comparison,
-    (before, after): (&Value, &Value),
+    (before, after): (&Report, &Report),
     (ib, ia): &(Identities, Identities),
     (gb, ga): (&BTreeMap<String, String>, &BTreeMap<String, String>),
     (rb, ra): (&Results<'_>, &Results<'_>),
@@ -361,12 +342,7 @@ fn versions(
     let mut reader: BTreeMap<(String, String), (String, String)> = BTreeMap::new();
     let mut anywhere: BTreeMap<String, (String, String)> = BTreeMap::new();
     for ((scope, check), p) in rb {
-        for fact in p.result["facts"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|f| f.0)
-        {
+        for fact in p.result.facts.keys() {
             let at = (scope.clone(), check.clone());
             reader.insert((scope.clone(), fact.clone()), at.clone());
             anywhere.entry(fact.clone()).or_insert(at);
@@ -411,7 +387,7 @@ struct CheckMetrics<'a> {
 }
 
 /// Judges the metrics of one check in both runs.
-fn metrics(c: &mut Comparison, check: &CheckMetrics) {
+fn metrics(c: &mut Comparison, check: &CheckMetrics, terms: &Terms) {
     let CheckMetrics { id, gpu, .. } = *check;
     for (key, before) in &check.before {
         let Some(after) = check.after.get(key) else {
@@ -425,7 +401,7 @@ fn metrics(c: &mut Comparison, check: &CheckMetrics) {
         let kind = after
             .kind
             .or(before.kind)
-            .unwrap_or_else(|| MetricKind::from_unit(&before.unit));
+            .unwrap_or_else(|| (terms.kind_of_unit)(&before.unit));
         let (vb, va) = (mbefore.centre(), mafter.centre());
         if !kind.compared() || !vb.is_finite() || !va.is_finite() {
             c.not_judged += 1;

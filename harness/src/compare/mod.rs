@@ -14,8 +14,9 @@
 //! written as `null`) while its check still passes is a regression whatever
 //! the tolerance, and so is a change in the GPU count.
 //!
-//! Metrics say what they measure ([`MetricKind`]), so this module holds no
-//! table of units or names: a throughput regressed only when its drop
+//! Metrics say what they measure ([`crate::MetricKind`]); for reports older
+//! than that, the suites say what a unit means ([`Terms`]), so this module
+//! holds no table of units or names: a throughput regressed only when its drop
 //! exceeds both its family's tolerance and the spread each run saw over its
 //! repetitions (a drop inside the noise of one run is not a change); a
 //! counter regressed on any growth; durations, readings and counts are
@@ -24,10 +25,12 @@
 
 mod diff;
 mod model;
+mod read;
 mod render;
 #[cfg(test)]
 mod tests;
 
-pub use diff::{compare, validate};
+pub use diff::compare;
 pub use model::*;
+pub use read::{Compared, ComparedMetric, Report};
 pub use render::{render_markdown, render_text};

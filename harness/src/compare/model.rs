@@ -1,8 +1,20 @@
 //! What a comparison found: the changes between two runs, the tolerances
 //! they were judged with, and the rule a throughput regresses by.
 
-use crate::verdict::Spread;
+use crate::document::IdentityKeys;
+use crate::verdict::{MetricKind, Spread};
 use std::collections::BTreeMap;
+
+/// What the suites' reports mean by their names, which a comparison goes
+/// by without knowing ROCm: who a GPU is, and what a metric that does not
+/// state its kind measures (reports written before metrics said so).
+#[derive(Clone, Copy, Debug)]
+pub struct Terms {
+    /// The properties that say who the node and its GPUs are.
+    pub identity: IdentityKeys,
+    /// The kind of a metric of this unit that states none.
+    pub kind_of_unit: fn(&str) -> MetricKind,
+}
 
 /// The tolerated relative drop of a throughput, per metric family (the
 /// metric's name before its first `.`: `gemm_tflops` of

@@ -1,8 +1,24 @@
 use super::*;
-use crate::test_support::KEYS;
+use crate::test_support::TERMS;
 use crate::verdict::Spread;
 use serde_json::Value;
 use serde_json::json;
+
+/// The report a test's JSON reads as, as `compare` reads a saved one:
+/// the tests write only what they compare, so what every report has
+/// (`passed`) is filled in.
+fn read(doc: &Value) -> Report {
+    let mut doc = doc.clone();
+    if let Some(o) = doc.as_object_mut() {
+        o.entry("passed").or_insert(json!(false));
+    }
+    serde_json::from_value(doc).unwrap()
+}
+
+/// Compares two reports given as JSON.
+fn compare(before: &Value, after: &Value, tolerances: &Tolerances, terms: &Terms) -> Comparison {
+    super::compare(&read(before), &read(after), tolerances, terms)
+}
 
 fn flat(t: f64) -> Tolerances {
     Tolerances::flat(t)
@@ -34,7 +50,7 @@ fn finds_version_status_and_metric_changes() {
         &doc("pass", 100.0, "6.8.5"),
         &doc("fail", 90.0, "6.10.5"),
         &flat(0.05),
-        &KEYS,
+        &TERMS,
     );
     assert_eq!(c.versions.len(), 1);
     assert_eq!(c.versions[0].key, "amdgpu");
@@ -120,7 +136,7 @@ fn tolerances_are_per_family_with_a_default() {
             "metrics": [{"name": "p2p_gbps.gpu0>gpu1", "value": gbps, "unit": "GB/s", "kind": "throughput", "between": ["gpu0", "gpu1"]},
                         {"name": "h2d_gbps", "value": gbps, "unit": "GB/s", "kind": "throughput"}]}]})
     };
-    let c = compare(&run(50.0), &run(42.0), &t, &KEYS);
+    let c = compare(&run(50.0), &run(42.0), &t, &TERMS);
     assert_eq!(c.slower.len(), 1, "{c:?}");
     assert_eq!(c.slower[0].metric, "h2d_gbps");
     assert!(render_text(&c).contains("tolerance 5%"));
@@ -137,7 +153,7 @@ fn error_counters_regress_on_any_rise_and_readings_never_do() {
             ]
         }]})
     };
-    let c = compare(&run(0.0, 40.0), &run(3.0, 90.0), &flat(0.05), &KEYS);
+    let c = compare(&run(0.0, 40.0), &run(3.0, 90.0), &flat(0.05), &TERMS);
     assert_eq!(c.grew.len(), 1, "{c:?}");
     assert_eq!(
         (c.grew[0].before, c.grew[0].after, c.grew[0].change),
@@ -145,7 +161,7 @@ fn error_counters_regress_on_any_rise_and_readings_never_do() {
     );
     assert!(c.slower.is_empty() && c.regressed());
     assert!(render_text(&c).contains("ras_ce.umc: 0 -> 3 errors (+3)"));
-    let steady = compare(&run(3.0, 90.0), &run(3.0, 40.0), &flat(0.05), &KEYS);
+    let steady = compare(&run(3.0, 90.0), &run(3.0, 40.0), &flat(0.05), &TERMS);
     assert!(!steady.regressed(), "{steady:?}");
 }
 
@@ -158,7 +174,7 @@ fn durations_readings_and_counts_are_never_compared() {
                 {"name": "gemm_fp32_tflops_256", "value": 1.0 / v, "unit": "TFLOP/s", "kind": "reading"},
                 {"name": "compute_units", "value": 1.0 / v, "unit": "count", "kind": "count"}]}]})
     };
-    let c = compare(&run(1.0), &run(1000.0), &flat(0.05), &KEYS);
+    let c = compare(&run(1.0), &run(1000.0), &flat(0.05), &TERMS);
     assert!(!c.regressed(), "{c:?}");
     assert_eq!((c.judged, c.not_judged), (0, 3));
 }
@@ -178,7 +194,7 @@ fn reports_without_kinds_fall_back_to_the_unit_but_never_compare_durations() {
         &run(1.0, 50.0, 0.0),
         &run(100.0, 40.0, 1.0),
         &flat(0.05),
-        &KEYS,
+        &TERMS,
     );
     assert_eq!(c.slower.len(), 1, "{c:?}");
     assert_eq!(c.slower[0].metric, "h2d_bandwidth");
@@ -187,7 +203,7 @@ fn reports_without_kinds_fall_back_to_the_unit_but_never_compare_durations() {
     // A new report's kind wins over an old one's unit.
     let mut new = run(1.0, 40.0, 0.0);
     new["results"][0]["metrics"][1]["kind"] = json!("reading");
-    let c = compare(&run(1.0, 50.0, 0.0), &new, &flat(0.05), &KEYS);
+    let c = compare(&run(1.0, 50.0, 0.0), &new, &flat(0.05), &TERMS);
     assert!(c.slower.is_empty(), "{c:?}");
 }
 
@@ -195,10 +211,10 @@ fn reports_without_kinds_fall_back_to_the_unit_but_never_compare_durations() {
 fn small_moves_and_faster_times_are_not_regressions() {
     let mut after = doc("pass", 97.0, "6.8.5");
     after["results"][0]["metrics"][1]["value"] = json!(9.0);
-    let c = compare(&doc("pass", 100.0, "6.8.5"), &after, &flat(0.05), &KEYS);
+    let c = compare(&doc("pass", 100.0, "6.8.5"), &after, &flat(0.05), &TERMS);
     assert!(!c.regressed(), "{c:?}");
     assert!(
-        validate(&json!({"x": 1}), "a.json")
+        crate::saved_report::parse::<Compared, Value>(json!({"x": 1}), "a.json")
             .unwrap_err()
             .contains("a.json")
     );
@@ -242,7 +258,7 @@ fn gpus_are_matched_by_pci_address_not_index() {
         &node(&[0x05, 0x26, 0x46], 50.0),
         &node(&[0x05, 0x46], 50.0),
         &flat(0.5),
-        &KEYS,
+        &TERMS,
     );
     assert!(c.regressed());
     assert_eq!(c.gpu_count, Some((3, 2)));
@@ -258,13 +274,13 @@ fn gpus_are_matched_by_pci_address_not_index() {
     // itself and named with both indices and its address.
     let mut after = node(&[0x05, 0x46], 50.0);
     after["results"][1]["metrics"][0]["value"] = json!(10.0);
-    let c = compare(&node(&[0x05, 0x26, 0x46], 50.0), &after, &flat(0.5), &KEYS);
+    let c = compare(&node(&[0x05, 0x26, 0x46], 50.0), &after, &flat(0.5), &TERMS);
     assert_eq!(c.slower.len(), 1, "{c:?}");
     assert_eq!(c.slower[0].id, "gpu1.hip.bandwidth (was gpu2)");
     assert_eq!(c.slower[0].on.as_deref(), Some("0000:46:00.0"));
     // So is the link to it: gpu0>gpu1 after is gpu0>gpu2 before.
     after["results"][2]["metrics"][0]["value"] = json!(10.0);
-    let c = compare(&node(&[0x05, 0x26, 0x46], 50.0), &after, &flat(0.5), &KEYS);
+    let c = compare(&node(&[0x05, 0x26, 0x46], 50.0), &after, &flat(0.5), &TERMS);
     let pair = c
         .slower
         .iter()
@@ -278,7 +294,7 @@ fn a_check_that_disappears_is_a_regression_whatever_the_tolerance() {
     let before = node(&[0x05], 50.0);
     let mut after = before.clone();
     after["results"] = json!([]);
-    let c = compare(&before, &after, &flat(0.99), &KEYS);
+    let c = compare(&before, &after, &flat(0.99), &TERMS);
     assert!(c.regressed());
     let gone = c.gone.iter().find(|g| g.what.starts_with("gpu0"));
     assert_eq!(
@@ -294,7 +310,7 @@ fn a_measurement_gone_while_its_check_passes_is_a_regression() {
     let mut after = before.clone();
     after["results"][0]["metrics"][0]["value"] = json!(null);
     after["results"][2]["metrics"] = json!([]);
-    let c = compare(&before, &after, &flat(0.99), &KEYS);
+    let c = compare(&before, &after, &flat(0.99), &TERMS);
     assert!(c.regressed(), "{c:?}");
     let what: Vec<(String, bool)> = c.missing.iter().map(|m| (m.what(), m.null)).collect();
     assert_eq!(
@@ -317,7 +333,7 @@ fn a_measurement_gone_while_its_check_passes_is_a_regression() {
     // A check that stopped passing is reported as such, not as each of
     // its measurements.
     after["results"][0]["status"] = json!("fail");
-    let c = compare(&before, &after, &flat(0.99), &KEYS);
+    let c = compare(&before, &after, &flat(0.99), &TERMS);
     assert_eq!(c.missing.len(), 1, "{c:?}");
     assert_eq!(c.regressions.len(), 1, "{c:?}");
 }
@@ -327,7 +343,7 @@ fn gpus_a_report_does_not_identify_are_matched_by_index_and_it_says_so() {
     let before = node(&[0x05, 0x26], 50.0);
     let mut after = before.clone();
     after["scopes"][2]["properties"] = json!({});
-    let c = compare(&before, &after, &flat(0.05), &KEYS);
+    let c = compare(&before, &after, &flat(0.05), &TERMS);
     assert!(!c.regressed(), "{c:?}");
     let why = c.by_index.as_deref().unwrap_or_default();
     assert!(
@@ -347,7 +363,7 @@ fn gpus_a_report_does_not_identify_are_matched_by_index_and_it_says_so() {
     reversed["results"][2]["metrics"][0]["name"] = json!("p2p_gbps.gpu1>gpu0");
     reversed["results"][2]["metrics"][0]["between"] = json!(["gpu1", "gpu0"]);
     reversed["results"][2]["metrics"][0]["value"] = json!(10.0);
-    let c = compare(&old, &reversed, &flat(0.05), &KEYS);
+    let c = compare(&old, &reversed, &flat(0.05), &TERMS);
     assert!(c.slower.is_empty() && c.missing.is_empty(), "{c:?}");
 }
 
@@ -377,7 +393,7 @@ fn stack(n: usize, loaded: bool) -> Value {
 
 #[test]
 fn blocked_checks_are_grouped_under_their_root_and_their_versions_not_read() {
-    let c = compare(&stack(8, true), &stack(8, false), &flat(0.05), &KEYS);
+    let c = compare(&stack(8, true), &stack(8, false), &flat(0.05), &TERMS);
     assert_eq!(c.regressions.len(), 9);
     let text = render_text(&c);
     assert!(
@@ -406,7 +422,7 @@ fn blocked_checks_are_grouped_under_their_root_and_their_versions_not_read() {
         "{md}"
     );
     // Few versions not read are listed one by one.
-    let c = compare(&stack(1, true), &stack(1, false), &flat(0.05), &KEYS);
+    let c = compare(&stack(1, true), &stack(1, false), &flat(0.05), &TERMS);
     let text = render_text(&c);
     assert!(
         text.contains(
@@ -421,7 +437,7 @@ fn blocked_checks_are_grouped_under_their_root_and_their_versions_not_read() {
 fn checks_blocked_by_a_root_that_failed_before_too_are_one_line() {
     let mut before = stack(3, true);
     before["results"][0]["status"] = json!("warn");
-    let c = compare(&before, &stack(3, false), &flat(0.05), &KEYS);
+    let c = compare(&before, &stack(3, false), &flat(0.05), &TERMS);
     let text = render_text(&c);
     assert!(
         text.contains(
@@ -438,7 +454,7 @@ proptest::proptest! {
         after in crate::compare::tests::arbitrary_doc(),
         tolerance in 0.0f64..1.0,
     ) {
-        let c = compare(&before, &after, &flat(tolerance), &KEYS);
+        let c = compare(&before, &after, &flat(tolerance), &TERMS);
         let _ = render_text(&c);
         let _ = render_markdown(&c);
     }

@@ -46,6 +46,22 @@ pub(crate) fn run(results: Vec<CheckResult>) -> RunReport {
     }
 }
 
+/// What the tests' reports mean by their names: the identity properties
+/// as the suites name them; a metric that states no kind is a throughput
+/// when its unit is a rate, a counter when it counts `errors`.
+pub(crate) const TERMS: crate::compare::Terms = crate::compare::Terms {
+    identity: KEYS,
+    kind_of_unit: rate_or_count,
+};
+
+fn rate_or_count(unit: &str) -> crate::MetricKind {
+    match unit {
+        "errors" => crate::MetricKind::Counter,
+        u if u.ends_with("/s") => crate::MetricKind::Throughput,
+        _ => crate::MetricKind::Count,
+    }
+}
+
 /// The identity properties as the suites name them.
 pub(crate) const KEYS: IdentityKeys = IdentityKeys {
     host: "hostname",
