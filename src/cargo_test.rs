@@ -84,7 +84,7 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
     let setup_error = |e: String| vec![Trial::test("rocgate.setup", move || Err(e.into()))];
     let session = match Session::open(sysroot, options) {
         Ok(s) => Arc::new(s),
-        Err(e) => return setup_error(e),
+        Err(e) => return setup_error(e.to_string()),
     };
     let policy = env
         .config

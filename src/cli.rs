@@ -1,6 +1,6 @@
 //! Command-line arguments.
 
-use crate::error::{Result, ResultExt};
+use crate::error::Result;
 use crate::output::Output;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rocgate_harness::Tier;
@@ -16,7 +16,7 @@ pub fn open_sysroot(arg: Option<&Path>) -> Result<Opened> {
         return Ok(Opened::plain(Sysroot::live()));
     };
     if !rocgate_node::snapshot::is_archive(path) {
-        return rocgate_node::snapshot::open(path, &|| false).node_io();
+        return Ok(rocgate_node::snapshot::open(path, &|| false)?);
     }
     // Caught from here on, so that a signal ends the command through its
     // normal return, which removes the unpacked directory; an unpack in
@@ -25,7 +25,7 @@ pub fn open_sysroot(arg: Option<&Path>) -> Result<Opened> {
     rocgate_node::snapshot::open(path, &|| {
         interrupt.load(std::sync::atomic::Ordering::SeqCst) != 0
     })
-    .node_io()
+    .map_err(Into::into)
 }
 
 /// Layer-by-layer validation of AMD ROCm GPU nodes for CI.

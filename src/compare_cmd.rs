@@ -1,7 +1,7 @@
 //! `rocgate compare BEFORE.json AFTER.json`: the upgrade gate.
 
 use crate::cli::{CompareArgs, CompareFormat};
-use crate::error::{Result, ResultExt};
+use crate::error::Result;
 use crate::output::Output;
 use rocgate::exit::Exit;
 use rocgate_harness::compare::{self, Tolerances};
@@ -11,7 +11,7 @@ use rocgate_suites::thresholds::Thresholds;
 /// One run's report: a regular file of bounded size, of the schema this
 /// rocgate reads ([`saved_report`]).
 fn load(path: &std::path::Path) -> Result<compare::Report> {
-    saved_report::open(path).node_io()
+    Ok(saved_report::open(path)?)
 }
 
 /// The tolerances to judge throughputs with: `--tolerance` for every

@@ -2,12 +2,14 @@
 //! `rocgate: <message>`, and its kind, which picks the exit code
 //! ([`rocgate::exit::Exit`]).
 //!
-//! The layers below report errors as `String`s; a command turns each into
-//! this type where it calls them, naming the kind it knows the failure to
-//! be (`.node_io()`, `.internal()`), and adds context (`.context("...")`)
-//! here at the front end only. A `String` given no kind is a usage or
-//! configuration error: that is what the plumbing's errors are unless a
-//! command says otherwise.
+//! The crates below say the kind of what failed at their boundary by its
+//! type (`atomic::NotWritten`, `saved_report::NotRead`,
+//! `snapshot::NotOpened`, `config_file::ConfigError`,
+//! `context::OpenError`); the `From` impls here give each its kind, so a
+//! command's `?` exits with the right code. Their plumbing inside still
+//! speaks `String`; a `String` that reaches a command with no kind named
+//! (`.internal()`) is a usage or configuration error.
+//! Context (`.context("...")`) is added here at the front end only.
 
 use rocgate::exit::Exit;
 use std::fmt;
@@ -105,14 +107,53 @@ impl From<String> for Error {
     }
 }
 
+/// A report, archive or output not written: node I/O.
+impl From<rocgate_harness::atomic::NotWritten> for Error {
+    fn from(e: rocgate_harness::atomic::NotWritten) -> Error {
+        Error::node_io(e.0)
+    }
+}
+
+/// A saved report not read: node I/O.
+impl From<rocgate_harness::saved_report::NotRead> for Error {
+    fn from(e: rocgate_harness::saved_report::NotRead) -> Error {
+        Error::node_io(e.0)
+    }
+}
+
+/// A snapshot archive not opened: node I/O.
+impl From<rocgate_node::snapshot::NotOpened> for Error {
+    fn from(e: rocgate_node::snapshot::NotOpened) -> Error {
+        Error::node_io(e.0)
+    }
+}
+
+/// A thresholds or matrix file that cannot be used: usage.
+impl From<rocgate_suites::config_file::ConfigError> for Error {
+    fn from(e: rocgate_suites::config_file::ConfigError) -> Error {
+        Error::usage(e.0)
+    }
+}
+
+/// A node that could not be opened: usage whatever the kind, as the
+/// `--sysroot` given cannot be used (no directory, or a snapshot whose
+/// capture record is damaged: take a new one), or a file named cannot.
+impl From<rocgate_suites::context::OpenError> for Error {
+    fn from(e: rocgate_suites::context::OpenError) -> Error {
+        use rocgate_suites::context::OpenError;
+        match e {
+            OpenError::Sysroot(m) => Error::usage(m),
+            OpenError::Capture(m) => Error::usage(m),
+            OpenError::Config(c) => c.into(),
+        }
+    }
+}
+
 /// A command's result (an `Error` unless another is named).
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Kinds and context for the `String` errors of the layers below.
 pub trait ResultExt<T> {
-    /// The error as a failure to read the node or a saved report, or to
-    /// write a report or the output.
-    fn node_io(self) -> Result<T>;
     /// The error as a defect of rocgate's own.
     fn internal(self) -> Result<T>;
     /// The error as part of `what`, its kind kept.
@@ -120,10 +161,6 @@ pub trait ResultExt<T> {
 }
 
 impl<T> ResultExt<T> for Result<T, String> {
-    fn node_io(self) -> Result<T> {
-        self.map_err(Error::node_io)
-    }
-
     fn internal(self) -> Result<T> {
         self.map_err(Error::internal)
     }
@@ -134,10 +171,6 @@ impl<T> ResultExt<T> for Result<T, String> {
 }
 
 impl<T> ResultExt<T> for Result<T> {
-    fn node_io(self) -> Result<T> {
-        self.map_err(|e| Error::new(Kind::NodeIo, e.message))
-    }
-
     fn internal(self) -> Result<T> {
         self.map_err(|e| Error::new(Kind::Internal, e.message))
     }
@@ -160,9 +193,31 @@ mod tests {
     }
 
     #[test]
+    fn each_crate_boundary_error_has_its_kind() {
+        use rocgate_harness::{atomic::NotWritten, saved_report::NotRead};
+        use rocgate_node::snapshot::NotOpened;
+        use rocgate_suites::{config_file::ConfigError, context::OpenError};
+        let m = || "m".to_string();
+        for (e, kind) in [
+            (Error::from(NotWritten(m())), Kind::NodeIo),
+            (Error::from(NotRead(m())), Kind::NodeIo),
+            (Error::from(NotOpened(m())), Kind::NodeIo),
+            (Error::from(ConfigError(m())), Kind::Usage),
+            (Error::from(OpenError::Sysroot(m())), Kind::Usage),
+            (Error::from(OpenError::Capture(m())), Kind::Usage),
+            (
+                Error::from(OpenError::Config(ConfigError(m()))),
+                Kind::Usage,
+            ),
+        ] {
+            assert_eq!((e.kind(), e.to_string()), (kind, m()));
+        }
+    }
+
+    #[test]
     fn context_prefixes_the_message_and_keeps_the_kind() {
-        let e: Result<(), String> = Err("no such file".to_string());
-        let e = e.node_io().context("--json out.json").unwrap_err();
+        let e: Result<()> = Err(Error::node_io("no such file"));
+        let e = e.context("--json out.json").unwrap_err();
         assert_eq!(e.to_string(), "--json out.json: no such file");
         assert_eq!(e.kind(), Kind::NodeIo);
         let plain: Result<(), String> = Err("bad".into());

@@ -20,7 +20,9 @@ pub fn run(args: &FleetArgs) -> Result<Exit> {
             let inputs: Vec<Input> = reports_in(&report.inputs)?
                 .into_iter()
                 .map(|(file, listed)| {
-                    let doc = listed.and_then(|()| saved_report::read(&file));
+                    let doc = listed
+                        .map_err(saved_report::NotRead)
+                        .and_then(|()| saved_report::read(&file));
                     (file.display().to_string(), doc)
                 })
                 .collect();

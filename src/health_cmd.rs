@@ -68,6 +68,13 @@ impl From<String> for Stop {
     }
 }
 
+/// A node health cannot open leaves it without a verdict.
+impl From<rocgate_suites::context::OpenError> for Stop {
+    fn from(e: rocgate_suites::context::OpenError) -> Stop {
+        Stop::Unknown(e.to_string())
+    }
+}
+
 /// Whatever its kind, a command's error leaves health without a verdict.
 impl From<crate::error::Error> for Stop {
     fn from(e: crate::error::Error) -> Stop {

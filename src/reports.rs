@@ -187,7 +187,7 @@ pub fn write(
         };
         match format
             .render(shown, source, path)
-            .and_then(|t| atomic::write(path, t.as_bytes()))
+            .and_then(|t| atomic::write(path, t.as_bytes()).map_err(|e| e.to_string()))
         {
             Ok(()) => written.push(format!("{} {}", format.label(), path.display())),
             Err(e) => failed.push(format!(

@@ -5,7 +5,7 @@ use rocgate_harness::isolate::WorkerPool;
 use rocgate_harness::{Check, Event, ExecOptions, Plan, PlanError, RunReport, Tier, execute, plan};
 use rocgate_node::Sysroot;
 use rocgate_node::facts::NodeFacts;
-use rocgate_suites::context::{NodeContext, RunOptions, WorkerConfig};
+use rocgate_suites::context::{NodeContext, OpenError, RunOptions, WorkerConfig};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ pub struct Session {
 impl Session {
     /// Opens the node at `sysroot`. Errors are configuration errors (a
     /// sysroot that does not exist, a malformed capture record).
-    pub fn open(sysroot: Sysroot, options: RunOptions) -> Result<Session, String> {
+    pub fn open(sysroot: Sysroot, options: RunOptions) -> Result<Session, OpenError> {
         Session::open_configured(sysroot, options, None)
     }
 
@@ -38,7 +38,7 @@ impl Session {
         sysroot: Sysroot,
         options: RunOptions,
         config: Option<WorkerConfig>,
-    ) -> Result<Session, String> {
+    ) -> Result<Session, OpenError> {
         Ok(Session {
             ctx: Arc::new(NodeContext::open(sysroot, options, config)?),
             registry: rocgate_suites::registry(),

@@ -1,7 +1,7 @@
 //! `rocgate snapshot --out FILE`: capture what the node layers read.
 
 use crate::cli::SnapshotArgs;
-use crate::error::{Error, Result, ResultExt};
+use crate::error::{Error, Result};
 use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::{ExecOptions, Tier};
@@ -44,8 +44,7 @@ pub fn run(args: &SnapshotArgs) -> Result<Exit> {
     // The checks read each GPU's firmware files under their timeouts; what
     // the other commands read beyond the checks (versions, inventory, the
     // matrix check) the capture reads itself, so that they replay the same.
-    let summary =
-        rocgate_node::snapshot::write(session.facts(), &args.out, args.redact, &stop).node_io()?;
+    let summary = rocgate_node::snapshot::write(session.facts(), &args.out, args.redact, &stop)?;
     outln!(
         "wrote {}: {} files, {} directories, {} links from {} checks{}",
         args.out.display(),

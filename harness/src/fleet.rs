@@ -168,7 +168,7 @@ struct SavedDecision {
 
 /// A report given to the fleet: its file and its parsed JSON, or why it
 /// could not be read.
-pub type Input = (String, Result<Value, String>);
+pub type Input = (String, Result<Value, saved_report::NotRead>);
 
 impl Fleet {
     /// Reads `reports`, with `layer_order` the layers the caller knows,
@@ -186,7 +186,7 @@ impl Fleet {
                 doc.and_then(|doc| saved_report::parse::<Saved, SavedDecision>(doc, &file));
             let report = match report {
                 Ok(r) => r,
-                Err(why) => {
+                Err(saved_report::NotRead(why)) => {
                     fleet.not_read.push(NotRead { file, why });
                     continue;
                 }
@@ -598,7 +598,10 @@ mod tests {
         let fleet = Fleet::read(
             vec![
                 ("out/x.json".into(), Ok(json!({}))),
-                ("out/y.json".into(), Err("failed to open out/y.json".into())),
+                (
+                    "out/y.json".into(),
+                    Err(saved_report::NotRead("failed to open out/y.json".into())),
+                ),
                 (
                     "out/z.json".into(),
                     Ok(json!({"schema_version": 1, "results": [1]})),

@@ -12,6 +12,20 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
+/// A saved report that was not read: not a readable regular file of a
+/// report's size, not JSON, or not a run report of this schema. The
+/// message names the file and what to give instead; its own type, so a
+/// caller knows the kind without reading the text (rocgate exits 3 on it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotRead(pub String);
+
+impl From<String> for NotRead {
+    fn from(message: String) -> NotRead {
+        NotRead(message)
+    }
+}
+
 /// The largest report read: a full extended run of a 64-partition node
 /// writes a few MiB, so 64 MiB is far beyond any real one.
 pub const MAX_REPORT_BYTES: u64 = 64 << 20;
@@ -39,7 +53,11 @@ fn kind_of(t: std::fs::FileType) -> &'static str {
 /// Reads the JSON report at `path`: a regular file of at most
 /// [`MAX_REPORT_BYTES`], parsed, its schema not yet checked
 /// ([`check_schema`]).
-pub fn read(path: &Path) -> Result<Value, String> {
+pub fn read(path: &Path) -> Result<Value, NotRead> {
+    read_json(path).map_err(NotRead)
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
     let shown = path.display();
     let file = File::options()
         .read(true)
@@ -83,7 +101,7 @@ pub fn read(path: &Path) -> Result<Value, String> {
 /// reader takes as `R` and `D`: [`read`], then [`parse`].
 pub fn open<R: DeserializeOwned, D: DeserializeOwned>(
     path: &Path,
-) -> Result<Document<R, D>, String> {
+) -> Result<Document<R, D>, NotRead> {
     parse(read(path)?, &path.display().to_string())
 }
 
@@ -93,10 +111,12 @@ pub fn open<R: DeserializeOwned, D: DeserializeOwned>(
 pub fn parse<R: DeserializeOwned, D: DeserializeOwned>(
     doc: Value,
     what: &str,
-) -> Result<Document<R, D>, String> {
+) -> Result<Document<R, D>, NotRead> {
     check_schema(&doc, what)?;
     serde_json::from_value(doc).map_err(|e| {
-        format!("{what} is not a rocgate run report (`rocgate run --json` writes one): {e}")
+        NotRead(format!(
+            "{what} is not a rocgate run report (`rocgate run --json` writes one): {e}"
+        ))
     })
 }
 
@@ -185,23 +205,31 @@ mod tests {
     #[test]
     fn special_and_oversized_files_are_refused_unread() {
         let dir = tempfile::tempdir().unwrap();
-        let err = read(Path::new("/dev/zero")).unwrap_err();
+        let err = read_json(Path::new("/dev/zero")).unwrap_err();
         assert!(err.contains("/dev/zero is a character device"), "{err}");
         let fifo = dir.path().join("fifo");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        assert!(read(&fifo).unwrap_err().contains("is a FIFO"));
-        assert!(read(dir.path()).unwrap_err().contains("is a directory"));
+        assert!(read_json(&fifo).unwrap_err().contains("is a FIFO"));
+        assert!(
+            read_json(dir.path())
+                .unwrap_err()
+                .contains("is a directory")
+        );
         let big = dir.path().join("big.json");
         File::create(&big)
             .unwrap()
             .set_len(MAX_REPORT_BYTES + 1)
             .unwrap();
-        let err = read(&big).unwrap_err();
+        let err = read_json(&big).unwrap_err();
         assert!(err.contains("more than the 64 MiB"), "{err}");
         let bad = dir.path().join("bad.json");
         std::fs::write(&bad, b"{\xff").unwrap();
-        assert!(read(&bad).unwrap_err().contains("bad.json is not JSON"));
+        assert!(
+            read_json(&bad)
+                .unwrap_err()
+                .contains("bad.json is not JSON")
+        );
         std::fs::write(&bad, b"{\"schema_version\": 1}").unwrap();
-        assert_eq!(read(&bad).unwrap()["schema_version"], 1);
+        assert_eq!(read_json(&bad).unwrap()["schema_version"], 1);
     }
 }

@@ -7,7 +7,7 @@
 //! check and the reports' `amdgpu_release` alike. `layers/compat.rs` turns
 //! an [`Evaluation`] into the compat layer's verdict.
 
-use crate::config_file;
+use crate::config_file::{self, ConfigError};
 use crate::findings::codes;
 use rocgate_node::NodeFacts;
 use rocgate_node::driver_release::{self, DriverResolution, DriverRow};
@@ -129,7 +129,7 @@ fn check_keys<'a>(
 impl Matrix {
     /// Parses a matrix; errors name `origin` and the line. A matrix without
     /// `[[driver]]` rows gets the built-in ones.
-    pub fn parse(text: &str, origin: &str) -> Result<Matrix, String> {
+    pub fn parse(text: &str, origin: &str) -> Result<Matrix, ConfigError> {
         let mut m = Matrix::parse_rows(text, origin)?;
         if m.drivers.is_empty() {
             m.drivers = Matrix::builtin()?.drivers;
@@ -138,7 +138,7 @@ impl Matrix {
     }
 
     /// Parses a matrix as written, rows checked, no row filled in.
-    fn parse_rows(text: &str, origin: &str) -> Result<Matrix, String> {
+    fn parse_rows(text: &str, origin: &str) -> Result<Matrix, ConfigError> {
         let mut m: Matrix = config_file::parse_v1(text, origin, |m: &Matrix| m.schema_version)?;
         let spans: KeySpans =
             toml::from_str(text).map_err(|e| format!("failed to parse {origin}: {e}"))?;
@@ -159,12 +159,12 @@ impl Matrix {
     }
 
     /// The built-in matrix.
-    pub fn builtin() -> Result<Matrix, String> {
+    pub fn builtin() -> Result<Matrix, ConfigError> {
         Matrix::parse_rows(BUILTIN, "built-in compatibility matrix")
     }
 
     /// Reads a matrix file.
-    pub fn load(path: &Path) -> Result<Matrix, String> {
+    pub fn load(path: &Path) -> Result<Matrix, ConfigError> {
         Matrix::parse(&config_file::read(path)?, &path.display().to_string())
     }
 
@@ -491,7 +491,9 @@ mod tests {
 
     #[test]
     fn errors_name_the_line() {
-        let e = Matrix::parse("schema_version = 1\n[[release]]\nrocm = 6\n", "m.toml").unwrap_err();
+        let e = Matrix::parse("schema_version = 1\n[[release]]\nrocm = 6\n", "m.toml")
+            .unwrap_err()
+            .0;
         assert!(e.contains("m.toml") && e.contains("line 3"), "{e}");
     }
 
@@ -499,18 +501,18 @@ mod tests {
     fn a_release_listed_twice_or_empty_is_refused_naming_its_line() {
         let row = |rocm: &str| format!("[[release]]\nrocm = \"{rocm}\"\nsource = \"x\"\n");
         let twice = format!("schema_version = 1\n{}{}", row("6.4.1"), row("6.4.1"));
-        let e = Matrix::parse(&twice, "m.toml").unwrap_err();
+        let e = Matrix::parse(&twice, "m.toml").unwrap_err().0;
         assert!(
             e.contains("line 6") && e.contains("6.4.1 is listed twice (first at line 3)"),
             "{e}"
         );
         for bad in ["", " ", "six", "6..1"] {
             let text = format!("schema_version = 1\n{}", row(bad));
-            let e = Matrix::parse(&text, "m.toml").unwrap_err();
+            let e = Matrix::parse(&text, "m.toml").unwrap_err().0;
             assert!(e.contains("line 3") && e.contains("not a version"), "{e}");
         }
         let module = "schema_version = 1\n[[release]]\nrocm = \"6.4.1\"\nsource = \"x\"\n[[driver]]\nmodule = \"6.12.12\"\nreleases = []\nsource = \"x\"\n[[driver]]\nmodule = \"6.12.12\"\nreleases = []\nsource = \"x\"\n";
-        let e = Matrix::parse(module, "m.toml").unwrap_err();
+        let e = Matrix::parse(module, "m.toml").unwrap_err().0;
         assert!(
             e.contains("line 10") && e.contains("amdgpu module 6.12.12"),
             "{e}"
@@ -532,7 +534,7 @@ mod tests {
                 5,
             ),
         ] {
-            let e = Matrix::parse(&text, "m.toml").unwrap_err();
+            let e = Matrix::parse(&text, "m.toml").unwrap_err().0;
             assert!(
                 e.contains("m.toml") && e.contains(&format!("line {line}")) && e.contains(key),
                 "{e}"
@@ -547,7 +549,7 @@ mod tests {
             .collect();
         let text =
             format!("schema_version = 1\n{rows}[[release]]\nrocm = \"6.4999.0\"\nsource = \"x\"\n");
-        let e = Matrix::parse(&text, "m.toml").unwrap_err();
+        let e = Matrix::parse(&text, "m.toml").unwrap_err().0;
         assert!(
             e.contains("line 15003") && e.contains("(first at line 15000)"),
             "{e}"

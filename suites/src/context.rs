@@ -22,6 +22,23 @@ pub struct WorkerConfig {
     pub matrix_origin: String,
 }
 
+/// Why a node's context could not be opened; each kind its own, so a
+/// caller knows it without reading the text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// The `--sysroot` given is not a directory that can be listed (a
+    /// usage error: another path is needed).
+    #[error("{0}")]
+    Sysroot(String),
+    /// The capture record of a snapshot is damaged: the node's files were
+    /// not read.
+    #[error("{0}")]
+    Capture(String),
+    /// A thresholds or matrix file cannot be used.
+    #[error(transparent)]
+    Config(#[from] crate::config_file::ConfigError),
+}
+
 impl WorkerConfig {
     /// Reads the file a parent wrote for its workers (the front end's
     /// worker pool).
@@ -191,14 +208,14 @@ pub struct NodeContext {
 impl NodeContext {
     /// Opens the node at `sysroot` with `options`, or with the thresholds
     /// and matrix a worker's parent already parsed (`config`) instead of
-    /// reading `options`' paths. Errors are configuration errors (a sysroot
-    /// that does not exist, a malformed capture record, a bad thresholds or
-    /// matrix file).
+    /// reading `options`' paths. Errors say their kind ([`OpenError`]: a
+    /// sysroot that does not exist, a malformed capture record, a bad
+    /// thresholds or matrix file).
     pub fn open(
         sysroot: Sysroot,
         options: RunOptions,
         config: Option<WorkerConfig>,
-    ) -> Result<NodeContext, String> {
+    ) -> Result<NodeContext, OpenError> {
         // The OS's own reason (a symlink loop, no permission) is the
         // message: "does not exist" would send the user looking elsewhere.
         let root = sysroot.root();
@@ -215,12 +232,15 @@ impl NodeContext {
                 .map(|e| format!("{e} (rocgate reads the node's files as the user running it)")),
         };
         if let Some(why) = why {
-            return Err(format!("failed to open sysroot {}: {why}", root.display()));
+            return Err(OpenError::Sysroot(format!(
+                "failed to open sysroot {}: {why}",
+                root.display()
+            )));
         }
         let sysroot = with_host_root(sysroot, options.host_root.as_deref());
         let facts = NodeFacts::discover(sysroot);
         if let Err(e) = &facts.capture {
-            return Err(e.clone());
+            return Err(OpenError::Capture(e.clone()));
         }
         // The host's ROCm talks to the host's GPUs, not to a captured node's;
         // against a sysroot the runtime layers need libraries named for it.

@@ -1,7 +1,7 @@
 //! Performance floors and numeric tolerances: a TOML file the user owns
 //! (`suites/thresholds.toml` is built in; `--thresholds FILE` replaces it).
 
-use crate::config_file;
+use crate::config_file::{self, ConfigError};
 use rocgate_node::facts::gpus::Gpu;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -254,28 +254,28 @@ pub const METRICS: [&str; 9] = [
 
 impl Thresholds {
     /// Parses `text`; errors name `origin` and the line.
-    pub fn parse(text: &str, origin: &str) -> Result<Thresholds, String> {
+    pub fn parse(text: &str, origin: &str) -> Result<Thresholds, ConfigError> {
         let mut t: Thresholds =
             config_file::parse_v1(text, origin, |t: &Thresholds| t.schema_version)?;
         for (i, f) in t.floors.iter().enumerate() {
             if !METRICS.contains(&f.metric.as_str()) {
-                return Err(format!(
+                return Err(ConfigError(format!(
                     "failed to parse {origin}: floor {} names metric '{}'; known metrics: {}",
                     i + 1,
                     f.metric,
                     METRICS.join(", ")
-                ));
+                )));
             }
             if !["SPX", "DPX", "TPX", "QPX", "CPX"]
                 .iter()
                 .any(|m| m.eq_ignore_ascii_case(&f.partition))
             {
-                return Err(format!(
+                return Err(ConfigError(format!(
                     "failed to parse {origin}: floor {} ({}) names partition '{}'; known modes: SPX, DPX, TPX, QPX, CPX",
                     i + 1,
                     f.metric,
                     f.partition
-                ));
+                )));
             }
         }
         t.origin = origin.to_string();
@@ -284,12 +284,12 @@ impl Thresholds {
 
     /// The built-in thresholds. An error is a defect of this build (a test
     /// parses the file), reported rather than replaced by silent defaults.
-    pub fn builtin() -> Result<Thresholds, String> {
+    pub fn builtin() -> Result<Thresholds, ConfigError> {
         Thresholds::parse(BUILTIN, "built-in thresholds")
     }
 
     /// Reads a thresholds file.
-    pub fn load(path: &Path) -> Result<Thresholds, String> {
+    pub fn load(path: &Path) -> Result<Thresholds, ConfigError> {
         Thresholds::parse(&config_file::read(path)?, &path.display().to_string())
     }
 
@@ -336,13 +336,15 @@ mod tests {
 
     #[test]
     fn errors_name_the_file_and_line() {
-        let e =
-            Thresholds::parse("schema_version = 1\nmargin = \"lots\"\n", "fleet.toml").unwrap_err();
+        let e = Thresholds::parse("schema_version = 1\nmargin = \"lots\"\n", "fleet.toml")
+            .unwrap_err()
+            .0;
         assert!(e.contains("fleet.toml") && e.contains("line 2"), "{e}");
         let bad = "schema_version = 1\nmargin = 0.05\n[tolerance]\nfp64 = 1e-12\nfp32 = 1e-5\nfp16 = 2e-3\nbf16 = 2e-2\n[[floor]]\ngpu = \"gfx942\"\nmetric = \"tflops\"\nvalue = 1\nsource = \"x\"\n";
         assert!(
             Thresholds::parse(bad, "f")
                 .unwrap_err()
+                .0
                 .contains("known metrics")
         );
     }
@@ -368,7 +370,7 @@ mod tests {
             ("nan", "not NaN"),
             ("inf", "not inf"),
         ] {
-            let e = Thresholds::parse(&file(bad), "t.toml").unwrap_err();
+            let e = Thresholds::parse(&file(bad), "t.toml").unwrap_err().0;
             assert!(
                 e.contains("t.toml") && e.contains(&format!("line {line}")) && e.contains(shown),
                 "{bad}: {e}"
@@ -398,7 +400,7 @@ mod tests {
             (file("1e-5", "0.05", "-3", "0.1"), 11, "floor"),
             (file("1e-5", "0.05", "45.0", "-0.1"), 12, "margin"),
         ] {
-            let e = Thresholds::parse(&text, "fleet.toml").unwrap_err();
+            let e = Thresholds::parse(&text, "fleet.toml").unwrap_err().0;
             assert!(
                 e.contains("fleet.toml") && e.contains(&format!("line {line}")) && e.contains(what),
                 "{e}"
@@ -446,7 +448,7 @@ mod tests {
                 "unknown field",
             ),
         ] {
-            let e = with(table).unwrap_err();
+            let e = with(table).unwrap_err().0;
             assert!(
                 e.contains("fleet.toml") && e.contains(&format!("line {line}")) && e.contains(what),
                 "{table}: {e}"
@@ -469,7 +471,7 @@ mod tests {
                     (0.0..1.0).contains(&t.compare.tolerance)
                         && t.compare.families.iter().all(|(k, v)| FAMILIES.contains(&k.as_str()) && (0.0..1.0).contains(v))
                 ),
-                Err(e) => prop_assert!(e.contains("f.toml"), "{}", e),
+                Err(e) => prop_assert!(e.0.contains("f.toml"), "{}", e),
             }
         }
 

@@ -44,7 +44,7 @@ proptest! {
         std::fs::write(root.join(TARGETS[target]), &bytes).unwrap();
         match NodeContext::open(Sysroot::at(&root), RunOptions::default(), None) {
             // A malformed capture record is a configuration error, reported as such.
-            Err(e) => prop_assert!(e.contains("rocgate-capture.toml"), "{}", e),
+            Err(e) => prop_assert!(matches!(&e, rocgate_suites::context::OpenError::Capture(m) if m.contains("rocgate-capture.toml")), "{}", e),
             Ok(ctx) => {
                 let checks = registry();
                 let gpus = ctx.selected_gpus();

@@ -48,6 +48,19 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// A report or file that was not written (or not wholly): the message
+/// names the path and what to try next. Its own type, so a caller knows
+/// the kind without reading the text (rocgate exits 3 on it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotWritten(pub String);
+
+impl From<String> for NotWritten {
+    fn from(message: String) -> NotWritten {
+        NotWritten(message)
+    }
+}
+
 /// How long a reader (of a FIFO, a terminal) may take no bytes before the
 /// write gives up on it.
 pub const STALL_LIMIT: Duration = Duration::from_secs(30);
@@ -58,7 +71,7 @@ const NEW_FILE_MODE: u32 = 0o644;
 /// Writes `bytes` to `path`: atomically for a regular file or a new path,
 /// through for a FIFO, a character device or this process's own stdout or
 /// stderr, following symlinks (see the module documentation).
-pub fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub fn write(path: &Path, bytes: &[u8]) -> Result<(), NotWritten> {
     write_within(path, bytes, STALL_LIMIT)
 }
 
@@ -66,20 +79,20 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
 /// job adds to): to the end of a regular file in place, to a new file where
 /// nothing exists yet, through a FIFO or a character device; links are
 /// followed by the same rules as [`write`]'s.
-pub fn append(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    match decide(path)? {
+pub fn append(path: &Path, bytes: &[u8]) -> Result<(), NotWritten> {
+    Ok(match decide(path)? {
         Destination::Stream(stream) => write_stream(stream, path, bytes),
         Destination::File(end) => append_to(&end, bytes, path),
         Destination::New(end) => append_to(&end, bytes, path),
         Destination::Through(through) => {
             push_through(&open_through(path, &through)?, path, bytes, STALL_LIMIT)
         }
-    }
+    }?)
 }
 
 /// [`write`], giving up on a FIFO or device reader that takes no bytes for
 /// `stall_limit` (short in tests).
-fn write_within(path: &Path, bytes: &[u8], stall_limit: Duration) -> Result<(), String> {
+fn write_within(path: &Path, bytes: &[u8], stall_limit: Duration) -> Result<(), NotWritten> {
     let mut staged = Staged::create_within(path, stall_limit)?;
     staged.write_bytes(bytes)?;
     staged.commit()
@@ -109,11 +122,11 @@ enum Sink {
 
 impl Staged {
     /// Starts writing `path`; nothing is replaced before [`Staged::commit`].
-    pub fn create(path: &Path) -> Result<Staged, String> {
+    pub fn create(path: &Path) -> Result<Staged, NotWritten> {
         Staged::create_within(path, STALL_LIMIT)
     }
 
-    fn create_within(path: &Path, stall_limit: Duration) -> Result<Staged, String> {
+    fn create_within(path: &Path, stall_limit: Duration) -> Result<Staged, NotWritten> {
         let sink = match decide(path)? {
             Destination::Stream(stream) => Sink::Stream(stream),
             Destination::File(end) => {
@@ -138,21 +151,21 @@ impl Staged {
     }
 
     /// Writes the next piece; errors name the path and what to do.
-    pub fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), String> {
-        match &mut self.sink {
+    pub fn write_bytes(&mut self, bytes: &[u8]) -> Result<(), NotWritten> {
+        Ok(match &mut self.sink {
             Sink::Stream(stream) => write_stream(*stream, &self.path, bytes),
             Sink::Temp(temp) => temp.write(bytes),
             Sink::Through { file, stall_limit } => {
                 push_through(file, &self.path, bytes, *stall_limit)
             }
-        }
+        }?)
     }
 
     /// Ends the write: the temporary file is synced and renamed into
     /// place (after checking the path still names what it did).
-    pub fn commit(self) -> Result<(), String> {
+    pub fn commit(self) -> Result<(), NotWritten> {
         match self.sink {
-            Sink::Temp(temp) => temp.commit(&self.path),
+            Sink::Temp(temp) => Ok(temp.commit(&self.path)?),
             Sink::Stream(_) | Sink::Through { .. } => Ok(()),
         }
     }

@@ -22,9 +22,11 @@ fn writes_and_replaces() {
     write(&p, b"two").unwrap();
     assert_eq!(fs::read(&p).unwrap(), b"two");
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
-    let err = write(&dir.path().join("missing/r.xml"), b"x").unwrap_err();
+    let err = write(&dir.path().join("missing/r.xml"), b"x")
+        .unwrap_err()
+        .0;
     assert!(err.contains("missing"), "{err}");
-    let err = write(Path::new(""), b"x").unwrap_err();
+    let err = write(Path::new(""), b"x").unwrap_err().0;
     assert!(err.contains("empty"), "{err}");
 }
 
@@ -52,7 +54,7 @@ fn character_devices_are_written_through_not_replaced() {
     let full = char_device(dir.path(), "full", 7);
     write(&null, b"report").unwrap();
     assert!(is_char_device(&null));
-    let err = write(&full, b"report").unwrap_err();
+    let err = write(&full, b"report").unwrap_err().0;
     assert!(
         err.contains(&full.display().to_string()) && err.contains("No space left"),
         "{err}"
@@ -93,7 +95,7 @@ fn symlinks_are_followed_never_replaced() {
 
     let looped = dir.path().join("loop");
     symlink("loop", &looped).unwrap();
-    let err = write(&looped, b"x").unwrap_err();
+    let err = write(&looped, b"x").unwrap_err().0;
     assert!(err.contains("loop"), "{err}");
 }
 
@@ -117,7 +119,7 @@ fn reader_of(fifo: &Path) -> fs::File {
 #[test]
 fn a_fifo_without_reader_fails_at_once_and_stays() {
     let (_dir, fifo) = fifo();
-    let err = write(&fifo, b"x").unwrap_err();
+    let err = write(&fifo, b"x").unwrap_err().0;
     assert!(err.contains(&fifo.display().to_string()), "{err}");
     assert!(err.contains("nothing is reading"), "{err}");
     assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
@@ -130,7 +132,9 @@ fn a_fifo_reader_that_stops_reading_ends_the_write() {
     let _reader = reader_of(&fifo);
     let big = vec![b'x'; 4 << 20];
     let start = Instant::now();
-    let err = write_within(&fifo, &big, Duration::from_millis(200)).unwrap_err();
+    let err = write_within(&fifo, &big, Duration::from_millis(200))
+        .unwrap_err()
+        .0;
     assert!(err.contains("took nothing"), "{err}");
     assert!(start.elapsed() < Duration::from_secs(20));
 }
@@ -163,7 +167,7 @@ fn a_fifo_with_a_reader_gets_the_whole_report() {
 #[test]
 fn directories_and_block_devices_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let err = write(dir.path(), b"x").unwrap_err();
+    let err = write(dir.path(), b"x").unwrap_err().0;
     assert!(err.contains("is a directory"), "{err}");
     // Any block device will do: it is refused before it is opened.
     let block = fs::read_dir("/dev")
@@ -171,7 +175,7 @@ fn directories_and_block_devices_are_refused() {
         .flatten()
         .find(|e| e.file_type().is_ok_and(|t| t.is_block_device()));
     if let Some(block) = block {
-        let err = write(&block.path(), b"x").unwrap_err();
+        let err = write(&block.path(), b"x").unwrap_err().0;
         assert!(err.contains("is a block device"), "{err}");
     }
 }
@@ -226,7 +230,7 @@ fn another_users_link_in_a_sticky_directory_is_not_followed() {
     let link = sticky.join("x.json");
     planted(&victim, &link);
     for result in [write(&link, b"report"), append(&link, b"report")] {
-        let err = result.unwrap_err();
+        let err = result.unwrap_err().0;
         assert!(
             err.contains(&link.display().to_string()) && err.contains("fs.protected_symlinks"),
             "{err}"
@@ -241,7 +245,7 @@ fn another_users_link_in_a_sticky_directory_is_not_followed() {
     // A planted link to a directory, on the way to the report.
     let through = sticky.join("d");
     planted(dir.path(), &through);
-    let err = write(&through.join("victim"), b"x").unwrap_err();
+    let err = write(&through.join("victim"), b"x").unwrap_err().0;
     assert!(err.contains("fs.protected_symlinks"), "{err}");
     assert_eq!(fs::read(&victim).unwrap(), b"precious");
     // A device behind a planted link is not written either.
@@ -293,15 +297,20 @@ fn append_adds_to_a_file_creates_a_new_one_and_refuses_what_write_refuses() {
     append(&link, b"three\n").unwrap();
     assert!(is_symlink(&link));
     assert_eq!(fs::read(&p).unwrap(), b"one\ntwo\nthree\n");
-    assert!(append(dir.path(), b"x").unwrap_err().contains("directory"));
+    assert!(
+        append(dir.path(), b"x")
+            .unwrap_err()
+            .0
+            .contains("directory")
+    );
     assert!(append(&dir.path().join("missing/s.md"), b"x").is_err());
     let full = char_device(dir.path(), "full", 7);
-    let err = append(&full, b"x").unwrap_err();
+    let err = append(&full, b"x").unwrap_err().0;
     assert!(err.contains("No space left"), "{err}");
     let (_d, fifo) = fifo();
-    let err = append(&fifo, b"x").unwrap_err();
+    let err = append(&fifo, b"x").unwrap_err().0;
     assert!(err.contains("nothing is reading"), "{err}");
-    let err = write(&dir.path().join("sub/"), b"x").unwrap_err();
+    let err = write(&dir.path().join("sub/"), b"x").unwrap_err().0;
     assert!(err.contains("directory"), "{err}");
 }
 
@@ -323,6 +332,7 @@ fn dots_and_links_in_the_middle_of_a_path_resolve_as_the_kernel_does() {
     assert!(
         write(&file.join("r.json"), b"x")
             .unwrap_err()
+            .0
             .contains("not a directory")
     );
 }
@@ -387,6 +397,6 @@ fn a_staged_write_replaces_only_when_committed() {
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     // A FIFO nobody reads fails when the write starts, not at its end.
     let (_fifo_dir, fifo) = fifo();
-    let err = Staged::create(&fifo).err().unwrap();
+    let err = Staged::create(&fifo).err().unwrap().0;
     assert!(err.contains("nothing is reading it"), "{err}");
 }

@@ -216,6 +216,7 @@ fn small_moves_and_faster_times_are_not_regressions() {
     assert!(
         crate::saved_report::parse::<Compared, Value>(json!({"x": 1}), "a.json")
             .unwrap_err()
+            .0
             .contains("a.json")
     );
 }

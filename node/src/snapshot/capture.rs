@@ -13,7 +13,7 @@ use crate::facts::NodeFacts;
 use crate::facts::access::Access;
 use crate::facts::capture::{CAPTURE_FILE, Capture, CapturedDevice, CapturedUser};
 use crate::sysroot::Kind;
-use rocgate_harness::atomic::Staged;
+use rocgate_harness::atomic::{NotWritten, Staged};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -154,20 +154,23 @@ pub fn write(
     out: &Path,
     redact: bool,
     stop: &dyn Fn() -> bool,
-) -> Result<Summary, String> {
+) -> Result<Summary, NotWritten> {
     if std::fs::metadata(out).is_ok_and(|m| m.is_dir()) {
-        return Err(format!(
+        return Err(NotWritten(format!(
             "failed to write {}: it is a directory; give the archive's file name (`--out {}/node.tar.zst`)",
             out.display(),
             out.display()
-        ));
+        )));
     }
-    let not_written = |e: String| format!("the snapshot was not written: {e}");
+    let not_written = |e: NotWritten| NotWritten(format!("the snapshot was not written: {e}"));
     let sink = Staged::create(out).map_err(not_written)?;
     let (sink, summary) = write_to(facts, sink, out, redact, stop)?;
     if stop() {
         // Dropped uncommitted: the temporary file goes, `out` stays.
-        return Err(format!("interrupted: {} not written", out.display()));
+        return Err(NotWritten(format!(
+            "interrupted: {} not written",
+            out.display()
+        )));
     }
     sink.commit().map_err(not_written)?;
     Ok(summary)
@@ -604,7 +607,7 @@ mod tests {
         let out = node.path().join("snap.tar.zst");
         std::fs::write(&out, "previous").unwrap();
         let e = write(&facts, &out, false, &|| true).unwrap_err();
-        assert!(e.contains("interrupted"), "{e}");
+        assert!(e.0.contains("interrupted"), "{e}");
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "previous");
         assert_eq!(std::fs::read_dir(node.path()).unwrap().count(), 1);
     }

@@ -30,7 +30,7 @@ mod safe_dir;
 mod unpack;
 
 pub use capture::{Summary, write};
-pub use open::{Opened, Unpacked, extract, is_archive, open};
+pub use open::{NotOpened, Opened, Unpacked, extract, is_archive, open};
 
 /// Largest file a snapshot copies, and so the largest entry an unpacked
 /// archive may hold.

@@ -148,15 +148,23 @@ impl Opened {
     }
 }
 
+/// A snapshot archive that was not opened: not readable, damaged, beyond
+/// the limits, or refused for what it holds. The message names the archive
+/// and what to give instead; its own type, so a caller knows the kind
+/// without reading the text (rocgate exits 3 on it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotOpened(pub String);
+
 /// Opens a `--sysroot` argument: a directory as it is, a snapshot archive
 /// unpacked into a temporary directory that lives as long as the returned
 /// value. Every command goes through here, so all accept the same archives
 /// and refuse the same ones. `stop` is polled while unpacking (a signal).
-pub fn open(arg: &Path, stop: &dyn Fn() -> bool) -> Result<Opened, String> {
+pub fn open(arg: &Path, stop: &dyn Fn() -> bool) -> Result<Opened, NotOpened> {
     if !is_archive(arg) {
         return Ok(Opened::plain(Sysroot::at(arg)));
     }
-    let dir = extract(arg, stop)?;
+    let dir = extract(arg, stop).map_err(NotOpened)?;
     Ok(Opened {
         sysroot: Sysroot::labelled(dir.path(), arg.display().to_string()),
         _unpacked: Some(dir),
