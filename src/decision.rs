@@ -149,12 +149,12 @@ pub fn decide(report: &RunReport) -> Decision {
         let mut d = unhealthy(d, report, &diagnosis.findings, cause);
         if let Some(own) = own {
             d.reason
-                .push_str(&format!("; rocgate also failed ({})", own.check));
+                .push_str(&format!("; rocgate also failed ({})", own.test_id));
         }
         return d;
     }
     if let Some(own) = own {
-        let why = format!("rocgate failed ({}): {}", own.check, own.message);
+        let why = format!("rocgate failed ({}): {}", own.test_id, own.message);
         return unknown(d, Exit::NoVerdict, why);
     }
     if let Some(why) = &report.interrupted {
@@ -169,7 +169,7 @@ pub fn decide(report: &RunReport) -> Decision {
             code: "unverified".into(),
             layer: r.layer,
             scope: r.scope,
-            check: r.id.clone(),
+            test_id: r.id.clone(),
             message: format!("{}: {}", r.id, r.message),
             next_step: String::new(),
             severity: Severity::Fail,
@@ -215,8 +215,8 @@ fn unhealthy(
     let cause = match findings.iter().find(|f| {
         f.code == cause.code
             && f.layer == cause.layer
-            && cause.check.starts_with("node.")
-            && !f.check.starts_with("node.")
+            && cause.test_id.starts_with("node.")
+            && !f.test_id.starts_with("node.")
     }) {
         Some(own) => own.clone(),
         None => cause,

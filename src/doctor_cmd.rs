@@ -191,7 +191,7 @@ fn render(
             out.push_str(&format!(
                 "No fault stops the node; warnings only (they fail nothing unless --fail-on warn).\nFirst warning [{}] at {} (layer {}):\n  {}\nNext step:\n  {}\n",
                 style.yellow(&c.code),
-                c.check,
+                c.test_id,
                 c.layer.as_str(),
                 c.message,
                 c.next_step
@@ -202,7 +202,7 @@ fn render(
                 "First failing layer: {}\nLikely cause [{}] at {}:\n  {}\nNext step:\n  {}\n",
                 style.bold(c.layer.as_str()),
                 style.red(&c.code),
-                c.check,
+                c.test_id,
                 c.message,
                 c.next_step
             ));
@@ -216,7 +216,7 @@ fn render(
                 for f in others.iter().take(12) {
                     out.push_str(&format!(
                         "  {} [{}] {}: {}\n",
-                        f.severity, f.code, f.check, f.message
+                        f.severity, f.code, f.test_id, f.message
                     ));
                 }
                 if others.len() > 12 {
@@ -235,7 +235,7 @@ fn render(
         ));
         for f in &d.waived {
             let why = f.waiver.as_ref().map_or("", |w| w.reason.as_str());
-            out.push_str(&format!("  [{}] {}: {why}\n", f.code, f.check));
+            out.push_str(&format!("  [{}] {}: {why}\n", f.code, f.test_id));
         }
     }
     out

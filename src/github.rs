@@ -61,7 +61,7 @@ fn annotation(kind: &str, f: &DiagnosedFault) -> String {
         "{} {} ({}): {}\nnext: {}",
         f.code,
         f.scope.label(),
-        f.check,
+        f.test_id,
         f.message,
         f.next_step
     );

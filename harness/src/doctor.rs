@@ -16,8 +16,10 @@ pub struct DiagnosedFault {
     pub layer: Layer,
     /// Node or GPU: the result's, or the one its finding blames.
     pub scope: Scope,
-    /// The test id of that check.
-    pub check: String,
+    /// The test id of that check (`gpu3.kfd.topology_node`), written as
+    /// `check` in doctor's JSON, which readers already take.
+    #[serde(rename = "check")]
+    pub test_id: String,
     /// What was observed.
     pub message: String,
     /// What to do next.
@@ -84,7 +86,7 @@ fn locate(r: &CheckResult) -> DiagnosedFault {
             code: f.code.clone(),
             layer: r.layer,
             scope: f.blames.unwrap_or(r.scope),
-            check: r.id.clone(),
+            test_id: r.id.clone(),
             message: f.message.clone(),
             next_step: f.next_step.clone(),
             severity: r.status_severity(),
@@ -96,7 +98,7 @@ fn locate(r: &CheckResult) -> DiagnosedFault {
             code: r.status.as_str().to_string(),
             layer: r.layer,
             scope: r.scope,
-            check: r.id.clone(),
+            test_id: r.id.clone(),
             message: r.message.clone(),
             next_step: "no finding names this fault; read the check's output".to_string(),
             severity: r.status_severity(),
@@ -145,7 +147,7 @@ mod tests {
         assert_eq!(d.waived.len(), 1);
         assert_eq!(d.waived[0].code, "accepted");
         assert_eq!(
-            d.likely_cause.map(|f| f.check),
+            d.likely_cause.map(|f| f.test_id),
             Some("low.stop".to_string())
         );
         assert_eq!(d.first_failing_layer, Some(LOW));

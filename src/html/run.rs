@@ -134,7 +134,7 @@ fn cause(report: &RunReport, diagnosis: &Diagnosis) -> Markup {
                 ul {
                     @for f in diagnosis.waived.iter().take(10) {
                         li {
-                            a href=(format!("#{}", f.check)) { code { (f.code) } } " on " (f.scope.label())
+                            a href=(format!("#{}", f.test_id)) { code { (f.code) } } " on " (f.scope.label())
                             @if let Some(w) = &f.waiver { ": " (w.reason) " (" (w.source) ")" }
                         }
                     }
