@@ -147,7 +147,7 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
                         }
                         Err(_) => unreachable_plan(tier),
                     });
-                match report.results.iter().find(|r| r.id == id) {
+                match report.results.iter().find(|r| r.test_id == id) {
                     Some(r) => outcome(r, strict, fail_on_warn),
                     None => Err(format!("{id} produced no result").into()),
                 }

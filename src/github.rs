@@ -93,10 +93,10 @@ pub fn publication(run: &Presented<'_>) -> Publication {
             .iter()
             .filter(|r| r.is_unverified())
             .map(|r| {
-                let text = format!("unverifiable {}: {}", r.id, r.message);
+                let text = format!("unverifiable {}: {}", r.test_id, r.message);
                 format!(
                     "::warning title={}::{}",
-                    escape_property(&format!("rocgate could not verify {}", r.id)),
+                    escape_property(&format!("rocgate could not verify {}", r.test_id)),
                     escape_data(&text)
                 )
             }),

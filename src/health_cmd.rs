@@ -330,7 +330,7 @@ fn budget_timeouts(
             cap.as_secs_f64(),
             r.message
         );
-        cut.push(r.id.clone());
+        cut.push(r.test_id.clone());
     }
     // What the executor blocked as "GPU unresponsive after <id>" was only
     // not reached.

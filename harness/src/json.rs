@@ -50,7 +50,7 @@ fn finite(results: &[CheckResult]) -> std::borrow::Cow<'_, [CheckResult]> {
 /// the node's properties, each scope with its identity, the versions and
 /// the decision.
 pub fn document(report: &RunReport, ctx: &JsonContext<'_>) -> Document {
-    let owned = |v: Vec<&CheckResult>| v.iter().map(|r| r.id.clone()).collect();
+    let owned = |v: Vec<&CheckResult>| v.iter().map(|r| r.test_id.clone()).collect();
     Document {
         schema_version: SCHEMA_VERSION,
         tool: ctx.tool.to_string(),

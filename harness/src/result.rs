@@ -13,9 +13,10 @@ use std::time::Duration;
 /// report ([`SavedResult`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult<L = Layer> {
-    /// Test id: `<scope>.<layer>.<name>`.
-    pub id: String,
-    /// The check's id: `<layer>::<name>`.
+    /// Test id: `<scope>.<layer>.<name>` (the report's `id`).
+    #[serde(rename = "id")]
+    pub test_id: String,
+    /// The check's id: `<layer>::<name>` ([`crate::Check::id`]).
     pub check: String,
     /// The layer.
     pub layer: L,
@@ -64,7 +65,7 @@ impl CheckResult {
     /// message, finding, output, metrics or facts).
     pub fn new(id: String, check: String, layer: Layer, scope: Scope, status: Status) -> Self {
         CheckResult {
-            id,
+            test_id: id,
             check,
             layer,
             scope,
@@ -179,7 +180,7 @@ impl SavedResult {
     pub fn resolve(self, layers: &[Layer]) -> Result<CheckResult, UnknownLayer> {
         Ok(CheckResult {
             layer: Layer::named(&self.layer, layers)?,
-            id: self.id,
+            test_id: self.test_id,
             check: self.check,
             scope: self.scope,
             status: self.status,

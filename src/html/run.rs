@@ -120,7 +120,7 @@ fn cause(report: &RunReport, diagnosis: &Diagnosis) -> Markup {
                 p { strong { "No fault found, but " (unverified.len()) " checks could not look:" } }
                 ul {
                     @for r in unverified.iter().take(10) {
-                        li { a href=(format!("#{}", r.id)) { code { (r.id) } } ": " (r.message) }
+                        li { a href=(format!("#{}", r.test_id)) { code { (r.test_id) } } ": " (r.message) }
                     }
                 }
                 p.next { "Next step: give rocgate what those checks need (see each one), or run with --strict to fail on them." }
@@ -187,9 +187,9 @@ fn cell(report: &RunReport, scope: Scope, layer: Layer) -> Markup {
         .unwrap_or(text);
     let decided_by = fault.or(first);
     html! {
-        td.cell.(class) title=(decided_by.map(|r| format!("{}: {}", r.id, r.message)).unwrap_or_default()) {
+        td.cell.(class) title=(decided_by.map(|r| format!("{}: {}", r.test_id, r.message)).unwrap_or_default()) {
             @match decided_by {
-                Some(r) => a href=(format!("#{}", r.id)) { (shown) },
+                Some(r) => a href=(format!("#{}", r.test_id)) { (shown) },
                 None => "-",
             }
         }
@@ -246,8 +246,8 @@ fn metrics(report: &RunReport) -> Markup {
                         td.num { (floors.into_iter().collect::<Vec<_>>().join(", ")) }
                         @for s in &scopes {
                             @match row.get(s) {
-                                Some((r, m)) => td.num title=(r.id) {
-                                    a href=(format!("#{}", r.id)) { (quantity(m.value, unit)) }
+                                Some((r, m)) => td.num title=(r.test_id) {
+                                    a href=(format!("#{}", r.test_id)) { (quantity(m.value, unit)) }
                                     @if drawn { br; (bar(m.value, m.floor, scale)) }
                                 },
                                 None => td {},
@@ -269,7 +269,7 @@ fn matrices(report: &RunReport) -> Markup {
             @for m in rocgate_harness::pair_grid::pair_grids(&r.metrics) {
                 h2 { "Between GPUs: " (m.family) " (" (m.unit) ")" }
                 p { "From the row to the column, measured by "
-                    a href=(format!("#{}", r.id)) { code { (r.id) } }
+                    a href=(format!("#{}", r.test_id)) { code { (r.test_id) } }
                     "; a red cell is below the floor of its link." }
                 table.matrix {
                     thead { tr { th { "from \\ to" } @for to in &m.scopes { th { (to) } } } }
@@ -388,10 +388,10 @@ fn check(r: &CheckResult) -> Markup {
         r.status.as_str()
     };
     html! {
-        details id=(r.id) open[r.is_fault() || r.is_warning()] {
+        details id=(r.test_id) open[r.is_fault() || r.is_warning()] {
             summary {
                 span.badge.(class_of(shown)) { (shown) }
-                code { (r.id) } " " (r.message)
+                code { (r.test_id) } " " (r.message)
             }
             div {
                 @if let Some(f) = &r.finding {

@@ -238,7 +238,7 @@ pub fn failures(report: &RunReport, style: Style) -> String {
         } else {
             style.red(&word)
         };
-        let _ = writeln!(out, "  {tag} {} [{}]{scopes}", r.id, key.2);
+        let _ = writeln!(out, "  {tag} {} [{}]{scopes}", r.test_id, key.2);
         let _ = writeln!(out, "      {}", r.message);
         match (&r.waiver, &r.finding) {
             (Some(w), _) if !w.expired => {
@@ -279,7 +279,11 @@ pub fn matrices(report: &RunReport, style: Style) -> String {
             if !out.is_empty() {
                 out.push('\n');
             }
-            let _ = writeln!(out, "{}", style.bold(&format!("Between GPUs: {}", r.id)));
+            let _ = writeln!(
+                out,
+                "{}",
+                style.bold(&format!("Between GPUs: {}", r.test_id))
+            );
             for line in m.text().lines() {
                 let line: Vec<String> = line
                     .split_inclusive(' ')
@@ -328,7 +332,7 @@ pub fn unverified(report: &RunReport, style: Style) -> String {
         groups.entry(r.message.as_str()).or_default().push(r);
     }
     for message in order {
-        let ids: Vec<&str> = groups[message].iter().map(|r| r.id.as_str()).collect();
+        let ids: Vec<&str> = groups[message].iter().map(|r| r.test_id.as_str()).collect();
         let shown = if ids.len() > 3 {
             format!("{} and {} more", ids[..3].join(", "), ids.len() - 3)
         } else {

@@ -53,11 +53,15 @@ impl Progress {
                         err,
                         "  {} {} {code}{}",
                         self.style.red(&label),
-                        r.id,
+                        r.test_id,
                         r.message
                     );
                 } else if self.live && r.status != Status::Blocked {
-                    let _ = write!(err, "\r\x1b[K  [{:>4}/{}] {}", self.done, self.total, r.id);
+                    let _ = write!(
+                        err,
+                        "\r\x1b[K  [{:>4}/{}] {}",
+                        self.done, self.total, r.test_id
+                    );
                     let _ = err.flush();
                 }
             }

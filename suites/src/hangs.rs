@@ -76,7 +76,7 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
         let node = &mut results[i];
         let message = format!(
             "{} hung with every GPU visible; with one GPU per process, {} hung while the other {} GPU{} passed. ROCm's initialisation opens every GPU a process sees, so {} every process that can see {}",
-            node.id,
+            node.test_id,
             names.join(", "),
             fine.len(),
             if fine.len() == 1 { "" } else { "s" },

@@ -51,9 +51,9 @@ proptest! {
                 let plan = plan(&checks, &gpus, Tier::Quick).unwrap();
                 let results = execute(&plan, Arc::new(ctx), &ExecOptions::default(), |_| {});
                 for r in &results {
-                    prop_assert!(r.status != Status::Crash, "{} crashed: {}", r.id, r.message);
+                    prop_assert!(r.status != Status::Crash, "{} crashed: {}", r.test_id, r.message);
                     if r.status == Status::Fail {
-                        prop_assert!(r.finding.is_some(), "{} failed without a finding", r.id);
+                        prop_assert!(r.finding.is_some(), "{} failed without a finding", r.test_id);
                     }
                 }
             }

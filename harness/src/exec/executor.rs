@@ -250,7 +250,7 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
         }
         let r = completed_result(self.plan, i, outcome, elapsed, self.opts.output_limit);
         if r.status == Status::Timeout && r.scope != Scope::Node {
-            self.unresponsive.insert(r.scope, r.id.clone());
+            self.unresponsive.insert(r.scope, r.test_id.clone());
         }
         self.finish(i, r, on_event);
     }
@@ -276,7 +276,7 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
             );
             let r = engine_result(self.plan, i, Status::Timeout, msg, now - started);
             if r.scope != Scope::Node {
-                self.unresponsive.insert(r.scope, r.id.clone());
+                self.unresponsive.insert(r.scope, r.test_id.clone());
             }
             self.finish(i, r, on_event);
             // The stuck thread stays in its check; the pool gets a new one.
@@ -349,7 +349,7 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
                     .plan
                     .instances
                     .iter()
-                    .find(|i| i.test_id == r.id)
+                    .find(|i| i.test_id == r.test_id)
                     .is_some_and(|i| self.plan.check(i).isolated)
         };
         let Some(dep) = self.results[d].as_ref() else {
@@ -364,7 +364,7 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
                 self.results
                     .iter()
                     .flatten()
-                    .find(|r| &r.id == root)
+                    .find(|r| &r.test_id == root)
                     .is_some_and(node_hang)
             }),
             _ => false,

@@ -206,7 +206,7 @@ mod tests {
     }
 
     fn status(rs: &[CheckResult], id: &str) -> Status {
-        rs.iter().find(|r| r.id == id).unwrap().status
+        rs.iter().find(|r| r.test_id == id).unwrap().status
     }
 
     #[test]
@@ -219,7 +219,7 @@ mod tests {
         let rs = run(&reg, &[0, 1, 2], &ExecOptions::default());
         assert_eq!(status(&rs, "gpu1.a.a"), Status::Fail);
         assert_eq!(status(&rs, "gpu1.b.b"), Status::Blocked);
-        let c = rs.iter().find(|r| r.id == "gpu1.c.c").unwrap();
+        let c = rs.iter().find(|r| r.test_id == "gpu1.c.c").unwrap();
         assert_eq!(c.status, Status::Blocked);
         assert_eq!(c.blocked_by.as_deref(), Some("gpu1.a.a"));
         assert_eq!(c.message, "blocked by gpu1.a.a: gpu1 is broken");
@@ -261,12 +261,12 @@ mod tests {
         });
         let rs = execute(&p, Arc::new(()), &opts, |_| {});
         assert_eq!(status(&rs, "gpu0.a.warns"), Status::Warn);
-        let waived = rs.iter().find(|r| r.id == "gpu1.b.fails").unwrap();
+        let waived = rs.iter().find(|r| r.test_id == "gpu1.b.fails").unwrap();
         assert_eq!(waived.status, Status::Fail);
         assert!(waived.waived());
         // Neither the warning nor the waived failure blocks gpu1's c.
         assert_eq!(status(&rs, "gpu1.c.c"), Status::Pass);
-        let left_out = rs.iter().find(|r| r.id == "gpu0.d.d").unwrap();
+        let left_out = rs.iter().find(|r| r.test_id == "gpu0.d.d").unwrap();
         assert_eq!(left_out.status, Status::Skipped);
         assert_eq!(left_out.skip_reason, Some(SkipReason::NotConfigured));
         assert_eq!(left_out.message, "not selected: skipped by 'd::*' (--skip)");
@@ -311,7 +311,7 @@ mod tests {
         let rs = run(&reg, &[0, 1, 2], &opts);
         assert!(start.elapsed() < Duration::from_secs(5));
         assert_eq!(status(&rs, "gpu0.a.hang"), Status::Timeout);
-        let after = rs.iter().find(|r| r.id == "gpu0.c.after").unwrap();
+        let after = rs.iter().find(|r| r.test_id == "gpu0.c.after").unwrap();
         assert_eq!(after.status, Status::Blocked);
         assert!(
             after.message.contains("GPU unresponsive after gpu0.a.hang"),
@@ -379,7 +379,7 @@ mod tests {
         );
         assert_eq!(rs[0].status, Status::Pass);
         for (r, how) in [(&rs[1], "while running"), (&rs[2], "not run: ")] {
-            assert_eq!(r.status, Status::Skipped, "{}", r.id);
+            assert_eq!(r.status, Status::Skipped, "{}", r.test_id);
             assert_eq!(r.skip_reason, Some(SkipReason::Interrupted));
             assert!(r.message.contains("time budget was spent"), "{}", r.message);
             assert!(r.message.contains(how), "{}", r.message);

@@ -87,20 +87,23 @@ pub(super) fn blocked_result<C>(
         Some(root_id) => results
             .iter()
             .flatten()
-            .find(|r| &r.id == root_id)
+            .find(|r| &r.test_id == root_id)
             .unwrap_or(blocker),
         None => blocker,
     };
     let message = match root.status {
         Status::Timeout if root.scope != Scope::Node && root.scope == plan.instances[i].scope => {
-            format!("blocked: GPU unresponsive after {} (timed out)", root.id)
+            format!(
+                "blocked: GPU unresponsive after {} (timed out)",
+                root.test_id
+            )
         }
-        _ => format!("blocked by {}: {}", root.id, root.message),
+        _ => format!("blocked by {}: {}", root.test_id, root.message),
     };
     CheckResult {
         status: Status::Blocked,
         message,
-        blocked_by: Some(root.id.clone()),
+        blocked_by: Some(root.test_id.clone()),
         ..base_result(plan, i)
     }
 }

@@ -70,7 +70,7 @@ pub(crate) fn any_result(text: BoxedStrategy<String>) -> impl Strategy<Value = C
             |((id, check, message, code, next, output), (status, waived, gpu, value), facts)| {
                 let status = Status::ALL[status];
                 CheckResult {
-                    id,
+                    test_id: id,
                     check,
                     layer: test_stack::ALL[gpu as usize % test_stack::ALL.len()],
                     scope: if gpu == 0 {
