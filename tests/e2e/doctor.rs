@@ -1,6 +1,6 @@
 //! `rocgate doctor` names the right code and layer on every synthetic node.
 
-use crate::util::{doctor, finding_codes, node, on_sysroot, run};
+use crate::util::{doctor, finding_codes, node, on_sysroot, rocgate, run};
 
 #[test]
 fn every_scenario_gets_its_diagnosis() {
@@ -108,4 +108,38 @@ fn doctor_names_what_stops_the_stack_before_an_advisory() {
     let n = node("pcie-link-degraded");
     let (_, doc) = doctor(&n.root, &[]);
     assert_eq!(doc["likely_cause"]["code"], "pcie-link-degraded", "{doc}");
+}
+
+#[test]
+fn doctor_json_to_a_file_writes_what_it_would_print() {
+    let n = node("kfd-permission");
+    let (printed_code, printed) = doctor(&n.root, &[]);
+    let file = n.root.join("doctor.json");
+    let out = rocgate()
+        .args(["doctor", "--json"])
+        .arg(&file)
+        .arg("--sysroot")
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), printed_code);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("\"likely_cause\""),
+        "the diagnosis goes to the file, not stdout"
+    );
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(written["likely_cause"], printed["likely_cause"]);
+    assert_eq!(written["likely_cause"]["code"], "kfd-permission");
+    // A file that cannot be written is input or output failing (3), named.
+    let nowhere = n.root.join("no/such/dir/doctor.json");
+    let out = rocgate()
+        .args(["doctor", "--json"])
+        .arg(&nowhere)
+        .arg("--sysroot")
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&nowhere.display().to_string()));
 }

@@ -186,3 +186,20 @@ fn a_library_the_loader_refuses_is_named_with_the_loaders_words() {
         "{next}"
     );
 }
+
+#[test]
+fn a_fault_named_wrongly_fails_the_run_naming_the_entry() {
+    // A typo in ROCGATE_FAKE_FAULTS would otherwise inject nothing and let
+    // the run pass: the fakes refuse the entry, and the first library call
+    // crashes, saying why.
+    let json = failing_with("hipMemcpyy@gpu3=wrong");
+    let r = result(&json, "node.hsa.init");
+    assert_eq!(r["status"], "crash", "{r}");
+    // The check's captured output holds the library's last words.
+    let said = text(&r["output"]);
+    assert!(
+        said.contains("ROCGATE_FAKE_FAULTS entry 'hipMemcpyy@gpu3=wrong'")
+            && said.contains("did you mean hipMemcpy?"),
+        "the crash names the entry and the export it was near: {r}"
+    );
+}
