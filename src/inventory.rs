@@ -101,18 +101,7 @@ pub fn build(facts: &NodeFacts, driver_rows: &[DriverRow]) -> Inventory {
         .iter()
         .map(|g| {
             let k = g.kfd.as_ref();
-            let vram = k
-                .and_then(rocgate_node::facts::kfd::KfdNode::vram_bytes)
-                .or_else(|| {
-                    g.pci.as_ref().and_then(|p| {
-                        facts
-                            .sysroot
-                            .read_opt(&format!("{}/mem_info_vram_total", p.sysfs_dir()))
-                            .ok()
-                            .flatten()
-                            .and_then(|t| t.parse().ok())
-                    })
-                });
+            let vram = g.vram_bytes(&facts.sysroot);
             GpuEntry {
                 index: g.index,
                 kfd_node: k.map(|k| k.id),

@@ -29,6 +29,22 @@ pub struct Gpu {
 }
 
 impl Gpu {
+    /// Its VRAM in bytes: KFD's memory banks, else DRM's
+    /// `mem_info_vram_total` (amdgpu_vram_mgr.c,
+    /// `amdgpu_mem_info_vram_total_show`) for a GPU KFD does not size; None
+    /// when neither says. The one place both inventory and the snapshot's
+    /// capture read it, so a replay reads what the node did.
+    pub fn vram_bytes(&self, sysroot: &crate::Sysroot) -> Option<u64> {
+        self.kfd.as_ref().and_then(KfdNode::vram_bytes).or_else(|| {
+            let pci = self.pci.as_ref()?;
+            let total = sysroot
+                .read_opt(&format!("{}/mem_info_vram_total", pci.sysfs_dir()))
+                .ok()
+                .flatten()?;
+            total.trim().parse().ok()
+        })
+    }
+
     /// The address of the physical function (where sysfs keeps firmware and
     /// the driver link).
     pub fn physical_address(&self) -> &str {

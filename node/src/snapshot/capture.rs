@@ -188,17 +188,9 @@ fn read_beyond_checks(facts: &NodeFacts) {
     crate::versions::node_versions(facts, &[]);
     crate::versions::gpu_versions_within(facts, FILE_WAIT);
     crate::versions::gpu_health_within(facts, FILE_WAIT);
-    let unsized_by_kfd = facts.gpus.iter().filter(|g| {
-        g.kfd
-            .as_ref()
-            .and_then(crate::facts::kfd::KfdNode::vram_bytes)
-            .is_none()
-    });
-    for pci in unsized_by_kfd.filter_map(|g| g.pci.as_ref()) {
-        // What it holds is stored; that it is missing is no error here.
-        let _ = facts
-            .sysroot
-            .read_opt(&format!("{}/mem_info_vram_total", pci.sysfs_dir()));
+    for g in &facts.gpus {
+        // What it read is stored; the size itself is inventory's to show.
+        g.vram_bytes(&facts.sysroot);
     }
 }
 
