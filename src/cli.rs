@@ -283,8 +283,9 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Write JUnit XML here: a file is replaced atomically, a FIFO or
-    /// character device is written through, a symlink is followed, and
-    /// `/dev/stdout` joins rocgate's own output.
+    /// character device is written through, a symlink is followed; `-`
+    /// prints it on stdout alone (`run` then prints its own output on
+    /// stderr), and `/dev/stdout` joins rocgate's own output.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Write JSON results here (as for `--junit`; not the same file, unless

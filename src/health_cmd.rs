@@ -184,6 +184,13 @@ fn check(
     budget_end: &mut Option<Instant>,
 ) -> Result<Verdict, Stop> {
     crate::reports::distinct_paths(&args.reports)?;
+    if crate::reports::claims_stdout(&args.reports) {
+        // Slurm and node-problem-detector read health's stdout for its
+        // verdict line: a report there would bury it.
+        return Err(Stop::Unknown(
+            "report to -: stdout is health's verdict; give the report a file".to_string(),
+        ));
+    }
     let config = args.node.config()?;
     let budget = args
         .budget

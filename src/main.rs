@@ -2,11 +2,17 @@
 //! first broken layer, its likely cause and the next step.
 
 /// `print!` that never panics: a closed stdout (`rocgate doctor | head`)
-/// ends the output, not the command, so the reports are still written.
+/// ends the output, not the command, so the reports are still written. On
+/// stderr instead while a report claims stdout (`run --json -`:
+/// [`ui::human_on_stderr`]), so the report stays a document of its own.
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($arg)*);
+        let _ = if crate::ui::human_on_stderr() {
+            write!(std::io::stderr(), $($arg)*)
+        } else {
+            write!(std::io::stdout(), $($arg)*)
+        };
     }};
 }
 
@@ -14,7 +20,11 @@ macro_rules! out {
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        let _ = if crate::ui::human_on_stderr() {
+            writeln!(std::io::stderr(), $($arg)*)
+        } else {
+            writeln!(std::io::stdout(), $($arg)*)
+        };
     }};
 }
 

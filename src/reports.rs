@@ -108,6 +108,11 @@ pub fn distinct_paths(args: &ReportArgs) -> Result<(), String> {
         .collect();
     for (i, (flag_a, a)) in given.iter().enumerate() {
         for (flag_b, b) in &given[i + 1..] {
+            if prints(a) && prints(b) {
+                return Err(format!(
+                    "{flag_a} - and {flag_b} - both print to stdout; give one of them a file"
+                ));
+            }
             let dest = atomic::destination(a);
             let char_device =
                 std::fs::metadata(&dest).is_ok_and(|m| m.file_type().is_char_device());
@@ -121,6 +126,17 @@ pub fn distinct_paths(args: &ReportArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether a report flag's value is `-`: the report is printed on stdout
+/// (and what rocgate prints for people goes to stderr).
+pub fn prints(path: &Path) -> bool {
+    path.as_os_str() == crate::output::STDOUT
+}
+
+/// Whether `args` print a report on stdout.
+pub fn claims_stdout(args: &ReportArgs) -> bool {
+    Format::ALL.iter().any(|f| f.path(args).is_some_and(prints))
 }
 
 /// A finished run with what the reports people read show beside its
@@ -185,10 +201,20 @@ pub fn write(
         let Some(path) = format.path(args) else {
             continue;
         };
-        match format
-            .render(shown, source, path)
-            .and_then(|t| atomic::write(path, t.as_bytes()).map_err(|e| e.to_string()))
-        {
+        let to_stdout = prints(path);
+        let put = |t: String| {
+            if !to_stdout {
+                return atomic::write(path, t.as_bytes()).map_err(|e| e.to_string());
+            }
+            let out = crate::output::Output::Stdout;
+            match format {
+                Format::Json => out.json(t.trim_end()),
+                _ => out.text(&t),
+            }
+            .map_err(|e| e.to_string())
+        };
+        match format.render(shown, source, path).and_then(put) {
+            Ok(()) if to_stdout => written.push(format!("{} stdout", format.label())),
             Ok(()) => written.push(format!("{} {}", format.label(), path.display())),
             Err(e) => failed.push(format!(
                 "{} report not written to {}: {e}",

@@ -90,6 +90,9 @@ fn timeout_seconds(text: &str) -> Result<Duration, String> {
 ///   included).
 pub fn run(args: &RunArgs) -> Result<Exit> {
     crate::reports::distinct_paths(&args.reports)?;
+    if crate::reports::claims_stdout(&args.reports) {
+        crate::ui::print_human_on_stderr();
+    }
     let config = args.node.config()?;
     let timeout_scale = args.timeout_scale.or(config.timeout_scale()).unwrap_or(1.0);
     // Owns an archive's unpacked directory: dropped (and removed) when this
@@ -115,7 +118,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     let waivers = session.waivers(&config)?;
     let (strict, fail_on_warn) = args.verdict.resolve(&config);
     let interrupt = signals::interrupt_flag()?;
-    let style = Style::for_stdout();
+    let style = crate::ui::human_style();
     let workers = crate::worker_cmd::isolator(&session, &interrupt)?;
     let opts = ExecOptions {
         gate: !args.no_gate,

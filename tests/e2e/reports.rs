@@ -793,3 +793,42 @@ fn a_closed_stdout_ends_the_output_not_the_command() {
     // The run still wrote its report.
     quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(&junit).unwrap()).unwrap();
 }
+
+#[test]
+fn a_report_given_dash_is_stdout_alone_and_the_run_speaks_on_stderr() {
+    let n = node("kfd-permission");
+    let (code, stdout, stderr) = run_reports(&n.root, &[Path::new("--json"), Path::new("-")]);
+    assert_eq!(code, 1, "{stderr}");
+    // stdout is the document and nothing else: a pipe reads it whole.
+    let doc: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not only the report ({e}): {stdout}"));
+    assert_eq!(doc["passed"], false);
+    assert!(
+        stderr.contains("FAILED") && stderr.contains("kfd-permission"),
+        "the ladder and the failures go to stderr: {stderr}"
+    );
+    assert!(stderr.contains("JSON:  stdout"), "{stderr}");
+    assert!(!n.root.join("-").exists() && !Path::new("-").exists());
+    // JUnit alike; and two reports cannot share stdout.
+    let (_, stdout, _) = run_reports(&n.root, &[Path::new("--junit"), Path::new("-")]);
+    assert!(stdout.starts_with("<?xml"), "{stdout}");
+    let (code, _, stderr) = run_reports(
+        &n.root,
+        &[
+            Path::new("--junit"),
+            Path::new("-"),
+            Path::new("--json"),
+            Path::new("-"),
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("both print to stdout"), "{stderr}");
+    // health's stdout is its verdict line: a report there is refused.
+    let out = rocgate()
+        .args(["health", "--json", "-", "--sysroot"])
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("give the report a file"));
+}
