@@ -294,3 +294,102 @@ fn textfile(source: Source, path: &Path, props: &[(String, String)], report: &Ru
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+    use std::path::PathBuf;
+
+    fn args(junit: Option<&str>, json: Option<&str>) -> ReportArgs {
+        ReportArgs {
+            junit: junit.map(PathBuf::from),
+            json: json.map(PathBuf::from),
+            prom: None,
+            html: None,
+        }
+    }
+
+    #[test]
+    fn the_format_table_gives_each_format_its_own_flag_name_and_label() {
+        let unique = |f: fn(Format) -> &'static str| {
+            Format::ALL
+                .iter()
+                .map(|&x| f(x))
+                .collect::<BTreeSet<_>>()
+                .len()
+        };
+        assert_eq!(unique(Format::flag), Format::ALL.len());
+        assert_eq!(unique(Format::name), Format::ALL.len());
+        assert_eq!(unique(Format::label), Format::ALL.len());
+        // Every flag is one of ReportArgs', and says where it is asked for.
+        let all = ReportArgs {
+            junit: Some("j".into()),
+            json: Some("k".into()),
+            prom: Some("p".into()),
+            html: Some("h".into()),
+        };
+        let paths: BTreeSet<_> = Format::ALL.iter().map(|f| f.path(&all)).collect();
+        assert_eq!(paths.len(), Format::ALL.len());
+        assert!(
+            Format::ALL
+                .iter()
+                .all(|f| f.path(&args(None, None)).is_none())
+        );
+    }
+
+    #[test]
+    fn one_path_for_two_reports_is_refused_unless_a_character_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let same = dir.path().join("r").display().to_string();
+        let err = distinct_paths(&args(Some(&same), Some(&same))).unwrap_err();
+        assert!(err.contains("--junit") && err.contains("--json"), "{err}");
+        let via_dot = dir.path().join(".").join("r").display().to_string();
+        assert!(distinct_paths(&args(Some(&same), Some(&via_dot))).is_err());
+        let other = dir.path().join("s").display().to_string();
+        assert_eq!(distinct_paths(&args(Some(&same), Some(&other))), Ok(()));
+        assert_eq!(
+            distinct_paths(&args(Some("/dev/null"), Some("/dev/null"))),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_dash_prints_and_only_one_report_may_print() {
+        assert!(prints(Path::new("-")));
+        assert!(!prints(Path::new("./-")) && !prints(Path::new("/dev/stdout")));
+        assert!(claims_stdout(&args(None, Some("-"))));
+        assert!(!claims_stdout(&args(Some("j.xml"), Some("r.json"))));
+        let err = distinct_paths(&args(Some("-"), Some("-"))).unwrap_err();
+        assert!(err.contains("both print to stdout"), "{err}");
+        assert_eq!(distinct_paths(&args(Some("-"), Some("r.json"))), Ok(()));
+    }
+
+    #[test]
+    fn each_tier_of_run_has_series_of_its_own_and_health_one_set() {
+        let report = RunReport {
+            tier: rocgate_harness::Tier::Extended,
+            started_at: chrono::Local::now(),
+            duration: std::time::Duration::ZERO,
+            results: Vec::new(),
+            scopes: Vec::new(),
+            interrupted: None,
+            strict: false,
+            fail_on_warn: false,
+        };
+        assert_eq!(
+            source_labels(Source::Run, &report),
+            [
+                ("source", "run".to_string()),
+                ("tier", "extended".to_string())
+            ]
+        );
+        assert_eq!(
+            source_labels(Source::Health, &report),
+            [("source", "health".to_string())]
+        );
+        let props = [("hostname".to_string(), "n1".to_string())];
+        assert_eq!(node_property(&props, "hostname"), Some("n1"));
+        assert_eq!(node_property(&props, "kernel"), None);
+    }
+}
