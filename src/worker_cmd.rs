@@ -35,7 +35,9 @@ pub fn run(args: &WorkerArgs) -> Result<Exit> {
         .worker_config
         .as_deref()
         .map(rocgate_suites::context::WorkerConfig::load)
-        .transpose()?;
+        .transpose()
+        // The parent wrote it: one it cannot read is rocgate's own defect.
+        .internal()?;
     let session = Session::open_configured(
         args.node.worker_sysroot()?,
         // The parent read the site's policy; a worker serves what it is sent.

@@ -253,3 +253,25 @@ fn the_live_host_run_finishes_and_reports() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc["healthy"].is_boolean());
 }
+
+#[test]
+fn a_worker_that_cannot_read_what_its_parent_wrote_is_an_internal_error() {
+    // The run writes its workers' configuration itself: one they cannot
+    // read is rocgate's own defect (70), not the user's usage (2).
+    let n = node("mi300x-8");
+    let config = n.root.join("worker-config.json");
+    std::fs::write(&config, "not json").unwrap();
+    let out = rocgate()
+        .args(["__worker", "--scope", "node", "--worker-config"])
+        .arg(&config)
+        .arg("--sysroot")
+        .arg(&n.root)
+        .output()
+        .unwrap();
+    util::assert_exit(&out, 70);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("worker configuration"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
