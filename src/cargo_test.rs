@@ -159,16 +159,7 @@ pub fn trials(env: &HarnessEnv) -> Vec<Trial> {
 /// An empty report, for a plan that failed the second time it was built
 /// (it succeeded moments before; every trial then says it has no result).
 fn unreachable_plan(tier: Tier) -> RunReport {
-    RunReport {
-        tier,
-        started_at: chrono::Local::now(),
-        duration: std::time::Duration::ZERO,
-        results: Vec::new(),
-        scopes: Vec::new(),
-        interrupted: None,
-        strict: false,
-        fail_on_warn: false,
-    }
+    RunReport::new(tier, Vec::new())
 }
 
 /// A result as a trial outcome: blocked and skipped are ignored with their

@@ -367,16 +367,7 @@ mod tests {
 
     #[test]
     fn each_tier_of_run_has_series_of_its_own_and_health_one_set() {
-        let report = RunReport {
-            tier: rocgate_harness::Tier::Extended,
-            started_at: chrono::Local::now(),
-            duration: std::time::Duration::ZERO,
-            results: Vec::new(),
-            scopes: Vec::new(),
-            interrupted: None,
-            strict: false,
-            fail_on_warn: false,
-        };
+        let report = RunReport::new(rocgate_harness::Tier::Extended, Vec::new());
         assert_eq!(
             source_labels(Source::Run, &report),
             [

@@ -613,16 +613,7 @@ mod driver_rows_tests {
             Some("30.20.9"),
             "{props:?}"
         );
-        let report = RunReport {
-            tier: Tier::Quick,
-            started_at: chrono::Local::now(),
-            duration: Duration::ZERO,
-            results: Vec::new(),
-            scopes: Vec::new(),
-            interrupted: None,
-            strict: false,
-            fail_on_warn: false,
-        };
+        let report = RunReport::new(Tier::Quick, Vec::new());
         assert_eq!(
             session.versions(&report)["node"]["amdgpu_release"],
             "30.20.9"

@@ -252,6 +252,23 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// A run of `tier` that started now with `results`: no time taken, no
+    /// scope's identity, not interrupted, judged by default (neither
+    /// `--strict` nor `--fail-on warn`). The front ends' base for a run
+    /// that holds nothing (or only what a test gives it).
+    pub fn new(tier: Tier, results: Vec<CheckResult>) -> RunReport {
+        RunReport {
+            tier,
+            started_at: chrono::Local::now(),
+            duration: Duration::ZERO,
+            results,
+            scopes: Vec::new(),
+            interrupted: None,
+            strict: false,
+            fail_on_warn: false,
+        }
+    }
+
     /// Every scope present in the results, node first.
     pub fn scope_list(&self) -> Vec<Scope> {
         let mut scopes: Vec<Scope> = self.results.iter().map(|r| r.scope).collect();

@@ -9,7 +9,6 @@ use crate::document::IdentityKeys;
 use crate::model::{Layer, Scope, Tier};
 use crate::result::{CheckResult, RunReport};
 use crate::verdict::{Finding, Status};
-use std::time::Duration;
 
 /// A result of `status` with test id `id` (`gpu0.b.x`) of the check
 /// `layer::x` (the id's last part), that found nothing and said nothing.
@@ -34,16 +33,7 @@ pub(crate) fn coded(scope: Scope, layer: Layer, status: Status, code: Option<&st
 /// A quick run of `results` that started now, took no time and saw no
 /// GPU's identity.
 pub(crate) fn run(results: Vec<CheckResult>) -> RunReport {
-    RunReport {
-        tier: Tier::Quick,
-        started_at: chrono::Local::now(),
-        duration: Duration::ZERO,
-        results,
-        scopes: Vec::new(),
-        interrupted: None,
-        strict: false,
-        fail_on_warn: false,
-    }
+    RunReport::new(Tier::Quick, results)
 }
 
 /// What the tests' reports mean by their names: the identity properties
