@@ -71,7 +71,7 @@ impl From<String> for Stop {
 /// A node health cannot open leaves it without a verdict.
 impl From<rocgate_suites::context::OpenError> for Stop {
     fn from(e: rocgate_suites::context::OpenError) -> Stop {
-        Stop::Unknown(e.to_string())
+        crate::error::Error::from(e).into()
     }
 }
 

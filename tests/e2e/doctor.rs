@@ -114,14 +114,18 @@ fn doctor_names_what_stops_the_stack_before_an_advisory() {
 fn doctor_json_to_a_file_writes_what_it_would_print() {
     let n = node("kfd-permission");
     let (printed_code, printed) = doctor(&n.root, &[]);
+    // `doctor --json FILE --sysroot ROOT`.
+    let doctor_to = |file: &std::path::Path| {
+        rocgate()
+            .args(["doctor", "--json"])
+            .arg(file)
+            .arg("--sysroot")
+            .arg(&n.root)
+            .output()
+            .unwrap()
+    };
     let file = n.root.join("doctor.json");
-    let out = rocgate()
-        .args(["doctor", "--json"])
-        .arg(&file)
-        .arg("--sysroot")
-        .arg(&n.root)
-        .output()
-        .unwrap();
+    let out = doctor_to(&file);
     assert_eq!(out.status.code(), printed_code);
     assert!(
         !String::from_utf8_lossy(&out.stdout).contains("\"likely_cause\""),
@@ -133,13 +137,7 @@ fn doctor_json_to_a_file_writes_what_it_would_print() {
     assert_eq!(written["likely_cause"]["code"], "kfd-permission");
     // A file that cannot be written is input or output failing (3), named.
     let nowhere = n.root.join("no/such/dir/doctor.json");
-    let out = rocgate()
-        .args(["doctor", "--json"])
-        .arg(&nowhere)
-        .arg("--sysroot")
-        .arg(&n.root)
-        .output()
-        .unwrap();
+    let out = doctor_to(&nowhere);
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains(&nowhere.display().to_string()));
 }
