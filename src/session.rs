@@ -428,9 +428,13 @@ impl Session {
         ))
     }
 
-    /// Writes the parsed thresholds and matrix for the workers to a private
-    /// temporary file, removed when the returned handle drops.
-    fn write_worker_config(&self) -> Result<tempfile::NamedTempFile, String> {
+    /// Writes the parsed thresholds and matrix for the workers into an
+    /// anonymous in-memory file (memfd) the workers inherit and read as
+    /// `/proc/self/fd/N`: nothing is written under TMPDIR, so a run killed
+    /// with SIGKILL (a Slurm job past its KillWait, the OOM killer) leaves
+    /// nothing behind, and the file goes when the last process holding it
+    /// ends.
+    fn write_worker_config(&self) -> Result<WorkerConfigFile, String> {
         let config = WorkerConfig {
             thresholds: self.ctx.thresholds.clone(),
             thresholds_origin: self.ctx.thresholds.origin.clone(),
@@ -439,19 +443,16 @@ impl Session {
         };
         let text = serde_json::to_string(&config)
             .map_err(|e| format!("internal error: the worker configuration: {e}"))?;
-        let mut file = tempfile::Builder::new()
-            .prefix("rocgate-worker-config-")
-            .suffix(".json")
-            .tempfile()
-            .map_err(|e| {
-                format!(
-                    "failed to create a file for the workers' configuration in {}: {e} (set TMPDIR to a writable directory)",
-                    std::env::temp_dir().display()
-                )
-            })?;
+        // Not close-on-exec: the workers inherit it under the same number.
+        let fd = nix::sys::memfd::memfd_create(
+            "rocgate-worker-config",
+            nix::sys::memfd::MFdFlags::empty(),
+        )
+        .map_err(|e| format!("failed to create the workers' configuration (memfd_create): {e}"))?;
+        let mut file = std::fs::File::from(fd);
         std::io::Write::write_all(&mut file, text.as_bytes())
-            .map_err(|e| format!("failed to write {}: {e}", file.path().display()))?;
-        Ok(file)
+            .map_err(|e| format!("failed to write the workers' configuration: {e}"))?;
+        Ok(WorkerConfigFile(file))
     }
 
     /// Every scope's component versions: the node's (kernel, OS, driver,
@@ -565,6 +566,17 @@ fn wait_out_reset(
         }
     }
     last
+}
+
+/// The workers' configuration, held open while workers may start.
+struct WorkerConfigFile(std::fs::File);
+
+impl WorkerConfigFile {
+    /// The name a worker opens it by: the descriptor it inherited.
+    fn path(&self) -> std::path::PathBuf {
+        use std::os::fd::AsRawFd;
+        std::path::PathBuf::from(format!("/proc/self/fd/{}", self.0.as_raw_fd()))
+    }
 }
 
 #[cfg(test)]

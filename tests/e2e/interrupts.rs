@@ -7,7 +7,7 @@
 use crate::util;
 use crate::util::{
     FakeScontrol, HANG_GUARD, Tmp, assert_exit, catches_sigint, fake_process, fake_rocm, names_in,
-    node, result, result_with_status, rocgate_in, send_signal, snapshotted, spawn_fake, text,
+    node, result, result_with_status, rocgate_in, send_signal, snapshotted, text,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -39,11 +39,14 @@ fn children_with_arg(pid: u32, arg: &str) -> Vec<u32> {
 }
 
 /// rocgate started with `args` on a fake 8x MI300X where every GPU's queue
-/// creation hangs, its stdout going to the node's `out_ext` file. A caller
-/// binds `_files` to keep the node and libraries while the child runs.
+/// creation hangs, its stdout going to the node's `out_ext` file and its
+/// TMPDIR its own. A caller binds `_files` to keep the node and libraries
+/// while the child runs.
 struct HungRun {
     /// The node and the fake ROCm, kept while the child uses them.
     _files: (util::Node, tempfile::TempDir),
+    /// The child's TMPDIR.
+    tmp: Tmp,
     out: PathBuf,
     child: std::process::Child,
 }
@@ -51,16 +54,22 @@ struct HungRun {
 fn start_hung(args: &[&str], out_ext: &str) -> HungRun {
     let node = node("mi300x-8");
     let rocm = fake_rocm();
+    let tmp = Tmp::new();
     let out = node.root.with_extension(out_ext);
-    let child = spawn_fake(
+    let child = fake_process(
+        args,
+        &node.root,
         &node.root,
         rocm.path(),
         "hsa_queue_create@gpu*=hang",
-        args,
-        &out,
-    );
+    )
+    .env("TMPDIR", tmp.path())
+    .stdout(std::fs::File::create(&out).unwrap())
+    .spawn()
+    .unwrap();
     HungRun {
         _files: (node, rocm),
+        tmp,
         out,
         child,
     }
@@ -274,6 +283,7 @@ fn an_interrupted_doctor_is_never_healthy() {
         _files,
         out,
         mut child,
+        ..
     } = start_hung(&["doctor", "--json"], "doctor.json");
     // Interrupt once the hanging checks have started (their workers exist).
     assert!(eventually(HANG_GUARD, || children_of(child.id()).len() >= 8));
@@ -286,11 +296,20 @@ fn an_interrupted_doctor_is_never_healthy() {
     assert_eq!(doc["layers"]["hsa"], "interrupted", "{doc}");
 }
 
+/// A run killed outright (a Slurm job past its KillWait, the OOM killer)
+/// takes its workers with it and leaves nothing in TMPDIR, the workers'
+/// configuration (sent when a thresholds file is given) included.
 #[test]
 fn workers_die_with_a_killed_run() {
+    let thresholds = tempfile::tempdir().unwrap();
+    let path = thresholds.path().join("thresholds.toml");
+    std::fs::write(&path, include_str!("../../suites/thresholds.toml")).unwrap();
     let HungRun {
-        _files, mut child, ..
-    } = start_hung(&["run"], "out");
+        _files,
+        tmp,
+        mut child,
+        ..
+    } = start_hung(&["run", "--thresholds", path.to_str().unwrap()], "out");
     assert!(eventually(HANG_GUARD, || children_of(child.id()).len() >= 8));
     let workers = children_of(child.id());
     assert!(send_signal(child.id(), "-KILL"));
@@ -302,6 +321,7 @@ fn workers_die_with_a_killed_run() {
         "workers left behind: {:?}",
         workers.iter().filter(|&&w| alive(w)).collect::<Vec<_>>()
     );
+    assert!(tmp.left().is_empty(), "left in TMPDIR: {:?}", tmp.left());
 }
 
 // Every command ends on SIGTERM and SIGINT with 130 and removes what it
