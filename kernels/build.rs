@@ -120,8 +120,20 @@ fn main() {
                     Ok(o) if o.status.success() => built.push((target, object)),
                     Ok(o) => {
                         let err = String::from_utf8_lossy(&o.stderr);
-                        let first = err.lines().next().unwrap_or("failed").to_string();
-                        skipped.push((target, first));
+                        // One line a person can act on; clang's own words
+                        // for anything else.
+                        let why = if err.contains("invalid target ID") {
+                            format!(
+                                "{} does not know this target (gfx950 needs LLVM 20 or newer: build with clang-20+ or ROCm's clang, ROCGATE_CLANG=PATH); its dispatch checks are skipped as unverifiable",
+                                clang.file_name().map_or_else(
+                                    || clang.display().to_string(),
+                                    |n| n.to_string_lossy().into_owned()
+                                )
+                            )
+                        } else {
+                            err.lines().next().unwrap_or("failed").to_string()
+                        };
+                        skipped.push((target, why));
                     }
                     Err(e) => skipped.push((target, e.to_string())),
                 }

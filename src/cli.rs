@@ -40,33 +40,52 @@ pub struct Cli {
 /// rocgate's commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the checks bottom-up and report (exit 0 all passed, 1 a failure,
-    /// 2 usage error or a report not written, 130 interrupted).
+    /// Run the checks bottom-up, per GPU in parallel, and report.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     Run(RunArgs),
     /// Find the first broken layer, its likely cause and the next step.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     Doctor(DoctorArgs),
     /// One-line health verdict for schedulers and monitoring (exit 0
     /// healthy, 1 unhealthy, 2 unknown); drains and resumes a Slurm node
     /// with --slurm.
+    #[command(after_help = rocgate::exit::Exit::health_help_table())]
     Health(HealthArgs),
     /// Read many nodes' reports together.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     Fleet(FleetArgs),
     /// Show what the node has: GPUs, partitions, driver, kernel.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     Inventory(InventoryArgs),
     /// List the checks that would run.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     List(ListArgs),
-    /// Check the node's versions against the compatibility matrix.
+    /// Check the node's versions against the compatibility matrix, or print
+    /// the built-in one.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     Matrix(MatrixArgs),
+    /// Print the built-in thresholds (floors and compare tolerances), to
+    /// copy and edit as a site's `--thresholds` file.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
+    Thresholds(ThresholdsArgs),
     /// Capture what the node layers read into one archive that `--sysroot`
     /// accepts, for diagnosis elsewhere.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     Snapshot(SnapshotArgs),
     /// Compare two runs' JSON results: version changes, checks that stopped
     /// passing, throughputs that fell beyond their tolerance and spread,
     /// error counters that grew (exit 1 on a regression).
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     Compare(CompareArgs),
     /// The finding codes rocgate reports: layer, severity, category, meaning
     /// and next step.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
     Codes(CodesArgs),
+    /// Print a shell's completion script (bash, zsh, fish, elvish,
+    /// powershell) for `rocgate`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff): rocgate(1), or rocgate-COMMAND(1).
+    Man(ManArgs),
     /// Internal: serve isolated checks for one scope over stdin/stdout.
     #[command(name = "__worker", hide = true)]
     Worker(WorkerArgs),
@@ -187,7 +206,8 @@ pub struct SelectArgs {
     /// quick (default), standard or extended.
     #[arg(long)]
     pub tier: Option<Tier>,
-    /// GPUs to check: inventory indices (0,3) or PCI addresses (0000:05:00.0).
+    /// GPUs to check: inventory indices (0,3), PCI addresses (0000:05:00.0)
+    /// or serials (0x1d2a3f4000000000, as `rocgate inventory` prints them).
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
     /// Fail the GPU count check when fewer than N GPUs are on the PCI bus.
@@ -273,6 +293,17 @@ pub struct RunArgs {
     /// Print only the summary and failures.
     #[arg(long, short)]
     pub quiet: bool,
+    /// How progress shows on stderr while the run goes: `auto` draws live
+    /// lines per GPU on a terminal and prints a line per finished check
+    /// anywhere else (a CI log); `none` prints nothing until the end, as
+    /// `--quiet` does.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t)]
+    pub progress: crate::ui::progress::ProgressMode,
+    /// With progress as lines: the longest silence while checks run before
+    /// a line names them, in seconds, so CI no-output timeouts see life.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub heartbeat: u64,
     /// Inside GitHub Actions (GITHUB_ACTIONS=true), do not write the job
     /// summary or the `::error`/`::warning` annotations.
     #[arg(long)]
@@ -469,6 +500,11 @@ pub enum CompareFormat {
 /// `rocgate codes`.
 #[derive(Debug, Args)]
 pub struct CodesArgs {
+    /// One code to explain (`rocgate codes kfd-permission`), as `rustc
+    /// --explain` does: what it means, its severity and layers, the next
+    /// step, and what the placeholders of the step become.
+    #[arg(value_name = "CODE")]
+    pub code: Option<String>,
     /// text, markdown (FINDINGS.md) or json.
     #[arg(long, value_enum, default_value_t = CodesFormat::Text)]
     pub format: CodesFormat,
@@ -498,6 +534,43 @@ pub struct MatrixArgs {
 pub enum MatrixAction {
     /// The node's combination against the matrix (exit 0 supported, 1 not, 2 bad matrix).
     Check(MatrixCheckArgs),
+    /// Print the built-in matrix (TOML), to copy and edit as a site's
+    /// `--matrix` file.
+    Show,
+}
+
+/// `rocgate completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell (`source <(rocgate completions bash)`).
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `rocgate man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A command's page instead of rocgate(1) (`rocgate man run`).
+    pub command: Option<String>,
+    /// Write every page into DIR (rocgate.1, rocgate-run.1, ...) instead of
+    /// printing one, as a package installs them.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub out: Option<PathBuf>,
+}
+
+/// `rocgate thresholds`.
+#[derive(Debug, Args)]
+pub struct ThresholdsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: ThresholdsAction,
+}
+
+/// What `rocgate thresholds` does.
+#[derive(Debug, Subcommand)]
+pub enum ThresholdsAction {
+    /// Print the built-in thresholds (TOML).
+    Show,
 }
 
 /// `rocgate matrix check`.
@@ -590,10 +663,9 @@ mod tests {
         let json = |args: &[&str]| match parse(args).map(|c| c.command) {
             Ok(Command::Doctor(a)) => a.json,
             Ok(Command::Inventory(a)) => a.json,
-            Ok(Command::Matrix(m)) => {
-                let MatrixAction::Check(a) = m.action;
-                a.json
-            }
+            Ok(Command::Matrix(MatrixArgs {
+                action: MatrixAction::Check(a),
+            })) => a.json,
             other => panic!("{args:?}: {other:?}"),
         };
         for command in [&["doctor"][..], &["inventory"], &["matrix", "check"]] {

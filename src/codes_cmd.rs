@@ -7,9 +7,22 @@ use crate::output::Output;
 use rocgate::exit::Exit;
 use rocgate_suites::findings::{Code, codes};
 
-/// Prints the catalogue.
+/// Prints the catalogue, or one code of it.
 pub fn run(args: &CodesArgs) -> Result<Exit> {
     let out = Output::Stdout;
+    if let Some(wanted) = &args.code {
+        let c = find(wanted)?;
+        match args.format {
+            CodesFormat::Json => {
+                let json = serde_json::to_string_pretty(c).map_err(|e| {
+                    Error::internal(format!("failed to encode code {}: {e}", c.code))
+                })?;
+                out.json(&json)?;
+            }
+            CodesFormat::Markdown | CodesFormat::Text => out.text(&explain(c))?,
+        }
+        return Ok(Exit::Pass);
+    }
     match args.format {
         CodesFormat::Json => {
             let json = serde_json::to_string_pretty(codes::ALL)
@@ -20,6 +33,71 @@ pub fn run(args: &CodesArgs) -> Result<Exit> {
         CodesFormat::Text => out.text(&text())?,
     }
     Ok(Exit::Pass)
+}
+
+/// The catalogue's entry for `wanted` (any case, `_` for `-`), or a usage
+/// error naming the codes that look like it.
+fn find(wanted: &str) -> Result<&'static Code> {
+    let key = wanted.trim().to_ascii_lowercase().replace('_', "-");
+    if let Some(c) = codes::ALL.iter().find(|c| c.code == key) {
+        return Ok(c);
+    }
+    let words: Vec<&str> = key.split('-').filter(|w| w.len() > 2).collect();
+    let mut near: Vec<&str> = codes::ALL
+        .iter()
+        .filter(|c| c.code.contains(&key) || words.iter().any(|w| c.code.contains(w)))
+        .map(|c| c.code)
+        .collect();
+    near.truncate(8);
+    let hint = if near.is_empty() {
+        "`rocgate codes` lists every code".to_string()
+    } else {
+        format!(
+            "did you mean {}? (`rocgate codes` lists every code)",
+            near.join(", ")
+        )
+    };
+    Err(Error::usage(format!("no finding code {wanted:?}: {hint}")))
+}
+
+/// One code explained, for a terminal.
+fn explain(c: &Code) -> String {
+    let mut out = format!(
+        "{}
+
+  {}
+
+  severity  {} ({})
+  category  {}
+  layers    {}
+
+  next step (when the check has nothing more specific):
+    {}
+",
+        c.code,
+        c.meaning,
+        severity(c),
+        match c.severity {
+            rocgate_suites::findings::Severity::Fail =>
+                "the node is not fit for work: the run fails, `health` drains, a gating check blocks the layers above",
+            rocgate_suites::findings::Severity::Warn =>
+                "worth fixing, the node works: the run passes unless --fail-on warn",
+        },
+        category(c),
+        layers(c),
+        c.next_step
+    );
+    if c.next_step.contains('<') {
+        out.push_str(
+            "
+  In a report, <address> is the GPU's PCI address, <gpu> rocgate's GPU index,
+  <reset> amd-smi's reset of that GPU by its address, <rerun> the check's scope
+  run again alone, and <update-initramfs>, <update-grub>, <install-headers> the
+  node's own commands for its OS (Debian/Ubuntu, RHEL, SUSE).
+",
+        );
+    }
+    out
 }
 
 fn layers(c: &Code) -> String {

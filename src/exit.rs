@@ -92,6 +92,21 @@ impl Exit {
         }
     }
 
+    /// The table as every command's `--help` ends with it.
+    pub fn help_table() -> String {
+        let mut out = String::from("Exit codes:\n");
+        for e in Exit::ALL {
+            out.push_str(&format!("  {:>3}  {}\n", e.code(), e.meaning()));
+        }
+        out.push_str("  (README, \"Exit codes\"; `health` has its own three)");
+        out
+    }
+
+    /// `health`'s codes, which schedulers act on whatever failed.
+    pub fn health_help_table() -> &'static str {
+        "Exit codes:\n    0  healthy (warnings pass)\n    1  unhealthy: the line names the lowest failure and every GPU it is on\n    2  unknown: no verdict (rocgate could not see the node, a usage error, an interruption); never drains\n  (an interruption under --slurm-prolog or --slurm-epilog ends 0)"
+    }
+
     /// `Pass` when `ok`, else `Fail`: a verdict in two words.
     pub const fn pass_if(ok: bool) -> Exit {
         if ok { Exit::Pass } else { Exit::Fail }

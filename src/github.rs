@@ -14,8 +14,8 @@
 
 use crate::reports::Presented;
 use crate::ui::ladder::{layer_cell, layer_fault};
-use rocgate_harness::RunReport;
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
+use rocgate_harness::{RunReport, Scope};
 use rocgate_suites::stack::IDENTITY;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -191,11 +191,16 @@ fn summary(
             .join(" | "),
         "---|".repeat(layers.len())
     );
-    for scope in report.scope_list() {
+    // A device's partitions that agree are one row, as in the ladder.
+    for (label, scopes, tail) in crate::ui::ladder::folded_rows(report) {
+        let Some(&scope) = scopes.first() else {
+            continue;
+        };
         let info = report.scope_info(scope);
-        let who = match info.get(IDENTITY.address) {
-            Some(pci) => format!("{} {}", escape_cell(&scope.label()), code(pci)),
-            None => escape_cell(&scope.label()),
+        let who = match (scopes.len(), info.get(IDENTITY.address)) {
+            (1, Some(pci)) => format!("{} {}", escape_cell(&label), code(pci)),
+            (1, None) => escape_cell(&label),
+            _ => format!("{} ({})", escape_cell(&label), escape_cell(&tail)),
         };
         let cells: Vec<String> = layers
             .iter()
@@ -213,20 +218,131 @@ fn summary(
             .collect();
         let _ = writeln!(out, "| {who} | {} |", cells.join(" | "));
     }
+    findings(&mut out, diagnosis);
     out.push_str("\n<details><summary>Versions</summary>\n\n| scope | component | version |\n|---|---|---|\n");
-    for (scope, components) in versions {
-        for (k, v) in components {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} |",
-                escape_cell(scope),
-                escape_cell(k),
-                escape_cell(v)
-            );
-        }
+    for (scopes, component, version, differs) in folded_versions(versions) {
+        let (scopes, version) = (escape_cell(&scopes), escape_cell(&version));
+        let (scopes, version) = if differs {
+            (format!("**{scopes}**"), format!("**{version}** (differs)"))
+        } else {
+            (scopes, version)
+        };
+        let _ = writeln!(
+            out,
+            "| {scopes} | {} | {version} |",
+            escape_cell(&component)
+        );
     }
     out.push_str("\n</details>\n");
     out
+}
+
+/// Every finding with its message and next step, the same code with the
+/// same next step on several scopes once (a hive's eight GPUs are one
+/// line), at most [`MAX_FINDINGS`] lines.
+fn findings(out: &mut String, diagnosis: &Diagnosis) {
+    const MAX_FINDINGS: usize = 50;
+    let mut groups: Vec<(&DiagnosedFault, Vec<Scope>)> = Vec::new();
+    for f in &diagnosis.findings {
+        match groups
+            .iter_mut()
+            .find(|(g, _)| g.code == f.code && g.layer == f.layer && g.next_step == f.next_step)
+        {
+            Some((_, scopes)) => scopes.push(f.scope),
+            None => groups.push((f, vec![f.scope])),
+        }
+    }
+    if groups.is_empty() {
+        return;
+    }
+    out.push_str("\n### Findings\n\n");
+    for (f, scopes) in groups.iter().take(MAX_FINDINGS) {
+        let _ = writeln!(
+            out,
+            "- **{}** {} on {} ({}): {}  \n  next: {}",
+            if f.is_warning() { "warn" } else { "fail" },
+            code(&f.code),
+            escape_cell(&scope_ranges(scopes)),
+            code(&f.test_id),
+            escape_cell(&f.message),
+            escape_cell(&f.next_step)
+        );
+    }
+    if groups.len() > MAX_FINDINGS {
+        let _ = writeln!(
+            out,
+            "- and {} more in the reports",
+            groups.len() - MAX_FINDINGS
+        );
+    }
+}
+
+/// Scopes as few words as they can be: `node, gpu0..gpu3, gpu5`.
+fn scope_ranges(scopes: &[Scope]) -> String {
+    let mut gpus: Vec<u32> = scopes.iter().filter_map(|s| s.gpu()).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    if scopes.contains(&Scope::Node) {
+        parts.push("node".into());
+    }
+    let mut i = 0;
+    while i < gpus.len() {
+        let mut j = i;
+        while j + 1 < gpus.len() && gpus[j + 1] == gpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(match j - i {
+            0 => format!("gpu{}", gpus[i]),
+            1 => format!("gpu{}, gpu{}", gpus[i], gpus[j]),
+            _ => format!("gpu{}..gpu{}", gpus[i], gpus[j]),
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+/// The versions table's rows: the node's components as they are; each GPU
+/// component once for the GPUs that agree (`gpu0..gpu7 (all 8)`), and,
+/// when they do not, a row per value with `differs` set.
+fn folded_versions(
+    versions: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Vec<(String, String, String, bool)> {
+    let mut rows = Vec::new();
+    let mut per_component: BTreeMap<&str, BTreeMap<&str, Vec<Scope>>> = BTreeMap::new();
+    let mut gpu_count = 0;
+    for (scope, components) in versions {
+        let Some(gpu) = scope
+            .strip_prefix("gpu")
+            .and_then(|g| g.parse::<u32>().ok())
+        else {
+            for (k, v) in components {
+                rows.push((scope.clone(), k.clone(), v.clone(), false));
+            }
+            continue;
+        };
+        gpu_count += 1;
+        for (k, v) in components {
+            per_component
+                .entry(k)
+                .or_default()
+                .entry(v)
+                .or_default()
+                .push(Scope::Gpu(gpu));
+        }
+    }
+    for (component, values) in per_component {
+        let differs = values.len() > 1;
+        for (value, scopes) in values {
+            let who = if !differs && scopes.len() == gpu_count && gpu_count > 1 {
+                format!("{} (all {gpu_count})", scope_ranges(&scopes))
+            } else {
+                scope_ranges(&scopes)
+            };
+            rows.push((who, component.to_string(), value.to_string(), differs));
+        }
+    }
+    rows
 }
 
 /// Appends the summary to $GITHUB_STEP_SUMMARY (when set and not empty)

@@ -284,7 +284,7 @@ fn check(
     // so a drain reason can name the GPU rather than the node.
     if opts.isolator.is_some() {
         if let Ok(program) = std::env::current_exe() {
-            session.narrow_collectives(&mut report, &opts, &program);
+            session.narrow_collectives(&mut report, &opts, &program, &|_| {});
         }
     }
     if cut && report.interrupted.is_none() {

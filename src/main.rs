@@ -39,6 +39,7 @@ macro_rules! errln {
 mod cli;
 mod codes_cmd;
 mod compare_cmd;
+mod completions_cmd;
 mod doctor_cmd;
 mod error;
 mod fleet_cmd;
@@ -125,7 +126,10 @@ fn main() -> ExitCode {
         cli::Command::Compare(args) => compare_cmd::run(&args),
         cli::Command::Codes(args) => codes_cmd::run(&args),
         cli::Command::Matrix(args) => matrix_cmd::run(&args),
+        cli::Command::Thresholds(args) => matrix_cmd::show_thresholds(&args),
         cli::Command::Snapshot(args) => snapshot_cmd::run(&args),
+        cli::Command::Completions(args) => completions_cmd::completions(&args),
+        cli::Command::Man(args) => completions_cmd::man(&args),
         cli::Command::Worker(args) => worker_cmd::run(&args),
     };
     // The command has returned, so whatever it owned (an archive's unpacked

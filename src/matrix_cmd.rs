@@ -1,6 +1,8 @@
-//! `rocgate matrix check`: the node's combination against the matrix.
+//! `rocgate matrix check`: the node's combination against the matrix;
+//! `rocgate matrix show` and `rocgate thresholds show`: the built-in files,
+//! for an installed binary to hand a site the file it edits.
 
-use crate::cli::{MatrixAction, MatrixArgs};
+use crate::cli::{MatrixAction, MatrixArgs, ThresholdsAction, ThresholdsArgs};
 use crate::error::{Error, Result};
 use crate::output::Output;
 use rocgate::exit::Exit;
@@ -12,7 +14,13 @@ use serde_json::json;
 /// that could not be checked are named, and make JSON `supported` null), 1
 /// on a mismatch or when the release cannot be evaluated, 2 usage.
 pub fn run(args: &MatrixArgs) -> Result<Exit> {
-    let MatrixAction::Check(args) = &args.action;
+    let args = match &args.action {
+        MatrixAction::Check(args) => args,
+        MatrixAction::Show => {
+            Output::Stdout.text(rocgate_suites::compat_matrix::BUILTIN)?;
+            return Ok(Exit::Pass);
+        }
+    };
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
     let node = args.node.open()?;
@@ -25,8 +33,8 @@ pub fn run(args: &MatrixArgs) -> Result<Exit> {
     let (supported, doc, text) = match &eval {
         Evaluation::NoRocm => (
             false,
-            json!({"supported": null, "reason": "no ROCm release found (/opt/rocm/.info/version)"}),
-            "no ROCm release found on the node (/opt/rocm/.info/version)\n".to_string(),
+            json!({"supported": null, "reason": "no ROCm release found (/opt/rocm/.info/version; an install elsewhere is read from --rocm-path or ROCM_PATH)"}),
+            "no ROCm release found on the node (/opt/rocm/.info/version; an install elsewhere is read from --rocm-path or ROCM_PATH)\n".to_string(),
         ),
         Evaluation::UnknownRelease { rocm, span } => (
             false,
@@ -111,4 +119,11 @@ pub fn run(args: &MatrixArgs) -> Result<Exit> {
         Output::Stdout.text(&text)?;
     }
     Ok(Exit::pass_if(supported))
+}
+
+/// Prints the built-in thresholds.
+pub fn show_thresholds(args: &ThresholdsArgs) -> Result<Exit> {
+    let ThresholdsAction::Show = args.action;
+    Output::Stdout.text(rocgate_suites::thresholds::BUILTIN)?;
+    Ok(Exit::Pass)
 }

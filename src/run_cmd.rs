@@ -3,12 +3,14 @@
 use crate::cli::RunArgs;
 use crate::error::Result;
 use crate::signals;
-use crate::ui::{ladder, progress::Progress, style::Style};
+use crate::ui::progress::{Progress, ProgressMode};
+use crate::ui::{ladder, style::Style};
 use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::{ExecOptions, Plan, Scope, ScopeKind};
 use rocgate_suites::NodeContext;
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// Parses `--timeout CHECK=SECONDS` entries (the policy file's
@@ -41,7 +43,11 @@ pub fn timeout_overrides(
 /// names, paths), and `::add-mask::` or `##[error]` read on a node must not
 /// act on the job. rocgate's own annotations are printed apart from this.
 fn say(text: &str) {
-    out!("{}", rocgate_harness::output::no_workflow_commands(text));
+    let text = rocgate_harness::output::no_workflow_commands(text);
+    match crate::ui::width::columns() {
+        Some(width) => out!("{}", crate::ui::width::wrap(&text, width)),
+        None => out!("{text}"),
+    }
 }
 
 /// The longest `--timeout` a check may get: a week is longer than any check
@@ -133,13 +139,25 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     if !args.quiet {
         say(&header(&session, &plan, &opts, style));
     }
-    let mut progress = Progress::new(plan.instances.len(), args.quiet);
-    let mut report = session.run(&plan, &opts, |e| progress.on_event(e));
+    let mode = if args.quiet {
+        ProgressMode::None
+    } else {
+        args.progress
+    };
+    let progress = RefCell::new(Progress::new(
+        plan.instances.iter().map(|i| i.scope),
+        mode,
+        Duration::from_secs(args.heartbeat),
+    ));
+    let mut report = session.run(&plan, &opts, |e| progress.borrow_mut().on_event(e));
     if opts.isolator.is_some() {
         if let Ok(program) = std::env::current_exe() {
-            session.narrow_collectives(&mut report, &opts, &program);
+            session.narrow_collectives(&mut report, &opts, &program, &|what| {
+                progress.borrow_mut().phase(what)
+            });
         }
     }
+    let mut progress = progress.into_inner();
     report.strict = strict;
     report.fail_on_warn = fail_on_warn;
     progress.finish();
@@ -150,7 +168,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         crate::reports::write(crate::reports::Source::Run, &args.reports, &shown);
     if !args.quiet {
         outln!();
-        say(&ladder::ladder(&report, style));
+        say(&ladder::ladder(&report, style, crate::ui::width::columns()));
         let matrices = ladder::matrices(&report, style);
         if !matrices.is_empty() {
             outln!();
@@ -201,24 +219,40 @@ fn header(
     style: Style,
 ) -> String {
     let f = session.facts();
-    let mut models: BTreeMap<String, usize> = BTreeMap::new();
+    // Per model: its devices (physical functions) and the GPUs tested on
+    // them, so a partitioned device counts once with its partitions.
+    let mut models: BTreeMap<String, (BTreeSet<&str>, usize, Option<&str>)> = BTreeMap::new();
     for g in f.gpus.iter().filter(|g| plan.gpus.contains(&g.index)) {
         let name = format!(
             "{} ({})",
             g.product.as_deref().unwrap_or("unknown AMD GPU"),
             g.gfx_target.as_deref().unwrap_or("gfx?")
         );
-        *models.entry(name).or_default() += 1;
+        let entry = models.entry(name).or_default();
+        entry.0.insert(g.physical_address());
+        entry.1 += 1;
+        entry.2 = entry.2.or(g.partition_mode());
     }
     let gpus = if models.is_empty() {
         "no GPU".to_string()
     } else {
         models
             .iter()
-            .map(|(m, n)| format!("{n}x {m}"))
+            .map(|(m, (devices, scopes, mode))| {
+                if *scopes > devices.len() {
+                    format!(
+                        "{}x {m} as {scopes} {} partitions",
+                        devices.len(),
+                        mode.unwrap_or("compute")
+                    )
+                } else {
+                    format!("{scopes}x {m}")
+                }
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let partitioned = models.values().any(|(d, n, _)| *n > d.len());
     let node_checks = plan
         .selected()
         .filter(|i| plan.check(i).scope == ScopeKind::Node)
@@ -234,8 +268,15 @@ fn header(
         String::new()
     };
     let budget = opts.time_budget(plan);
+    let per_scope = match (plan.gpus.len(), partitioned) {
+        (0, _) => format!("node-wide only: no GPU to test{left_out}"),
+        (n, true) => {
+            format!("{node_checks} node + {per_gpu} per partition x {n} partitions{left_out}")
+        }
+        (n, false) => format!("{node_checks} node + {per_gpu} per GPU x {n} GPUs{left_out}"),
+    };
     format!(
-        "{} {} · {} tier · node {}\n{}\nplan: {} checks ({node_checks} node + {per_gpu} per GPU x {} GPUs{left_out}); time budget {:.0} s if every check ran into its timeout\n",
+        "{} {} · {} tier · node {}\n{}\nplan: {} checks ({per_scope}); time budget {:.0} s if every check ran into its timeout\n",
         style.bold("rocgate"),
         env!("CARGO_PKG_VERSION"),
         plan.tier,
@@ -255,7 +296,6 @@ fn header(
             }
         )),
         plan.selected().count(),
-        plan.gpus.len(),
         budget.as_secs_f64()
     )
 }

@@ -101,7 +101,7 @@ impl Session {
         let started_at = chrono::Local::now();
         let start = Instant::now();
         let mut results = execute(plan, Arc::clone(&self.ctx), opts, on_event);
-        rocgate_suites::explain::explain_results(&mut results, &self.registry, &self.facts().gpus);
+        rocgate_suites::explain::explain_results(&mut results, &self.registry, self.facts());
         let signal = opts.interrupt.load(std::sync::atomic::Ordering::SeqCst);
         // The deadline passed with checks that never finished.
         let cut_short = opts.deadline.is_some_and(|d| Instant::now() >= d)
@@ -144,12 +144,15 @@ impl Session {
     /// reset out and tries again once, or stops naming the reset. Nothing
     /// happens for fewer than three GPUs, or when the run was interrupted;
     /// a signal during the search ends it without counting the try it cut
-    /// short, and the report says it was interrupted.
+    /// short, and the report says it was interrupted. `phase` hears of
+    /// each try before it starts, with its bounds, so progress can show
+    /// the search is alive.
     pub fn narrow_collectives(
         &self,
         report: &mut RunReport,
         opts: &ExecOptions,
         program: &std::path::Path,
+        phase: &dyn Fn(&str),
     ) {
         use rocgate_harness::isolate::Isolator as _;
         use rocgate_suites::{narrow, resets};
@@ -174,6 +177,8 @@ impl Session {
         // inside it; the search stops there, on the evidence it has.
         let in_time = || opts.deadline.is_none_or(|d| Instant::now() + per_try <= d);
         // `check` in a fresh node worker that sees only the GPUs of `set`.
+        let tries = std::cell::Cell::new(0usize);
+        let per_try_s = per_try.as_secs_f64();
         let run_on = |set: &[u32], check: &'static str| {
             self.worker_pool_selecting(program, Arc::clone(&interrupt), Some(set))
                 .map(|pool| pool.run(check, rocgate_harness::Scope::Node, per_try))
@@ -213,12 +218,6 @@ impl Session {
             Ok(v) => narrow::Try::new(set, false, format!("failed ({}: {})", v.status, v.message)),
             Err(e) => narrow::Try::new(set, false, format!("did not run ({e})")),
         };
-        let names = |set: &[u32]| {
-            set.iter()
-                .map(|g| format!("gpu{g}"))
-                .collect::<Vec<_>>()
-                .join(",")
-        };
         // Whether the search stopped on a reset, which the result then says.
         let reset_stopped = std::cell::Cell::new(false);
         let narrowed = narrow::narrow(&gpus, |set| {
@@ -228,6 +227,13 @@ impl Session {
             if !in_time() {
                 return Err("no time was left for another try".to_string());
             }
+            tries.set(tries.get() + 1);
+            phase(&format!(
+                "narrowing the failed all-reduce to a GPU: try {} of at most {} on {} (at most {per_try_s:.0} s)",
+                tries.get(),
+                narrow::MAX_TRIES,
+                gpu_names(set)
+            ));
             let verdict = run_on(set, narrow::ALLREDUCE);
             // A try a signal cut short says nothing of its GPUs: it is no
             // evidence, and the search ends there.
@@ -235,6 +241,12 @@ impl Session {
                 return Err(stopped_by(signal()));
             }
             let first = as_try(set, verdict);
+            phase(&format!(
+                "try {} on {}: {}",
+                tries.get(),
+                gpu_names(set),
+                first.outcome
+            ));
             let reset = overlapped(&mark, set);
             if first.completed || reset.is_none() {
                 remark(&mut mark);
@@ -245,7 +257,7 @@ impl Session {
             if signal() != 0 {
                 return Err(stopped_by(signal()));
             }
-            let on = names(set);
+            let on = gpu_names(set);
             let cut = |what: String, o: &resets::Overlap| {
                 reset_stopped.set(true);
                 format!(
@@ -275,6 +287,9 @@ impl Session {
             // The reset is over: the same GPUs once more, on a hive that
             // has recovered.
             remark(&mut mark);
+            phase(&format!(
+                "trying {on} again after the GPU reset (at most {per_try_s:.0} s)"
+            ));
             let verdict = run_on(set, narrow::ALLREDUCE);
             if signal() != 0 {
                 return Err(stopped_by(signal()));
@@ -302,6 +317,10 @@ impl Session {
         let copied = if signal() != 0 {
             Err(stopped_by(signal()))
         } else if in_time() {
+            phase(&format!(
+                "peer copies among {} to see whether a link is what fails (at most {per_try_s:.0} s)",
+                gpu_names(&copies)
+            ));
             run_on(&copies, narrow::PEER_COPIES)
         } else {
             Err("the time budget ran out".to_string())
@@ -330,6 +349,7 @@ impl Session {
         if let Some(f) = narrow::finding(self.facts(), &narrowed, r.finding.as_ref(), timed_out) {
             r.message = f.message.clone();
             r.finding = Some(f);
+            rocgate_suites::next_steps::fill_results(std::slice::from_mut(r), self.facts());
         } else if reset_stopped.get() {
             // Inconclusive, and why: a reset the kernel log shows during the
             // search, which may also be what failed the all-reduce itself.
@@ -534,6 +554,14 @@ impl Session {
         p.push(("gpus".into(), f.gpus.len().to_string()));
         p
     }
+}
+
+/// `gpu0,gpu3`: GPUs as the narrowing's tries name them.
+fn gpu_names(set: &[u32]) -> String {
+    set.iter()
+        .map(|g| format!("gpu{g}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Waits until the reset `seen` overlapped a try has ended (read again with

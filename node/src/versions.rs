@@ -19,6 +19,8 @@ pub struct OsRelease {
     pub version_id: String,
     /// `Ubuntu 24.04.3 LTS`.
     pub pretty: String,
+    /// `ID_LIKE`: the distributions it derives from (`rhel centos fedora`).
+    pub id_like: String,
 }
 
 impl OsRelease {
@@ -40,6 +42,7 @@ pub fn parse_os_release(text: &str) -> OsRelease {
             "ID" => os.id = v.to_ascii_lowercase(),
             "VERSION_ID" => os.version_id = v,
             "PRETTY_NAME" => os.pretty = v,
+            "ID_LIKE" => os.id_like = v.to_ascii_lowercase(),
             _ => {}
         }
     }
@@ -84,11 +87,28 @@ pub fn image_os(facts: &NodeFacts) -> Option<OsRelease> {
     (!os.id.is_empty()).then_some(os)
 }
 
-/// The installed ROCm release: `/opt/rocm/.info/version` (`6.2.0-66` gives
-/// `6.2.0`), or, where `/opt/rocm` is absent, the one versioned
-/// `/opt/rocm-X.Y.Z` installed. Several versioned installs and no
-/// `/opt/rocm` is ambiguous: `None` (see [`rocm_installs`]).
-pub fn rocm_release(root: &Sysroot) -> Option<String> {
+/// The installed ROCm release: that of the first of `dirs` (the install
+/// rocgate was pointed at: `--rocm-path`, `ROCM_PATH`) whose
+/// `.info/version` it has or whose name is `rocm-X.Y.Z`, else
+/// `/opt/rocm/.info/version` (`6.2.0-66` gives `6.2.0`), or, where
+/// `/opt/rocm` is absent, the one versioned `/opt/rocm-X.Y.Z` installed.
+/// Several versioned installs and no `/opt/rocm` is ambiguous: `None` (see
+/// [`rocm_installs`]).
+pub fn rocm_release(root: &Sysroot, dirs: &[String]) -> Option<String> {
+    for dir in dirs {
+        let dir = dir.trim_end_matches('/');
+        if let Some(v) = release_file(root, dir) {
+            return Some(v);
+        }
+        let name = dir.rsplit('/').next().unwrap_or_default();
+        if let Some(v) = name.strip_prefix("rocm-").filter(|v| {
+            v.split('.').count() >= 2
+                && v.split('.')
+                    .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        }) {
+            return Some(v.to_string());
+        }
+    }
     if let Some(v) = release_file(root, "/opt/rocm") {
         return Some(v);
     }
@@ -182,7 +202,7 @@ pub fn node_versions(facts: &NodeFacts, driver_rows: &[DriverRow]) -> BTreeMap<S
     if let Some(release) = driver_release::read(facts, driver_rows).describe() {
         v.insert("amdgpu_release".into(), release);
     }
-    if let Some(r) = rocm_release(&facts.sysroot) {
+    if let Some(r) = rocm_release(&facts.sysroot, &facts.rocm_dirs) {
         v.insert("rocm".into(), r);
     }
     let installs = rocm_installs(&facts.sysroot);
@@ -366,14 +386,30 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         put(dir.path(), "opt/rocm-6.2.0/.info/version", "6.2.0-66\n").unwrap();
         let root = Sysroot::at(dir.path());
-        assert_eq!(rocm_release(&root).as_deref(), Some("6.2.0"));
+        assert_eq!(rocm_release(&root, &[]).as_deref(), Some("6.2.0"));
         std::fs::create_dir_all(dir.path().join("opt/rocm-6.4.1")).unwrap();
         std::fs::create_dir_all(dir.path().join("opt/rocm-smi")).unwrap();
-        assert_eq!(rocm_release(&root), None, "two installs, no /opt/rocm");
+        assert_eq!(rocm_release(&root, &[]), None, "two installs, no /opt/rocm");
         let installs: Vec<String> = rocm_installs(&root).into_iter().map(|(_, r)| r).collect();
         assert_eq!(installs, ["6.2.0", "6.4.1"]);
         put(dir.path(), "opt/rocm/.info/version", "6.4.1-120\n").unwrap();
-        assert_eq!(rocm_release(&root).as_deref(), Some("6.4.1"));
+        assert_eq!(rocm_release(&root, &[]).as_deref(), Some("6.4.1"));
+        // The install rocgate was pointed at comes first: its version file,
+        // else its name; one that says neither is passed over.
+        put(dir.path(), "spack/rocm-core/.info/version", "6.3.1-48\n").unwrap();
+        let dirs = |d: &[&str]| d.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            rocm_release(&root, &dirs(&["/nowhere", "/spack/rocm-core/"])).as_deref(),
+            Some("6.3.1")
+        );
+        assert_eq!(
+            rocm_release(&root, &dirs(&["/modules/rocm-6.2.4"])).as_deref(),
+            Some("6.2.4")
+        );
+        assert_eq!(
+            rocm_release(&root, &dirs(&["/modules/rocm-latest"])).as_deref(),
+            Some("6.4.1")
+        );
     }
 
     #[test]

@@ -73,14 +73,26 @@ fn legend(entries: &[(&str, &str)]) -> Markup {
     }
 }
 
-/// A number as reports print measurements: three significant figures
-/// or so, never in exponent form.
+/// A number as reports print measurements: an integral value (a count,
+/// lanes, pages) as an integer; else three significant figures or so,
+/// never in exponent form, so a small GEMM's 0.000512 TFLOP/s is not 0.000.
 fn number(v: f64) -> String {
-    match v.abs() {
-        a if !a.is_finite() => v.to_string(),
+    let a = v.abs();
+    if !a.is_finite() {
+        return v.to_string();
+    }
+    if v.fract() == 0.0 && a < 1e15 {
+        return format!("{v:.0}");
+    }
+    match a {
         a if a >= 100.0 => format!("{v:.0}"),
         a if a >= 1.0 => format!("{v:.1}"),
-        _ => format!("{v:.3}"),
+        a => {
+            // Digits after the point for three significant ones.
+            let lead = (-a.log10().floor()).clamp(1.0, 12.0);
+            let digits = lead as usize + 2;
+            format!("{v:.digits$}")
+        }
     }
 }
 
@@ -133,7 +145,11 @@ mod tests {
         assert!(bar(1.0, None, 0.0).into_string().is_empty());
         assert_eq!(number(f64::INFINITY), "inf");
         assert_eq!(number(1234.5), "1234");
-        assert_eq!(number(0.01234), "0.012");
+        assert_eq!(number(0.01234), "0.0123");
+        assert_eq!(number(0.000512), "0.000512");
+        assert_eq!(number(16.0), "16");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(8.34), "8.3");
     }
 
     #[test]

@@ -101,65 +101,259 @@ fn paint(style: Style, mark: Option<Mark>, padded: &str) -> String {
     }
 }
 
-/// Renders the ladder, grouping consecutive GPUs with identical rows when the
-/// node has many (a 64-partition node stays readable).
-pub fn ladder(report: &RunReport, style: Style) -> String {
-    let layers = report.layers();
-    let mut rows: Vec<(Scope, Vec<Option<Mark>>, String)> = Vec::new();
-    for scope in report.scope_list() {
-        let cells = layers
-            .iter()
-            .map(|l| layer_mark(report, scope, *l))
-            .collect();
-        let info = report.scope_info(scope);
-        let ident = [
-            info.get(rocgate_suites::stack::IDENTITY.address),
-            info.get("product"),
-            info.get("gfx_target"),
-        ]
+/// One ladder row: a scope, or consecutive scopes folded into one.
+#[derive(Clone)]
+struct Row {
+    /// `gpu3`, or `gpu0..gpu7` for folded scopes.
+    label: String,
+    /// The scopes it holds.
+    scopes: Vec<Scope>,
+    cells: Vec<Option<Mark>>,
+    /// Address, product and target, or how many scopes the row folds.
+    tail: String,
+}
+
+/// The ladder's rows: partitions of one device (same serial) with the same
+/// cells fold into one row under their device, and on a node with more
+/// than 16 GPU rows left, consecutive identical rows fold too.
+fn rows(report: &RunReport, layers: &[Layer]) -> Vec<Row> {
+    struct Scoped {
+        scope: Scope,
+        cells: Vec<Option<Mark>>,
+        ident: String,
+        device: Option<String>,
+    }
+    let scoped: Vec<Scoped> = report
+        .scope_list()
         .into_iter()
-        .flatten()
-        .collect::<Vec<_>>()
-        .join("  ");
-        rows.push((scope, cells, ident));
-    }
-    let gpu_rows = rows.iter().filter(|(s, _, _)| *s != Scope::Node).count();
-    let mut out = String::new();
-    let mut header = format!("{:<14}", "scope");
-    for l in &layers {
-        let _ = write!(header, "{:<9}", l.as_str());
-    }
-    let _ = writeln!(out, "{}", style.bold(header.trim_end()));
+        .map(|scope| {
+            let info = report.scope_info(scope);
+            let ident = [
+                info.get(rocgate_suites::stack::IDENTITY.address),
+                info.get("product"),
+                info.get("gfx_target"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("  ");
+            Scoped {
+                scope,
+                cells: layers
+                    .iter()
+                    .map(|l| layer_mark(report, scope, *l))
+                    .collect(),
+                ident,
+                device: info
+                    .get(rocgate_suites::stack::IDENTITY.serial)
+                    .map(str::to_string),
+            }
+        })
+        .collect();
+    let label = |group: &[Scoped]| match group {
+        [one] => one.scope.label(),
+        [first, .., last] => format!("{}..{}", first.scope.label(), last.scope.label()),
+        [] => String::new(),
+    };
+    // First pass: a device's partitions, when they agree.
+    // Each row with how many scopes it holds and whether they are GPUs.
+    let mut by_device: Vec<(Row, usize, bool)> = Vec::new();
     let mut i = 0;
-    while i < rows.len() {
-        let (scope, cells, ident) = &rows[i];
+    while i < scoped.len() {
         let mut j = i + 1;
-        if gpu_rows > 16 && *scope != Scope::Node {
-            while j < rows.len() && rows[j].1 == *cells && rows[j].0 != Scope::Node {
+        if scoped[i].scope != Scope::Node && scoped[i].device.is_some() {
+            while j < scoped.len()
+                && scoped[j].scope != Scope::Node
+                && scoped[j].device == scoped[i].device
+                && scoped[j].cells == scoped[i].cells
+            {
                 j += 1;
             }
         }
-        let label = if j - i > 1 {
-            format!("{}..{}", scope.label(), rows[j - 1].0.label())
+        let group = &scoped[i..j];
+        let tail = if group.len() > 1 {
+            format!("{}  ({} partitions)", group[0].ident, group.len())
         } else {
-            scope.label()
+            group[0].ident.clone()
         };
-        let tail = if j - i > 1 {
-            format!("{} GPUs", j - i)
+        let gpu = group[0].scope != Scope::Node;
+        by_device.push((
+            Row {
+                label: label(group),
+                scopes: group.iter().map(|g| g.scope).collect(),
+                cells: group[0].cells.clone(),
+                tail,
+            },
+            group.len(),
+            gpu,
+        ));
+        i = j;
+    }
+    let gpu_rows = by_device.iter().filter(|(_, _, gpu)| *gpu).count();
+    if gpu_rows <= 16 {
+        return by_device.into_iter().map(|(r, _, _)| r).collect();
+    }
+    // Second pass: many rows that say the same thing say it once.
+    let mut rows: Vec<Row> = Vec::new();
+    let mut k = 0;
+    while k < by_device.len() {
+        let (row, _, gpu) = &by_device[k];
+        let mut j = k + 1;
+        if *gpu {
+            while j < by_device.len() && by_device[j].2 && by_device[j].0.cells == row.cells {
+                j += 1;
+            }
+        }
+        if j - k == 1 {
+            rows.push(row.clone());
         } else {
-            ident.clone()
-        };
-        let mut line = format!("{label:<14}");
-        for (k, &c) in cells.iter().enumerate() {
-            let text = if k + 1 == cells.len() && tail.is_empty() {
+            let first = row.label.split("..").next().unwrap_or_default();
+            let last = by_device[j - 1]
+                .0
+                .label
+                .rsplit("..")
+                .next()
+                .unwrap_or_default();
+            let scopes: usize = by_device[k..j].iter().map(|(_, n, _)| n).sum();
+            let devices = j - k;
+            let tail = if scopes > devices {
+                format!("{scopes} partitions of {devices} devices")
+            } else {
+                format!("{scopes} GPUs")
+            };
+            rows.push(Row {
+                label: format!("{first}..{last}"),
+                scopes: by_device[k..j]
+                    .iter()
+                    .flat_map(|(r, _, _)| r.scopes.iter().copied())
+                    .collect(),
+                cells: row.cells.clone(),
+                tail,
+            });
+        }
+        k = j;
+    }
+    rows
+}
+
+/// The ladder's rows as other views show them: each row's label
+/// (`gpu8..gpu15` for a device's partitions that agree), its scopes, and
+/// its identity (address, product, target, or how many it folds).
+pub fn folded_rows(report: &RunReport) -> Vec<(String, Vec<Scope>, String)> {
+    rows(report, &report.layers())
+        .into_iter()
+        .map(|r| (r.label, r.scopes, r.tail))
+        .collect()
+}
+
+/// The full ladder's column widths: scope label, then each layer.
+const LABEL_COLUMNS: usize = 14;
+const CELL_COLUMNS: usize = 9;
+
+/// Renders the ladder to fit `width` columns (none: as wide as it is). The
+/// full grid, a scope a row and a layer a column, when it fits; else one
+/// line per scope saying only what did not pass, so no row wraps.
+pub fn ladder(report: &RunReport, style: Style, width: Option<usize>) -> String {
+    let layers = report.layers();
+    let rows = rows(report, &layers);
+    let full_width = rows
+        .iter()
+        .map(|r| {
+            let label = r.label.chars().count().max(LABEL_COLUMNS - 1) + 1;
+            let tail = r.tail.chars().count();
+            label + CELL_COLUMNS * layers.len() + tail
+        })
+        .max()
+        .unwrap_or(0);
+    if width.is_some_and(|w| full_width > w) {
+        return compact(&rows, &layers, style, width.unwrap_or(usize::MAX));
+    }
+    let mut out = String::new();
+    let mut header = format!("{:<LABEL_COLUMNS$}", "scope");
+    for l in &layers {
+        let _ = write!(header, "{:<CELL_COLUMNS$}", l.as_str());
+    }
+    let _ = writeln!(out, "{}", style.bold(header.trim_end()));
+    for row in &rows {
+        let mut line = format!(
+            "{:<w$}",
+            row.label,
+            w = LABEL_COLUMNS.max(row.label.len() + 1)
+        );
+        for (k, &c) in row.cells.iter().enumerate() {
+            let text = if k + 1 == row.cells.len() && row.tail.is_empty() {
                 cell_text(c).to_string()
             } else {
-                format!("{:<9}", cell_text(c))
+                format!("{:<CELL_COLUMNS$}", cell_text(c))
             };
             line.push_str(&paint(style, c, &text));
         }
-        let _ = writeln!(out, "{}{}", line, style.dim(&tail));
-        i = j;
+        let _ = writeln!(out, "{}{}", line, style.dim(&row.tail));
+    }
+    out
+}
+
+/// The ladder for a narrow terminal: per row its label, then either `pass`
+/// (every layer that ran passed) or each layer that did not, as `layer
+/// MARK`, wrapped under the label; the row's identity on a line of its own
+/// below it when it does not fit beside.
+fn compact(rows: &[Row], layers: &[Layer], style: Style, width: usize) -> String {
+    let label_width = rows
+        .iter()
+        .map(|r| r.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        + 2;
+    let indent = " ".repeat(label_width);
+    let mut out = String::new();
+    let heading = format!(
+        "{:<label_width$}layers that did not pass (narrow terminal: one line per scope)",
+        "scope"
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        style.bold(console::truncate_str(&heading, width, "").as_ref())
+    );
+    for row in rows {
+        let notable: Vec<(Layer, Option<Mark>)> = layers
+            .iter()
+            .copied()
+            .zip(row.cells.iter().copied())
+            .filter(|(_, c)| !matches!(c, None | Some(Mark::Status(Status::Pass))))
+            .collect();
+        let mut items: Vec<(String, Option<Mark>)> = notable
+            .iter()
+            .map(|(l, c)| (format!("{} {}", l.as_str(), cell_text(*c)), *c))
+            .collect();
+        if items.is_empty() {
+            items.push(("pass".to_string(), Some(Mark::Status(Status::Pass))));
+        }
+        let mut line = format!("{:<label_width$}", row.label);
+        let mut used = label_width;
+        for (n, (text, mark)) in items.iter().enumerate() {
+            let sep = if n + 1 < items.len() { ", " } else { "" };
+            let len = text.chars().count() + sep.len();
+            if used > label_width && used + len > width {
+                let _ = writeln!(out, "{}", line.trim_end());
+                line = indent.clone();
+                used = label_width;
+            }
+            line.push_str(&paint(style, *mark, text));
+            line.push_str(sep);
+            used += len;
+        }
+        let tail = row.tail.chars().count();
+        if !row.tail.is_empty() && used + 2 + tail <= width {
+            let _ = writeln!(out, "{}  {}", line.trim_end(), style.dim(&row.tail));
+        } else {
+            let _ = writeln!(out, "{}", line.trim_end());
+            if !row.tail.is_empty() {
+                let shown =
+                    console::truncate_str(&row.tail, width.saturating_sub(label_width), "…");
+                let _ = writeln!(out, "{indent}{}", style.dim(&shown));
+            }
+        }
     }
     out
 }

@@ -5,6 +5,7 @@ pub mod document;
 pub mod ladder;
 pub mod progress;
 pub mod style;
+pub mod width;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 

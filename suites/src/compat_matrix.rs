@@ -270,7 +270,7 @@ pub enum Evaluation {
 
 /// Evaluates the node's versions against `matrix`.
 pub fn evaluate(facts: &NodeFacts, matrix: &Matrix) -> Evaluation {
-    let Some(rocm) = versions::rocm_release(&facts.sysroot) else {
+    let Some(rocm) = versions::rocm_release(&facts.sysroot, &facts.rocm_dirs) else {
         return Evaluation::NoRocm;
     };
     let Some(row) = matrix.rocm_row(&rocm) else {

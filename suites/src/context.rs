@@ -238,7 +238,20 @@ impl NodeContext {
             )));
         }
         let sysroot = with_host_root(sysroot, options.host_root.as_deref());
-        let facts = NodeFacts::discover(sysroot);
+        let mut facts = NodeFacts::discover(sysroot);
+        if facts.sysroot.is_live() {
+            // On the node itself, the install rocgate was pointed at names
+            // the release; against a capture, --rocm-path is this machine's
+            // libraries (the fakes), which say nothing of the node's.
+            facts.rocm_dirs = options
+                .rocm_path
+                .iter()
+                .cloned()
+                .chain(std::env::var_os("ROCM_PATH").map(std::path::PathBuf::from))
+                .filter(|p| p.is_absolute())
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+        }
         if let Err(e) = &facts.capture {
             return Err(OpenError::Capture(e.clone()));
         }

@@ -6,13 +6,19 @@
 use crate::NodeContext;
 use crate::findings::codes;
 use rocgate_harness::{Check, CheckResult, Status};
-use rocgate_node::facts::gpus::Gpu;
+use rocgate_node::facts::NodeFacts;
 
 /// Adds findings to the faults in `results` that have none: known vendor
 /// messages in their output, the wedged GPUs behind node-wide hangs of
 /// `registry`'s isolated checks, and else the catalogue's `check-timeout` or
-/// `check-crash`, so every fault in a report carries a code and a next step.
-pub fn explain_results(results: &mut [CheckResult], registry: &[Check<NodeContext>], gpus: &[Gpu]) {
+/// `check-crash`, so every fault in a report carries a code and a next step;
+/// then fills every next step's placeholders ([`crate::next_steps`]).
+pub fn explain_results(
+    results: &mut [CheckResult],
+    registry: &[Check<NodeContext>],
+    facts: &NodeFacts,
+) {
+    let gpus = &facts.gpus;
     for r in results
         .iter_mut()
         .filter(|r| r.status.is_fault() && r.finding.is_none())
@@ -35,6 +41,7 @@ pub fn explain_results(results: &mut [CheckResult], registry: &[Check<NodeContex
         };
         r.finding = Some(code.finding(r.message.clone()));
     }
+    crate::next_steps::fill_results(results, facts);
 }
 
 #[cfg(test)]
@@ -72,7 +79,9 @@ mod tests {
             result(Status::Pass, ""),
             result(Status::Blocked, ""),
         ];
-        explain_results(&mut results, &[], &[]);
+        let dir = tempfile::tempdir().unwrap();
+        let facts = NodeFacts::discover(rocgate_node::Sysroot::at(dir.path()));
+        explain_results(&mut results, &[], &facts);
         let codes: Vec<Option<&str>> = results.iter().map(code).collect();
         assert_eq!(codes[..2], [Some("check-timeout"), Some("check-crash")]);
         assert_eq!(

@@ -111,7 +111,7 @@ pub mod codes {
     catalogue! {
         IOMMU_NOT_PASSTHROUGH = "iommu-not-passthrough", [SYSTEM], Warn, Configuration,
             "the IOMMU translates the GPUs' DMA instead of passing it through, which slows host<->GPU and peer-to-peer traffic (AMD: iommu=pt)",
-            "add `iommu=pt` (Intel hosts: `intel_iommu=on iommu=pt`) to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then `sudo update-grub`) and reboot; AMD's MI300X system optimization guide requires it";
+            "add `iommu=pt` (Intel hosts: `intel_iommu=on iommu=pt`) to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then <update-grub>) and reboot; AMD's MI300X system optimization guide requires it";
         NUMA_BALANCING_ENABLED = "numa-balancing-enabled", [SYSTEM], Warn, Configuration,
             "automatic NUMA balancing is on: the kernel migrates pages under the GPUs' host buffers, which AMD's MI300X guide says to disable",
             "`sudo sh -c 'echo 0 > /proc/sys/kernel/numa_balancing'` now, and `kernel.numa_balancing = 0` in /etc/sysctl.d/ (or `numa_balancing=disable` on the kernel command line) to keep it";
@@ -159,7 +159,7 @@ pub mod codes {
             "read the GPU's kernel log (`dmesg | grep -i -e psp -e firmware`); reinstall the firmware that matches the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver), update the initramfs and reboot";
         FIRMWARE_LOAD_DEGRADED = "firmware-load-degraded", [FIRMWARE], Warn, Driver,
             "a firmware file failed to load; the GPU initialised, with the features that need it off",
-            "install the firmware matching the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver); if the file is present, the initramfs is stale: `sudo update-initramfs -u`; then reboot";
+            "install the firmware matching the driver (amdgpu-dkms-firmware for DKMS, linux-firmware for the inbox driver); if the file is present, the initramfs is stale: <update-initramfs>; then reboot";
         GPU_INIT_FAILED = "gpu-init-failed", [FIRMWARE], Fail, Driver,
             "amdgpu abandoned the GPU's init with PSP or init errors",
             "read the GPU's kernel log (`dmesg | grep -i -e psp -e amdgpu`); reinstall the firmware that matches the driver and reboot; if it persists, update the GPU's firmware bundle (PLDM/IFWI)";
@@ -171,10 +171,10 @@ pub mod codes {
             "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup; damaged contents mean reloading amdgpu";
         AMDGPU_BLACKLISTED = "amdgpu-blacklisted", [AMDGPU], Warn, Configuration,
             "amdgpu is blacklisted on the kernel command line or in modprobe.d",
-            "remove it: for the kernel command line edit GRUB_CMDLINE_LINUX in /etc/default/grub and run `sudo update-grub`; for modprobe.d delete the line and run `sudo update-initramfs -u`; then reboot";
+            "remove it: for the kernel command line edit GRUB_CMDLINE_LINUX in /etc/default/grub and run <update-grub>; for modprobe.d delete the line and run <update-initramfs>; then reboot";
         DKMS_STALE = "dkms-stale", [AMDGPU], Warn, Configuration,
             "the amdgpu DKMS module is not built for the running kernel",
-            "rebuild it for this kernel: `sudo apt install linux-headers-$(uname -r) && sudo dkms autoinstall -k $(uname -r)`, then reboot";
+            "rebuild it for this kernel: <install-headers> and `sudo dkms autoinstall -k $(uname -r)`, then reboot";
         AMDGPU_NOT_LOADED = "amdgpu-not-loaded", [AMDGPU], Fail, Driver,
             "the amdgpu module is not loaded",
             "load it: `sudo modprobe amdgpu`, and read `dmesg | grep -i amdgpu` if that fails";
@@ -216,7 +216,7 @@ pub mod codes {
             "run rocgate as a user who can read /sys/class/kfd, or check the container's device cgroup; a damaged topology needs amdgpu reloaded or a reboot";
         SYSFS_READ_TIMEOUT = "sysfs-read-timeout", [PCI, KFD], Fail, Hang,
             "a file of the node did not answer within the read deadline (a wedged GPU or driver)",
-            "the GPU behind the file is wedged: read `dmesg | grep -i -e amdgpu -e kfd` for a hang or failed reset, reset the GPU (`amd-smi reset -g N`) or reboot";
+            "the GPU behind the file is wedged: read `dmesg | grep -i -e amdgpu -e kfd` for a hang or failed reset, reset the GPU (<reset>) or reboot";
         KFD_TOPOLOGY_EMPTY = "kfd-topology-empty", [KFD], Fail, Missing,
             "the KFD topology lists no GPU",
             "read `dmesg | grep -i kfd`: KFD skipped every GPU (an unsupported device, or a driver without KFD)";
@@ -279,7 +279,7 @@ pub mod codes {
             "ROCr's host memory setup is broken: compare `rocminfo` output and check the kernel's KFD CPU nodes";
         HSA_MEMORY_POOLS_FAILED = "hsa-memory-pools-failed", [HSA], Fail, Runtime,
             "ROCr cannot list an agent's memory pools",
-            "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot";
+            "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (<reset>) or a reboot";
         HSA_QUEUE_FAILED = "hsa-queue-failed", [HSA], Fail, Runtime,
             "an AQL queue cannot be created on the GPU",
             "KFD refused a hardware queue: other processes may hold all queues (`amd-smi process`), or the GPU is in a bad state; read `dmesg | grep -i -e kfd -e mes`";
@@ -291,19 +291,19 @@ pub mod codes {
             "ROCr cannot load code for this GPU: check that the ROCm release supports this gfx target and that the runtime matches the driver";
         HSA_DISPATCH_FAILED = "hsa-dispatch-failed", [HSA], Fail, Runtime,
             "a kernel dispatched through an AQL queue failed (queue error, negative completion signal)",
-            "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot";
+            "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (<reset>) or a reboot";
         HSA_DISPATCH_WRONG = "hsa-dispatch-wrong", [HSA], Fail, Correctness,
             "a kernel dispatched through HSA ran but wrote wrong values",
-            "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors (`amd-smi metric --ecc`) and RMA the GPU";
+            "the GPU computes wrong results: reset it (<reset>), rerun, and if it persists check RAS/ECC errors (`amd-smi metric --ecc`) and RMA the GPU";
         HSA_COPY_FAILED = "hsa-copy-failed", [HSA], Fail, Runtime,
             "a host<->device copy by the DMA engines failed (error status or negative completion signal)",
-            "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot";
+            "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (<reset>) or a reboot";
         HSA_COPY_CORRUPT = "hsa-copy-corrupt", [HSA], Fail, Correctness,
             "a host<->device round trip by the DMA engines came back different",
             "data is corrupted on the way through the GPU's DMA engines or memory: check RAS/ECC counters (`amd-smi metric --ecc`) and PCIe AER errors (`dmesg | grep -i aer`)";
         GPU_WEDGED = "gpu-wedged", [HSA, HIP], Fail, Hang,
             "a GPU hangs the runtime's initialisation in every process that sees it",
-            "reset the GPU (`amd-smi reset -g N`) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset";
+            "reset the GPU (<reset>) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset";
         HIP_LIBRARY_MISSING = "hip-library-missing", [HIP], Fail, Missing,
             "the HIP runtime library cannot be loaded",
             "install the ROCm runtime (the rocm-hip-runtime package, or Debian's libhsa-runtime64-1 and libamdhip64-5) or point rocgate at it with --rocm-path DIR (libraries in DIR/lib) or ROCM_PATH";
@@ -342,10 +342,10 @@ pub mod codes {
             "read `dmesg | grep -i amdgpu`; check that the HIP runtime matches the installed ROCm and driver and that the release supports this gfx target";
         HIP_LAUNCH_FAILED = "hip-launch-failed", [HIP], Fail, Runtime,
             "a kernel launch through HIP failed",
-            "the kernel did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (`amd-smi reset -g N`)";
+            "the kernel did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (<reset>)";
         HIP_KERNEL_WRONG = "hip-kernel-wrong", [HIP], Fail, Correctness,
             "a kernel launched through HIP computed wrong results",
-            "the GPU computes wrong results: reset it (`amd-smi reset -g N`), rerun, and if it persists check RAS/ECC errors and RMA the GPU";
+            "the GPU computes wrong results: reset it (<reset>), rerun, and if it persists check RAS/ECC errors and RMA the GPU";
         HIPRTC_LIBRARY_MISSING = "hiprtc-library-missing", [HIP], Fail, Missing,
             "hiprtc cannot be loaded",
             "install the ROCm runtime with hiprtc (the rocm-hip-runtime package) or point rocgate at it with --rocm-path DIR";
@@ -417,7 +417,7 @@ pub mod codes {
             "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release";
         RCCL_HANG_ISOLATED = "rccl-hang-isolated", [RCCL], Fail, Hang,
             "the all-reduce hangs or fails whenever one GPU takes part and completes without it: that GPU (or its links) is the culprit",
-            "drain the named GPU; check its XGMI/PCIe links (`rocgate run --gpus <it>`, `amd-smi xgmi`, `dmesg | grep -i -e xgmi -e <its address>`), reset it (`amd-smi reset -G <n>`) or power-cycle the node; if it persists, RMA the GPU";
+            "drain the named GPU; check its XGMI/PCIe links (`rocgate run --gpus <gpu>`, `amd-smi xgmi`, `dmesg | grep -i -e xgmi -e <address>`), reset it (<reset>) or power-cycle the node; if it persists, RMA the GPU";
         RCCL_ALLREDUCE_HANG = "rccl-allreduce-hang", [RCCL], Fail, Hang,
             "an RCCL all-reduce did not complete",
             "run rccl-tests' all_reduce_perf on halves of the GPUs to find the one or link that hangs (NCCL_DEBUG=INFO); check `dmesg | grep -i -e xgmi -e amdgpu`";
@@ -432,10 +432,10 @@ pub mod codes {
             "rule out a busy GPU (`amd-smi process`), power capping or clocks held low (`amd-smi metric --power --clock`), and a degraded PCIe/XGMI link; compare with the same GPU's previous runs (rocgate compare) before suspecting hardware";
         CHECK_TIMEOUT = "check-timeout", [], Fail, Hang,
             "a check did not finish within its timeout; the rest of its GPU is blocked",
-            "the layer stopped responding; rerun `rocgate run --no-gate` on this scope and read the kernel log (dmesg) for GPU resets or hangs";
+            "the layer stopped responding; rerun it alone (<rerun>) and read the kernel log (dmesg) for GPU resets or hangs";
         CHECK_CRASH = "check-crash", [], Fail, Crash,
             "a check's process died (a signal, or an abort in a vendor library)",
-            "read the check's captured output for the library's last words; rerun `rocgate run --no-gate` on this scope and read the kernel log (dmesg)";
+            "read the check's captured output for the library's last words; rerun it alone (<rerun>) and read the kernel log (dmesg)";
         GPU_VANISHED = "gpu-vanished", [], Fail, Missing,
             "a GPU that was on the node when the run started is gone from the KFD topology and the PCI bus: it fell off the bus during the run",
             "read the kernel log for why: `dmesg | grep -i -e 'link down' -e aer -e 'surprise' -e amdgpu` (a PCIe link down, AER errors, amdgpu losing the device); a cold power cycle usually brings it back; if it falls off again, reseat the GPU, check its riser, cable and power, or replace it";

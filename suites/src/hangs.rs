@@ -72,7 +72,6 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
                 .map_or_else(|| format!("gpu{g}"), Gpu::label)
         };
         let names: Vec<String> = hung.iter().map(|&g| label(g)).collect();
-        let first = hung.iter().next().copied().unwrap_or(0);
         let node = &mut results[i];
         let message = format!(
             "{} hung with every GPU visible; with one GPU per process, {} hung while the other {} GPU{} passed. ROCm's initialisation opens every GPU a process sees, so {} every process that can see {}",
@@ -88,10 +87,20 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
             if hung.len() == 1 { "it" } else { "them" },
         );
         node.message = format!("{message} ({})", node.message);
-        let next = format!(
-            "reset the GPU (`amd-smi reset -g {first}`) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset"
-        );
-        node.finding = Some(codes::GPU_WEDGED.finding_next(message, next.clone()));
+        let addresses: Vec<&str> = hung
+            .iter()
+            .filter_map(|&g| gpus.iter().find(|x| x.index == g))
+            .map(|g| g.pci_address.as_str())
+            .collect();
+        // The per-GPU results name their own GPU (filled from their scope);
+        // the node's names every hung one.
+        let next = |reset: &str| {
+            format!(
+                "reset the GPU ({reset}) or reboot the node, then rerun; until then keep jobs off it (ROCR_VISIBLE_DEVICES without it) and read `dmesg | grep -i -e amdgpu -e kfd` for the hang or a failed reset"
+            )
+        };
+        let all = format!("`sudo amd-smi reset -G -g {}`", addresses.join(" "));
+        node.finding = Some(codes::GPU_WEDGED.finding_next(message, next(&all)));
         // Each hung GPU's own timeout says the same, so a report read by
         // GPU (a health line, a drain reason) names the GPU itself.
         for r in results.iter_mut().filter(|r| {
@@ -106,7 +115,7 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
                     "{gpu} hangs on its own, in a process that sees only it: {}",
                     r.message
                 ),
-                next.clone(),
+                next("<reset>"),
             ));
         }
     }
@@ -159,7 +168,11 @@ mod tests {
             "{}",
             f.message
         );
-        assert!(f.next_step.contains("amd-smi reset -g 1"));
+        assert!(
+            f.next_step.contains("amd-smi reset -G -g "),
+            "{}",
+            f.next_step
+        );
         // The hung GPU's own result says so too; the others keep theirs.
         let own = rs[2].finding.as_ref().unwrap();
         assert_eq!(own.code, "gpu-wedged");
@@ -200,7 +213,11 @@ mod tests {
             f.message
         );
         assert!(!f.message.contains("gpu2"), "{}", f.message);
-        assert!(f.next_step.contains("amd-smi reset -g 1"));
+        assert!(
+            f.next_step.contains("amd-smi reset -G -g "),
+            "{}",
+            f.next_step
+        );
         assert!(rs[3].finding.is_some());
         assert!(rs[5].finding.is_none(), "gpu2's timeout stays its own");
     }

@@ -16,6 +16,7 @@ pub mod hangs;
 pub mod layers;
 pub mod memory_peaks;
 pub mod narrow;
+pub mod next_steps;
 pub mod reference;
 pub mod resets;
 pub mod runtime;

@@ -195,7 +195,7 @@ pub fn finding(
                 named.join(", "),
             ),
             format!(
-                "drain gpu{first}; check it alone (`rocgate run --tier standard --gpus {first}`), its links (`amd-smi xgmi`, `dmesg | grep -i {address}`), reset it (`amd-smi reset -G {first}`) or power-cycle the node; if the all-reduce still hangs with it, RMA the GPU"
+                "drain gpu{first}; check it alone (`rocgate run --tier standard --gpus {first}`), its links (`amd-smi xgmi`, `dmesg | grep -i {address}`), reset it (<reset>) or power-cycle the node; if the all-reduce still hangs with it, RMA the GPU"
             ),
         ),
     };

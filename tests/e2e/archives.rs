@@ -4,7 +4,7 @@
 //! command takes the same archives; a replay reads what the node had.
 
 use crate::util::{
-    FakeRun, HANG_GUARD, Tmp, names_in, node, on_sysroot, result, rocgate_in, snapshot,
+    FakeRun, HANG_GUARD, Tmp, assert_has, names_in, node, on_sysroot, result, rocgate_in, snapshot,
     snapshot_with, snapshotted,
 };
 use rocgate_fixtures::hostile::raw_tar_header;
@@ -61,11 +61,8 @@ fn an_archive_cannot_create_anything_through_its_own_links() {
         &[(Symlink, "up", "..", b""), (Fifo, "up/x", "", b"")],
     );
     let err = refused("up", &["doctor"], &up);
-    assert!(
-        err.contains("up.tar.zst")
-            && err.contains("`up/x` lies beneath `up`, which is a symbolic link"),
-        "{err}"
-    );
+    assert_has(&err, "up.tar.zst");
+    assert_has(&err, "`up/x` lies beneath `up`, which is a symbolic link");
 
     // A link to an absolute directory, then entries of every kind beneath it.
     let victim = tempfile::tempdir().unwrap();
@@ -126,10 +123,10 @@ fn a_huge_entry_is_refused_from_its_header() {
     enc.write_all(&vec![0u8; 1 << 20]).unwrap();
     enc.finish().unwrap();
     let err = refused("bomb", &["doctor"], &path);
-    assert!(
-        err.contains("bomb.tar.zst")
-            && err.contains("entry `sys/zeros` holds 2 GiB, over the 16 MiB limit for one file"),
-        "{err}"
+    assert_has(&err, "bomb.tar.zst");
+    assert_has(
+        &err,
+        "entry `sys/zeros` holds 2 GiB, over the 16 MiB limit for one file",
     );
 }
 
@@ -146,9 +143,9 @@ fn an_archive_over_the_total_size_is_refused() {
         }
     });
     let err = refused("big", &["matrix", "check"], &path);
-    assert!(
-        err.contains("more than 1 GiB, the limit for a whole snapshot (at entry `sys/f`)"),
-        "{err}"
+    assert_has(
+        &err,
+        "more than 1 GiB, the limit for a whole snapshot (at entry `sys/f`)",
     );
 }
 
@@ -163,10 +160,7 @@ fn an_archive_over_the_entry_count_is_refused() {
         }
     });
     let err = refused("many", &["inventory"], &path);
-    assert!(
-        err.contains("more than 200000 entries, the limit for a snapshot"),
-        "{err}"
-    );
+    assert_has(&err, "more than 200000 entries, the limit for a snapshot");
 }
 
 // The unpacked directory is removed when the command ends, whichever way
@@ -314,7 +308,7 @@ fn list_takes_an_archive_like_the_other_commands() {
     let (c1, direct, e1) = rocgate_in(&tmp, &["list"], &n.root);
     let (c2, replayed, e2) = rocgate_in(&tmp, &["list"], &archive);
     assert_eq!((c1, c2), (Some(0), Some(0)), "{e1}{e2}");
-    assert!(direct.contains("gpu63.kfd.topology_node"), "{direct}");
+    assert_has(&direct, "gpu63.kfd.topology_node");
     assert_eq!(direct, replayed);
 }
 
@@ -544,7 +538,7 @@ fn limits_are_judged_on_every_header_before_anything_is_written() {
         }
     });
     let err = refused("many", &["inventory"], &many);
-    assert!(err.contains("more than 200000 entries"), "{err}");
+    assert_has(&err, "more than 200000 entries");
     let chunk = vec![7u8; 15 << 20];
     let big = archive_with(work.path(), "big.tar.zst", |b| {
         b.append(&raw_tar_header(Symlink, "l", ".", 0), std::io::empty())
@@ -557,7 +551,7 @@ fn limits_are_judged_on_every_header_before_anything_is_written() {
         }
     });
     let err = refused("big", &["doctor"], &big);
-    assert!(err.contains("the limit for a whole snapshot"), "{err}");
+    assert_has(&err, "the limit for a whole snapshot");
 }
 
 /// A small tmpfs mounted at a fresh directory while this lives (root only).
@@ -647,7 +641,7 @@ fn snapshot_out_is_written_as_the_reports_are() {
         &n.root,
     );
     assert_eq!(code, Some(3), "{out}{err}");
-    assert!(err.contains("fifo"), "{err}");
+    assert_has(&err, "fifo");
     // Through a link, to its target; the link stays.
     let target = work.path().join("target.tar.zst");
     let link = work.path().join("link.tar.zst");

@@ -9,7 +9,7 @@
 //! regression it came with.
 
 use crate::util;
-use crate::util::{FakeRun, HANG_GUARD, node, rocgate, run};
+use crate::util::{FakeRun, HANG_GUARD, assert_has, assert_lacks, node, rocgate, run};
 use serde_json::Value;
 use std::fs;
 use std::path::Path;
@@ -167,7 +167,7 @@ fn two_runs_of_a_healthy_node_on_a_loaded_machine_compare_clean() {
     let gemm = metric(&e1, "gpu0.rocblas.gemm_throughput", "gemm_tflops.fp16");
     assert_eq!(gemm["spread"]["samples"], 5, "{gemm}");
     let (_, text) = compare(&s1, &s2, &[]);
-    assert!(text.contains("not judged: "), "{text}");
+    assert_has(&text, "not judged: ");
     let duration = metric(&s1, "gpu0.hip.vector_add", "vector_add_ms");
     assert_eq!(duration["kind"], "duration", "{duration}");
     eprintln!("four runs under load took {took:?}");
@@ -270,10 +270,8 @@ fn a_link_slower_between_one_pair_is_a_regression_that_names_the_pair() {
     std::fs::write(&broken, builtin.replace("p2p_gbps = 0.1\n", "p2p = 0.1\n")).unwrap();
     let (code, text) = compare(&before, &after, &["--thresholds", broken.to_str().unwrap()]);
     assert_eq!(code, 2, "{text}");
-    assert!(
-        text.contains("broken.toml") && text.contains("known families"),
-        "{text}"
-    );
+    assert_has(&text, "broken.toml");
+    assert_has(&text, "known families");
 }
 
 #[test]
@@ -359,7 +357,7 @@ fn checks_blocked_by_one_fault_are_one_line_and_what_they_read_is_not_read() {
     );
     // One line for the root, not one per check it blocked.
     assert!(stopped.len() < 5, "{text}");
-    assert!(!text.contains("gpu3.hip.vector_add"), "{text}");
+    assert_lacks(&text, "gpu3.hip.vector_add");
     // HIP's version was read by a check the fault blocked: not "(none)".
     let versions = section(&text, "Versions changed");
     assert!(
@@ -374,11 +372,8 @@ fn checks_blocked_by_one_fault_are_one_line_and_what_they_read_is_not_read() {
         "{text}"
     );
     let (_, md) = compare(&before, &after, &["--format", "markdown"]);
-    assert!(md.contains("checks above it blocked"), "{md}");
-    assert!(
-        md.contains("not read (blocked by node.amdgpu.module_live)"),
-        "{md}"
-    );
+    assert_has(&md, "checks above it blocked");
+    assert_has(&md, "not read (blocked by node.amdgpu.module_live)");
 }
 
 /// Swaps KFD nodes `a` and `b` of the sysroot at `root` (their directories
@@ -555,10 +550,7 @@ fn a_measurement_that_vanished_while_its_check_passes_is_a_regression() {
         );
         assert!(text.ends_with("REGRESSED\n"), "{text}");
         let (_, md) = compare(&before, &after, &["--format", "markdown"]);
-        assert!(
-            md.contains("### Measurements missing while their checks pass"),
-            "{md}"
-        );
+        assert_has(&md, "### Measurements missing while their checks pass");
     }
 }
 
@@ -582,23 +574,18 @@ fn reports_of_another_schema_say_what_theirs_is_and_what_is_expected() {
         other["schema_version"] = version;
         let (code, text) = compare(&doc, &other, &[]);
         assert_eq!(code, 3, "{text}");
-        assert!(
-            text.contains("after.json: ") && text.contains(says),
-            "{text}"
-        );
-        assert!(!text.contains("no schema_version"), "{text}");
-        assert!(
-            text.contains("this rocgate reads schema_version 1"),
-            "{text}"
-        );
+        assert_has(&text, "after.json: ");
+        assert_has(&text, says);
+        assert_lacks(&text, "no schema_version");
+        assert_has(&text, "this rocgate reads schema_version 1");
     }
     let mut none = doc.clone();
     none.as_object_mut().unwrap().remove("schema_version");
     let (code, text) = compare(&none, &doc, &[]);
     assert_eq!(code, 3, "{text}");
-    assert!(
-        text.contains("before.json is not a rocgate run report: it has no schema_version"),
-        "{text}"
+    assert_has(
+        &text,
+        "before.json is not a rocgate run report: it has no schema_version",
     );
     // Not a file of any size: refused before anything is read.
     let out = rocgate()
@@ -608,10 +595,7 @@ fn reports_of_another_schema_say_what_theirs_is_and_what_is_expected() {
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("/dev/zero is a character device, not a report file"),
-        "{err}"
-    );
+    assert_has(&err, "/dev/zero is a character device, not a report file");
 }
 
 #[test]
@@ -630,13 +614,12 @@ fn node_text_in_compare_markdown_is_never_markup() {
     r["message"] = "<img src=https://e.x/p.png> | <script>x</script>\n| [l](https://e.x)".into();
     let (code, md) = compare(&before, &after, &["--format", "markdown"]);
     assert_eq!(code, 1, "{md}");
-    assert!(
-        !md.contains("<img") && !md.contains("<script") && !md.contains("://"),
-        "{md}"
-    );
-    assert!(
-        md.contains("&lt;img src=https&#58;//e.x/p.png&gt; \\| &lt;script&gt;"),
-        "{md}"
+    assert_lacks(&md, "<img");
+    assert_lacks(&md, "<script");
+    assert_lacks(&md, "://");
+    assert_has(
+        &md,
+        "&lt;img src=https&#58;//e.x/p.png&gt; \\| &lt;script&gt;",
     );
     let row = md.lines().find(|l| l.contains("&lt;img")).unwrap();
     assert_eq!(util::unescaped_pipes(row), 5, "{row}");
@@ -660,25 +643,22 @@ fn compare_follows_gpus_by_pci_address_when_one_falls_off_the_bus() {
     // charged to the GPU that has it, under its new index.
     let (code, text) = compare_paths(&b, &a, &["--tolerance", "0.5"]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("GPU count changed: 8 -> 7"), "{text}");
-    assert!(text.contains("GPU 0000:a6:00.0 (was gpu5)"), "{text}");
-    assert!(
-        text.contains("gpu5.pci.link_width (was gpu6) pass -> warn"),
-        "{text}"
-    );
-    assert!(text.contains("REGRESSED"), "{text}");
+    assert_has(&text, "GPU count changed: 8 -> 7");
+    assert_has(&text, "GPU 0000:a6:00.0 (was gpu5)");
+    assert_has(&text, "gpu5.pci.link_width (was gpu6) pass -> warn");
+    assert_has(&text, "REGRESSED");
     // The gone GPU's firmware is not listed version by version.
-    assert!(text.contains("Versions changed: 0"), "{text}");
+    assert_has(&text, "Versions changed: 0");
 
     // The same runs the other way round: a GPU that appeared is a count change.
     let (code, text) = compare_paths(&a, &b, &["--tolerance", "0.5"]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("GPU count changed: 7 -> 8"), "{text}");
+    assert_has(&text, "GPU count changed: 7 -> 8");
 
     // And a run compared with itself is no regression.
     let (code, text) = compare_paths(&b, &b, &[]);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("NO REGRESSION"), "{text}");
+    assert_has(&text, "NO REGRESSION");
 }
 
 #[test]
@@ -701,12 +681,9 @@ fn compare_catches_a_regression_and_shows_version_changes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let md = String::from_utf8_lossy(&out.stdout);
-    assert!(md.contains("## rocgate: regression"), "{md}");
-    assert!(md.contains("| node | amdgpu | 6.16.6 | 6.16.7 |"), "{md}");
-    assert!(
-        md.contains("`gpu1.pci.link_width` | pass | **warn**"),
-        "{md}"
-    );
+    assert_has(&md, "## rocgate: regression");
+    assert_has(&md, "| node | amdgpu | 6.16.6 | 6.16.7 |");
+    assert_has(&md, "`gpu1.pci.link_width` | pass | **warn**");
     let same = rocgate().arg("compare").arg(&b).arg(&b).output().unwrap();
     assert_eq!(same.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&same.stdout).contains("NO REGRESSION"));
@@ -740,9 +717,9 @@ fn correctable_errors_that_grow_between_runs_are_a_regression() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("Error counters that grew"), "{text}");
-    assert!(
-        text.contains("gpu1.amdgpu.ras_errors ras_ce.umc (0000:26:00.0): 0 -> 5 errors (+5)"),
-        "{text}"
+    assert_has(&text, "Error counters that grew");
+    assert_has(
+        &text,
+        "gpu1.amdgpu.ras_errors ras_ce.umc (0000:26:00.0): 0 -> 5 errors (+5)",
     );
 }

@@ -1,6 +1,6 @@
 //! `rocgate doctor` names the right code and layer on every synthetic node.
 
-use crate::util::{doctor, finding_codes, node, on_sysroot, rocgate, run};
+use crate::util::{assert_has, doctor, finding_codes, node, on_sysroot, rocgate, run};
 
 #[test]
 fn every_scenario_gets_its_diagnosis() {
@@ -71,8 +71,8 @@ fn permission_finding_names_the_group_and_the_user() {
     let n = node("kfd-permission");
     let out = on_sysroot(&["doctor"], &n.root).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("group render"), "{text}");
-    assert!(text.contains("usermod -aG render ci"), "{text}");
+    assert_has(&text, "group render");
+    assert_has(&text, "usermod -aG render ci");
 }
 
 #[test]
@@ -99,10 +99,7 @@ fn doctor_names_what_stops_the_stack_before_an_advisory() {
     let (code, stdout, json, _) = run(&n.root, &[]);
     assert_eq!(code, 1);
     assert_eq!(json["first_failing_layer"], "kfd");
-    assert!(
-        stdout.contains("Failures (first failing layer: kfd)"),
-        "{stdout}"
-    );
+    assert_has(&stdout, "Failures (first failing layer: kfd)");
 
     // With only the advisory, it is the likely cause.
     let n = node("pcie-link-degraded");

@@ -7,7 +7,9 @@
 //! which a loaded host does not move.
 
 use crate::util;
-use crate::util::{FakeRun, extended, result_with_finding, result_with_status};
+use crate::util::{
+    FakeRun, assert_has, assert_lacks, extended, result_with_finding, result_with_status,
+};
 use serde_json::{Value, json};
 
 /// The metric of the copy `pair` (`gpu2>gpu5`) among a result's metrics.
@@ -26,9 +28,9 @@ fn a_slow_link_is_named_by_its_pair_and_every_report_shows_the_matrix() {
     assert_eq!(code, 1, "{stdout}");
     let r = result_with_finding(&json, "node.hip.p2p_bandwidth", "perf-below-floor");
     let message = r["message"].as_str().unwrap();
-    assert!(
-        message.contains("of 12 GPU pairs copy below their link's floor: gpu2>gpu5 "),
-        "{message}"
+    assert_has(
+        message,
+        "of 12 GPU pairs copy below their link's floor: gpu2>gpu5 ",
     );
     // One metric per ordered pair, each saying which pair, judged against
     // MI300's XGMI floor; the other direction of the slow pair is not slow
@@ -43,10 +45,7 @@ fn a_slow_link_is_named_by_its_pair_and_every_report_shows_the_matrix() {
     // The same matrix in the terminal and the JUnit: gpu2's row copies to
     // gpu0, itself, gpu5 (below its floor) and gpu7.
     for text in [&stdout, &junit] {
-        assert!(
-            text.contains("p2p_gbps (GB/s), from row to column"),
-            "{text}"
-        );
+        assert_has(text, "p2p_gbps (GB/s), from row to column");
         let row: Vec<&str> = text
             .lines()
             .map(str::split_whitespace)
@@ -176,10 +175,8 @@ fn a_corrupt_or_failing_allreduce_narrowed_to_its_gpu_keeps_its_nature() {
     let r = result_with_finding(&json, "node.rccl.allreduce", "rccl-allreduce-wrong");
     let f = &r["finding"];
     let message = f["message"].as_str().unwrap();
-    assert!(
-        message.contains("is wrong at element") && message.contains(", expected "),
-        "{message}"
-    );
+    assert_has(message, "is wrong at element");
+    assert_has(message, ", expected ");
     assert!(
         message.contains("narrowing isolated gpu6 (0000:"),
         "{message}"
@@ -187,7 +184,7 @@ fn a_corrupt_or_failing_allreduce_narrowed_to_its_gpu_keeps_its_nature() {
     assert_eq!(f["blames"], "gpu6", "{f}");
     let next = f["next_step"].as_str().unwrap();
     assert!(!next.contains("hangs"), "a corruption's next step: {next}");
-    assert!(next.contains("--gpus 6"), "{next}");
+    assert_has(next, "--gpus 6");
     let output = r["output"].as_str().unwrap();
     assert!(
         output.contains("all-reduce on gpu4,gpu5,gpu6,gpu7: failed (fail: "),
@@ -220,11 +217,11 @@ fn the_memory_test_at_the_default_share_writes_and_finds_a_stuck_bit() {
     let bad = result_with_finding(&json, "gpu1.hip.memtest", "vram-test-failed");
     let message = bad["message"].as_str().unwrap();
     // The fake's stuck bit sits in every 1 GiB chunk the test writes.
-    assert!(
-        message.contains("over 19.20 GiB (10% of 192 GiB VRAM) in 34 passes, at 20 addresses: 0x")
-            && message.contains(" (bit 5)"),
-        "{message}"
+    assert_has(
+        message,
+        "over 19.20 GiB (10% of 192 GiB VRAM) in 34 passes, at 20 addresses: 0x",
     );
+    assert_has(message, " (bit 5)");
     result_with_status(&json, "gpu0.hip.memtest", "pass");
 }
 
@@ -317,12 +314,9 @@ fn the_memory_tests_rate_is_its_hbms_and_an_impossible_one_is_not_reported() {
         .collect();
     assert_eq!(names, ["memtest_gib"], "{r}");
     let message = r["message"].as_str().unwrap();
-    assert!(
-        message.contains("read back intact")
-            && message.contains("rate not reported: ")
-            && message.contains("5300 GB/s"),
-        "{message}"
-    );
+    assert_has(message, "read back intact");
+    assert_has(message, "rate not reported: ");
+    assert_has(message, "5300 GB/s");
 }
 
 #[test]
@@ -335,9 +329,9 @@ fn a_host_link_below_its_floor_fails_that_direction_of_that_gpu_only() {
     assert_eq!(code, 1, "{stdout}");
     let r = result_with_finding(&json, "gpu1.hip.bandwidth", "perf-below-floor");
     let message = r["message"].as_str().unwrap();
-    assert!(
-        message.contains("h2d_gbps is 30.0 GB/s, below the floor of 45.0 GB/s"),
-        "{message}"
+    assert_has(
+        message,
+        "h2d_gbps is 30.0 GB/s, below the floor of 45.0 GB/s",
     );
     let h2d = metric(r, "h2d_gbps");
     assert_eq!(h2d["floor"], 45.0, "{h2d}");
@@ -425,7 +419,7 @@ fn gemm_rates_are_read_on_the_gpus_clock_even_on_a_loaded_host() {
         assert!(within(v, 800.0), "{dt} {v}: {r}");
     }
     let message = r["message"].as_str().unwrap();
-    assert!(message.contains("timed on the GPU's clock"), "{message}");
+    assert_has(message, "timed on the GPU's clock");
     // gpu1 fails for its fp16 and bf16 rates alone.
     let r = result_with_finding(&json, "gpu1.rocblas.gemm_throughput", "perf-below-floor");
     for (dt, below) in [
@@ -442,11 +436,11 @@ fn gemm_rates_are_read_on_the_gpus_clock_even_on_a_loaded_host() {
         assert_eq!(v < floor, below, "{dt} {v} against {floor}: {r}");
     }
     let message = r["message"].as_str().unwrap();
-    assert!(
-        message.contains("gemm_tflops.fp16 is 500.0 TFLOP/s, below the floor")
-            && message.contains("timed on the GPU's clock"),
-        "{message}"
+    assert_has(
+        message,
+        "gemm_tflops.fp16 is 500.0 TFLOP/s, below the floor",
     );
+    assert_has(message, "timed on the GPU's clock");
 }
 
 /// The built-in thresholds with every GEMM floor at 0.001 TFLOP/s.
@@ -518,8 +512,6 @@ fn gemm_rates_fall_back_to_the_hosts_clock_and_say_so_when_events_fail() {
     }
     let r = result_with_status(&json, "gpu0.rocblas.gemm_throughput", "pass");
     let message = r["message"].as_str().unwrap();
-    assert!(
-        message.contains("timed on the GPU's clock") && !message.contains("host's clock"),
-        "{message}"
-    );
+    assert_has(message, "timed on the GPU's clock");
+    assert_lacks(message, "host's clock");
 }

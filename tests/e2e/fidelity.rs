@@ -6,7 +6,7 @@
 //! test pins a behaviour of real ROCm that once gave a wrong verdict.
 
 use crate::util::{
-    FakeRun, RUNTIME_LAYERS, assert_gpus_pass, node, result, result_with_finding,
+    FakeRun, RUNTIME_LAYERS, assert_gpus_pass, assert_has, node, result, result_with_finding,
     result_with_status, text,
 };
 use serde_json::Value;
@@ -76,8 +76,8 @@ fn an_rx_7900_xtx_reports_work_group_processors_in_wgp_mode() {
     let n = node("rx7900xtx-1");
     let (json, _) = FakeRun::on(&n.root).exits(0);
     let m = message(&json, "gpu0.hip.device");
-    assert!(m.contains("48 multiprocessors"), "{m}");
-    assert!(m.contains("WGP mode: 96 CUs / 2"), "{m}");
+    assert_has(m, "48 multiprocessors");
+    assert_has(m, "WGP mode: 96 CUs / 2");
     assert!(message(&json, "gpu0.hsa.agent").contains("96 CUs"));
     let (json, _) = FakeRun::on(&n.root)
         .env("GPU_ENABLE_WGP_MODE", "0")
@@ -110,7 +110,7 @@ fn a_negative_completion_signal_is_a_failed_operation_not_corrupt_data() {
         ],
     );
     let m = message(&json, "gpu2.hsa.copy");
-    assert!(m.contains("completion signal ended at -1"), "{m}");
+    assert_has(m, "completion signal ended at -1");
 }
 
 #[test]
@@ -144,7 +144,7 @@ fn rocm_7_lists_a_ryzen_ai_npu_as_an_aie_agent_not_a_cpu() {
         .env("ROCGATE_FAKE_ROCM_VERSION", "7.0")
         .exits(0);
     let m = message(&json, "node.hsa.agents");
-    assert!(m.contains("1 CPU, 1 GPU, 1 AIE"), "{m}");
+    assert_has(m, "1 CPU, 1 GPU, 1 AIE");
     assert_gpus_pass(&json, [0], RUNTIME_LAYERS);
 }
 

@@ -5,7 +5,8 @@
 
 use crate::util;
 use crate::util::{
-    FakeScontrol, HANG_GUARD, health, health_on_fake, node, one_line, rocgate, unhealthy_in_time,
+    FakeScontrol, HANG_GUARD, assert_has, health, health_on_fake, node, one_line, rocgate,
+    unhealthy_in_time,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -295,7 +296,7 @@ fn the_textfile_shows_each_layer_every_code_and_the_last_success() {
     assert_eq!(sample(&text, "rocgate_run_passed"), 0.0);
     assert_eq!(sample(&text, "rocgate_last_success_timestamp_seconds"), 0.0);
     assert!(sample(&text, "rocgate_last_run_timestamp_seconds") > 1.7e9);
-    assert!(text.contains(r#"hostname="kfd-missing""#), "{text}");
+    assert_has(&text, r#"hostname="kfd-missing""#);
 
     let text = write(&ok.root);
     let success = sample(&text, "rocgate_last_success_timestamp_seconds");
@@ -403,12 +404,12 @@ fn the_fleet_report_reads_a_directory_of_runs() {
         md.starts_with("## rocgate fleet: 2 of 3 nodes failed"),
         "{md}"
     );
-    assert!(
-        md.contains("| firmware-load-failed | pass | pass | **fail** | blocked |"),
-        "{md}"
+    assert_has(
+        &md,
+        "| firmware-load-failed | pass | pass | **fail** | blocked |",
     );
-    assert!(md.contains("- kfd-missing: `kfd-missing` on node"), "{md}");
-    assert!(md.contains("| `firmware-load-failed` | 1 |"), "{md}");
+    assert_has(&md, "- kfd-missing: `kfd-missing` on node");
+    assert_has(&md, "| `firmware-load-failed` | 1 |");
 
     let out = rocgate()
         .args(["fleet", "report", "--format", "json"])
@@ -471,10 +472,10 @@ fn a_report_that_says_passed_over_a_failing_check_fails_the_fleet() {
         md.starts_with("## rocgate fleet: 1 of 2 nodes failed"),
         "{md}"
     );
-    assert!(md.contains("| `firmware-load-failed` | 1 |"), "{md}");
-    assert!(
-        md.contains("- firmware-load-failed: `firmware-load-failed` on gpu7 (0000:65:00.0)"),
-        "{md}"
+    assert_has(&md, "| `firmware-load-failed` | 1 |");
+    assert_has(
+        &md,
+        "- firmware-load-failed: `firmware-load-failed` on gpu7 (0000:65:00.0)",
     );
     assert!(
         md.contains(
@@ -482,10 +483,7 @@ fn a_report_that_says_passed_over_a_failing_check_fails_the_fleet() {
         ),
         "{md}"
     );
-    assert!(
-        md.contains("it says passed: true, but gpu7.firmware."),
-        "{md}"
-    );
+    assert_has(&md, "it says passed: true, but gpu7.firmware.");
     let (code, json, _) = fleet(&["--format".as_ref(), "json".as_ref(), lying.as_os_str()]);
     assert_eq!(code, 1, "{json}");
     let doc: Value = serde_json::from_str(&json).unwrap();
@@ -515,12 +513,9 @@ fn a_node_wide_fault_that_blames_a_gpu_shows_that_gpu_and_its_address() {
     });
     let (code, md, _) = fleet(&[report.as_os_str()]);
     assert_eq!(code, 1, "{md}");
-    assert!(
-        md.contains("| `rccl-hang-isolated` | gpu5 (0000:a6:00.0) |"),
-        "{md}"
-    );
+    assert_has(&md, "| `rccl-hang-isolated` | gpu5 (0000:a6:00.0) |");
     let (_, html, _) = fleet(&["--format".as_ref(), "html".as_ref(), report.as_os_str()]);
-    assert!(html.contains("gpu5 (0000:a6:00.0)"), "{html}");
+    assert_has(&html, "gpu5 (0000:a6:00.0)");
 }
 
 #[test]
@@ -564,8 +559,8 @@ fn reports_that_cannot_be_read_are_named_and_the_rest_of_the_fleet_is_reported()
         md.starts_with("## rocgate fleet: 0 of 2 nodes failed; 4 reports not read"),
         "{md}"
     );
-    assert!(md.contains("| null-reading | "), "{md}");
-    assert!(md.contains("| mi300x-8 | "), "{md}");
+    assert_has(&md, "| null-reading | ");
+    assert_has(&md, "| mi300x-8 | ");
     let not_read: Vec<&str> = md
         .split("### Reports not read (their nodes are not judged)\n\n")
         .nth(1)
@@ -595,7 +590,7 @@ fn reports_that_cannot_be_read_are_named_and_the_rest_of_the_fleet_is_reported()
                 .any(|l| l.contains(file) && l.contains(says)),
             "{file}: {md}"
         );
-        assert!(err.contains(file), "{err}");
+        assert_has(&err, file);
     }
     // A failed node decides the exit, whatever could not be read.
     run_report(dir.path(), "kfd-missing");
@@ -642,17 +637,11 @@ fn node_text_in_the_fleet_markdown_and_page_is_never_markup() {
     // The header, its rule, and one row for the one node, all as wide.
     assert_eq!(util::unescaped_pipes(lines[header + 2]), columns, "{md}");
     assert!(lines[header + 3].is_empty(), "{md}");
-    assert!(
-        md.contains("&lt;script&gt;alert(1)&lt;/script&gt;\\|\\`"),
-        "{md}"
-    );
+    assert_has(&md, "&lt;script&gt;alert(1)&lt;/script&gt;\\|\\`");
     assert!(md.contains("fw\\`\\|&lt;i&gt;&amp;"), "{md}");
     let (_, html, _) = fleet(&["--format".as_ref(), "html".as_ref(), report.as_os_str()]);
     for raw in ["<img", "<script>alert", "<b>x", "<i>&"] {
         assert!(!html.contains(raw), "{raw}: {html}");
     }
-    assert!(
-        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
-        "{html}"
-    );
+    assert_has(&html, "&lt;script&gt;alert(1)&lt;/script&gt;");
 }

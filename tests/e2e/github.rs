@@ -2,7 +2,9 @@
 //! $GITHUB_STEP_SUMMARY, at most 10 `::error` annotations, most important
 //! first, each beginning with its finding code, and `--no-github`.
 
-use crate::util::{HANG_GUARD, code_and_output, fake_rocm, node, on_sysroot, rocgate};
+use crate::util::{
+    HANG_GUARD, assert_has, assert_lacks, code_and_output, fake_rocm, node, on_sysroot, rocgate,
+};
 use rocgate_fixtures::hostile::{char_device, is_char_device};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
@@ -92,14 +94,14 @@ fn ten_errors_are_annotated_and_the_summary_counts_the_rest() {
         );
     }
     let more = "14 more errors and 0 more warnings";
-    assert!(summary.contains(more), "{summary}");
+    assert_has(&summary, more);
 }
 
 #[test]
 fn no_github_writes_neither_summary_nor_annotations() {
     let n = node("kfd-missing");
     let (stdout, summary) = in_actions(&n.root, &["--no-github"], &[]);
-    assert!(!stdout.contains("::error"), "{stdout}");
+    assert_lacks(&stdout, "::error");
     assert_eq!(summary, "earlier step\n");
 }
 
@@ -121,7 +123,7 @@ fn junit_faults_put_the_code_and_next_step_where_junit_reporters_look() {
     // next step, as the reporters that show two lines of it do.
     let open = r#"<failure message="kfd-missing: /dev/kfd does not exist" type="kfd-missing">/dev/kfd does not exist
 next step: "#;
-    assert!(xml.contains(open), "{xml}");
+    assert_has(&xml, open);
 }
 
 /// `rocgate run --quiet` on `root` inside GitHub Actions with
@@ -150,12 +152,9 @@ fn a_summary_that_cannot_be_written_makes_the_run_exit_3() {
                 "{name} {}: {stdout}\n{stderr}",
                 summary.display()
             );
-            assert!(
-                stderr.contains(&format!(
-                    "GitHub job summary not written to {}",
-                    summary.display()
-                )),
-                "{stderr}"
+            assert_has(
+                &stderr,
+                format!("GitHub job summary not written to {}", summary.display()),
             );
         }
     }
@@ -172,7 +171,7 @@ fn a_summary_fifo_without_a_reader_fails_at_once_and_one_with_a_reader_gets_it()
     let started = std::time::Instant::now();
     let (code, _, stderr) = with_summary(&n.root, &fifo);
     assert_eq!(code, Some(3), "{stderr}");
-    assert!(stderr.contains("nothing is reading"), "{stderr}");
+    assert_has(&stderr, "nothing is reading");
     // Not the hang guard: it did not wait for a reader.
     assert!(started.elapsed() < HANG_GUARD / 2);
     // With a reader (open before rocgate writes; the summary fits the pipe).
@@ -208,10 +207,8 @@ fn a_summary_link_another_user_planted_in_a_sticky_directory_is_not_followed() {
     std::os::unix::fs::lchown(&link, Some(65534), Some(65534)).unwrap();
     let (code, _, stderr) = with_summary(&n.root, &link);
     assert_eq!(code, Some(3), "{stderr}");
-    assert!(
-        stderr.contains(&link.display().to_string()) && stderr.contains("fs.protected_symlinks"),
-        "{stderr}"
-    );
+    assert_has(&stderr, link.display().to_string());
+    assert_has(&stderr, "fs.protected_symlinks");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
 }
 
@@ -233,10 +230,7 @@ fn node_text_in_the_summary_is_text_and_on_stdout_no_command() {
     .unwrap();
     let (stdout, summary) = in_actions(&n.root, &[], &[]);
     // The node's text is in the summary, escaped: no tag, link or image.
-    assert!(
-        summary.contains("&lt;/details&gt;&lt;/table&gt;&lt;img"),
-        "{summary}"
-    );
+    assert_has(&summary, "&lt;/details&gt;&lt;/table&gt;&lt;img");
     assert_eq!(summary.matches("</details>").count(), 1, "{summary}");
     for made in ["<img", "</table>", "[docs](", "![x](", "|`x`"] {
         assert!(!summary.contains(made), "{made} in\n{summary}");
@@ -254,4 +248,49 @@ fn node_text_in_the_summary_is_text_and_on_stdout_no_command() {
             "{line}"
         );
     }
+}
+
+#[test]
+fn the_summary_folds_what_the_gpus_share_and_gives_every_finding_its_next_step() {
+    // Eight MI300X with identical firmware, ACS on (a warning) and gpu7's
+    // init abandoned (a failure): firmware rows once for the eight GPUs,
+    // each finding with what was seen and what to do.
+    let n = node("firmware-load-failed");
+    let (_, summary) = in_actions(&n.root, &[], &[]);
+    assert_has(&summary, "### Findings");
+    assert_has(
+        &summary,
+        "- **fail** `firmware-load-failed` on gpu7 (`gpu7.firmware.init_errors`): ",
+    );
+    assert_has(
+        &summary,
+        "  next: amdgpu/psp_13_0_6_toc.bin missing from /lib/firmware",
+    );
+    // gpu7 reports no firmware (its init failed), the other seven agree.
+    assert_has(&summary, "| gpu0..gpu6 | fw_mec | ");
+    assert_eq!(summary.matches("| fw_mec |").count(), 1, "{summary}");
+    // A value one GPU does not share is marked.
+    let n = node("mi300x-8");
+    let mec = n
+        .root
+        .join("sys/bus/pci/devices/0000:65:00.0/fw_version/mec_fw_version");
+    std::fs::write(&mec, "0x00000099\n").unwrap();
+    let (_, summary) = in_actions(&n.root, &[], &[]);
+    assert_has(&summary, "| **gpu3** | fw_mec | **0x00000099** (differs) |");
+    assert_has(
+        &summary,
+        "| **gpu0..gpu2, gpu4..gpu7** | fw_mec | **0x0000009a** (differs) |",
+    );
+    let cpx = node("mi300x-8-cpx");
+    let (_, summary) = in_actions(&cpx.root, &[], &[]);
+    assert_has(&summary, "| gpu0..gpu63 (all 64) | fw_mec | ");
+    // The ladder folds each device's partitions into one row.
+    assert_has(
+        &summary,
+        "| gpu8..gpu15 (0000:26:00.0  AMD Instinct MI300X  gfx942  (8 partitions)) |",
+    );
+    assert!(
+        summary.lines().filter(|l| l.starts_with("| gpu")).count() < 40,
+        "{summary}"
+    );
 }

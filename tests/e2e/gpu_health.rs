@@ -4,7 +4,9 @@
 //! GPUs, the CPU frequency governor).
 
 use crate::util;
-use crate::util::{entry, node, result_with_finding, result_with_status, results, run, text};
+use crate::util::{
+    assert_has, entry, node, result_with_finding, result_with_status, results, run, text,
+};
 use serde_json::Value;
 use std::fs;
 
@@ -40,7 +42,7 @@ fn advises(name: &str, id: &str, code: &str) -> (util::Node, Value) {
     assert_eq!(exit, 1, "--fail-on warn: {stdout}");
     let (exit, stdout, json2, _) = run(&n.root, &[]);
     assert_eq!(exit, 0, "a warning passes: {stdout}");
-    assert!(stdout.contains("PASSED with 1 warning"), "{stdout}");
+    assert_has(&stdout, "PASSED with 1 warning");
     assert_eq!(json2["decision"]["health"], "healthy", "{json2}");
     let v = result_with_finding(&json, id, code);
     assert_eq!(v["status"], "warn", "{v}");
@@ -76,10 +78,8 @@ fn bridges_that_redirect_gpu_traffic_are_named_and_a_user_capture_is_unverifiabl
         "{message}"
     );
     let next = text(&v["finding"]["next_step"]);
-    assert!(
-        next.contains("setpci -s $b ECAP_ACS+0x6.w=0000") && next.contains("0000:00:01.1"),
-        "{next}"
-    );
+    assert_has(next, "setpci -s $b ECAP_ACS+0x6.w=0000");
+    assert_has(next, "0000:00:01.1");
 
     // A redacted snapshot keeps each bridge's config byte for byte: the
     // replay finds the same bridges.

@@ -5,7 +5,7 @@
 //! for an option, rocgate's own trouble never drains a node, and the one
 //! line counts devices and fits 80 bytes.
 
-use crate::util::{FakeScontrol, health, node, prolog_line, repo, rocgate_bin};
+use crate::util::{FakeScontrol, assert_has, health, node, prolog_line, repo, rocgate_bin};
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
@@ -114,10 +114,7 @@ fn the_prolog_wrapper_never_drains_for_rocgates_own_errors() {
     for (budget, args) in [("soon", root.clone()), ("20", format!("{root} --bogus"))] {
         let (code, stderr) = run(budget, args);
         assert_eq!(code, Some(0), "{stderr}");
-        assert!(
-            stderr.contains("rocgate-prolog: rocgate exited 2"),
-            "{stderr}"
-        );
+        assert_has(&stderr, "rocgate-prolog: rocgate exited 2");
     }
 }
 

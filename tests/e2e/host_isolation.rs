@@ -5,7 +5,7 @@
 //! `iommu=pt` or not; an IOMMU group's type is one of the names
 //! drivers/iommu/iommu.c `iommu_group_show_type` prints.
 
-use crate::util::{node, result, result_with_finding, result_with_status, run, text};
+use crate::util::{assert_has, node, result, result_with_finding, result_with_status, run, text};
 use std::path::Path;
 
 /// The ACS Control register of the bridge at `address` (the fixtures put
@@ -23,7 +23,7 @@ fn a_stock_epyc_node_with_acs_redirect_on_is_green_with_a_warning() {
     let (code, stdout, json, junit) = run(&n.root, &[]);
     assert_eq!(code, 0, "{stdout}");
     assert_eq!(json["passed"], true);
-    assert!(stdout.contains("PASSED with 1 warning"), "{stdout}");
+    assert_has(&stdout, "PASSED with 1 warning");
     let r = result_with_finding(&json, "node.system.pcie_acs", "pcie-acs-enabled");
     assert_eq!(r["status"], "warn");
     assert!(
@@ -40,8 +40,8 @@ fn a_stock_epyc_node_with_acs_redirect_on_is_green_with_a_warning() {
             && next.contains("pci=config_acs=x0x00xx@0000:00:01.1;"),
         "{next}"
     );
-    assert!(junit.contains(r#"failures="0""#), "{junit}");
-    assert!(junit.contains("warn [pcie-acs-enabled]"), "{junit}");
+    assert_has(&junit, r#"failures="0""#);
+    assert_has(&junit, "warn [pcie-acs-enabled]");
 
     // As AMD's cluster guides leave it (ACS off), the check passes.
     for entry in std::fs::read_dir(n.root.join("sys/bus/pci/devices")).unwrap() {

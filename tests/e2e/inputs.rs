@@ -4,7 +4,9 @@
 //! and workers get the configuration the run read.
 
 use crate::util;
-use crate::util::{assert_exit, fake_rocm, node, on_sysroot, result, rocgate, rocgate_on};
+use crate::util::{
+    assert_exit, assert_has, assert_lacks, fake_rocm, node, on_sysroot, result, rocgate, rocgate_on,
+};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -25,15 +27,15 @@ fn bad_flags_are_usage_errors_not_panics_or_passes() {
         let flag = format!("--timeout-scale={scale}");
         let (code, out) = rocgate_on(&n.root, &["run", &flag]);
         assert_eq!(code, Some(2), "--timeout-scale {scale}: {out}");
-        assert!(out.contains("--timeout-scale"), "{out}");
-        assert!(!out.contains("panicked"), "{out}");
+        assert_has(&out, "--timeout-scale");
+        assert_lacks(&out, "panicked");
     }
     let (code, out) = rocgate_on(&n.root, &["run", "--timeout-scale", "1000", "--quiet"]);
     assert_eq!(code, Some(0), "the largest scale runs: {out}");
     for gpus in ["", ",", " , "] {
         let (code, out) = rocgate_on(&n.root, &["run", "--gpus", gpus]);
         assert_eq!(code, Some(2), "--gpus {gpus:?}: {out}");
-        assert!(out.contains("selects no GPU"), "{out}");
+        assert_has(&out, "selects no GPU");
     }
 }
 
@@ -49,10 +51,9 @@ fn configuration_files_are_validated_naming_the_line() {
         std::fs::write(&t, thresholds_with((from, to))).unwrap();
         let (code, out) = rocgate_on(&n.root, &["run", "--thresholds", t.to_str().unwrap()]);
         assert_eq!(code, Some(2), "{to}: {out}");
-        assert!(
-            out.contains("t.toml") && out.contains("line ") && out.contains(says),
-            "{out}"
-        );
+        assert_has(&out, "t.toml");
+        assert_has(&out, "line ");
+        assert_has(&out, says);
     }
 
     let matrix =
@@ -70,17 +71,15 @@ fn configuration_files_are_validated_naming_the_line() {
         &["matrix", "check", "--matrix", m.to_str().unwrap()],
     );
     assert_eq!(code, Some(2), "{out}");
-    assert!(
-        out.contains("listed twice") && out.contains("line "),
-        "{out}"
-    );
+    assert_has(&out, "listed twice");
+    assert_has(&out, "line ");
     std::fs::write(&m, matrix.replacen("rocm = \"", "rocm = \"\" # ", 1)).unwrap();
     let (code, out) = rocgate_on(
         &n.root,
         &["matrix", "check", "--matrix", m.to_str().unwrap()],
     );
     assert_eq!(code, Some(2), "{out}");
-    assert!(out.contains("not a version"), "{out}");
+    assert_has(&out, "not a version");
 }
 
 #[test]
@@ -97,8 +96,8 @@ fn matrix_check_names_what_it_could_not_check() {
         "{doc}"
     );
     let (_, text) = rocgate_on(&n.root, &["matrix", "check"]);
-    assert!(text.contains("not everything could be checked"), "{text}");
-    assert!(!text.contains("\nsupported"), "{text}");
+    assert_has(&text, "not everything could be checked");
+    assert_lacks(&text, "\nsupported");
 }
 
 #[test]

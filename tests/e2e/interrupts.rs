@@ -6,8 +6,9 @@
 
 use crate::util;
 use crate::util::{
-    FakeScontrol, HANG_GUARD, Tmp, assert_exit, catches_sigint, fake_process, fake_rocm, names_in,
-    node, result, result_with_status, rocgate_in, send_signal, snapshotted, text,
+    FakeScontrol, HANG_GUARD, Tmp, assert_exit, assert_has, assert_lacks, catches_sigint,
+    fake_process, fake_rocm, names_in, node, result, result_with_status, rocgate_in, send_signal,
+    snapshotted, text,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -462,12 +463,9 @@ fn sigint_during_narrowing_is_an_interruption_and_the_cut_try_is_no_evidence() {
     assert_eq!(doc["interrupted"], "SIGINT", "{}", doc["interrupted"]);
     let r = result(&doc, "node.rccl.allreduce");
     let output = text(&r["output"]);
-    assert!(
-        output.contains("search stopped: interrupted by SIGINT"),
-        "{output}"
-    );
+    assert_has(output, "search stopped: interrupted by SIGINT");
     // The try the signal cut short is not reported as a try that failed.
-    assert!(!output.contains("did not complete"), "{output}");
-    assert!(!output.contains(": failed"), "{output}");
+    assert_lacks(output, "did not complete");
+    assert_lacks(output, ": failed");
     assert_ne!(r["finding"]["code"], "rccl-hang-isolated", "{r}");
 }

@@ -4,7 +4,8 @@
 
 use crate::util;
 use crate::util::{
-    FakeRun, TOPO, node, result, result_with_finding, result_with_status, run, text,
+    FakeRun, TOPO, assert_has, assert_lacks, node, result, result_with_finding, result_with_status,
+    run, text,
 };
 use std::fs;
 use std::path::Path;
@@ -99,10 +100,8 @@ fn a_dead_xgmi_link_fails_naming_both_gpus_and_what_kfd_says() {
         );
         assert!(m.contains(pair) && m.contains(seen), "{scenario}: {m}");
         let next = text(&r["finding"]["next_step"]);
-        assert!(
-            next.contains("rocm-smi --showtopo") && next.contains("RMA"),
-            "{next}"
-        );
+        assert_has(next, "rocm-smi --showtopo");
+        assert_has(next, "RMA");
     }
 }
 
@@ -211,10 +210,8 @@ fn a_gpu_pair_the_kernel_lists_no_peer_link_for_is_a_warning_naming_the_directio
     let (_, _, json, _) = run(&n.root, &[]);
     let r = result_with_finding(&json, INTERCONNECT, "p2p-disabled");
     let m = text(&r["finding"]["message"]);
-    assert!(
-        m.contains("for 1 directions") && m.contains("0000:23:00.0 -> 0000:43:00.0"),
-        "{m}"
-    );
+    assert_has(m, "for 1 directions");
+    assert_has(m, "0000:23:00.0 -> 0000:43:00.0");
 }
 
 #[test]
@@ -226,11 +223,8 @@ fn a_kernel_without_p2p_links_does_not_pass_for_peer_dma() {
     let (_, _, json, _) = run(&n.root, &[]);
     let r = result_with_status(&json, INTERCONNECT, "pass");
     let m = text(&r["message"]);
-    assert!(
-        m.contains("peer-to-peer DMA over PCIe not reported for 6 pairs"),
-        "{m}"
-    );
-    assert!(!m.contains("enabled"), "{m}");
+    assert_has(m, "peer-to-peer DMA over PCIe not reported for 6 pairs");
+    assert_lacks(m, "enabled");
 }
 
 #[test]

@@ -50,8 +50,13 @@ mod host_isolation;
 mod inputs;
 /// SIGINT, SIGTERM and SIGKILL during every kind of command.
 mod interrupts;
+/// The end of a run at a terminal's width, and next steps that paste.
+mod layout;
 /// XGMI and PCIe peer links and partitions.
 mod links;
+/// One code explained, the built-in files, exit codes in `--help`,
+/// completions and the man page.
+mod lookup;
 /// The rocblas, miopen and rccl layers.
 mod math;
 /// The search that narrows a failed all-reduce to its GPUs.
@@ -60,6 +65,9 @@ mod narrowing;
 mod parsers;
 /// The PCIe link a GPU reaches the host through.
 mod pci_links;
+/// What a run prints while it goes: a line per check in a CI log, the
+/// hung check named while it hangs, live lines on a terminal.
+mod progress;
 /// amdgpu's RAS as the driver behaves.
 mod ras;
 /// Report files and terminal output under hostile inputs.

@@ -4,7 +4,7 @@
 //! outcome, layer and next step; extended-tier floors apply.
 
 use crate::util::{
-    FakeRun, assert_gpus_pass, entry, node, on_sysroot, result, result_with_finding,
+    FakeRun, assert_gpus_pass, assert_has, entry, node, on_sysroot, result, result_with_finding,
     result_with_status, text,
 };
 use serde_json::Value;
@@ -150,10 +150,8 @@ fn throughput_is_judged_by_what_the_gpu_delivers() {
     let json = failing_on_gpu0("extended", ("ROCGATE_FAKE_GEMM_TFLOPS", "300"));
     let tp = result_with_finding(&json, "gpu0.rocblas.gemm_throughput", "perf-below-floor");
     let msg = tp["message"].as_str().unwrap();
-    assert!(
-        msg.contains("gemm_tflops.fp16") && msg.contains("ROCm Validation Suite"),
-        "{msg}"
-    );
+    assert_has(msg, "gemm_tflops.fp16");
+    assert_has(msg, "ROCm Validation Suite");
     let fp16 = entry(&tp["metrics"], "name", "gemm_tflops.fp16");
     // What the simulated GPU delivers, measured (within 10%).
     let v = fp16["value"].as_f64().unwrap();

@@ -3,7 +3,7 @@
 //! a GPU whose runtime start hangs fails only the tries that hold it; and a
 //! try that a reset of the XGMI hive cut short blames none of its GPUs.
 
-use crate::util::{FakeRun, node, result, result_with_finding, text};
+use crate::util::{FakeRun, assert_has, node, result, result_with_finding, text};
 use serde_json::Value;
 
 /// Every try that hangs waits this long; completing tries take well under
@@ -13,11 +13,22 @@ const TRY_SECS: u32 = 10;
 /// `run` on the standard tier with `faults`, every all-reduce try cut short
 /// after [`TRY_SECS`]; it must fail (exit 1). Its JSON document.
 fn failed_search<'a>(run: FakeRun<'a>, faults: &'a str) -> Value {
-    run.faults(faults)
+    let (out, json, _) = run
+        .faults(faults)
         .args(&["--tier", "standard"])
         .timeout("rccl::allreduce", TRY_SECS)
-        .exits(1)
-        .0
+        .run_finished();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    // The search is announced try by try, with its bounds, so a CI log
+    // shows it is alive while each try runs.
+    assert_has(
+        &out.stderr,
+        format!(
+            "PHASE narrowing the failed all-reduce to a GPU: try 1 of at most 12 on gpu0,gpu1,gpu2,gpu3 (at most {TRY_SECS} s)"
+        ),
+    );
+    assert_has(&out.stderr, "PHASE try 1 on gpu0,gpu1,gpu2,gpu3: ");
+    json
 }
 
 #[test]
@@ -87,9 +98,6 @@ fn a_hive_reset_the_gpus_do_not_come_back_from_stops_the_search_naming_it() {
         "{r}"
     );
     let output = text(&r["output"]);
-    assert!(
-        output.contains("search stopped: a GPU reset of 0000:")
-            && output.contains("failed during the try on gpu4,gpu5,gpu6,gpu7"),
-        "{output}"
-    );
+    assert_has(output, "search stopped: a GPU reset of 0000:");
+    assert_has(output, "failed during the try on gpu4,gpu5,gpu6,gpu7");
 }

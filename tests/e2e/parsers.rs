@@ -7,8 +7,8 @@
 
 use crate::util;
 use crate::util::{
-    TOPO, doctor, entry, mec, nix_is_root, node, on_sysroot, real, result, result_with_status,
-    rocgate_on, run, set_prop, text,
+    TOPO, assert_has, assert_lacks, doctor, entry, mec, nix_is_root, node, on_sysroot, real,
+    result, result_with_status, rocgate_on, run, set_prop, text,
 };
 use serde_json::Value;
 use std::fs;
@@ -163,7 +163,7 @@ fn an_unreadable_ras_file_hides_no_readable_uncorrectable_count() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("ras-uncorrectable"), "{said}");
+    assert_has(&said, "ras-uncorrectable");
 }
 
 #[test]
@@ -369,11 +369,9 @@ fn a_root_capture_without_a_bridge_config_does_not_ask_for_root() {
     // is named as not seen, blamed on the capture.
     let (s, m) = status(&json, "node.system.pcie_acs");
     assert_eq!(s, "warn", "{m}");
-    assert!(
-        m.contains("not seen: ") && m.contains("the capture did not store it"),
-        "{m}"
-    );
-    assert!(!m.contains("run rocgate as root"), "{m}");
+    assert_has(m, "not seen: ");
+    assert_has(m, "the capture did not store it");
+    assert_lacks(m, "run rocgate as root");
 }
 
 #[test]
@@ -425,10 +423,8 @@ fn unreadable_input_names_the_file_and_the_error() {
     let doc: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(doc["likely_cause"]["code"], "pci-sysfs-unreadable", "{doc}");
     let message = doc["likely_cause"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("0000:05:00.0/vendor") && message.contains("permission denied"),
-        "{message}"
-    );
+    assert_has(message, "0000:05:00.0/vendor");
+    assert_has(message, "permission denied");
 
     // A sysroot another user cannot read is refused saying so, not
     // diagnosed as a node without a capture record.
@@ -438,13 +434,13 @@ fn unreadable_input_names_the_file_and_the_error() {
     if nix_is_root() {
         let (code, stdout, stderr) = doctor_as_other(&n.root);
         assert_eq!(code, Some(2), "{stdout}{stderr}");
-        assert!(stderr.contains("ermission denied"), "{stderr}");
+        assert_has(&stderr, "ermission denied");
     } else {
         std::fs::set_permissions(&n.root, std::fs::Permissions::from_mode(0o000)).unwrap();
         let (code, out) = rocgate_on(&n.root, &["doctor"]);
         std::fs::set_permissions(&n.root, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(code, Some(2), "{out}");
-        assert!(out.contains("ermission denied"), "{out}");
+        assert_has(&out, "ermission denied");
     }
 
     // A sysroot that is a symlink loop says so.
@@ -453,7 +449,7 @@ fn unreadable_input_names_the_file_and_the_error() {
     std::os::unix::fs::symlink(&looped, &looped).unwrap();
     let (code, out) = rocgate_on(&looped, &["doctor"]);
     assert_eq!(code, Some(2), "{out}");
-    assert!(out.contains("symbolic links"), "{out}");
+    assert_has(&out, "symbolic links");
 
     // A KFD properties file of NUL bytes is a damaged topology naming it,
     // not a GPU missing from KFD.
@@ -496,10 +492,8 @@ fn damaged_files_are_named_not_fatal() {
     let topo = result_with_status(&json, "node.kfd.topology", "fail");
     assert_eq!(topo["finding"]["code"], "kfd-topology-unreadable");
     let msg = topo["message"].as_str().unwrap();
-    assert!(
-        msg.contains("nodes/3/properties") && msg.contains("not UTF-8"),
-        "{msg}"
-    );
+    assert_has(msg, "nodes/3/properties");
+    assert_has(msg, "not UTF-8");
     assert!(text(&topo["output"]).contains("nodes/4/properties"));
     assert_eq!(result(&json, "gpu0.firmware.versions")["status"], "pass");
     let pci = result(&json, "node.pci.amd_gpu_present");

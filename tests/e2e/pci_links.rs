@@ -5,7 +5,7 @@
 //! virtual link (`amdgpu_device_partner_bandwidth`,
 //! drivers/gpu/drm/amd/amdgpu/amdgpu_device.c); on MI210 the GPU's own link.
 
-use crate::util::{node, result, result_with_finding, result_with_status, run, text};
+use crate::util::{assert_has, node, result, result_with_finding, result_with_status, run, text};
 use std::path::Path;
 
 /// Writes `value` to a PCI function's sysfs attribute.
@@ -47,17 +47,14 @@ fn a_slot_link_trained_narrow_behind_the_internal_switch_warns() {
     assert_eq!(code, 0, "a narrow link is a warning: {stdout}");
     let r = result_with_finding(&json, "gpu1.pci.link_width", "pcie-link-degraded");
     let message = text(&r["message"]);
-    assert!(
-        message.contains("runs at x8, the link supports x16")
-            && message.contains("0000:24:00.0 [1022:1500]")
-            && message.contains("0000:20:01.1"),
-        "{message}"
-    );
+    assert_has(message, "runs at x8, the link supports x16");
+    assert_has(message, "0000:24:00.0 [1022:1500]");
+    assert_has(message, "0000:20:01.1");
     assert!(
         text(&r["finding"]["next_step"]).contains("lspci -vv -s 0000:20:01.1"),
         "{r}"
     );
-    assert!(junit.contains("warn [pcie-link-degraded]"), "{junit}");
+    assert_has(&junit, "warn [pcie-link-degraded]");
     // The other GPUs are judged on their own slot links, all x16.
     result_with_status(&json, "gpu0.pci.link_width", "pass");
 
@@ -83,20 +80,17 @@ fn a_slot_link_at_a_lower_speed_warns_and_says_dpm_may_lower_it_at_idle() {
     let r = result_with_finding(&json, "gpu3.pci.link_width", "pcie-link-slow");
     assert_eq!(r["finding"]["severity"], "warn");
     let message = text(&r["message"]);
-    assert!(
-        message.contains("2.5 GT/s PCIe (Gen1), the link supports 32.0 GT/s PCIe (Gen5)")
-            && message.contains("PCIe DPM")
-            && message.contains("at idle can be normal"),
-        "{message}"
+    assert_has(
+        message,
+        "2.5 GT/s PCIe (Gen1), the link supports 32.0 GT/s PCIe (Gen5)",
     );
+    assert_has(message, "PCIe DPM");
+    assert_has(message, "at idle can be normal");
     let next = text(&r["finding"]["next_step"]);
-    assert!(
-        next.contains("under load")
-            && next.contains("lspci -vv -s 0000:60:01.1")
-            && next.contains("BIOS"),
-        "{next}"
-    );
-    assert!(junit.contains("warn [pcie-link-slow]"), "{junit}");
+    assert_has(next, "under load");
+    assert_has(next, "lspci -vv -s 0000:60:01.1");
+    assert_has(next, "BIOS");
+    assert_has(&junit, "warn [pcie-link-slow]");
 
     // A variant: Gen3 on another slot, sysfs's older spelling.
     let n = node("mi300x-8");

@@ -6,7 +6,9 @@
 //! and a block counted by both `aca_<block>` and `<block>_err_count`.
 
 use crate::util;
-use crate::util::{node, result, result_with_finding, result_with_status, run, text};
+use crate::util::{
+    assert_has, assert_lacks, node, result, result_with_finding, result_with_status, run, text,
+};
 use std::fs;
 use std::path::Path;
 
@@ -70,12 +72,9 @@ fn the_default_threshold_on_mi300x_is_128_pages_and_past_it_the_gpu_fails() {
     );
     assert_eq!(past["status"], "fail", "{past}");
     let message = text(&past["message"]);
-    assert!(
-        message.contains("129 retired VRAM pages of a threshold of 128")
-            && message.contains("MP0 13.0.6 (from ip_discovery)")
-            && message.contains("Service Action Guide"),
-        "{message}"
-    );
+    assert_has(message, "129 retired VRAM pages of a threshold of 128");
+    assert_has(message, "MP0 13.0.6 (from ip_discovery)");
+    assert_has(message, "Service Action Guide");
     let clear = result_with_status(&json, "gpu5.amdgpu.ras_bad_pages", "pass");
     assert!(
         text(&clear["message"]).contains("100 retired VRAM pages of a threshold of 128"),
@@ -219,10 +218,8 @@ fn temperature_limits_of_zero_are_no_limits_and_the_check_says_it_judged_none() 
     let (_, _, json, _) = run(&n.root, &[]);
     let v = result_with_status(&json, "gpu0.amdgpu.thermals", "pass");
     let message = text(&v["message"]);
-    assert!(
-        message.contains("not judged, no limit exposed") && message.contains("junction, mem"),
-        "{message}"
-    );
+    assert_has(message, "not judged, no limit exposed");
+    assert_has(message, "junction, mem");
     let v = result_with_status(&json, "gpu1.amdgpu.thermals", "skipped");
     assert_eq!(v["skip_reason"], "unverifiable", "{v}");
     assert!(text(&v["message"]).contains("nothing was judged"), "{v}");
@@ -287,10 +284,8 @@ fn a_block_counted_by_both_file_names_is_counted_once() {
     assert_eq!(code, 1);
     let v = result_with_finding(&json, "gpu1.amdgpu.ras_errors", "ras-uncorrectable");
     let message = text(&v["message"]);
-    assert!(
-        message.contains("umc: 2 uncorrectable") && !message.contains("umc: 2 uncorrectable, umc"),
-        "{message}"
-    );
+    assert_has(message, "umc: 2 uncorrectable");
+    assert_lacks(message, "umc: 2 uncorrectable, umc");
     let gpu1 = util::entry(&json["scopes"], "scope", "gpu1");
     assert_eq!(gpu1["properties"]["ras_ue"], "2", "{gpu1}");
     assert_eq!(gpu1["properties"]["ras_ce"], "6", "{gpu1}");

@@ -3,7 +3,9 @@
 //! twice; node strings XML cannot carry; terminals that take no colour.
 
 use crate::util;
-use crate::util::{HANG_GUARD, node, rocgate};
+use crate::util::{
+    HANG_GUARD, OnPty, assert_has, assert_lacks, node, rocgate, run_on_pty, wait_guarded,
+};
 use rocgate_fixtures::hostile::{char_device, is_char_device};
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
@@ -88,16 +90,13 @@ fn character_devices_are_written_through_and_a_full_one_is_named() {
     assert!(is_char_device(&null), "{} was replaced", null.display());
     assert!(is_char_device(&full), "{} was replaced", full.display());
     assert_eq!(code, 3, "{stdout}\n{stderr}");
-    assert!(
-        stderr.contains(&format!("JSON report not written to {}", full.display()))
-            && stderr.contains("No space left on device"),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        format!("JSON report not written to {}", full.display()),
     );
-    assert!(
-        stdout.contains(&format!("JUnit: {}", null.display())),
-        "{stdout}"
-    );
-    assert!(!stdout.contains("JSON:"), "{stdout}");
+    assert_has(&stderr, "No space left on device");
+    assert_has(&stdout, format!("JUnit: {}", null.display()));
+    assert_lacks(&stdout, "JSON:");
 }
 
 #[test]
@@ -186,13 +185,11 @@ fn a_fifo_gets_the_report_and_one_nobody_reads_fails_at_once() {
     }
     assert_well_formed(&junit);
     assert_eq!(code, 3, "{stdout}\n{stderr}");
-    assert!(
-        stderr.contains(&format!(
-            "JSON report not written to {}",
-            lonely_fifo.display()
-        )) && stderr.contains("nothing is reading it"),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        format!("JSON report not written to {}", lonely_fifo.display()),
     );
+    assert_has(&stderr, "nothing is reading it");
     assert!(start.elapsed() < HANG_GUARD);
 }
 
@@ -231,21 +228,6 @@ fn a_report_to_rocgates_own_stdout_joins_what_it_prints() {
     assert_report_between_header_and_summary(&stdout, &stdout_link);
 }
 
-/// Waits for `child`, killing it (and failing) past the hang guard.
-fn wait_guarded(child: &mut std::process::Child) -> i32 {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status.code().unwrap_or(-1);
-        }
-        if start.elapsed() > HANG_GUARD {
-            child.kill().unwrap();
-            panic!("rocgate did not finish");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// `out` holds rocgate's header, a whole JUnit report sent to `path`, then
 /// the summary.
 fn assert_report_between_header_and_summary(out: &str, path: &Path) {
@@ -276,11 +258,8 @@ fn one_character_device_takes_both_reports() {
     );
     assert!(matches!(code, 0 | 1), "{stdout}\n{stderr}");
     assert!(is_char_device(&null), "{} was replaced", null.display());
-    assert!(
-        stdout.contains(&format!("JUnit: {}", null.display()))
-            && stdout.contains(&format!("JSON:  {}", null.display())),
-        "{stdout}"
-    );
+    assert_has(&stdout, format!("JUnit: {}", null.display()));
+    assert_has(&stdout, format!("JSON:  {}", null.display()));
 }
 
 // Node strings that XML cannot carry: the JUnit stays well-formed.
@@ -297,9 +276,9 @@ fn junit_is_well_formed_when_node_strings_hold_noncharacters() {
     let (code, _, json, junit) = util::run(&root, &[]);
     assert!(matches!(code, 0 | 1));
     assert_well_formed(&junit);
-    assert!(
-        junit.contains(r#"<property name="vbios" value="113-D70]]&gt;&quot;"/>"#),
-        "{junit}"
+    assert_has(
+        &junit,
+        r#"<property name="vbios" value="113-D70]]&gt;&quot;"/>"#,
     );
     // JSON carries the exact text.
     let props = &json["scopes"][1]["properties"];
@@ -341,7 +320,7 @@ fn one_path_for_both_reports_is_refused_before_anything_runs() {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{junit} {json}: {stderr}");
-        assert!(stderr.contains("name the same file"), "{stderr}");
+        assert_has(&stderr, "name the same file");
         // Nothing ran: no header, no ladder, no report.
         assert!(
             out.stdout.is_empty(),
@@ -369,18 +348,12 @@ fn every_report_that_can_be_written_is_and_each_one_that_cannot_is_named() {
             &[Path::new("--junit"), &nowhere, Path::new("--json"), &json],
         );
         assert_eq!(code, 3, "{name}: {stdout}\n{stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "JUnit report not written to {}",
-                nowhere.display()
-            )),
-            "{stderr}"
+        assert_has(
+            &stderr,
+            format!("JUnit report not written to {}", nowhere.display()),
         );
-        assert!(!stdout.contains("JUnit:"), "{stdout}");
-        assert!(
-            stdout.contains(&format!("JSON:  {}", json.display())),
-            "{stdout}"
-        );
+        assert_lacks(&stdout, "JUnit:");
+        assert_has(&stdout, format!("JSON:  {}", json.display()));
         let doc: serde_json::Value =
             serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
         assert_eq!(doc["passed"], name == "mi300x-8");
@@ -393,70 +366,12 @@ fn every_report_that_can_be_written_is_and_each_one_that_cannot_is_named() {
         &[Path::new("--junit"), &nowhere, Path::new("--json"), &other],
     );
     assert_eq!(code, 3);
-    assert!(stderr.contains("JUnit report not written"), "{stderr}");
-    assert!(stderr.contains("JSON report not written"), "{stderr}");
+    assert_has(&stderr, "JUnit report not written");
+    assert_has(&stderr, "JSON report not written");
 }
 
 // Colour and cursor control, per stream: a dumb terminal, NO_COLOR, a
 // stream that is not the terminal.
-
-/// What one run on a pseudo-terminal showed.
-struct PtyRun {
-    /// What the terminal received.
-    terminal: String,
-    /// The stream that was not on the terminal (when one was not).
-    other: String,
-}
-
-/// Which of rocgate's streams go to the pseudo-terminal.
-#[derive(Clone, Copy, PartialEq)]
-enum OnPty {
-    Both,
-    StdoutOnly,
-    StderrOnly,
-}
-
-/// Runs `rocgate run` on `root` with the streams `on_pty` names on a
-/// pseudo-terminal, the other one into a file, and `env` set (NO_COLOR and
-/// TERM cleared first).
-fn run_on_pty(root: &Path, on_pty: OnPty, env: &[(&str, &str)]) -> PtyRun {
-    let pty = nix::pty::openpty(None, None).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let other_path = dir.path().join("other");
-    let other = File::create(&other_path).unwrap();
-    let mut child = {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rocgate"));
-        cmd.arg("run")
-            .arg("--sysroot")
-            .arg(root)
-            .env_remove("NO_COLOR")
-            .env_remove("TERM")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null());
-        let tty = || Stdio::from(pty.slave.try_clone().unwrap());
-        match on_pty {
-            OnPty::Both => cmd.stdout(tty()).stderr(tty()),
-            OnPty::StdoutOnly => cmd.stdout(tty()).stderr(other),
-            OnPty::StderrOnly => cmd.stdout(other).stderr(tty()),
-        };
-        cmd.spawn().unwrap()
-        // The command and its copies of the terminal end here, so the
-        // reader sees the end when rocgate exits.
-    };
-    drop(pty.slave);
-    let mut master = File::from(pty.master);
-    let reader = std::thread::spawn(move || {
-        let mut got = Vec::new();
-        // Linux answers EIO once no process has the terminal open.
-        let _ = master.read_to_end(&mut got);
-        got
-    });
-    wait_guarded(&mut child);
-    PtyRun {
-        terminal: String::from_utf8_lossy(&reader.join().unwrap()).into_owned(),
-        other: fs::read_to_string(other_path).unwrap(),
-    }
-}
 
 /// Colour sequences (SGR: `ESC [ ... m`).
 fn has_colour(text: &str) -> bool {
@@ -477,7 +392,7 @@ fn has_redraw(text: &str) -> bool {
 #[test]
 fn a_dumb_terminal_gets_no_colour_and_no_cursor_control() {
     let n = node("amdgpu-not-loaded");
-    let run = run_on_pty(&n.root, OnPty::Both, &[("TERM", "dumb")]);
+    let run = run_on_pty(&n.root, &[], OnPty::Both, &[("TERM", "dumb")]);
     assert!(run.terminal.contains("FAILED"), "{}", run.terminal);
     assert!(!run.terminal.contains('\u{1b}'), "{:?}", run.terminal);
     assert!(!has_redraw(&run.terminal), "{:?}", run.terminal);
@@ -488,30 +403,33 @@ fn no_color_turns_colour_off_on_a_terminal_unless_empty() {
     let n = node("amdgpu-not-loaded");
     let run = run_on_pty(
         &n.root,
+        &[],
         OnPty::Both,
         &[("TERM", "xterm"), ("NO_COLOR", "1")],
     );
     assert!(run.terminal.contains("FAILED"), "{}", run.terminal);
     assert!(!has_colour(&run.terminal), "{:?}", run.terminal);
-    // Only the live progress line's cursor control is left.
-    let without_progress = run.terminal.replace("\u{1b}[K", "");
-    assert!(!without_progress.contains('\u{1b}'), "{without_progress:?}");
     // An empty NO_COLOR is no request (no-color.org).
-    let run = run_on_pty(&n.root, OnPty::Both, &[("TERM", "xterm"), ("NO_COLOR", "")]);
+    let run = run_on_pty(
+        &n.root,
+        &[],
+        OnPty::Both,
+        &[("TERM", "xterm"), ("NO_COLOR", "")],
+    );
     assert!(has_colour(&run.terminal), "{:?}", run.terminal);
 }
 
 #[test]
 fn each_stream_is_coloured_only_when_it_is_the_terminal() {
     let n = node("amdgpu-not-loaded");
-    let run = run_on_pty(&n.root, OnPty::StdoutOnly, &[("TERM", "xterm")]);
+    let run = run_on_pty(&n.root, &[], OnPty::StdoutOnly, &[("TERM", "xterm")]);
     assert!(has_colour(&run.terminal), "{:?}", run.terminal);
     // The failures as they happen go to stderr, here a file.
     assert!(run.other.contains("FAIL"), "{}", run.other);
     assert!(!run.other.contains('\u{1b}'), "{:?}", run.other);
     assert!(!run.other.contains('\r'), "{:?}", run.other);
 
-    let run = run_on_pty(&n.root, OnPty::StderrOnly, &[("TERM", "xterm")]);
+    let run = run_on_pty(&n.root, &[], OnPty::StderrOnly, &[("TERM", "xterm")]);
     assert!(has_colour(&run.terminal), "{:?}", run.terminal);
     assert!(run.other.contains("FAILED"), "{}", run.other);
     assert!(!run.other.contains('\u{1b}'), "{:?}", run.other);
@@ -584,7 +502,7 @@ fn a_link_another_user_planted_in_a_sticky_directory_is_not_followed() {
             .lines()
             .find(|l| l.contains(&format!("{what} report not written to {}", path.display())))
             .unwrap_or_else(|| panic!("no {what} error in\n{stderr}"));
-        assert!(line.contains("fs.protected_symlinks"), "{line}");
+        assert_has(line, "fs.protected_symlinks");
     }
     assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
     assert!(!victims.join("new.xml").exists());
@@ -807,7 +725,7 @@ fn a_report_given_dash_is_stdout_alone_and_the_run_speaks_on_stderr() {
         stderr.contains("FAILED") && stderr.contains("kfd-permission"),
         "the ladder and the failures go to stderr: {stderr}"
     );
-    assert!(stderr.contains("JSON:  stdout"), "{stderr}");
+    assert_has(&stderr, "JSON:  stdout");
     assert!(!n.root.join("-").exists() && !Path::new("-").exists());
     // JUnit alike; and two reports cannot share stdout.
     let (_, stdout, _) = run_reports(&n.root, &[Path::new("--junit"), Path::new("-")]);
@@ -822,7 +740,7 @@ fn a_report_given_dash_is_stdout_alone_and_the_run_speaks_on_stderr() {
         ],
     );
     assert_eq!(code, 2);
-    assert!(stderr.contains("both print to stdout"), "{stderr}");
+    assert_has(&stderr, "both print to stdout");
     // health's stdout is its verdict line: a report there is refused.
     let out = rocgate()
         .args(["health", "--json", "-", "--sysroot"])

@@ -4,8 +4,8 @@
 //! blocked, and the other GPUs stay green.
 
 use crate::util::{
-    FakeRun, RUNTIME_LAYERS, assert_gpus_pass, fake_rocm, node, result, result_with_finding,
-    result_with_status, run_with, text,
+    FakeRun, RUNTIME_LAYERS, assert_gpus_pass, assert_has, assert_lacks, fake_rocm, node, result,
+    result_with_finding, result_with_status, run_with, text,
 };
 use serde_json::Value;
 use std::process::Command;
@@ -34,9 +34,9 @@ fn the_quick_tier_passes_on_a_fake_8x_mi300x() {
             .any(|m| m["name"] == "h2d_bandwidth")
     );
     // The loaded libraries and HIP's version are on the node suite.
-    assert!(
-        junit.contains(r#"<property name="hip_runtime_version" value="6.2.41134"/>"#),
-        "{junit}"
+    assert_has(
+        &junit,
+        r#"<property name="hip_runtime_version" value="6.2.41134"/>"#,
     );
     assert!(junit.contains("libamdhip64.so.6\"/>"));
     assert!(junit.contains(r#"<property name="hsa_library""#));
@@ -180,11 +180,8 @@ fn a_library_the_loader_refuses_is_named_with_the_loaders_words() {
         "the loader's words: {message}"
     );
     let next = r["finding"]["next_step"].as_str().unwrap();
-    assert!(
-        next.contains("needs librocgate-absent-dep.so")
-            && !next.contains("install the ROCm runtime"),
-        "{next}"
-    );
+    assert_has(next, "needs librocgate-absent-dep.so");
+    assert_lacks(next, "install the ROCm runtime");
 }
 
 #[test]

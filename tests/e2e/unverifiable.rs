@@ -3,7 +3,7 @@
 //! and passes a node where every check looked, and a driver release that
 //! cannot be read is unverifiable rather than a failure.
 
-use crate::util::{node, result_with_status, results, run, run_with, text};
+use crate::util::{assert_has, node, result_with_status, results, run, run_with, text};
 use serde_json::Value;
 use std::path::Path;
 
@@ -38,18 +38,18 @@ fn checks_that_could_not_look_are_unverifiable_and_strict_fails_on_them() {
         "{r}"
     );
     assert!(unverified_ids(&json).contains(&"gpu3.firmware.load_errors"));
-    assert!(
-        junit.contains(r#"<skipped message="unverifiable: kernel log not readable"#),
-        "{junit}"
+    assert_has(
+        &junit,
+        r#"<skipped message="unverifiable: kernel log not readable"#,
     );
-    assert!(
-        stdout.contains("Could not verify (17; --strict would fail the run)"),
-        "{stdout}"
+    assert_has(
+        &stdout,
+        "Could not verify (17; --strict would fail the run)",
     );
-    assert!(stdout.contains("17 unverifiable"), "{stdout}");
+    assert_has(&stdout, "17 unverifiable");
     // The ladder does not call a layer that could not look "pass".
     let gpu3 = stdout.lines().find(|l| l.starts_with("gpu3 ")).unwrap();
-    assert!(gpu3.contains("unverif"), "{gpu3}");
+    assert_has(gpu3, "unverif");
 
     // --strict and ROCGATE_STRICT=1 fail the same run, naming why.
     for (args, env) in [
@@ -60,8 +60,8 @@ fn checks_that_could_not_look_are_unverifiable_and_strict_fails_on_them() {
         assert_eq!(code, 1, "{stdout}");
         assert_eq!(json["strict"], true);
         assert_eq!(json["passed"], false);
-        assert!(stdout.contains("--strict: 17 could not verify"), "{stdout}");
-        assert!(stdout.contains("kernel log not readable"), "{stdout}");
+        assert_has(&stdout, "--strict: 17 could not verify");
+        assert_has(&stdout, "kernel log not readable");
     }
 }
 

@@ -7,7 +7,8 @@
 //! GPUs renumbered above it are still the GPUs their scopes name.
 
 use crate::util::{
-    FakeRun, HANG_GUARD, assert_gpus_pass, fake_rocm, node, on_sysroot, results, text,
+    FakeRun, HANG_GUARD, assert_gpus_pass, assert_has, assert_lacks, fake_rocm, node, on_sysroot,
+    results, text,
 };
 use serde_json::Value;
 
@@ -35,7 +36,7 @@ fn a_lower_gpu_that_vanishes_fails_itself_and_the_gpus_above_test_themselves() {
     assert!(!gone.is_empty(), "{:#}", json["results"]);
     for r in &gone {
         let said = text(&r["finding"]["message"]);
-        assert!(said.contains("0000:05:00.0"), "{said}");
+        assert_has(said, "0000:05:00.0");
         assert!(
             text(&r["finding"]["next_step"]).contains("dmesg"),
             "{}",
@@ -75,6 +76,6 @@ fn the_top_gpu_vanishing_is_unhealthy_naming_it_not_unknown() {
         line.contains("0000:e5:00.0") && !line.contains("unknown"),
         "{stdout}"
     );
-    assert!(!stdout.contains("internal-error"), "{stdout}");
+    assert_lacks(&stdout, "internal-error");
     eprintln!("{stdout}");
 }

@@ -3,7 +3,9 @@
 //! kind of result), the policy file and its waivers, the selection of
 //! checks, a lost GPU, containers, and the node's name.
 
-use crate::util::{HANG_GUARD, doctor, node, on_sysroot, result, results, rocgate, run};
+use crate::util::{
+    HANG_GUARD, assert_has, assert_lacks, doctor, node, on_sysroot, result, results, rocgate, run,
+};
 use serde_json::Value;
 use std::path::Path;
 
@@ -98,10 +100,8 @@ fn each_row_of_the_decision_table_through_run_doctor_and_health() {
     let out = on_sysroot(&["run", "--quiet"], blind).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("no verdict on this node") && stderr.contains("pci-sysfs-unreadable"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "no verdict on this node");
+    assert_has(&stderr, "pci-sysfs-unreadable");
     assert_eq!(doctor(blind, &[]).0, Some(2));
     let (code, line) = health(blind, &[]);
     assert_eq!(code, 2, "{line}");
@@ -117,17 +117,17 @@ fn warnings_read_as_warnings_in_every_report() {
     let html = n.root.with_extension("html");
     let (code, stdout, json, junit) = run(&n.root, &["--html", html.to_str().unwrap()]);
     assert_eq!(code, 0, "{stdout}");
-    assert!(stdout.contains("WARN node.system.pcie_acs"), "{stdout}");
-    assert!(!stdout.contains("FAIL"), "{stdout}");
-    assert!(stdout.contains("PASSED with 1 warning"), "{stdout}");
+    assert_has(&stdout, "WARN node.system.pcie_acs");
+    assert_lacks(&stdout, "FAIL");
+    assert_has(&stdout, "PASSED with 1 warning");
     let r = result(&json, "node.system.pcie_acs");
     assert_eq!(r["status"], "warn");
     assert_eq!(r["finding"]["severity"], "warn");
     assert_eq!(json["warnings"][0], "node.system.pcie_acs");
     assert_eq!(json["passed"], true);
     // JUnit: a passing case whose output says it warned; no failure.
-    assert!(junit.contains(r#"failures="0""#), "{junit}");
-    assert!(junit.contains("warn [pcie-acs-enabled]"), "{junit}");
+    assert_has(&junit, r#"failures="0""#);
+    assert_has(&junit, "warn [pcie-acs-enabled]");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("PASSED with 1 warning"), "html verdict");
     assert!(page.contains(r#"class="cell warn""#), "html cell");
@@ -135,8 +135,8 @@ fn warnings_read_as_warnings_in_every_report() {
     let (code, _, json, junit) = run(&n.root, &["--fail-on", "warn"]);
     assert_eq!(code, 1);
     assert_eq!(json["fail_on"], "warn");
-    assert!(junit.contains(r#"type="pcie-acs-enabled""#), "{junit}");
-    assert!(junit.contains(r#"failures="1""#), "{junit}");
+    assert_has(&junit, r#"type="pcie-acs-enabled""#);
+    assert_has(&junit, r#"failures="1""#);
 }
 
 #[test]
@@ -178,17 +178,14 @@ reason = "applies elsewhere only"
     );
     assert!(!json["waived"].as_array().unwrap().is_empty());
     assert_eq!(json["decision"]["health"], "healthy");
-    assert!(
-        stdout.contains("WAIVED gpu7.firmware.init_errors"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("waived until 2099-12-31"), "{stdout}");
-    assert!(junit.contains(r#"type="waived""#), "{junit}");
+    assert_has(&stdout, "WAIVED gpu7.firmware.init_errors");
+    assert_has(&stdout, "waived until 2099-12-31");
+    assert_has(&junit, r#"type="waived""#);
     // A waived failure blocks nothing: gpu7's layers above it ran.
     assert_ne!(result(&json, "gpu7.kfd.topology_node")["status"], "blocked");
     let (code, line) = health(&n.root, &["--config", &cfg]);
     assert_eq!(code, 0, "{line}");
-    assert!(line.contains("waived"), "{line}");
+    assert_has(&line, "waived");
 
     // An expired waiver no longer applies, and says so.
     let cfg = config(
@@ -204,9 +201,9 @@ expires = 2020-01-01
     assert_eq!(code, 1, "{stdout}");
     let r = result(&json, "gpu7.firmware.init_errors");
     assert_eq!(r["waiver"]["expired"], true, "{r}");
-    assert!(
-        stdout.contains("waiver expired on 2020-01-01: was accepted until the firmware update"),
-        "{stdout}"
+    assert_has(
+        &stdout,
+        "waiver expired on 2020-01-01: was accepted until the firmware update",
     );
     assert_eq!(health(&n.root, &["--config", &cfg]).0, 1);
 
@@ -219,10 +216,7 @@ expires = 2020-01-01
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("rocgate.toml:1: a [[waive]] has no `reason`"),
-        "{err}"
-    );
+    assert_has(&err, "rocgate.toml:1: a [[waive]] has no `reason`");
 }
 
 #[test]
@@ -306,14 +300,10 @@ fn only_and_skip_leave_checks_out_as_skipped_never_absent() {
         .lines()
         .find(|l| l.contains("hip::memtest"))
         .unwrap_or_default();
-    assert!(
-        line.contains("extended") && line.contains("not selected"),
-        "{line}"
-    );
-    assert!(
-        text.contains("timeout") && text.contains("blocks GPU's"),
-        "{text}"
-    );
+    assert_has(line, "extended");
+    assert_has(line, "not selected");
+    assert_has(&text, "timeout");
+    assert_has(&text, "blocks GPU's");
     // And health takes the selection too.
     let (code, line) = health(&n.root, &["--skip", "kfd"]);
     assert_eq!(code, 0, "{line}");
@@ -393,7 +383,7 @@ fn the_node_name_given_names_the_node_in_every_report_and_the_fleet() {
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
     assert_eq!(json["node"]["hostname"], "gpu-a17");
     let text = std::fs::read_to_string(&prom).unwrap();
-    assert!(text.contains(r#"hostname="gpu-a17""#), "{text}");
+    assert_has(&text, r#"hostname="gpu-a17""#);
     let out = rocgate()
         .args(["fleet", "report", "--format", "json"])
         .arg(dir.path())

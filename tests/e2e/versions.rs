@@ -4,8 +4,8 @@
 //! is in `compare`).
 
 use crate::util::{
-    FakeRun, entry, fake_rocm, node, on_sysroot, result_with_finding, result_with_status, run,
-    run_with, snapshot, snapshot_with, text,
+    FakeRun, assert_has, entry, fake_rocm, node, on_sysroot, result_with_finding,
+    result_with_status, run, run_with, snapshot, snapshot_with, text,
 };
 use serde_json::Value;
 use std::path::Path;
@@ -140,10 +140,8 @@ fn matrix_check_names_the_row_and_the_component() {
     let out = check_with("schema_version = 1\n[[release]]\nrocm = [7]\n");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("matrix.toml") && err.contains("line 3"),
-        "{err}"
-    );
+    assert_has(&err, "matrix.toml");
+    assert_has(&err, "line 3");
 }
 
 fn without_sysroot(mut v: Value) -> Value {

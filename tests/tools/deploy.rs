@@ -634,7 +634,7 @@ fn one_textfile_directory() -> Result<(), Failed> {
         "the Slurm health check writes elsewhere by default",
     )?;
     let mut files = vec![repo().join("README.md")];
-    for sub in ["deploy/slurm", "deploy/kubernetes"] {
+    for sub in ["deploy/slurm", "deploy/kubernetes", "deploy/systemd"] {
         for entry in std::fs::read_dir(repo().join(sub))? {
             files.push(entry?.path());
         }

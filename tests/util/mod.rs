@@ -142,6 +142,13 @@ impl<'a> FakeRun<'a> {
     /// Runs it, whatever its exit code: `rocgate run` with JUnit and JSON
     /// written next to the node.
     pub fn run(&self) -> RunOutput {
+        let (finished, json, junit) = self.run_finished();
+        (finished.code, finished.stdout, json, junit)
+    }
+
+    /// Runs it as [`FakeRun::run`] does; what it printed on both streams,
+    /// its JSON results and JUnit text.
+    pub fn run_finished(&self) -> (Finished, Value, String) {
         let rocm = fake_rocm();
         for soname in &self.damaged {
             let lib = rocm.path().join("lib").join(soname);
@@ -155,7 +162,7 @@ impl<'a> FakeRun<'a> {
             ("ROCGATE_FAKE_FAULTS", self.faults),
         ];
         vars.extend(self.env.iter().copied());
-        run_with(&self.root, &args, &vars)
+        run_finished(&self.root, &args, &vars)
     }
 
     /// Runs it and asserts it exited with `code`, showing what it printed
@@ -210,30 +217,34 @@ pub fn run(root: &Path, extra: &[&str]) -> RunOutput {
 
 /// [`run`] with extra environment variables.
 pub fn run_with(root: &Path, extra: &[&str], env: &[(&str, &str)]) -> RunOutput {
+    let (finished, json, junit) = run_finished(root, extra, env);
+    (finished.code, finished.stdout, json, junit)
+}
+
+/// [`run_with`], keeping stderr too: what the run printed, its JSON
+/// results and its JUnit text.
+pub fn run_finished(
+    root: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Finished, Value, String) {
     let junit = root.with_extension("junit.xml");
     let json = root.with_extension("results.json");
-    let out = rocgate()
-        .arg("run")
-        .arg("--sysroot")
-        .arg(root)
-        .arg("--junit")
-        .arg(&junit)
-        .arg("--json")
-        .arg(&json)
-        .args(extra)
-        .envs(env.iter().copied())
-        .timeout(HANG_GUARD)
-        .output()
-        .unwrap();
-    let code = out.status.code().unwrap_or(-1);
+    let finished = finish(
+        rocgate()
+            .arg("run")
+            .arg("--sysroot")
+            .arg(root)
+            .arg("--junit")
+            .arg(&junit)
+            .arg("--json")
+            .arg(&json)
+            .args(extra)
+            .envs(env.iter().copied()),
+    );
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let junit = std::fs::read_to_string(&junit).unwrap();
-    (
-        code,
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        json,
-        junit,
-    )
+    (finished, json, junit)
 }
 
 /// What a finished rocgate left: its exit code (-1 when a signal ended
@@ -863,4 +874,112 @@ pub fn one_line(h: &Finished) -> &str {
     assert!(lines[0].starts_with("rocgate: "), "{}", lines[0]);
     assert!(lines[0].chars().count() <= 80, "{}", lines[0]);
     lines[0]
+}
+
+/// Fails the test unless `haystack` (an output, a report, a message)
+/// contains `needle`, printing both.
+#[track_caller]
+pub fn assert_has(haystack: impl AsRef<str>, needle: impl AsRef<str>) {
+    let (haystack, needle) = (haystack.as_ref(), needle.as_ref());
+    assert!(
+        haystack.contains(needle),
+        "expected {needle:?} in:\n{haystack}"
+    );
+}
+
+/// Fails the test if `haystack` contains `needle`, printing both.
+#[track_caller]
+pub fn assert_lacks(haystack: impl AsRef<str>, needle: impl AsRef<str>) {
+    let (haystack, needle) = (haystack.as_ref(), needle.as_ref());
+    assert!(
+        !haystack.contains(needle),
+        "did not expect {needle:?} in:\n{haystack}"
+    );
+}
+
+/// How wide the pseudo-terminal of [`run_on_pty`] is.
+pub const PTY_COLUMNS: u16 = 100;
+
+/// What one run on a pseudo-terminal showed.
+pub struct PtyRun {
+    /// What the terminal received.
+    pub terminal: String,
+    /// The stream that was not on the terminal (when one was not).
+    pub other: String,
+}
+
+/// Which of rocgate's streams go to the pseudo-terminal.
+#[derive(Clone, Copy, PartialEq)]
+pub enum OnPty {
+    /// stdout and stderr.
+    Both,
+    /// stdout; stderr to a file.
+    StdoutOnly,
+    /// stderr; stdout to a file.
+    StderrOnly,
+}
+
+/// Runs `rocgate run --sysroot ROOT EXTRA` with the streams `on_pty` names
+/// on a pseudo-terminal [`PTY_COLUMNS`] wide, the other one into a file, and `env` set (NO_COLOR and
+/// TERM cleared first).
+pub fn run_on_pty(root: &Path, extra: &[&str], on_pty: OnPty, env: &[(&str, &str)]) -> PtyRun {
+    // The size of a terminal a person runs rocgate in.
+    let size = nix::pty::Winsize {
+        ws_row: 30,
+        ws_col: PTY_COLUMNS,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    let pty = nix::pty::openpty(Some(&size), None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let other_path = dir.path().join("other");
+    let other = std::fs::File::create(&other_path).unwrap();
+    let mut child = {
+        let mut cmd = std::process::Command::new(rocgate_bin());
+        cmd.arg("run")
+            .arg("--sysroot")
+            .arg(root)
+            .args(extra)
+            .env_remove("NO_COLOR")
+            .env_remove("TERM")
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null());
+        let tty = || std::process::Stdio::from(pty.slave.try_clone().unwrap());
+        match on_pty {
+            OnPty::Both => cmd.stdout(tty()).stderr(tty()),
+            OnPty::StdoutOnly => cmd.stdout(tty()).stderr(other),
+            OnPty::StderrOnly => cmd.stdout(other).stderr(tty()),
+        };
+        cmd.spawn().unwrap()
+        // The command and its copies of the terminal end here, so the
+        // reader sees the end when rocgate exits.
+    };
+    drop(pty.slave);
+    let mut master = std::fs::File::from(pty.master);
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        // Linux answers EIO once no process has the terminal open.
+        let _ = std::io::Read::read_to_end(&mut master, &mut got);
+        got
+    });
+    wait_guarded(&mut child);
+    PtyRun {
+        terminal: String::from_utf8_lossy(&reader.join().unwrap()).into_owned(),
+        other: std::fs::read_to_string(other_path).unwrap(),
+    }
+}
+
+/// Waits for `child`, killing it (and failing) past the hang guard.
+pub fn wait_guarded(child: &mut std::process::Child) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().unwrap_or(-1);
+        }
+        if start.elapsed() > HANG_GUARD {
+            child.kill().unwrap();
+            panic!("rocgate did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -87,7 +87,10 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
             }
             match self.threads.next_done(self.wait()) {
                 Ok(done) => self.complete(done, on_event),
-                Err(RecvTimeoutError::Timeout) => self.time_out_expired(on_event),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.time_out_expired(on_event);
+                    on_event(Event::Waiting);
+                }
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
@@ -203,8 +206,12 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
             _ => (Runner::Direct(check.run, timeout), timeout),
         };
         let now = Instant::now();
-        on_event(Event::Started { id: &inst.test_id });
         let scope = inst.scope;
+        on_event(Event::Started {
+            id: &inst.test_id,
+            scope,
+            timeout,
+        });
         let job = Job {
             index: i,
             scope,

@@ -10,6 +10,7 @@ mod results;
 mod threads;
 
 use crate::isolate::Isolator;
+use crate::model::Scope;
 use crate::output;
 use crate::plan::Plan;
 use crate::result::CheckResult;
@@ -150,15 +151,23 @@ impl ExecOptions {
 }
 
 /// Progress the executor reports as it goes, on the calling thread.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
     /// A check started on a worker.
     Started {
         /// Its test id.
         id: &'a str,
+        /// The node or the GPU it runs on.
+        scope: Scope,
+        /// How long it may take before it is reported `timeout`.
+        timeout: Duration,
     },
     /// A check has its final result (including blocked and skipped ones).
     Finished(&'a CheckResult),
+    /// Checks are running and none finished for a while (at most a tenth
+    /// of a second): a reporter can show elapsed times and that the run
+    /// is alive.
+    Waiting,
 }
 
 /// Runs `plan` against `ctx` and returns one result per instance, in plan order.

@@ -163,10 +163,18 @@ pub fn enumerate(topology: Option<&Topology>, pci: Option<&PciScan>) -> Vec<Gpu>
     gpus
 }
 
-/// Resolves a GPU selection: inventory indices (`0,3`, `gpu3`) or PCI
+/// Resolves a GPU selection: inventory indices (`0,3`, `gpu3`), PCI
 /// addresses (`0000:05:00.0`, `05:00.0`; a device's address selects all its
-/// partitions). `None` selects every GPU.
+/// partitions) or serials (`0x1d2a3f4000000000`, KFD's unique_id). `None`
+/// selects every GPU.
 pub fn select(gpus: &[Gpu], selector: Option<&str>) -> Result<Vec<u32>, String> {
+    // `0x` and 16 hex digits: a serial, not a BDF (which has colons).
+    fn serial(token: &str) -> Option<u64> {
+        let hex = token
+            .strip_prefix("0x")
+            .or_else(|| token.strip_prefix("0X"))?;
+        u64::from_str_radix(hex, 16).ok()
+    }
     let Some(selector) = selector else {
         return Ok(gpus.iter().map(|g| g.index).collect());
     };
@@ -176,6 +184,14 @@ pub fn select(gpus: &[Gpu], selector: Option<&str>) -> Result<Vec<u32>, String> 
         let hits: Vec<u32> = if let Ok(i) = token.parse::<u32>() {
             gpus.iter()
                 .filter(|g| g.index == i)
+                .map(|g| g.index)
+                .collect()
+        } else if let Some(serial) = serial(token) {
+            // A serial (KFD's unique_id, as `rocgate inventory` and
+            // amd-smi's ASIC_SERIAL print it) follows the GPU wherever it
+            // sits; a partitioned device's serial selects all its partitions.
+            gpus.iter()
+                .filter(|g| g.kfd.as_ref().and_then(|k| k.unique_id) == Some(serial))
                 .map(|g| g.index)
                 .collect()
         } else {
@@ -201,7 +217,7 @@ pub fn select(gpus: &[Gpu], selector: Option<&str>) -> Result<Vec<u32>, String> 
     // asking for GPUs means.
     if chosen.is_empty() {
         return Err(format!(
-            "--gpus {selector:?} selects no GPU: give indices (0,3) or PCI addresses (0000:05:00.0)"
+            "--gpus {selector:?} selects no GPU: give indices (0,3), PCI addresses (0000:05:00.0) or serials (0x1d2a3f4000000000)"
         ));
     }
     chosen.sort_unstable();

@@ -57,6 +57,10 @@ pub struct NodeFacts {
     pub container: Option<container::Container>,
     kernel_log: OnceLock<Result<kernel_log::KernelLog, String>>,
     firmware_events: OnceLock<Vec<kernel_log::FirmwareEvent>>,
+    /// ROCm install directories named by how rocgate was started on a live
+    /// node (`--rocm-path`, then `ROCM_PATH`), read before `/opt/rocm` for
+    /// the ROCm release: Spack, module and relocated installs live there.
+    pub rocm_dirs: Vec<String>,
 }
 
 impl NodeFacts {
@@ -77,6 +81,7 @@ impl NodeFacts {
             dkms: dkms::scan(&sysroot),
             groups: access::read_groups(&sysroot),
             container: container::detect(&sysroot),
+            rocm_dirs: Vec::new(),
             capture,
             user,
             gpus,

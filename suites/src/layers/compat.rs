@@ -26,7 +26,7 @@ fn combination(ctx: &NodeContext, _: Scope) -> Outcome {
     let m = &ctx.matrix;
     Ok(match evaluate(&ctx.facts, m) {
         Evaluation::NoRocm => {
-            Verdict::unverifiable("no ROCm release found on the node (/opt/rocm/.info/version)")
+            Verdict::unverifiable("no ROCm release found on the node (/opt/rocm/.info/version; an install elsewhere is read from --rocm-path or ROCM_PATH)")
         }
         Evaluation::UnknownRelease { rocm, span } => Verdict::found(codes::COMPAT_UNKNOWN_RELEASE.finding_next(format!(
                 "ROCm {rocm} is not in the compatibility matrix ({}, which covers {span})",

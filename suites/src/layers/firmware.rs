@@ -10,6 +10,11 @@ use rocgate_node::facts::NodeFacts;
 use rocgate_node::facts::kernel_log::{FirmwareErrorKind, FirmwareEvent, KernelLog};
 use rocgate_node::facts::pci::parse_hex;
 
+/// A GPU whose init amdgpu abandoned loads and reports no firmware: the
+/// checks that read those are blocked by the one that says why, so one
+/// cause is one red line.
+const AFTER_INIT: &[&str] = &["amdgpu::module_live", "firmware::init_errors"];
+
 /// The firmware layer's checks.
 pub fn checks() -> Vec<Check<NodeContext>> {
     vec![
@@ -35,7 +40,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: NEEDS_LIVE_AMDGPU,
+            deps: AFTER_INIT,
             gates: false,
             ..check(
                 "firmware::load_errors",
@@ -46,7 +51,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             )
         },
         Check {
-            deps: NEEDS_LIVE_AMDGPU,
+            deps: AFTER_INIT,
             ..check(
                 "firmware::versions",
                 stack::FIRMWARE,
@@ -118,7 +123,7 @@ fn missing_files_advice(facts: &NodeFacts, events: &[FirmwareEvent]) -> String {
     }
     if !present.is_empty() {
         advice.push(format!(
-            "{} present in /lib/firmware but did not load: the initramfs is likely stale; run `sudo update-initramfs -u` (or dracut -f)",
+            "{} present in /lib/firmware but did not load: the initramfs is likely stale; run <update-initramfs>",
             list(&present, 4)
         ));
     }

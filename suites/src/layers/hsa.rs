@@ -348,7 +348,7 @@ fn system_pool(ctx: &NodeContext, hsa: &Hsa, flag: u32) -> Result<PoolInfo, Verd
 }
 
 fn hsa_fail(code: Code, e: &rocgate_rocm::hsa::HsaError) -> Verdict {
-    Verdict::found(code.finding_next(e.to_string(), "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (`amd-smi reset -g N`) or a reboot"))
+    Verdict::found(code.finding_next(e.to_string(), "read `dmesg | grep -i -e kfd -e amdgpu` around this time; a GPU that fails here after hsa_init usually needs a reset (<reset>) or a reboot"))
 }
 
 fn memory_pools(ctx: &NodeContext, scope: Scope) -> Outcome {
@@ -476,7 +476,7 @@ fn dispatch(ctx: &NodeContext, scope: Scope) -> Outcome {
     queue
         .wait(&done, wait_budget())
         .map_err(|e| match e {
-            HsaError::QueueError { .. } => Verdict::found(codes::HSA_DISPATCH_FAILED.finding_next(e.to_string(), "the GPU stopped the kernel with an exception: read `dmesg | grep -i -e amdgpu -e kfd` for the fault, reset the GPU (`amd-smi reset -g N`) and rerun; if it persists, check RAS/ECC counters (`amd-smi metric --ecc`)")),
+            HsaError::QueueError { .. } => Verdict::found(codes::HSA_DISPATCH_FAILED.finding_next(e.to_string(), "the GPU stopped the kernel with an exception: read `dmesg | grep -i -e amdgpu -e kfd` for the fault, reset the GPU (<reset>) and rerun; if it persists, check RAS/ECC counters (`amd-smi metric --ecc`)")),
             other => fail(other),
         })?;
     let elapsed = start.elapsed();

@@ -167,7 +167,7 @@ fn dkms(ctx: &NodeContext, _: Scope) -> Outcome {
         .first()
         .map_or("<version>", String::as_str);
     end(Verdict::found(codes::DKMS_STALE.finding_next(format!("DKMS amdgpu is {built}, but not for the running kernel {kernel}{running}"), format!(
-            "rebuild it for this kernel: `sudo apt install linux-headers-{kernel} && sudo dkms autoinstall -k {kernel}`, then reboot; if the build fails read /var/lib/dkms/amdgpu/{version}/build/make.log; or boot a kernel it was built for"
+            "rebuild it for this kernel: <install-headers> and `sudo dkms autoinstall -k {kernel}`, then reboot; if the build fails read /var/lib/dkms/amdgpu/{version}/build/make.log; or boot a kernel it was built for"
         ))))
 }
 

@@ -61,7 +61,7 @@ fn memtest(ctx: &NodeContext, scope: Scope) -> Outcome {
         gpu, hip, index, ..
     } = find_device(ctx, scope)?;
     let module = load_module(gpu, hip)?;
-    let next = "the memory test's kernels did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'` and the RAS counters; a GPU that fails launches needs a reset (`amd-smi reset -g N`)";
+    let next = "the memory test's kernels did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'` and the RAS counters; a GPU that fails launches needs a reset (<reset>)";
     let fail = |e: HipError| hip_fail(codes::HIP_LAUNCH_FAILED, &e, next);
     let write = module.function("memtest_write").map_err(fail)?;
     let check = module.function("memtest_check").map_err(fail)?;

@@ -284,7 +284,7 @@ fn vector_add(ctx: &NodeContext, scope: Scope) -> Outcome {
     let HipDevice { gpu, hip, .. } = find_device(ctx, scope)?;
     let module = load_module(gpu, hip)?;
     const N: usize = 1 << 20;
-    let launch_next = "the kernel did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (`amd-smi reset -g N`)";
+    let launch_next = "the kernel did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (<reset>)";
     let fail = |e: HipError| hip_fail(codes::HIP_LAUNCH_FAILED, &e, launch_next);
     let f = module.function("vector_add").map_err(fail)?;
     let a: Vec<f32> = (0..N).map(|i| i as f32).collect();

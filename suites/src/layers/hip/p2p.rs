@@ -172,7 +172,8 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
                 )));
             }
             Err(RecvTimeoutError::Timeout) => {
-                let verdict = unfinished(&pair, kind, limit, k, pairs.len(), &faults);
+                let gpus = (from.gpu.index, to.gpu.index);
+                let verdict = unfinished(&pair, gpus, kind, limit, k, pairs.len(), &faults);
                 return Err(Verdict {
                     metrics: measured.metrics,
                     ..verdict
@@ -193,6 +194,7 @@ fn p2p_bandwidth(ctx: &NodeContext, _: Scope) -> Outcome {
 /// started (on a wedged engine it would only wait behind it).
 fn unfinished(
     pair: &str,
+    (from, to): (u32, u32),
     kind: LinkKind,
     limit: Duration,
     done: usize,
@@ -223,7 +225,7 @@ fn unfinished(
     v.finding = Some(codes::P2P_COPY_FAILED.finding_next(
         message,
         format!(
-            "the link of {pair} stalls or crawls: read `dmesg | grep -i -e xgmi -e amdgpu -e 'page fault'` and `amd-smi xgmi`, then copy between the two alone (`rocgate run --tier extended --gpus <both>`); a link that stays stuck needs a reset of both GPUs or a reboot"
+            "the link of {pair} stalls or crawls: read `dmesg | grep -i -e xgmi -e amdgpu -e 'page fault'` and `amd-smi xgmi`, then copy between the two alone (`rocgate run --tier extended --gpus {from},{to}`); a link that stays stuck needs a reset of both GPUs or a reboot"
         ),
     ));
     v

@@ -1,0 +1,270 @@
+//! Progress while a run goes, on stderr: what is running where, for how
+//! long against its timeout, and what finished.
+//!
+//! Two renderings of one [`Tracker`]: on a terminal that takes cursor
+//! control, live lines redrawn in place ([`live`]); anywhere else (a CI
+//! log, a file, `--progress lines`), one line per finished check and per
+//! phase, and a heartbeat naming the running checks when nothing was
+//! printed for a while ([`lines`]), so no-output timeouts of Jenkins or
+//! GitLab do not kill a run that is alive.
+
+mod lines;
+mod live;
+
+use super::style::{Capabilities, Style};
+use rocgate_harness::{CheckResult, Event, Scope, Status};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How progress is shown (`--progress`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// Live lines on a terminal, plain lines anywhere else.
+    #[default]
+    Auto,
+    /// Live lines redrawn in place (needs a terminal).
+    Live,
+    /// One line per finished check and per phase, and a heartbeat.
+    Lines,
+    /// Nothing while the run goes.
+    None,
+}
+
+/// The share of its timeout past which a running check is marked slow.
+const SLOW_SHARE: f64 = 0.5;
+
+/// One check that is running.
+#[derive(Clone, Debug)]
+pub struct Running {
+    /// Its test id (`gpu3.hip.memtest`).
+    pub id: String,
+    /// Where it runs.
+    pub scope: Scope,
+    /// When it started.
+    pub started: Instant,
+    /// How long it may take.
+    pub timeout: Duration,
+}
+
+impl Running {
+    /// How long it has run.
+    pub fn elapsed(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.started)
+    }
+
+    /// Whether it has run past [`SLOW_SHARE`] of its timeout.
+    pub fn slow(&self, now: Instant) -> bool {
+        self.elapsed(now).as_secs_f64() > self.timeout.as_secs_f64() * SLOW_SHARE
+    }
+}
+
+/// Done and planned checks of one scope.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Count {
+    /// Finished (with any status).
+    pub done: usize,
+    /// Planned.
+    pub total: usize,
+}
+
+/// Where the run is, as the executor's events tell it.
+#[derive(Debug)]
+pub struct Tracker {
+    /// Every scope's count, and the run's as the sum.
+    pub scopes: BTreeMap<Scope, Count>,
+    /// Running checks, oldest first.
+    pub running: Vec<Running>,
+    /// When the run started.
+    pub started: Instant,
+}
+
+impl Tracker {
+    /// A run of the planned instances' scopes.
+    pub fn new(planned: impl IntoIterator<Item = Scope>) -> Self {
+        let mut scopes: BTreeMap<Scope, Count> = BTreeMap::new();
+        for s in planned {
+            scopes.entry(s).or_default().total += 1;
+        }
+        Tracker {
+            scopes,
+            running: Vec::new(),
+            started: Instant::now(),
+        }
+    }
+
+    /// The run's count.
+    pub fn overall(&self) -> Count {
+        self.scopes.values().fold(Count::default(), |a, c| Count {
+            done: a.done + c.done,
+            total: a.total + c.total,
+        })
+    }
+
+    /// A check started.
+    fn start(&mut self, id: &str, scope: Scope, timeout: Duration) {
+        self.running.push(Running {
+            id: id.to_string(),
+            scope,
+            started: Instant::now(),
+            timeout,
+        });
+    }
+
+    /// A check finished: it leaves the running ones and counts as done.
+    fn finish(&mut self, r: &CheckResult) {
+        self.running.retain(|x| x.id != r.test_id);
+        self.scopes.entry(r.scope).or_default().done += 1;
+    }
+}
+
+/// The renderer chosen for this run.
+enum Renderer {
+    Live(live::Live),
+    Lines(lines::Lines),
+    Off,
+}
+
+/// Tracks and prints progress.
+pub struct Progress {
+    tracker: Tracker,
+    renderer: Renderer,
+}
+
+impl Progress {
+    /// Progress over a plan whose instances run in `planned` scopes (one
+    /// item per instance), shown as `mode` says; `heartbeat` is how long
+    /// the plain lines may stay silent while checks run.
+    pub fn new(
+        planned: impl IntoIterator<Item = Scope>,
+        mode: ProgressMode,
+        heartbeat: Duration,
+    ) -> Self {
+        // Decided by stderr, where all of this goes, not by stdout.
+        let stderr = Capabilities::stderr();
+        let style = Style::from(stderr);
+        let tracker = Tracker::new(planned);
+        let renderer = match mode {
+            ProgressMode::None => Renderer::Off,
+            ProgressMode::Live => Renderer::Live(live::Live::new(&tracker, style)),
+            ProgressMode::Auto if stderr.cursor => Renderer::Live(live::Live::new(&tracker, style)),
+            ProgressMode::Auto | ProgressMode::Lines => {
+                Renderer::Lines(lines::Lines::new(style, heartbeat))
+            }
+        };
+        Progress { tracker, renderer }
+    }
+
+    /// Handles one executor event.
+    pub fn on_event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Started { id, scope, timeout } => self.tracker.start(id, scope, timeout),
+            Event::Finished(r) => self.tracker.finish(r),
+            Event::Waiting => {}
+        }
+        match &mut self.renderer {
+            Renderer::Live(l) => l.on_event(&self.tracker, &event),
+            Renderer::Lines(l) => l.on_event(&self.tracker, &event),
+            Renderer::Off => {}
+        }
+    }
+
+    /// Announces a phase of the run that is not a check of the plan (the
+    /// all-reduce's narrowing, one line a try).
+    pub fn phase(&mut self, what: &str) {
+        match &mut self.renderer {
+            Renderer::Live(l) => l.phase(what),
+            Renderer::Lines(l) => l.phase(what),
+            Renderer::Off => {}
+        }
+    }
+
+    /// Ends the display: live lines are cleared, plain lines say how long
+    /// the run took.
+    pub fn finish(&mut self) {
+        match &mut self.renderer {
+            Renderer::Live(l) => l.finish(),
+            Renderer::Lines(l) => l.finish(&self.tracker),
+            Renderer::Off => {}
+        }
+    }
+}
+
+/// A status as the progress lines and the live view label it.
+fn label(status: Status) -> &'static str {
+    match status {
+        Status::Pass => "PASS",
+        Status::Fail => "FAIL",
+        Status::Warn => "WARN",
+        Status::Blocked => "BLOCKED",
+        Status::Skipped => "SKIP",
+        Status::Timeout => "TIMEOUT",
+        Status::Crash => "CRASH",
+    }
+}
+
+/// `label` painted for its status.
+fn painted(style: Style, status: Status) -> String {
+    let text = format!("{:>7}", label(status));
+    match status {
+        Status::Pass => style.green(&text),
+        Status::Fail | Status::Timeout | Status::Crash => style.red(&text),
+        Status::Warn => style.yellow(&text),
+        Status::Skipped => style.cyan(&text),
+        Status::Blocked => style.magenta(&text),
+    }
+}
+
+/// A finished check's line: status, duration, count and id, and for a
+/// check that found something or did not run, its code and message.
+fn finished_line(style: Style, r: &CheckResult, overall: Count) -> String {
+    let width = overall.total.to_string().len();
+    let took = if matches!(r.status, Status::Blocked | Status::Skipped) && r.duration.is_zero() {
+        " ".repeat(11)
+    } else {
+        format!("[{:>8.3}s]", r.duration.as_secs_f64())
+    };
+    let mut line = format!(
+        "{} {took} ({:>width$}/{}) {}",
+        painted(style, r.status),
+        overall.done,
+        overall.total,
+        r.test_id
+    );
+    if let (Status::Blocked, Some(by)) = (r.status, &r.blocked_by) {
+        // The blocker's own line said why; one line a cause.
+        line.push_str(&format!(": blocked by {by}"));
+    } else if r.status != Status::Pass {
+        if let Some(f) = &r.finding {
+            line.push_str(&format!(" [{}]", f.code));
+        }
+        let message = r.message.lines().next().unwrap_or_default();
+        if !message.is_empty() {
+            line.push_str(&format!(": {message}"));
+        }
+    }
+    line
+}
+
+/// `secs` the way the progress lines show a running time (`4.2s`, `75s`).
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{s:.1}s")
+    } else {
+        format!("{s:.0}s")
+    }
+}
+
+/// A running check as `id (12s of 60s timeout)`, with `SLOW` past half.
+fn running_line(r: &Running, now: Instant) -> String {
+    let slow = if r.slow(now) { ", SLOW" } else { "" };
+    format!(
+        "{} ({} of {} timeout{slow})",
+        r.id,
+        seconds(r.elapsed(now)),
+        seconds(r.timeout)
+    )
+}
+
+#[cfg(test)]
+mod tests;

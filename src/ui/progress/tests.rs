@@ -1,0 +1,102 @@
+use super::*;
+use rocgate_harness::{Finding, Severity};
+
+fn result(id: &str, scope: Scope, status: Status) -> CheckResult {
+    CheckResult::new(
+        id.into(),
+        "hsa::queue".into(),
+        rocgate_suites::stack::HSA,
+        scope,
+        status,
+    )
+}
+
+fn plain() -> Style {
+    Style::from(Capabilities {
+        color: false,
+        cursor: false,
+    })
+}
+
+#[test]
+fn a_pass_is_its_status_time_count_and_id_alone() {
+    let mut r = result("gpu0.hsa.queue", Scope::Gpu(0), Status::Pass);
+    r.duration = Duration::from_millis(12);
+    r.message = "queue created".into();
+    let line = finished_line(
+        plain(),
+        &r,
+        Count {
+            done: 7,
+            total: 317,
+        },
+    );
+    assert_eq!(line, "   PASS [   0.012s] (  7/317) gpu0.hsa.queue");
+}
+
+#[test]
+fn a_failure_adds_its_code_and_the_first_line_of_its_message() {
+    let mut r = result("gpu5.hsa.queue", Scope::Gpu(5), Status::Timeout);
+    r.duration = Duration::from_secs(30);
+    r.message = "did not finish within 30.0 s\nmore".into();
+    r.finding = Some(Finding::new("check-timeout", Severity::Fail, "x", "y"));
+    let line = finished_line(plain(), &r, Count { done: 1, total: 9 });
+    assert_eq!(
+        line,
+        "TIMEOUT [  30.000s] (1/9) gpu5.hsa.queue [check-timeout]: did not finish within 30.0 s"
+    );
+}
+
+#[test]
+fn a_blocked_check_names_its_blocker_and_no_time() {
+    let mut r = result("gpu1.hip.device", Scope::Gpu(1), Status::Blocked);
+    r.blocked_by = Some("node.hsa.init".into());
+    r.message = "blocked by node.hsa.init: a long message said above".into();
+    let line = finished_line(
+        plain(),
+        &r,
+        Count {
+            done: 10,
+            total: 10,
+        },
+    );
+    assert_eq!(
+        line,
+        "BLOCKED             (10/10) gpu1.hip.device: blocked by node.hsa.init"
+    );
+}
+
+#[test]
+fn the_tracker_counts_per_scope_and_forgets_what_finished() {
+    let mut t = Tracker::new([Scope::Node, Scope::Gpu(0), Scope::Gpu(0)]);
+    assert_eq!(t.overall(), Count { done: 0, total: 3 });
+    t.start("gpu0.hsa.queue", Scope::Gpu(0), Duration::from_secs(30));
+    t.start("node.hsa.init", Scope::Node, Duration::from_secs(60));
+    assert_eq!(t.running.len(), 2);
+    t.finish(&result("gpu0.hsa.queue", Scope::Gpu(0), Status::Pass));
+    assert_eq!(t.running.len(), 1);
+    assert_eq!(t.running[0].id, "node.hsa.init");
+    assert_eq!(t.scopes[&Scope::Gpu(0)], Count { done: 1, total: 2 });
+    assert_eq!(t.overall(), Count { done: 1, total: 3 });
+}
+
+#[test]
+fn a_check_is_slow_past_half_its_timeout() {
+    let start = Instant::now();
+    let r = Running {
+        id: "node.rccl.allreduce".into(),
+        scope: Scope::Node,
+        started: start,
+        timeout: Duration::from_secs(60),
+    };
+    assert!(!r.slow(start + Duration::from_secs(30)));
+    assert!(r.slow(start + Duration::from_secs(31)));
+    assert_eq!(
+        running_line(&r, start + Duration::from_secs(31)),
+        "node.rccl.allreduce (31s of 60s timeout, SLOW)"
+    );
+    assert_eq!(
+        running_line(&r, start + Duration::from_millis(4200)),
+        "node.rccl.allreduce (4.2s of 60s timeout)"
+    );
+}
