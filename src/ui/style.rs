@@ -1,7 +1,12 @@
 //! Colour and cursor control, decided per output stream.
 //!
-//! A stream gets colour only when it is a terminal, `TERM` is not `dumb` and
-//! `NO_COLOR` is unset or empty (<https://no-color.org>). Cursor control (the
+//! A stream gets colour when it is a terminal and `TERM` is not `dumb`,
+//! unless `NO_COLOR` is set and not empty (<https://no-color.org>) or
+//! `CLICOLOR=0`; `CLICOLOR_FORCE` (set, not empty) gives colour to any stream, a
+//! CI log that renders it included (<https://bixense.com/clicolors/>). The
+//! variables are read by `anstyle-query`, as clap and anstream read them,
+//! in anstream's order: NO_COLOR, then CLICOLOR_FORCE, then CLICOLOR.
+//! Cursor control (the
 //! live progress line's `\r` and `ESC[K`) needs a terminal whose `TERM` is
 //! not `dumb`; `NO_COLOR` is about colour and leaves it alone. stdout and
 //! stderr are decided separately: `rocgate run 2>log` keeps colour on the
@@ -40,18 +45,39 @@ impl Capabilities {
         Self::decide(
             is_terminal,
             std::env::var_os("TERM").as_deref(),
-            std::env::var_os("NO_COLOR").as_deref(),
+            ColorEnv {
+                no_color: anstyle_query::no_color(),
+                force: anstyle_query::clicolor_force(),
+                clicolor: anstyle_query::clicolor(),
+            },
         )
     }
 
     /// The decision itself, from the stream and the environment.
-    fn decide(is_terminal: bool, term: Option<&OsStr>, no_color: Option<&OsStr>) -> Self {
+    fn decide(is_terminal: bool, term: Option<&OsStr>, env: ColorEnv) -> Self {
         let cursor = is_terminal && term != Some(OsStr::new("dumb"));
-        Capabilities {
-            color: cursor && no_color.is_none_or(OsStr::is_empty),
-            cursor,
-        }
+        let color = if env.no_color {
+            false
+        } else if env.force {
+            true
+        } else if env.clicolor == Some(false) {
+            false
+        } else {
+            cursor
+        };
+        Capabilities { color, cursor }
     }
+}
+
+/// What the colour variables say.
+#[derive(Clone, Copy, Debug, Default)]
+struct ColorEnv {
+    /// `NO_COLOR` is set and not empty.
+    no_color: bool,
+    /// `CLICOLOR_FORCE` is set and not empty.
+    force: bool,
+    /// `CLICOLOR`: `Some(false)` for `0`.
+    clicolor: Option<bool>,
 }
 
 impl Style {
@@ -115,7 +141,40 @@ mod tests {
     use super::*;
 
     fn decide(tty: bool, term: Option<&str>, no_color: Option<&str>) -> Capabilities {
-        Capabilities::decide(tty, term.map(OsStr::new), no_color.map(OsStr::new))
+        let env = ColorEnv {
+            no_color: no_color.is_some_and(|v| !v.is_empty()),
+            ..ColorEnv::default()
+        };
+        Capabilities::decide(tty, term.map(OsStr::new), env)
+    }
+
+    #[test]
+    fn clicolor_forces_colour_or_turns_it_off_and_no_color_wins() {
+        let at = |tty, env| Capabilities::decide(tty, Some(OsStr::new("xterm")), env);
+        let force = ColorEnv {
+            force: true,
+            ..ColorEnv::default()
+        };
+        // A CI log that renders colour asks for it; cursor control stays off.
+        assert_eq!(
+            at(false, force),
+            Capabilities {
+                color: true,
+                cursor: false
+            }
+        );
+        let off = ColorEnv {
+            clicolor: Some(false),
+            ..ColorEnv::default()
+        };
+        assert!(!at(true, off).color);
+        assert!(at(true, off).cursor);
+        let both = ColorEnv {
+            no_color: true,
+            force: true,
+            ..ColorEnv::default()
+        };
+        assert!(!at(false, both).color);
     }
 
     #[test]

@@ -750,3 +750,26 @@ fn a_report_given_dash_is_stdout_alone_and_the_run_speaks_on_stderr() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stdout).contains("give the report a file"));
 }
+
+#[test]
+fn clicolor_force_colours_a_log_and_no_color_still_wins() {
+    let n = node("amdgpu-not-loaded");
+    // The tests' rocgate sets NO_COLOR; empty, it is no request.
+    let run = |env: &[(&str, &str)]| {
+        let mut all = vec![("NO_COLOR", "")];
+        all.extend_from_slice(env);
+        let (out, _, _) = util::run_finished(&n.root, &["--progress", "none"], &all);
+        out.stdout
+    };
+    assert!(!has_colour(&run(&[])), "a log gets no colour by default");
+    let forced = run(&[("CLICOLOR_FORCE", "1")]);
+    assert!(has_colour(&forced), "{forced:?}");
+    assert!(
+        !has_redraw(&forced),
+        "colour, not cursor control: {forced:?}"
+    );
+    assert!(!has_colour(&run(&[
+        ("CLICOLOR_FORCE", "1"),
+        ("NO_COLOR", "1")
+    ])));
+}
