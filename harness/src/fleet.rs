@@ -240,13 +240,27 @@ impl Fleet {
             .filter_map(|n| n.disagrees.as_deref().map(|d| (n, d)))
     }
 
-    /// The title: how many nodes failed, and how many reports were not read.
+    /// The nodes that passed with a warning: fit for work, counted apart
+    /// from the failed ones.
+    pub fn warned(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| n.passed && n.code.is_some())
+            .count()
+    }
+
+    /// The title: how many nodes failed, how many passed with warnings, and
+    /// how many reports were not read.
     pub fn title(&self) -> String {
         let failed = self.nodes.iter().filter(|n| !n.passed).count();
         let mut title = format!(
             "rocgate fleet: {failed} of {} nodes failed",
             self.nodes.len()
         );
+        let warned = self.warned();
+        if warned > 0 {
+            let _ = write!(title, "; {warned} passed with warnings");
+        }
         if !self.not_read.is_empty() {
             let n = self.not_read.len();
             let _ = write!(
@@ -277,8 +291,20 @@ impl Fleet {
                     other => cell(other),
                 },
             ));
-            row.push(cell(n.first_failing_layer.as_deref().unwrap_or_default()));
-            row.push(n.code.as_deref().map(markdown::code).unwrap_or_default());
+            // A node that passed has no failing layer: its code is a
+            // warning, and says so.
+            if n.passed {
+                row.push(String::new());
+                row.push(
+                    n.code
+                        .as_deref()
+                        .map(|c| format!("warn {}", markdown::code(c)))
+                        .unwrap_or_default(),
+                );
+            } else {
+                row.push(cell(n.first_failing_layer.as_deref().unwrap_or_default()));
+                row.push(n.code.as_deref().map(markdown::code).unwrap_or_default());
+            }
             row.push(cell(&n.gpu()));
             let _ = writeln!(out, "| {} |", row.join(" | "));
         }

@@ -5,8 +5,8 @@
 
 use crate::util;
 use crate::util::{
-    FakeScontrol, HANG_GUARD, assert_has, health, health_on_fake, node, one_line, rocgate,
-    unhealthy_in_time,
+    FakeScontrol, HANG_GUARD, assert_has, assert_lacks, health, health_on_fake, node, one_line,
+    rocgate, unhealthy_in_time,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -556,7 +556,9 @@ fn reports_that_cannot_be_read_are_named_and_the_rest_of_the_fleet_is_reported()
     let (code, md, err) = fleet(&[dir.path().as_os_str()]);
     assert_eq!(code, 3, "{md}{err}");
     assert!(
-        md.starts_with("## rocgate fleet: 0 of 2 nodes failed; 4 reports not read"),
+        md.starts_with(
+            "## rocgate fleet: 0 of 2 nodes failed; 2 passed with warnings; 4 reports not read"
+        ),
         "{md}"
     );
     assert_has(&md, "| null-reading | ");
@@ -644,4 +646,38 @@ fn node_text_in_the_fleet_markdown_and_page_is_never_markup() {
         assert!(!html.contains(raw), "{raw}: {html}");
     }
     assert_has(&html, "&lt;script&gt;alert(1)&lt;/script&gt;");
+}
+
+#[test]
+fn nodes_that_only_warn_pass_and_are_counted_apart_from_the_failed() {
+    // One node with a warning only (ACS on, a stock default), one failed.
+    let dir = tempfile::tempdir().unwrap();
+    for (name, file) in [("pcie-acs-enabled", "a.json"), ("kfd-missing", "b.json")] {
+        let n = node(name);
+        let json = dir.path().join(file);
+        let out = crate::util::finish(
+            crate::util::rocgate()
+                .args(["run", "--progress", "none", "--sysroot"])
+                .arg(&n.root)
+                .arg("--json")
+                .arg(&json),
+        );
+        assert!(matches!(out.code, 0 | 1), "{}", out.stderr);
+    }
+    let (code, md, err) = fleet(&[dir.path().as_os_str()]);
+    assert_eq!(code, 1, "{md}{err}");
+    assert!(
+        md.starts_with("## rocgate fleet: 1 of 2 nodes failed; 1 passed with warnings\n"),
+        "{md}"
+    );
+    // The warned node names no failing layer; its code says it is a warning.
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| pcie-acs-enabled |"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        row.ends_with("|  | warn `pcie-acs-enabled` | node |"),
+        "{row}"
+    );
+    assert_lacks(&md, "- pcie-acs-enabled:");
 }
