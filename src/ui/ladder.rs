@@ -92,12 +92,10 @@ fn cell_text(mark: Option<Mark>) -> &'static str {
 
 fn paint(style: Style, mark: Option<Mark>, padded: &str) -> String {
     match mark {
-        Some(Mark::Status(s)) if s.is_fault() => style.red(padded),
-        Some(Mark::Status(Status::Pass)) => style.green(padded),
-        Some(Mark::Unverified | Mark::Status(Status::Warn)) => style.yellow(padded),
-        Some(Mark::Status(Status::Blocked)) => style.magenta(padded),
+        Some(Mark::Status(s)) => style.status(s, padded),
+        Some(Mark::Unverified) => style.yellow(padded),
         Some(Mark::Waived) => style.cyan(padded),
-        _ => style.dim(padded),
+        None => style.dim(padded),
     }
 }
 

@@ -128,6 +128,20 @@ impl Style {
     pub fn bold(self, text: &str) -> String {
         self.paint("1", text)
     }
+
+    /// `text` in the colour of a check's status, the same in the progress
+    /// lines and the ladder: faults red, passes green, warnings yellow,
+    /// blocked magenta, skips dim (cyan is for waived findings).
+    pub fn status(self, status: rocgate_harness::Status, text: &str) -> String {
+        use rocgate_harness::Status;
+        match status {
+            Status::Fail | Status::Timeout | Status::Crash => self.red(text),
+            Status::Pass => self.green(text),
+            Status::Warn => self.yellow(text),
+            Status::Blocked => self.magenta(text),
+            Status::Skipped => self.dim(text),
+        }
+    }
 }
 
 impl From<Capabilities> for Style {

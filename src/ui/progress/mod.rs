@@ -204,14 +204,7 @@ fn label(status: Status) -> &'static str {
 
 /// `label` painted for its status.
 fn painted(style: Style, status: Status) -> String {
-    let text = format!("{:>7}", label(status));
-    match status {
-        Status::Pass => style.green(&text),
-        Status::Fail | Status::Timeout | Status::Crash => style.red(&text),
-        Status::Warn => style.yellow(&text),
-        Status::Skipped => style.cyan(&text),
-        Status::Blocked => style.magenta(&text),
-    }
+    style.status(status, &format!("{:>7}", label(status)))
 }
 
 /// A finished check's line: status, duration, count and id, and for a
