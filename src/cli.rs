@@ -86,6 +86,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff): rocgate(1), or rocgate-COMMAND(1).
     Man(ManArgs),
+    /// Print the JSON Schema (draft 2020-12) of a JSON document rocgate
+    /// writes, to validate reports with any JSON Schema tool.
+    Schema(SchemaArgs),
     /// Internal: serve isolated checks for one scope over stdin/stdout.
     #[command(name = "__worker", hide = true)]
     Worker(WorkerArgs),
@@ -401,6 +404,21 @@ pub struct FleetReportArgs {
     /// self-contained page).
     #[arg(long, value_enum, default_value_t = FleetFormat::Markdown)]
     pub format: FleetFormat,
+    /// Where to write it (`-`: stdout). The HTML page links each node's
+    /// own page (`NODE.html` beside `NODE.json`) relative to this file.
+    #[arg(long, value_name = "FILE", default_value = crate::output::STDOUT, value_parser = Output::parse)]
+    pub out: Output,
+    /// Count report ages to this time (RFC 3339, `2026-12-01T12:00:00Z`)
+    /// rather than to now.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub as_of: Option<chrono::DateTime<chrono::FixedOffset>>,
+}
+
+/// An RFC 3339 time, or what it should look like.
+fn parse_time(value: &str) -> std::result::Result<chrono::DateTime<chrono::FixedOffset>, String> {
+    chrono::DateTime::parse_from_rfc3339(value).map_err(|e| {
+        format!("{value:?} is not an RFC 3339 time ({e}): write it as 2026-12-01T12:00:00Z")
+    })
 }
 
 /// What `fleet report` prints.
@@ -545,6 +563,37 @@ pub struct CompletionsArgs {
     /// The shell (`source <(rocgate completions bash)`).
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// `rocgate schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which document: the run report (`run --json`), `doctor --json`,
+    /// `fleet report --format json`, `inventory --json`, `matrix check
+    /// --json`, or `codes --format json`.
+    #[arg(value_enum, required_unless_present = "out")]
+    pub document: Option<SchemaDocument>,
+    /// Write every document's schema into DIR (`run.schema.json`, ...)
+    /// instead of printing one.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// The JSON documents rocgate writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SchemaDocument {
+    /// `rocgate run --json` (schema_version 1).
+    Run,
+    /// `rocgate doctor --json`.
+    Doctor,
+    /// `rocgate fleet report --format json`.
+    Fleet,
+    /// `rocgate inventory --json`.
+    Inventory,
+    /// `rocgate matrix check --json`.
+    Matrix,
+    /// `rocgate codes --format json`.
+    Codes,
 }
 
 /// `rocgate man`.

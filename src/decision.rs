@@ -27,7 +27,7 @@ use serde::Serialize;
 pub const INTERNAL_ERROR: &str = "internal-error";
 
 /// What a scheduler may conclude.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Health {
     /// Fit for work as far as rocgate looked.
@@ -39,7 +39,7 @@ pub enum Health {
 }
 
 /// A run's decision.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Decision {
     /// Healthy, unhealthy or unknown.
     pub health: Health,

@@ -11,8 +11,8 @@ use rocgate_harness::{ExecOptions, Layer, RunReport, Status};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-#[derive(Serialize)]
-struct DoctorJson<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct DoctorJson<'a> {
     schema_version: u32,
     sysroot: String,
     /// The signal that stopped the diagnosis: never healthy then.

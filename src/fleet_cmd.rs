@@ -30,11 +30,17 @@ pub fn run(args: &FleetArgs) -> Result<Exit> {
                 .iter()
                 .map(|l| l.as_str())
                 .collect();
-            let fleet = Fleet::read(inputs, &layers, &rocgate_suites::stack::IDENTITY);
+            let as_of = report
+                .as_of
+                .unwrap_or_else(|| chrono::Utc::now().fixed_offset());
+            let mut fleet = Fleet::read(inputs, &layers, &rocgate_suites::stack::IDENTITY, as_of);
             for r in &fleet.not_read {
                 errln!("rocgate: not read: {}", r.why);
             }
-            let out = Output::Stdout;
+            let out = &report.out;
+            if report.format == FleetFormat::Html {
+                link_pages(&mut fleet, out);
+            }
             match report.format {
                 FleetFormat::Json => out.json(&fleet.json().internal()?)?,
                 FleetFormat::Html => out.html(&crate::html::fleet_page(&fleet))?,
@@ -47,6 +53,65 @@ pub fn run(args: &FleetArgs) -> Result<Exit> {
                 _ => Exit::NodeIo,
             })
         }
+    }
+}
+
+/// Links each node to its own page, `NODE.html` beside `NODE.json` (as
+/// `rocgate run --json NODE.json --html NODE.html` writes them), relative
+/// to the directory the fleet page is written to (the current one for
+/// stdout), so a directory of reports opens as one site.
+fn link_pages(fleet: &mut Fleet, out: &Output) {
+    let here = match out {
+        Output::File(path) => path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        Output::Stdout => PathBuf::new(),
+    };
+    let here = std::fs::canonicalize(if here.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        &here
+    });
+    for node in &mut fleet.nodes {
+        let page = Path::new(&node.file).with_extension("html");
+        if !page.is_file() {
+            continue;
+        }
+        let Ok(page) = std::fs::canonicalize(&page) else {
+            continue;
+        };
+        let link = match here.as_ref().ok().and_then(|h| page.strip_prefix(h).ok()) {
+            Some(relative) => relative.to_path_buf(),
+            None => page,
+        };
+        node.page = Some(href(&link));
+    }
+}
+
+/// A path as a link: each component percent-encoded where a URL needs it
+/// (a space, `#`, `?`, `%`), so a host name with odd characters still
+/// links to its page.
+fn href(path: &Path) -> String {
+    let encode = |part: &str| -> String {
+        part.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    };
+    let parts: Vec<String> = path
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(p) => Some(encode(&p.to_string_lossy())),
+            _ => None,
+        })
+        .collect();
+    let joined = parts.join("/");
+    if path.is_absolute() {
+        format!("file:///{joined}")
+    } else {
+        joined
     }
 }
 

@@ -13,6 +13,7 @@
 //! cannot end the command or start another.
 
 use crate::reports::Presented;
+use crate::ui::fold::{VersionRow, folded_versions, scope_ranges};
 use crate::ui::ladder::{layer_cell, layer_fault};
 use rocgate_harness::doctor::{DiagnosedFault, Diagnosis};
 use rocgate_harness::{RunReport, Scope};
@@ -220,7 +221,13 @@ fn summary(
     }
     findings(&mut out, diagnosis);
     out.push_str("\n<details><summary>Versions</summary>\n\n| scope | component | version |\n|---|---|---|\n");
-    for (scopes, component, version, differs) in folded_versions(versions) {
+    for VersionRow {
+        scopes,
+        component,
+        version,
+        differs,
+    } in folded_versions(versions)
+    {
         let (scopes, version) = (escape_cell(&scopes), escape_cell(&version));
         let (scopes, version) = if differs {
             (format!("**{scopes}**"), format!("**{version}** (differs)"))
@@ -275,74 +282,6 @@ fn findings(out: &mut String, diagnosis: &Diagnosis) {
             groups.len() - MAX_FINDINGS
         );
     }
-}
-
-/// Scopes as few words as they can be: `node, gpu0..gpu3, gpu5`.
-fn scope_ranges(scopes: &[Scope]) -> String {
-    let mut gpus: Vec<u32> = scopes.iter().filter_map(|s| s.gpu()).collect();
-    gpus.sort_unstable();
-    gpus.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    if scopes.contains(&Scope::Node) {
-        parts.push("node".into());
-    }
-    let mut i = 0;
-    while i < gpus.len() {
-        let mut j = i;
-        while j + 1 < gpus.len() && gpus[j + 1] == gpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(match j - i {
-            0 => format!("gpu{}", gpus[i]),
-            1 => format!("gpu{}, gpu{}", gpus[i], gpus[j]),
-            _ => format!("gpu{}..gpu{}", gpus[i], gpus[j]),
-        });
-        i = j + 1;
-    }
-    parts.join(", ")
-}
-
-/// The versions table's rows: the node's components as they are; each GPU
-/// component once for the GPUs that agree (`gpu0..gpu7 (all 8)`), and,
-/// when they do not, a row per value with `differs` set.
-fn folded_versions(
-    versions: &BTreeMap<String, BTreeMap<String, String>>,
-) -> Vec<(String, String, String, bool)> {
-    let mut rows = Vec::new();
-    let mut per_component: BTreeMap<&str, BTreeMap<&str, Vec<Scope>>> = BTreeMap::new();
-    let mut gpu_count = 0;
-    for (scope, components) in versions {
-        let Some(gpu) = scope
-            .strip_prefix("gpu")
-            .and_then(|g| g.parse::<u32>().ok())
-        else {
-            for (k, v) in components {
-                rows.push((scope.clone(), k.clone(), v.clone(), false));
-            }
-            continue;
-        };
-        gpu_count += 1;
-        for (k, v) in components {
-            per_component
-                .entry(k)
-                .or_default()
-                .entry(v)
-                .or_default()
-                .push(Scope::Gpu(gpu));
-        }
-    }
-    for (component, values) in per_component {
-        let differs = values.len() > 1;
-        for (value, scopes) in values {
-            let who = if !differs && scopes.len() == gpu_count && gpu_count > 1 {
-                format!("{} (all {gpu_count})", scope_ranges(&scopes))
-            } else {
-                scope_ranges(&scopes)
-            };
-            rows.push((who, component.to_string(), value.to_string(), differs));
-        }
-    }
-    rows
 }
 
 /// Appends the summary to $GITHUB_STEP_SUMMARY (when set and not empty)

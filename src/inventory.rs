@@ -12,7 +12,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 const GPU_VERSIONS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The node's inventory.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Inventory {
     /// Layout version.
     pub schema_version: u32,
@@ -34,7 +34,7 @@ pub struct Inventory {
 }
 
 /// Node-wide software facts.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct NodeSummary {
     /// Running kernel release.
     pub kernel: Option<String>,
@@ -55,7 +55,7 @@ pub struct NodeSummary {
 }
 
 /// One GPU.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct GpuEntry {
     /// Inventory index (`gpu<index>`).
     pub index: u32,

@@ -8,8 +8,9 @@ use crate::ui::style::Style;
 use rocgate::config::Config;
 use rocgate::exit::Exit;
 use rocgate::session::Session;
-use rocgate_harness::{Check, ScopeKind, Tier};
+use rocgate_harness::{Check, Scope, ScopeKind, Tier};
 use rocgate_suites::{NodeContext, RunOptions, registry};
+use std::time::Duration;
 
 /// What each tier is for, shallowest first.
 const TIERS: [(Tier, &str); 4] = [
@@ -46,10 +47,28 @@ fn list(args: &ListArgs, out: &mut String) -> Result<()> {
     let config = Config::find(args.config.as_deref())?;
     let registry = registry();
     if args.tiers {
+        let _ = writeln!(
+            out,
+            "{}",
+            style.bold(&format!(
+                "{:<10}{:>10}  {:>9}  what it runs",
+                "tier", "checks", "typical"
+            ))
+        );
         for (tier, what) in TIERS {
             let n = registry.iter().filter(|c| c.tier <= tier).count();
-            let _ = writeln!(out, "{:<10}{n:>4} checks  {what}", tier.as_str());
+            let typical = typical_run(&registry, tier);
+            let _ = writeln!(
+                out,
+                "{:<10}{n:>10}  {:>9}  {what}",
+                tier.as_str(),
+                format!("~{}", seconds(typical))
+            );
         }
+        let _ = writeln!(
+            out,
+            "\ntypical: an estimate for a healthy 8x MI300X node, from each check's own work (its `typical` time), the GPUs checked side by side; not yet measured on one."
+        );
         return Ok(());
     }
     let tier = args.tier.or(config.tier()).unwrap_or_default();
@@ -109,5 +128,28 @@ fn on_failure(c: &Check<NodeContext>) -> &'static str {
         (false, _) => "blocks none",
         (true, ScopeKind::Node) => "blocks above",
         (true, ScopeKind::PerGpu) => "blocks GPU's",
+    }
+}
+
+/// How long `tier` usually takes: every check's typical time, the node's
+/// after each other and the GPUs' side by side (one GPU's sum), the same
+/// for any number of GPUs.
+fn typical_run(registry: &[Check<NodeContext>], tier: Tier) -> Duration {
+    let instances = registry.iter().filter(|c| c.tier <= tier).map(|c| {
+        let scope = match c.scope {
+            ScopeKind::Node => Scope::Node,
+            _ => Scope::Gpu(0),
+        };
+        (scope, c.typical)
+    });
+    rocgate_harness::plan::typical_wall_time(instances)
+}
+
+/// A duration as the tier table shows it: `0.4 s`, `12 s`, `3 min`.
+fn seconds(d: Duration) -> String {
+    match d.as_secs_f64() {
+        s if s < 10.0 => format!("{s:.1} s"),
+        s if s < 120.0 => format!("{s:.0} s"),
+        s => format!("{:.0} min", s / 60.0),
     }
 }

@@ -52,6 +52,7 @@ mod matrix_cmd;
 mod output;
 mod reports;
 mod run_cmd;
+mod schema_cmd;
 mod signals;
 mod slurm;
 mod slurm_gpus;
@@ -130,6 +131,7 @@ fn main() -> ExitCode {
         cli::Command::Snapshot(args) => snapshot_cmd::run(&args),
         cli::Command::Completions(args) => completions_cmd::completions(&args),
         cli::Command::Man(args) => completions_cmd::man(&args),
+        cli::Command::Schema(args) => schema_cmd::run(&args),
         cli::Command::Worker(args) => worker_cmd::run(&args),
     };
     // The command has returned, so whatever it owned (an archive's unpacked

@@ -8,7 +8,65 @@ use crate::output::Output;
 use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_suites::compat_matrix::{Evaluation, Fit, evaluate};
-use serde_json::json;
+use serde::Serialize;
+
+/// `matrix check --json`: one of three shapes, told apart by their keys.
+/// Fields are in name order, as the document has always listed them.
+#[derive(Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum MatrixReport<'a> {
+    /// The node has no ROCm release to look up.
+    NoRocm {
+        /// Why nothing was checked.
+        reason: &'a str,
+        /// Always null: nothing was checked.
+        supported: Option<bool>,
+    },
+    /// The release is not in the matrix.
+    UnknownRelease {
+        /// `compat-unknown-release`.
+        code: &'a str,
+        /// The releases the matrix covers.
+        covers: &'a str,
+        /// The matrix file.
+        matrix: &'a str,
+        /// The node's release.
+        rocm: &'a str,
+        /// Always false.
+        supported: bool,
+    },
+    /// The release's row, component by component.
+    Checked {
+        /// Each component against the row.
+        components: Vec<ComponentRow<'a>>,
+        /// The components that could not be read.
+        not_checked: Vec<&'a str>,
+        /// The node's release.
+        rocm: &'a str,
+        /// Where the row came from.
+        source: &'a str,
+        /// True when every component fits, false when one does not, null
+        /// when none is out of range but some could not be checked.
+        supported: Option<bool>,
+    },
+}
+
+/// One component of a checked row.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ComponentRow<'a> {
+    /// The finding code when it is out of range.
+    code: Option<&'a str>,
+    /// `amdgpu`, `os`, `kernel`, `gpu gfx942`, `firmware`.
+    component: &'a str,
+    /// What the node has.
+    have: &'a str,
+    /// What the row allows.
+    matrix: &'a str,
+    /// Whether the row allows it.
+    ok: bool,
+    /// Why it could not be checked.
+    unknown: Option<&'a str>,
+}
 
 /// Evaluates and prints; exit 0 when nothing is out of range (components
 /// that could not be checked are named, and make JSON `supported` null), 1
@@ -33,12 +91,21 @@ pub fn run(args: &MatrixArgs) -> Result<Exit> {
     let (supported, doc, text) = match &eval {
         Evaluation::NoRocm => (
             false,
-            json!({"supported": null, "reason": "no ROCm release found (/opt/rocm/.info/version; an install elsewhere is read from --rocm-path or ROCM_PATH)"}),
+            MatrixReport::NoRocm {
+                reason: "no ROCm release found (/opt/rocm/.info/version; an install elsewhere is read from --rocm-path or ROCM_PATH)",
+                supported: None,
+            },
             "no ROCm release found on the node (/opt/rocm/.info/version; an install elsewhere is read from --rocm-path or ROCM_PATH)\n".to_string(),
         ),
         Evaluation::UnknownRelease { rocm, span } => (
             false,
-            json!({"supported": false, "rocm": rocm, "code": "compat-unknown-release", "matrix": matrix.origin, "covers": span}),
+            MatrixReport::UnknownRelease {
+                code: "compat-unknown-release",
+                covers: span,
+                matrix: &matrix.origin,
+                rocm,
+                supported: false,
+            },
             format!(
                 "ROCm {rocm} is not in {} (it covers {span})\n",
                 matrix.origin
@@ -54,7 +121,7 @@ pub fn run(args: &MatrixArgs) -> Result<Exit> {
             let ok = !components
                 .iter()
                 .any(|c| matches!(c.verdict, Fit::Unsupported(_)));
-            let rows: Vec<serde_json::Value> = components
+            let rows: Vec<ComponentRow<'_>> = components
                 .iter()
                 .map(|c| {
                     let (code, unknown) = match &c.verdict {
@@ -62,7 +129,14 @@ pub fn run(args: &MatrixArgs) -> Result<Exit> {
                         Fit::Unknown(why) => (None, Some(why.as_str())),
                         Fit::Supported => (None, None),
                     };
-                    json!({"component": c.name, "have": c.have, "matrix": c.want, "ok": c.verdict.is_supported(), "code": code, "unknown": unknown})
+                    ComponentRow {
+                        code,
+                        component: &c.name,
+                        have: &c.have,
+                        matrix: &c.want,
+                        ok: c.verdict.is_supported(),
+                        unknown,
+                    }
                 })
                 .collect();
             let mut text = format!(
@@ -100,13 +174,19 @@ pub fn run(args: &MatrixArgs) -> Result<Exit> {
             });
             // `supported` is true only when every component was checked.
             let supported = match (ok, not_checked.is_empty()) {
-                (false, _) => json!(false),
-                (true, true) => json!(true),
-                (true, false) => serde_json::Value::Null,
+                (false, _) => Some(false),
+                (true, true) => Some(true),
+                (true, false) => None,
             };
             (
                 ok,
-                json!({"supported": supported, "rocm": rocm, "source": source, "components": rows, "not_checked": not_checked}),
+                MatrixReport::Checked {
+                    components: rows,
+                    not_checked,
+                    rocm,
+                    source,
+                    supported,
+                },
                 text,
             )
         }

@@ -145,7 +145,9 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         args.progress
     };
     let progress = RefCell::new(Progress::new(
-        plan.instances.iter().map(|i| i.scope),
+        plan.instances
+            .iter()
+            .map(|i| (i.test_id.clone(), i.scope, plan.typical(i))),
         mode,
         Duration::from_secs(args.heartbeat),
     ));

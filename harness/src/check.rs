@@ -29,6 +29,11 @@ pub struct Check<C> {
     pub gates: bool,
     /// Longest time the check may take before it is reported `timeout`.
     pub timeout: Duration,
+    /// How long it usually takes on a healthy GPU of the largest kind the
+    /// suites know (an MI300X), estimated from its own work: what progress
+    /// counts its time left by, and `list --tiers` sums. An estimate, not
+    /// a limit.
+    pub typical: Duration,
     /// Run in the scope's worker process (it calls vendor libraries that may
     /// hang or crash), not in rocgate's own process.
     pub isolated: bool,
@@ -58,10 +63,17 @@ impl<C> Check<C> {
             deps: &[],
             gates: true,
             timeout,
+            typical: Duration::from_millis(10),
             isolated: false,
             summary,
             run,
         }
+    }
+
+    /// The same check, usually taking `typical` ([`Check::typical`]):
+    /// `isolated(...).typically(Duration::from_secs(3))`.
+    pub const fn typically(self, typical: Duration) -> Self {
+        Check { typical, ..self }
     }
 
     /// The check's name without its layer (`topology_node`).

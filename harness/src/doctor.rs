@@ -8,7 +8,7 @@ use crate::verdict::Severity;
 use serde::Serialize;
 
 /// One diagnosed fault, located.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DiagnosedFault {
     /// Stable code (`kfd-permission`).
     pub code: String,
@@ -39,7 +39,7 @@ impl DiagnosedFault {
 }
 
 /// The doctor's summary of a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Diagnosis {
     /// Layout version of this document.
     pub schema_version: u32,

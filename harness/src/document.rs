@@ -20,12 +20,13 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// A run report: its verdict, the node and each scope's identity, the
 /// component versions, and every result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(bound(deserialize = "R: Deserialize<'de>, D: Deserialize<'de>"))]
 pub struct Document<R = CheckResult, D = serde_json::Value> {
     /// [`SCHEMA_VERSION`] (readers check it first:
     /// [`crate::saved_report::check_schema`]).
     #[serde(default, deserialize_with = "lenient")]
+    #[schemars(extend("const" = SCHEMA_VERSION))]
     pub schema_version: u32,
     /// The producer and its version (`rocgate 0.1.0`).
     #[serde(default, deserialize_with = "lenient")]
@@ -87,7 +88,7 @@ pub struct Document<R = CheckResult, D = serde_json::Value> {
 }
 
 /// One scope of a run (`node`, `gpu3`) and what identifies it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct ScopeEntry {
     /// Its label in this run (`gpu3`): an index, which names another GPU
     /// in another run when KFD numbers them differently.

@@ -17,13 +17,14 @@ use crate::markdown;
 use crate::model::Scope;
 use crate::saved_report;
 use crate::verdict::{SkipReason, Status};
+use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// What one node's report says, summed up.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FleetNode {
     /// The node's host name (its report's `node.hostname`), else the
     /// report's file name.
@@ -58,6 +59,26 @@ pub struct FleetNode {
     /// decision disagrees with its results.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disagrees: Option<String>,
+    /// How many GPU scopes the run tested (partitions count one each).
+    pub gpus: usize,
+    /// How many devices those are, when partitions make them fewer (by
+    /// distinct serial number): 8 for an 8-GPU node in CPX mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<usize>,
+    /// The tier the node was run at (`quick`, `standard`, ...).
+    pub tier: String,
+    /// The rocgate that wrote the report (`rocgate 0.1.0`).
+    pub tool: String,
+    /// When the run ended (RFC 3339), if its report says when it started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// How old the report was at [`Fleet::as_of`], in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub age_s: Option<i64>,
+    /// The node's own HTML page, as a link from the fleet page, when it
+    /// sits beside its JSON report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
 }
 
 impl FleetNode {
@@ -70,10 +91,44 @@ impl FleetNode {
             _ => String::new(),
         }
     }
+
+    /// The GPU count as people read it: `8`, or `64 (8 devices)` when
+    /// partitioned.
+    pub fn gpu_count(&self) -> String {
+        match self.devices {
+            Some(d) => format!("{} ({d} devices)", self.gpus),
+            None => self.gpus.to_string(),
+        }
+    }
+
+    /// The report's age, short: `45 s`, `12 min`, `3.5 h`, `2 d`; empty
+    /// when unknown.
+    pub fn age(&self) -> String {
+        let Some(s) = self.age_s else {
+            return String::new();
+        };
+        match s {
+            s if s < 0 => "in the future".to_string(),
+            s if s < 120 => format!("{s} s"),
+            s if s < 2 * 3600 => format!("{} min", s / 60),
+            s if s < 48 * 3600 => format!("{:.1} h", s as f64 / 3600.0),
+            s => format!("{} d", s / 86_400),
+        }
+    }
+
+    /// Where the node stands, as the fleet orders and filters it:
+    /// `failed`, `warned` (passed with a warning) or `passed`.
+    pub fn standing(&self) -> &'static str {
+        match (self.passed, &self.code) {
+            (false, _) => "failed",
+            (true, Some(_)) => "warned",
+            (true, None) => "passed",
+        }
+    }
 }
 
 /// A report the fleet could not read, and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct NotRead {
     /// The file.
     pub file: String,
@@ -82,11 +137,15 @@ pub struct NotRead {
 }
 
 /// A fleet's reports, read.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Fleet {
+    /// The time report ages are counted to (RFC 3339).
+    pub as_of: String,
     /// The layers, in report order.
     pub layers: Vec<String>,
-    /// One entry per report read, in the order given.
+    /// One entry per report read: the failed nodes first, then those
+    /// that passed with a warning, then the rest, each group in the order
+    /// given.
     pub nodes: Vec<FleetNode>,
     /// How many nodes failed with each code.
     pub codes: BTreeMap<String, usize>,
@@ -175,9 +234,16 @@ impl Fleet {
     /// bottom-up. A report that could not be read, is of another schema or
     /// is not a run report is listed in [`Fleet::not_read`], naming its
     /// file; the others are read all the same. `keys` name the properties
-    /// that say who the node and its GPUs are.
-    pub fn read(reports: Vec<Input>, layer_order: &[&str], keys: &IdentityKeys) -> Fleet {
+    /// that say who the node and its GPUs are; reports' ages are counted
+    /// to `as_of`.
+    pub fn read(
+        reports: Vec<Input>,
+        layer_order: &[&str],
+        keys: &IdentityKeys,
+        as_of: DateTime<FixedOffset>,
+    ) -> Fleet {
         let mut fleet = Fleet {
+            as_of: as_of.to_rfc3339_opts(SecondsFormat::Secs, true),
             layers: layer_order.iter().map(|l| l.to_string()).collect(),
             ..Fleet::default()
         };
@@ -196,7 +262,7 @@ impl Fleet {
                     fleet.layers.push(r.layer.clone());
                 }
             }
-            let mut node = summarise(&file, &report, keys);
+            let mut node = summarise(&file, &report, keys, as_of);
             // Two reports of one host name (a node run twice, copied
             // fixtures) stay apart by their files.
             if fleet.nodes.iter().any(|n: &FleetNode| n.node == node.node) {
@@ -207,6 +273,13 @@ impl Fleet {
             }
             fleet.nodes.push(node);
         }
+        // What needs a person first: a stable sort keeps the given order
+        // within each group.
+        fleet.nodes.sort_by_key(|n| match n.standing() {
+            "failed" => 0,
+            "warned" => 1,
+            _ => 2,
+        });
         fleet
     }
 
@@ -238,6 +311,18 @@ impl Fleet {
         self.nodes
             .iter()
             .filter_map(|n| n.disagrees.as_deref().map(|d| (n, d)))
+    }
+
+    /// How many nodes passed with each warning code (counted apart from
+    /// [`Fleet::codes`], the failures).
+    pub fn warning_codes(&self) -> BTreeMap<&str, usize> {
+        let mut codes = BTreeMap::new();
+        for n in self.nodes.iter().filter(|n| n.standing() == "warned") {
+            if let Some(code) = &n.code {
+                *codes.entry(code.as_str()).or_default() += 1;
+            }
+        }
+        codes
     }
 
     /// The nodes that passed with a warning: fit for work, counted apart
@@ -277,10 +362,25 @@ impl Fleet {
     /// a report carries is escaped ([`markdown::cell`]).
     pub fn markdown(&self) -> String {
         let cell = markdown::cell;
-        let mut out = format!("## {}\n\n", self.title());
+        let mut out = format!(
+            "## {}\n\nFailed nodes first; report ages as of {}.\n\n",
+            self.title(),
+            self.as_of
+        );
         let mut header = vec!["node".to_string()];
         header.extend(self.layers.iter().map(|l| cell(l)));
-        header.extend(["first failing layer", "code", "GPU"].map(String::from));
+        header.extend(
+            [
+                "first failing layer",
+                "code",
+                "GPU",
+                "GPUs",
+                "tier",
+                "rocgate",
+                "age",
+            ]
+            .map(String::from),
+        );
         let _ = writeln!(out, "| {} |", header.join(" | "));
         let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
         for n in &self.nodes {
@@ -306,11 +406,24 @@ impl Fleet {
                 row.push(n.code.as_deref().map(markdown::code).unwrap_or_default());
             }
             row.push(cell(&n.gpu()));
+            row.push(cell(&n.gpu_count()));
+            row.push(cell(&n.tier));
+            row.push(cell(n.tool.strip_prefix("rocgate ").unwrap_or(&n.tool)));
+            row.push(cell(&n.age()));
             let _ = writeln!(out, "| {} |", row.join(" | "));
         }
         if !self.codes.is_empty() {
             out.push_str("\n### Failures by code\n\n| code | nodes |\n|---|---|\n");
             for (code, n) in &self.codes {
+                let _ = writeln!(out, "| {} | {n} |", markdown::code(code));
+            }
+        }
+        let warnings = self.warning_codes();
+        if !warnings.is_empty() {
+            out.push_str(
+                "\n### Warnings by code (these nodes passed)\n\n| code | nodes |\n|---|---|\n",
+            );
+            for (code, n) in &warnings {
                 let _ = writeln!(out, "| {} | {n} |", markdown::code(code));
             }
         }
@@ -349,18 +462,11 @@ impl Fleet {
         out
     }
 
-    /// JSON: `{"nodes": [...], "layers": [...], "codes": {...}, "drain":
+    /// JSON: `{"as_of", "nodes": [...], "layers": [...], "codes": {...}, "drain":
     /// [...], "not_read": [{"file", "why"}]}`.
     pub fn json(&self) -> Result<String, String> {
-        #[derive(Serialize)]
-        struct Doc<'a> {
-            nodes: &'a [FleetNode],
-            layers: &'a [String],
-            codes: &'a BTreeMap<String, usize>,
-            drain: Vec<&'a str>,
-            not_read: &'a [NotRead],
-        }
-        serde_json::to_string_pretty(&Doc {
+        serde_json::to_string_pretty(&FleetJson {
+            as_of: &self.as_of,
             nodes: &self.nodes,
             layers: &self.layers,
             codes: &self.codes,
@@ -369,6 +475,23 @@ impl Fleet {
         })
         .map_err(|e| format!("failed to serialise the fleet report: {e}"))
     }
+}
+
+/// `fleet report --format json` ([`Fleet::json`]).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct FleetJson<'a> {
+    /// The time report ages are counted to (RFC 3339).
+    pub as_of: &'a str,
+    /// Every node read, failed ones first.
+    pub nodes: &'a [FleetNode],
+    /// The layers, bottom-up.
+    pub layers: &'a [String],
+    /// How many nodes failed with each code.
+    pub codes: &'a BTreeMap<String, usize>,
+    /// The nodes to drain, by name.
+    pub drain: Vec<&'a str>,
+    /// The reports not read, and why.
+    pub not_read: &'a [NotRead],
 }
 
 /// How a report's own verdicts compare with its results: whether it
@@ -409,7 +532,12 @@ fn judge(report: &Report) -> (bool, Option<String>) {
 }
 
 /// One report, summed up.
-fn summarise(file: &str, report: &Report, keys: &IdentityKeys) -> FleetNode {
+fn summarise(
+    file: &str,
+    report: &Report,
+    keys: &IdentityKeys,
+    as_of: DateTime<FixedOffset>,
+) -> FleetNode {
     let name = report
         .node
         .get(keys.host)
@@ -450,6 +578,35 @@ fn summarise(file: &str, report: &Report, keys: &IdentityKeys) -> FleetNode {
             .and_then(|e| e.get(keys.address).map(str::to_string))
     });
     let (passed, disagrees) = judge(report);
+    let gpu_scopes: Vec<&crate::document::ScopeEntry> = report
+        .scopes
+        .iter()
+        .filter(|e| e.scope.starts_with("gpu"))
+        .collect();
+    // Partitions of one device share its serial; a GPU with none (one that
+    // failed its init) is a device of its own.
+    let serials: std::collections::BTreeSet<&str> = gpu_scopes
+        .iter()
+        .filter_map(|e| e.get(keys.serial))
+        .collect();
+    let devices = serials.len()
+        + gpu_scopes
+            .iter()
+            .filter(|e| e.get(keys.serial).is_none())
+            .count();
+    // A report that does not say when it started has no age: it is shown
+    // as unknown rather than as fresh.
+    let finished = DateTime::parse_from_rfc3339(&report.started_at)
+        .ok()
+        .map(|t| {
+            let ms = report.duration_ms;
+            let ran = if ms.is_finite() && (0.0..1e13).contains(&ms) {
+                chrono::Duration::milliseconds(ms as i64)
+            } else {
+                chrono::Duration::zero()
+            };
+            t + ran
+        });
     let has_fault = stopping.clone().next().is_some();
     // The run's own decision drains, unless the report contradicts itself:
     // then its results do.
@@ -469,6 +626,13 @@ fn summarise(file: &str, report: &Report, keys: &IdentityKeys) -> FleetNode {
         pci_address,
         drain,
         disagrees,
+        gpus: gpu_scopes.len(),
+        devices: (devices < gpu_scopes.len()).then_some(devices),
+        tier: report.tier.clone(),
+        tool: report.tool.clone(),
+        finished_at: finished.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        age_s: finished.map(|t| (as_of - t).num_seconds()),
+        page: None,
     }
 }
 
@@ -501,6 +665,10 @@ mod tests {
     use crate::test_support::KEYS;
     use serde_json::json;
 
+    fn as_of() -> DateTime<FixedOffset> {
+        DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z").unwrap()
+    }
+
     fn report(host: &str, results: serde_json::Value, first: Option<&str>) -> Input {
         let passed = results
             .as_array()
@@ -509,6 +677,10 @@ mod tests {
             .all(|r| r["status"] != "fail" && r["status"] != "blocked");
         let doc = json!({
             "schema_version": 1,
+            "tool": "rocgate 0.1.0",
+            "tier": "quick",
+            "started_at": "2026-12-01T09:00:00+00:00",
+            "duration_ms": 60000.0,
             "node": {"hostname": host},
             "passed": passed,
             "first_failing_layer": first,
@@ -561,26 +733,40 @@ mod tests {
                 Some("firmware"),
             ),
         ];
-        let fleet = Fleet::read(reports.to_vec(), &["pci", "firmware", "kfd"], &KEYS);
+        let fleet = Fleet::read(
+            reports.to_vec(),
+            &["pci", "firmware", "kfd"],
+            &KEYS,
+            as_of(),
+        );
         assert!(!fleet.all_passed());
         assert_eq!(fleet.layers, ["pci", "firmware", "kfd", "rocx"]);
-        let n07 = &fleet.nodes[1];
+        // The failed node comes first, whatever order it was given in.
+        let n07 = &fleet.nodes[0];
         assert_eq!(n07.node, "n07");
         assert_eq!(n07.layers["firmware"], "fail");
         assert_eq!(n07.layers["kfd"], "blocked");
         assert_eq!(n07.code.as_deref(), Some("firmware-load-failed"));
         assert_eq!(n07.pci_address.as_deref(), Some("0000:65:00.0"));
-        assert!(n07.drain && !fleet.nodes[0].drain);
+        assert!(n07.drain && !fleet.nodes[1].drain);
+        assert_eq!((n07.gpus, n07.devices), (1, None));
+        assert_eq!(n07.finished_at.as_deref(), Some("2026-12-01T09:01:00Z"));
+        assert_eq!(n07.age_s, Some(3 * 3600 - 60));
+        assert_eq!(n07.age(), "3.0 h");
         assert_eq!(fleet.codes["firmware-load-failed"], 1);
         let md = fleet.markdown();
         assert!(
             md.starts_with("## rocgate fleet: 1 of 2 nodes failed"),
             "{md}"
         );
-        assert!(md.contains("| n07 | pass | **fail** | blocked | pass | firmware | `firmware-load-failed` | gpu3 (0000:65:00.0) |"), "{md}");
+        assert!(md.contains("| n07 | pass | **fail** | blocked | pass | firmware | `firmware-load-failed` | gpu3 (0000:65:00.0) | 1 | quick | 0.1.0 | 3.0 h |"), "{md}");
         assert!(
-            md.contains("| n01 | pass | - | pass | - |  |  |  |"),
+            md.contains("| n01 | pass | - | pass | - |  |  |  | 1 | quick | 0.1.0 | 3.0 h |"),
             "{md}"
+        );
+        assert!(
+            md.find("| n07 |") < md.find("| n01 |"),
+            "failed nodes first: {md}"
         );
         assert!(
             md.contains("- n07: `firmware-load-failed` on gpu3 (0000:65:00.0)"),
@@ -588,7 +774,49 @@ mod tests {
         );
         let json: serde_json::Value = serde_json::from_str(&fleet.json().unwrap()).unwrap();
         assert_eq!(json["drain"], json!(["n07"]));
-        assert_eq!(json["nodes"][0]["passed"], true);
+        assert_eq!(json["nodes"][1]["passed"], true);
+        assert_eq!(json["as_of"], "2026-12-01T12:00:00Z");
+    }
+
+    #[test]
+    fn ages_and_partitioned_gpu_counts_read_as_people_say_them() {
+        let mut doc = report("n05", json!([]), None).1.unwrap();
+        doc["scopes"] = json!((0..16)
+            .map(|i| json!({"scope": format!("gpu{i}"), "properties": {"unique_id": format!("S{}", i / 8)}}))
+            .chain([json!({"scope": "node", "properties": {}})])
+            .collect::<Vec<_>>());
+        let fleet = Fleet::read(
+            vec![("n05.json".into(), Ok(doc.clone()))],
+            &[],
+            &KEYS,
+            as_of(),
+        );
+        assert_eq!(fleet.nodes[0].gpu_count(), "16 (2 devices)");
+        // A GPU without a serial (its init failed) is not a partition.
+        let mut unnamed = doc.clone();
+        unnamed["scopes"][15]["properties"] = json!({});
+        unnamed["scopes"][7]["properties"] = json!({});
+        unnamed["scopes"] = json!([unnamed["scopes"][7], unnamed["scopes"][15], {"scope": "gpu1", "properties": {"unique_id": "S9"}}]);
+        let fleet = Fleet::read(vec![("n05.json".into(), Ok(unnamed))], &[], &KEYS, as_of());
+        assert_eq!(fleet.nodes[0].gpu_count(), "3");
+        // A report that does not say when it ran has no age, not a fresh one.
+        doc["started_at"] = json!("yesterday");
+        let fleet = Fleet::read(vec![("n05.json".into(), Ok(doc))], &[], &KEYS, as_of());
+        assert_eq!(
+            (fleet.nodes[0].age_s, fleet.nodes[0].age()),
+            (None, String::new())
+        );
+        let at = |age_s| {
+            FleetNode {
+                age_s: Some(age_s),
+                ..fleet.nodes[0].clone()
+            }
+            .age()
+        };
+        assert_eq!(
+            [at(-5), at(45), at(600), at(5 * 3600), at(3 * 86_400)],
+            ["in the future", "45 s", "10 min", "5.0 h", "3 d"]
+        );
     }
 
     #[test]
@@ -606,6 +834,7 @@ mod tests {
             vec![report("n02", json!([slow, waived]), Some("pci"))],
             &["pci", "kfd"],
             &KEYS,
+            as_of(),
         );
         let n = &fleet.nodes[0];
         assert_eq!(n.layers["pci"], "warn");
@@ -615,7 +844,7 @@ mod tests {
         // A report's own decision is what drains.
         let mut decided = report("n03", json!([]), None).1.unwrap();
         decided["decision"] = json!({"drain": true});
-        let fleet = Fleet::read(vec![("n03.json".into(), Ok(decided))], &[], &KEYS);
+        let fleet = Fleet::read(vec![("n03.json".into(), Ok(decided))], &[], &KEYS, as_of());
         assert!(fleet.nodes[0].drain);
     }
 
@@ -636,6 +865,7 @@ mod tests {
             ],
             &[],
             &KEYS,
+            as_of(),
         );
         let why: Vec<&str> = fleet.not_read.iter().map(|r| r.why.as_str()).collect();
         assert!(
@@ -668,7 +898,12 @@ mod tests {
         .1
         .unwrap();
         doc["passed"] = json!(true);
-        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc.clone()))], &["kfd"], &KEYS);
+        let fleet = Fleet::read(
+            vec![("n04.json".into(), Ok(doc.clone()))],
+            &["kfd"],
+            &KEYS,
+            as_of(),
+        );
         let n = &fleet.nodes[0];
         assert!(!n.passed && n.drain, "{n:?}");
         assert_eq!(
@@ -680,7 +915,7 @@ mod tests {
         // A decision of exit 0 over it is contradicted too, and does not
         // keep the node in service.
         doc["decision"] = json!({"drain": false, "exit_code": 0});
-        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc))], &["kfd"], &KEYS);
+        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc))], &["kfd"], &KEYS, as_of());
         let n = &fleet.nodes[0];
         assert!(!n.passed && n.drain, "{n:?}");
         assert!(
@@ -705,6 +940,7 @@ mod tests {
             vec![report("n05", json!([r]), Some("rccl"))],
             &["rccl"],
             &KEYS,
+            as_of(),
         );
         assert_eq!(fleet.nodes[0].gpu(), "gpu3 (0000:65:00.0)");
     }

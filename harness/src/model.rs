@@ -64,6 +64,21 @@ impl Serialize for Layer {
     }
 }
 
+/// A layer in a report: its name (the stack says which names there are).
+impl schemars::JsonSchema for Layer {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Layer".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^[a-z][a-z0-9_]*$",
+            "description": "The layer's name (`pci`, `kfd`, `hip`)."
+        })
+    }
+}
+
 /// A layer name that is not one of the stack's layers.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown layer '{name}'; known layers: {known}")]
@@ -178,6 +193,21 @@ impl fmt::Display for Scope {
 impl Serialize for Scope {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&self.label())
+    }
+}
+
+/// A scope in a report: its label.
+impl schemars::JsonSchema for Scope {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Scope".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "pattern": "^(node|gpu[0-9]+)$",
+            "description": "`node`, or `gpuN` for the GPU of inventory index N."
+        })
     }
 }
 

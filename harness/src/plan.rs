@@ -4,6 +4,7 @@
 use crate::check::Check;
 use crate::model::{Layer, Scope, ScopeKind, Tier};
 use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
 use thiserror::Error;
 
 /// One check in one scope, with the instances it waits for.
@@ -53,6 +54,27 @@ impl<C> Plan<'_, C> {
     pub fn selected(&self) -> impl Iterator<Item = &Instance> {
         self.instances.iter().filter(|i| i.excluded.is_none())
     }
+
+    /// How long an instance usually takes: its check's typical time, none
+    /// for one the selection leaves out.
+    pub fn typical(&self, instance: &Instance) -> Duration {
+        match instance.excluded {
+            Some(_) => Duration::ZERO,
+            None => self.check(instance).typical,
+        }
+    }
+}
+
+/// How long checks usually take together, when the GPUs run theirs side by
+/// side and the node's run alone: the node's sum plus the longest GPU's.
+/// `instances` are each one's scope and typical time.
+pub fn typical_wall_time(instances: impl IntoIterator<Item = (Scope, Duration)>) -> Duration {
+    let mut per_scope: std::collections::BTreeMap<Scope, Duration> = Default::default();
+    for (scope, typical) in instances {
+        *per_scope.entry(scope).or_default() += typical;
+    }
+    let node = per_scope.remove(&Scope::Node).unwrap_or_default();
+    node + per_scope.into_values().max().unwrap_or_default()
 }
 
 /// Why a registry cannot be planned (a defect in the suites, not user input).

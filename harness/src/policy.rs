@@ -125,7 +125,7 @@ impl Selection {
 }
 
 /// What a report says of the waiver that matched a result.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct WaiverNote {
     /// Why the site accepts it (required in the config file).
     pub reason: String,

@@ -11,7 +11,7 @@ use std::time::Duration;
 /// The outcome of one check instance. `L` is how the layer is held: a
 /// [`Layer`] in a run, its name as text in a result read back from a saved
 /// report ([`SavedResult`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct CheckResult<L = Layer> {
     /// Test id: `<scope>.<layer>.<name>` (the report's `id`).
     #[serde(rename = "id")]
@@ -47,6 +47,7 @@ pub struct CheckResult<L = Layer> {
         serialize_with = "as_millis",
         deserialize_with = "from_millis"
     )]
+    #[schemars(with = "f64")]
     pub duration: Duration,
     /// Captured evidence, cleaned and bounded.
     #[serde(skip_serializing_if = "String::is_empty", default)]

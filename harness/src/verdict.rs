@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The outcome of one check instance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// The check ran and what it asserts holds.
@@ -81,7 +81,19 @@ impl fmt::Display for Status {
 }
 
 /// Why a check did not look.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    schemars::JsonSchema,
+    Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum SkipReason {
     /// Nothing to check here (one GPU, no hive, no partitions; another
@@ -127,7 +139,18 @@ impl fmt::Display for SkipReason {
 /// How serious a finding is: the one severity model every report, exit
 /// code and health verdict follows.
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    schemars::JsonSchema,
+    Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -164,7 +187,7 @@ impl fmt::Display for Severity {
 }
 
 /// A diagnosed fault: a stable code, what was seen, and what to do next.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct Finding {
     /// Stable, kebab-case identifier (`amdgpu-not-loaded`), safe to match on.
     pub code: String,
@@ -203,7 +226,7 @@ impl Finding {
 /// What a metric measures, which says whether and how two runs' values of
 /// it can be compared (`rocgate compare`). The checks set it, so the engine
 /// needs no table of units or names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MetricKind {
     /// A rate the hardware delivers (GB/s, TFLOP/s), measured over enough
@@ -253,7 +276,7 @@ impl fmt::Display for MetricKind {
 /// greatest of its timed repetitions (copies, batches of GEMM calls,
 /// all-reduces), each expressed in the metric's unit. Two runs differ by
 /// more than noise only when they differ by more than this.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct Spread {
     /// The least sample.
     pub min: f64,
@@ -293,7 +316,7 @@ impl Spread {
 }
 
 /// A measured number attached to a result (bandwidth, count, latency).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
 pub struct Metric {
     /// Metric name (`h2d_gbps`); its family, what the thresholds' compare
     /// tolerances are set for, is the part before the first `.`.

@@ -62,6 +62,26 @@ fn class_of(text: &str) -> &'static str {
     }
 }
 
+/// Text with its `backtick spans` as code, the way the terminal and the
+/// GitHub summary show a command to paste; everything else stays text
+/// (maud escapes it). An unmatched backtick is left as typed.
+fn prose(text: &str) -> Markup {
+    let parts: Vec<&str> = text.split('`').collect();
+    // An even count of parts means an odd count of backticks: the last one
+    // opens nothing and is shown.
+    let closed = parts.len() % 2 == 1;
+    html! {
+        @for (i, part) in parts.iter().enumerate() {
+            @if i % 2 == 1 && (closed || i + 1 < parts.len()) {
+                code { (part) }
+            } @else {
+                @if i % 2 == 1 { "`" }
+                (part)
+            }
+        }
+    }
+}
+
 /// The legend of the grid's colours.
 fn legend(entries: &[(&str, &str)]) -> Markup {
     html! {
@@ -150,6 +170,18 @@ mod tests {
         assert_eq!(number(16.0), "16");
         assert_eq!(number(0.0), "0");
         assert_eq!(number(8.34), "8.3");
+    }
+
+    #[test]
+    fn backtick_spans_become_code_and_the_rest_stays_text() {
+        let shown = prose("run `rocgate run --gpus 3` then <b>reboot</b>").into_string();
+        assert_eq!(
+            shown,
+            "run <code>rocgate run --gpus 3</code> then &lt;b&gt;reboot&lt;/b&gt;"
+        );
+        assert_eq!(prose("a ` b").into_string(), "a ` b");
+        assert_eq!(prose("`x` and ` y").into_string(), "<code>x</code> and ` y");
+        assert_eq!(prose("").into_string(), "");
     }
 
     #[test]

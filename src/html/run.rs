@@ -3,9 +3,10 @@
 //! bars against their floors, identity and versions, and every check's
 //! details.
 
-use super::{bar, class_of, legend, number, page};
+use super::{bar, class_of, legend, number, page, prose};
 use crate::reports::{Presented, node_property};
-use crate::ui::ladder::{concerns, layer_cell, layer_fault};
+use crate::ui::fold::{VersionRow, folded_versions};
+use crate::ui::ladder::{concerns, folded_rows, layer_cell, layer_fault};
 use maud::{Markup, html};
 use rocgate_harness::doctor::Diagnosis;
 use rocgate_harness::{CheckResult, Layer, Metric, RunReport, Scope, Status};
@@ -110,7 +111,7 @@ fn cause(report: &RunReport, diagnosis: &Diagnosis) -> Markup {
                     @if !ident.is_empty() { " (" (ident) ")" }
                     ": " (f.message)
                 }
-                p.next { "Next step: " (f.next_step) }
+                p.next { "Next step: " (prose(&f.next_step)) }
                 @if diagnosis.findings.len() > 1 {
                     p { (diagnosis.findings.len() - 1) " more findings below, bottom-up." }
                 }
@@ -147,26 +148,32 @@ fn cause(report: &RunReport, diagnosis: &Diagnosis) -> Markup {
     }
 }
 
-/// The grid: a row per scope, a column per layer, coloured by the worst
-/// result, the finding code in a faulty cell, each cell linking to the
-/// check that decided it.
+/// The grid: a row per scope (a device's partitions that agree folded into
+/// one row, as the ladder folds them), a column per layer, coloured by the
+/// worst result, the finding code in a faulty cell, each cell linking to
+/// the check that decided it.
 fn grid(report: &RunReport) -> Markup {
     let layers = report.layers();
     html! {
-        table.grid #grid {
-            thead {
-                tr {
-                    th { "scope" }
-                    th { "identity" }
-                    @for l in &layers { th { (l) } }
-                }
-            }
-            tbody {
-                @for scope in report.scope_list() {
+        div.scroll {
+            table.grid #grid {
+                thead {
                     tr {
-                        th { a href=(format!("#scope-{}", scope.label())) { (scope.label()) } }
-                        td.ident { (identity_line(report, scope)) }
-                        @for &layer in &layers { (cell(report, scope, layer)) }
+                        th { "scope" }
+                        th { "identity" }
+                        @for l in &layers { th { (l) } }
+                    }
+                }
+                tbody {
+                    @for (label, scopes, tail) in folded_rows(report) {
+                        @let Some(&scope) = scopes.first() else { continue };
+                        tr {
+                            th { a href=(format!("#scope-{}", scope.label())) { (label) } }
+                            td.ident {
+                                @if scopes.len() > 1 { (tail) } @else { (identity_line(report, scope)) }
+                            }
+                            @for &layer in &layers { (cell(report, scope, layer)) }
+                        }
                     }
                 }
             }
@@ -228,7 +235,7 @@ fn metrics(report: &RunReport) -> Markup {
         .collect();
     html! {
         h2 { "Measurements" }
-        table.metrics {
+        div.scroll { table.metrics {
             thead {
                 tr {
                     th { "check" } th { "metric" } th { "floor" }
@@ -256,7 +263,7 @@ fn metrics(report: &RunReport) -> Markup {
                     }
                 }
             }
-        }
+        } }
     }
 }
 
@@ -271,7 +278,7 @@ fn matrices(report: &RunReport) -> Markup {
                 p { "From the row to the column, measured by "
                     a href=(format!("#{}", r.test_id)) { code { (r.test_id) } }
                     "; a red cell is below the floor of its link." }
-                table.matrix {
+                div.scroll { table.matrix {
                     thead { tr { th { "from \\ to" } @for to in &m.scopes { th { (to) } } } }
                     tbody {
                         @for from in &m.scopes {
@@ -289,7 +296,7 @@ fn matrices(report: &RunReport) -> Markup {
                             }
                         }
                     }
-                }
+                } }
             }
         }
     }
@@ -305,50 +312,41 @@ fn quantity(value: f64, unit: &str) -> String {
     }
 }
 
-/// The node's properties, then every scope's versions side by side.
+/// The node's properties, then the versions: each GPU component once for
+/// the GPUs that agree, a row per value (marked) where they do not.
 fn identity(
     report: &RunReport,
     node: &[(String, String)],
     versions: &BTreeMap<String, BTreeMap<String, String>>,
 ) -> Markup {
-    // The node first, then the GPUs in order, as the grid lists them.
-    let mut scopes: Vec<&String> = versions.keys().collect();
-    let order = |label: &str| match label {
-        "node" => (0, 0),
-        l => (
-            1,
-            l.trim_start_matches("gpu")
-                .parse::<u64>()
-                .unwrap_or(u64::MAX),
-        ),
-    };
-    scopes.sort_by_key(|s| order(s));
-    let components: BTreeSet<&String> = versions.values().flat_map(|v| v.keys()).collect();
+    let rows = folded_versions(versions);
     html! {
         h2 { "Node and versions" }
         table.node {
             @for (k, v) in node { tr { th { (k) } td.mono { (v) } } }
         }
-        @if !components.is_empty() {
-            h3 { "Versions by scope" }
-            table.versions {
-                thead { tr { th { "component" } @for s in &scopes { th { (s) } } } }
+        @if !rows.is_empty() {
+            h3 { "Versions" }
+            div.scroll { table.versions {
+                thead { tr { th { "component" } th { "scopes" } th { "version" } } }
                 tbody {
-                    @for c in &components {
-                        tr {
-                            th { (c) }
-                            @for s in &scopes {
-                                td.mono { (versions[*s].get(*c).map_or("-", String::as_str)) }
+                    @for VersionRow { scopes, component, version, differs } in &rows {
+                        tr.differs[*differs] {
+                            th { (component) }
+                            td { (scopes) }
+                            td.mono {
+                                (version)
+                                @if *differs { " " span.badge.warn { "differs" } }
                             }
                         }
                     }
                 }
-            }
+            } }
         }
         @let gpus: Vec<Scope> = report.scope_list().into_iter().filter(|s| *s != Scope::Node).collect();
         @if !gpus.is_empty() {
             h3 { "GPUs" }
-            table.gpus {
+            div.scroll { table.gpus {
                 @for s in gpus {
                     tr {
                         th { (s.label()) }
@@ -361,7 +359,7 @@ fn identity(
                         }
                     }
                 }
-            }
+            } }
         }
     }
 }
@@ -395,8 +393,8 @@ fn check(r: &CheckResult) -> Markup {
             }
             div {
                 @if let Some(f) = &r.finding {
-                    p { strong { "Finding: " } code { (f.code) } " (" (f.severity) ") " (f.message) }
-                    p { strong { "Next step: " } (f.next_step) }
+                    p { strong { "Finding: " } code { (f.code) } " (" (f.severity) ") " (prose(&f.message)) }
+                    p { strong { "Next step: " } (prose(&f.next_step)) }
                 }
                 @if let Some(w) = &r.waiver {
                     p {

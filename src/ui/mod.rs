@@ -2,6 +2,7 @@
 //! and the documents commands print.
 
 pub mod document;
+pub mod fold;
 pub mod ladder;
 pub mod progress;
 pub mod style;

@@ -11,7 +11,7 @@ use rocgate_harness::{Finding, Layer, Verdict};
 use serde::Serialize;
 
 /// What kind of problem a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Category {
     /// Something that should be there is not (a GPU, a driver, a library).
@@ -45,7 +45,7 @@ pub enum Category {
 }
 
 /// One finding code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Code {
     /// The stable code (`kfd-missing`).
     pub code: &'static str,

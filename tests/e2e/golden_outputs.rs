@@ -82,9 +82,15 @@ fn fleet_html_report() {
     let mut s = settings(dir.path());
     // The style sheet is the same on every page; the snapshot holds what
     // the page says. One element per line, so that a change reads as a diff.
-    s.add_filter(r"(?s)<style>.*</style>", "<style>[style.css]</style>");
+    s.add_filter(r"(?s)<style>:root.*?</style>", "<style>[style.css]</style>");
+    // Report ages count to the moment the page was made.
+    s.add_filter(r"as of \d{4}-\d\d-\d\dT[0-9:]+Z", "as of [now]");
     s.add_filter(
-        "(<(?:h1|h2|table|thead|tbody|tr|ul|li|p|footer)[ >])",
+        r#"title="\d{4}-\d\d-\d\dT[0-9:]+Z">\d+ s<"#,
+        r#"title="[finished]">[age]<"#,
+    );
+    s.add_filter(
+        "(<(?:h1|h2|table|thead|tbody|tr|ul|li|p|footer|form|label|div)[ >])",
         "\n$1",
     );
     s.bind(|| insta::assert_snapshot!("fleet-html", String::from_utf8_lossy(&out.stdout)));

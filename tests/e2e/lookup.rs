@@ -1,6 +1,6 @@
 //! Looking things up from an installed binary: one finding code explained,
 //! the built-in matrix and thresholds, the exit codes in every `--help`,
-//! shell completions and the man page.
+//! shell completions and the man page, the tiers with their typical times.
 
 use crate::util::{assert_has, assert_lacks, finish, rocgate};
 
@@ -102,4 +102,32 @@ fn completions_and_man_pages_come_from_the_command_line() {
     let nope = finish(rocgate().args(["man", "nope"]));
     assert_eq!(nope.code, 2, "{}", nope.stderr);
     assert_has(&nope.stderr, "the commands are run, doctor");
+}
+
+#[test]
+fn the_tiers_say_what_they_run_and_about_how_long_it_takes() {
+    let out = rocgate().args(["list", "--tiers"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<(&str, f64)> = text
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            let secs: f64 = cols[2].trim_start_matches('~').parse().unwrap();
+            let unit = if cols[3] == "min" { 60.0 } else { 1.0 };
+            (cols[0], secs * unit)
+        })
+        .collect();
+    assert_eq!(
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        ["passive", "quick", "standard", "extended"],
+        "{text}"
+    );
+    // Each tier runs what the one below runs and more, so takes longer;
+    // the passive tier reads files only, well under a second.
+    assert!(rows.windows(2).all(|w| w[0].1 < w[1].1), "{text}");
+    assert!(rows[0].1 < 1.0, "{text}");
+    assert_has(&text, "an estimate for a healthy 8x MI300X node");
 }

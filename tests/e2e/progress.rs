@@ -75,6 +75,13 @@ fn a_ci_log_gets_a_line_per_check_and_a_hung_one_is_named_while_it_hangs() {
             .starts_with("RUNNING ["),
         "{log}"
     );
+    // The heartbeat says about how long is left, by the typical times of
+    // what has not finished: gpu5's checks after its queue, at least.
+    let heartbeat = log[..beat].rsplit('\n').next().unwrap();
+    assert!(
+        heartbeat.contains("s left (typical times); "),
+        "{heartbeat}"
+    );
     let timed_out = at("TIMEOUT [");
     assert!(slow < timed_out && beat < timed_out, "{log}");
     let last = log.lines().last().unwrap();

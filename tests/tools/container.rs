@@ -96,9 +96,21 @@ fn containerfile() -> Result<Completion, Failed> {
         .filter(|(i, _)| i == "RUN")
         .map(|(_, v)| v.as_str())
         .collect();
+    // gfx950 (MI355X) needs LLVM 20: an older clang builds an image
+    // without its kernels.
     check(
-        runs.contains("clang-19") && runs.contains("lld-19"),
-        "the build stage does not install clang-19 and lld-19: the image would carry no GPU kernels",
+        runs.contains("clang-20") && runs.contains("lld-20"),
+        "the build stage does not install clang-20 and lld-20: the image would carry no gfx950 kernels",
+    )?;
+    // A third-party repository is trusted only under its own key, checked
+    // against the fingerprint it publishes.
+    check(
+        runs.contains("signed-by=/etc/apt/keyrings/apt.llvm.org.asc")
+            && runs.contains("gpg --show-keys --with-colons")
+            && steps.iter().any(|(i, v)| {
+                i == "ARG" && v == "LLVM_KEY_FINGERPRINT=6084F3CF814B57C1CF12EFD515CF4D18AF4F7421"
+            }),
+        "apt.llvm.org is not held to its key's fingerprint",
     )?;
     check(
         runs.contains("cargo build --release --locked"),

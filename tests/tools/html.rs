@@ -360,10 +360,19 @@ fn fleet_page_in_chromium() -> Result<(), Failed> {
         stopped == ["firmware-load-failed", "kfd-missing"],
         format!("failing cells {stopped:?}"),
     )?;
+    // Failures by code, then the warning of the node that passed, apart.
     let codes = shown.text("table.codes tbody tr td:first-child");
     check(
-        codes == ["firmware-load-failed", "kfd-missing"],
+        codes == ["firmware-load-failed", "kfd-missing", "pcie-acs-enabled"],
         format!("codes {codes:?}"),
+    )?;
+    let headings = shown.text("h2");
+    check(
+        headings.iter().position(|h| h == "Failures by code")
+            < headings
+                .iter()
+                .position(|h| h == "Warnings by code (these nodes passed)"),
+        format!("headings {headings:?}"),
     )?;
     check(
         shown.count(PASS_BG) > GRID_PIXELS,

@@ -1,8 +1,8 @@
 //! rocgate against the real programs and systems it meets, each of which
-//! needs more than cargo: a browser (`html`), the JUnit readers CI systems
+//! needs more than cargo: a browser (`html`, and `layout` through chromedriver), the JUnit readers CI systems
 //! use (`junit_consumers`), Slurm, Kubernetes' schemas, node_exporter and
 //! GitHub Actions' matching (`deploy`), the container image's parser and
-//! libraries (`container`), strace (`passive`), FUSE with sysfs semantics
+//! libraries (`container`), a JSON Schema validator (`schema`), strace (`passive`), FUSE with sysfs semantics
 //! (`sysfs`) and Debian's real ROCm runtime (`real_rocm`).
 //!
 //! A libtest-mimic harness (`harness = false`): a trial whose tool is
@@ -19,8 +19,10 @@ mod container;
 mod deploy;
 mod html;
 mod junit_consumers;
+mod layout;
 mod passive;
 mod real_rocm;
+mod schema;
 mod sysfs;
 
 use libtest_mimic::{Arguments, Trial};
@@ -29,13 +31,15 @@ use libtest_mimic::{Arguments, Trial};
 type Module = (&'static str, fn() -> Vec<Trial>);
 
 fn main() {
-    let modules: [Module; 7] = [
+    let modules: [Module; 9] = [
         ("container", container::trials),
         ("deploy", deploy::trials),
         ("html", html::trials),
         ("junit_consumers", junit_consumers::trials),
+        ("layout", layout::trials),
         ("passive", passive::trials),
         ("real_rocm", real_rocm::trials),
+        ("schema", schema::trials),
         ("sysfs", sysfs::trials),
     ];
     let trials = modules

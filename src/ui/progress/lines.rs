@@ -4,7 +4,7 @@
 //! `RUNNING` heartbeat naming the running checks whenever nothing was
 //! printed for the heartbeat interval.
 
-use super::{Style, Tracker, finished_line, running_line, seconds};
+use super::{Style, Tracker, finished_line, left_words, running_line, seconds};
 use rocgate_harness::Event;
 use std::collections::HashSet;
 use std::io::Write;
@@ -72,8 +72,9 @@ impl Lines {
         }
     }
 
-    /// `RUNNING [ 95s] (12/317) 2 running: node.rccl.allreduce (62s of
-    /// 120s timeout, SLOW), gpu3.hip.memtest (4.1s of 300s timeout)`.
+    /// `RUNNING [ 95s] (12/317) about 40s left (typical times); 2 running:
+    /// node.rccl.allreduce (62s of 120s timeout, SLOW), gpu3.hip.memtest
+    /// (4.1s of 300s timeout)`.
     fn heartbeat_line(&self, tracker: &Tracker, now: Instant) -> String {
         let overall = tracker.overall();
         let names: Vec<String> = tracker
@@ -81,12 +82,14 @@ impl Lines {
             .iter()
             .map(|r| running_line(r, now))
             .collect();
+        let left = left_words(tracker, now);
         format!(
-            "{} [{:>8}] ({}/{}) {} running: {}",
+            "{} [{:>8}] ({}/{}) {left}{}{} running: {}",
             self.style.dim(&format!("{:>7}", "RUNNING")),
             seconds(now.duration_since(tracker.started)),
             overall.done,
             overall.total,
+            if left.is_empty() { "" } else { "; " },
             names.len(),
             names.join(", ")
         )

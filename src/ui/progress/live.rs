@@ -4,7 +4,7 @@
 //! place by `indicatif`. Failures and phases print above the lines as
 //! they happen, so the scrollback keeps them.
 
-use super::{Count, Style, Tracker, finished_line, running_line};
+use super::{Count, Style, Tracker, finished_line, left_words, running_line};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rocgate_harness::{Event, Scope, Status};
 use std::collections::BTreeMap;
@@ -24,6 +24,8 @@ pub struct Live {
     rows: usize,
     /// How wide a line may be.
     columns: usize,
+    /// The phase the run is in, kept on the run's line while it lasts.
+    phase: Option<String>,
 }
 
 impl Live {
@@ -47,6 +49,7 @@ impl Live {
             style,
             rows: usize::from(rows).saturating_sub(RESERVED_ROWS).max(1),
             columns: usize::from(columns).max(20),
+            phase: None,
         }
     }
 
@@ -126,9 +129,15 @@ impl Live {
             .iter()
             .filter(|r| !self.scopes.contains_key(&r.scope))
             .count();
+        let mut message = left_words(tracker, now);
         if elsewhere > 0 {
-            self.overall
-                .set_message(format!("{elsewhere} more running"));
+            if !message.is_empty() {
+                message.push_str("; ");
+            }
+            message.push_str(&format!("{elsewhere} more running"));
+        }
+        if self.phase.is_none() {
+            self.overall.set_message(message);
         }
     }
 
@@ -141,9 +150,9 @@ impl Live {
             self.columns.saturating_sub(1),
             "…",
         ));
-        self.overall.set_message(
-            console::truncate_str(what, self.columns.saturating_sub(60), "…").into_owned(),
-        );
+        let shown = console::truncate_str(what, self.columns.saturating_sub(60), "…").into_owned();
+        self.overall.set_message(shown.clone());
+        self.phase = Some(shown);
     }
 
     /// Clears the live lines.

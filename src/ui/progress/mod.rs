@@ -13,7 +13,7 @@ mod live;
 
 use super::style::{Capabilities, Style};
 use rocgate_harness::{CheckResult, Event, Scope, Status};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 /// How progress is shown (`--progress`).
@@ -67,6 +67,10 @@ pub struct Count {
     pub total: usize,
 }
 
+/// One planned check instance as progress sees it: its test id, where it
+/// runs and how long it usually takes ([`rocgate_harness::Check::typical`]).
+pub type Planned = (String, Scope, Duration);
+
 /// Where the run is, as the executor's events tell it.
 #[derive(Debug)]
 pub struct Tracker {
@@ -76,20 +80,43 @@ pub struct Tracker {
     pub running: Vec<Running>,
     /// When the run started.
     pub started: Instant,
+    /// The typical time of every instance not yet finished.
+    pending: HashMap<String, (Scope, Duration)>,
 }
 
 impl Tracker {
-    /// A run of the planned instances' scopes.
-    pub fn new(planned: impl IntoIterator<Item = Scope>) -> Self {
+    /// A run of the planned instances.
+    pub fn new(planned: impl IntoIterator<Item = Planned>) -> Self {
         let mut scopes: BTreeMap<Scope, Count> = BTreeMap::new();
-        for s in planned {
-            scopes.entry(s).or_default().total += 1;
+        let mut pending = HashMap::new();
+        for (id, scope, typical) in planned {
+            scopes.entry(scope).or_default().total += 1;
+            pending.insert(id, (scope, typical));
         }
         Tracker {
             scopes,
             running: Vec::new(),
             started: Instant::now(),
+            pending,
         }
+    }
+
+    /// About how long the run has left, from the typical times of what has
+    /// not finished (the GPUs' side by side, the node's after each other),
+    /// less what the running checks have already spent of theirs. An
+    /// estimate: a check past its typical time counts as about to end.
+    pub fn left(&self, now: Instant) -> Duration {
+        let spent: HashMap<&str, Duration> = self
+            .running
+            .iter()
+            .map(|r| (r.id.as_str(), r.elapsed(now)))
+            .collect();
+        rocgate_harness::plan::typical_wall_time(self.pending.iter().map(
+            |(id, (scope, typical))| {
+                let spent = spent.get(id.as_str()).copied().unwrap_or_default();
+                (*scope, typical.saturating_sub(spent))
+            },
+        ))
     }
 
     /// The run's count.
@@ -113,6 +140,7 @@ impl Tracker {
     /// A check finished: it leaves the running ones and counts as done.
     fn finish(&mut self, r: &CheckResult) {
         self.running.retain(|x| x.id != r.test_id);
+        self.pending.remove(&r.test_id);
         self.scopes.entry(r.scope).or_default().done += 1;
     }
 }
@@ -131,11 +159,11 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Progress over a plan whose instances run in `planned` scopes (one
-    /// item per instance), shown as `mode` says; `heartbeat` is how long
-    /// the plain lines may stay silent while checks run.
+    /// Progress over a plan's `planned` instances, shown as `mode` says;
+    /// `heartbeat` is how long the plain lines may stay silent while checks
+    /// run.
     pub fn new(
-        planned: impl IntoIterator<Item = Scope>,
+        planned: impl IntoIterator<Item = Planned>,
         mode: ProgressMode,
         heartbeat: Duration,
     ) -> Self {
@@ -245,6 +273,17 @@ fn seconds(d: Duration) -> String {
         format!("{s:.1}s")
     } else {
         format!("{s:.0}s")
+    }
+}
+
+/// The time left as the progress shows it: `about 40s left (typical
+/// times)`, or nothing once the typical times are spent.
+fn left_words(tracker: &Tracker, now: Instant) -> String {
+    let left = tracker.left(now);
+    if left < Duration::from_secs(1) {
+        String::new()
+    } else {
+        format!("about {} left (typical times)", seconds(left))
     }
 }
 

@@ -68,8 +68,15 @@ fn a_blocked_check_names_its_blocker_and_no_time() {
 
 #[test]
 fn the_tracker_counts_per_scope_and_forgets_what_finished() {
-    let mut t = Tracker::new([Scope::Node, Scope::Gpu(0), Scope::Gpu(0)]);
+    let secs = Duration::from_secs;
+    let mut t = Tracker::new([
+        ("node.hsa.init".to_string(), Scope::Node, secs(2)),
+        ("gpu0.hsa.queue".to_string(), Scope::Gpu(0), secs(1)),
+        ("gpu0.hip.memtest".to_string(), Scope::Gpu(0), secs(8)),
+    ]);
     assert_eq!(t.overall(), Count { done: 0, total: 3 });
+    // The node's 2 s, then the GPU's 9 s.
+    assert_eq!(t.left(Instant::now()), secs(11));
     t.start("gpu0.hsa.queue", Scope::Gpu(0), Duration::from_secs(30));
     t.start("node.hsa.init", Scope::Node, Duration::from_secs(60));
     assert_eq!(t.running.len(), 2);
@@ -78,6 +85,27 @@ fn the_tracker_counts_per_scope_and_forgets_what_finished() {
     assert_eq!(t.running[0].id, "node.hsa.init");
     assert_eq!(t.scopes[&Scope::Gpu(0)], Count { done: 1, total: 2 });
     assert_eq!(t.overall(), Count { done: 1, total: 3 });
+    // What finished no longer counts, and a running check's time spent is
+    // taken off its typical time, never below none.
+    let later = t.running[0].started + secs(5);
+    assert_eq!(t.left(later), secs(8));
+}
+
+#[test]
+fn the_time_left_takes_the_gpus_side_by_side() {
+    let secs = Duration::from_secs;
+    let t = Tracker::new((0..8).map(|g| (format!("gpu{g}.hip.memtest"), Scope::Gpu(g), secs(8))));
+    assert_eq!(t.left(Instant::now()), secs(8));
+    assert_eq!(
+        left_words(&t, Instant::now()),
+        "about 8.0s left (typical times)"
+    );
+    let done = Tracker::new([(
+        "node.x".to_string(),
+        Scope::Node,
+        Duration::from_millis(300),
+    )]);
+    assert_eq!(left_words(&done, Instant::now()), "");
 }
 
 #[test]

@@ -37,7 +37,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             60,
             "hsa_init succeeds",
             init,
-        ),
+        )
+        // hsa_init opens KFD and brings up every GPU agent (8 on an MI300X node).
+        .typically(Duration::from_millis(1500)),
         isolated(
             "hsa::agents",
             stack::HSA,
@@ -114,7 +116,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             60,
             "host<->device copies by the DMA engines arrive intact (bandwidth as metrics)",
             copy,
-        ),
+        )
+        // 16 MiB each way through the DMA engines.
+        .typically(Duration::from_millis(300)),
     ]
 }
 

@@ -11,6 +11,7 @@ use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, HipError};
 use rocgate_rocm::miopen::{DataType, MiopenError, MiopenHandle};
 use std::path::PathBuf;
+use std::time::Duration;
 use std::time::Instant;
 
 /// Time limit of each isolated miopen check, in seconds: the first find
@@ -42,6 +43,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "MIOpen loads and reports its version",
                 |ctx, _| LIBRARY.loaded(&**ctx.runtime.miopen()?),
             )
+            // libMIOpen loads.
+            .typically(Duration::from_millis(1000))
         },
         Check {
             tier: Tier::Standard,
@@ -54,6 +57,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "a MIOpen handle can be created on the GPU",
                 handle,
             )
+            // a handle and its stream.
+            .typically(Duration::from_millis(500))
         },
         Check {
             tier: Tier::Standard,
@@ -66,6 +71,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "an fp32 NCHW forward convolution matches a CPU direct convolution",
                 conv_fp32,
             )
+            // a convolution, its kernel found or compiled.
+            .typically(Duration::from_millis(3000))
         },
         Check {
             tier: Tier::Standard,
@@ -78,6 +85,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "an fp16 NCHW forward convolution matches a CPU direct convolution",
                 conv_fp16,
             )
+            // a convolution, its kernel found or compiled.
+            .typically(Duration::from_millis(3000))
         },
     ]
 }

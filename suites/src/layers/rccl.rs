@@ -49,6 +49,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "an fp32 sum all-reduce across the GPUs gives the right sums (bus bandwidth as a metric)",
                 allreduce,
             )
+            // a communicator over every GPU and a small all-reduce.
+            .typically(Duration::from_millis(3000))
         },
         Check {
             tier: Tier::Extended,
@@ -62,6 +64,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "all-reduce bus bandwidth meets its floor",
                 allreduce_throughput,
             )
+            // timed all-reduces of growing size.
+            .typically(Duration::from_millis(10000))
         },
     ]
 }

@@ -31,6 +31,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "rocBLAS loads and reports its version",
                 |ctx, _| LIBRARY.loaded(&**ctx.runtime.rocblas()?),
             )
+            // librocblas and its Tensile kernel library load.
+            .typically(Duration::from_millis(2000))
         },
         Check {
             tier: Tier::Standard,
@@ -55,6 +57,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "fp32 GEMM (rocblas_sgemm) matches the CPU reference",
                 sgemm,
             )
+            // a GEMM checked against the host.
+            .typically(Duration::from_millis(500))
         },
         Check {
             tier: Tier::Standard,
@@ -67,6 +71,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "fp64 GEMM (rocblas_dgemm) matches the CPU reference",
                 dgemm,
             )
+            // a GEMM checked against the host.
+            .typically(Duration::from_millis(500))
         },
         Check {
             tier: Tier::Standard,
@@ -79,6 +85,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "fp16 GEMM (rocblas_gemm_ex, fp32 compute) matches the CPU reference",
                 hgemm,
             )
+            // a GEMM checked against the host.
+            .typically(Duration::from_millis(500))
         },
         Check {
             tier: Tier::Standard,
@@ -91,6 +99,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "bf16 GEMM (rocblas_gemm_ex, fp32 compute) matches the CPU reference",
                 bf16gemm,
             )
+            // a GEMM checked against the host.
+            .typically(Duration::from_millis(500))
         },
         Check {
             tier: Tier::Extended,
@@ -104,6 +114,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "GEMM TFLOP/s of each data type with a floor meets it",
                 gemm_throughput,
             )
+            // about 2 s of timed GEMM per data type.
+            .typically(Duration::from_millis(8000))
         },
     ]
 }

@@ -42,6 +42,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             "a share of the GPU's VRAM holds walking-ones and address-in-address patterns",
             memtest,
         )
+        // two patterns over vram_share (10%) of 192 GB of HBM, 1 GiB at a time.
+        .typically(Duration::from_millis(8000))
     }]
 }
 

@@ -13,6 +13,7 @@ use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{
     DeviceBuffer, HipError, HostBuffer, Module, Rtc, Stream, TimedCopy, format_version, sys,
 };
+use std::time::Duration;
 use std::time::Instant;
 
 const NEEDS_DEVICE: &[&str] = &["hip::device"];
@@ -38,7 +39,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             60,
             "HIP sees as many devices as KFD has GPU nodes",
             device_count,
-        ),
+        )
+        // hipInit creates a context on every device.
+        .typically(Duration::from_millis(1000)),
         isolated(
             "hip::device",
             stack::HIP,
@@ -56,7 +59,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             60,
             "hipMalloc/hipMemcpy round trip is intact (bandwidth as metrics)",
             memcpy,
-        ),
+        )
+        // a 16 MiB round trip.
+        .typically(Duration::from_millis(300)),
         isolated(
             "hip::module_load",
             stack::HIP,
@@ -83,7 +88,9 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             180,
             "hiprtc compiles a kernel for the GPU, and it runs correctly",
             hiprtc,
-        ),
+        )
+        // hiprtc compiles a kernel through comgr.
+        .typically(Duration::from_millis(1500)),
         Check {
             tier: Tier::Extended,
             gates: false,
@@ -96,6 +103,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 "host<->device copy bandwidth over pinned memory meets the floors",
                 bandwidth,
             )
+            // timed 256 MiB copies each way.
+            .typically(Duration::from_millis(1500))
         },
     ];
     checks.extend(p2p::checks());

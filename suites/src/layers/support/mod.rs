@@ -62,6 +62,8 @@ pub(crate) const fn isolated(
         isolated: true,
         tier: Tier::Quick,
         timeout: Duration::from_secs(timeout_s),
+        // A worker's round trip and a library call or two.
+        typical: Duration::from_millis(200),
         ..check(id, layer, scope, summary, run)
     }
 }
