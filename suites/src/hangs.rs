@@ -100,7 +100,13 @@ pub fn name_wedged_gpus(results: &mut [CheckResult], isolated_checks: &[&str], g
             )
         };
         let all = format!("`sudo amd-smi reset -G -g {}`", addresses.join(" "));
-        node.finding = Some(codes::GPU_WEDGED.finding_next(message, next(&all)));
+        let mut finding = codes::GPU_WEDGED.finding_next(message, next(&all));
+        // One hung GPU is where the fault is: diagnoses, annotations and
+        // drain reasons name it, not the node.
+        if hung.len() == 1 {
+            finding.blames = hung.iter().next().copied().map(Scope::Gpu);
+        }
+        node.finding = Some(finding);
         // Each hung GPU's own timeout says the same, so a report read by
         // GPU (a health line, a drain reason) names the GPU itself.
         for r in results.iter_mut().filter(|r| {
@@ -162,6 +168,8 @@ mod tests {
         ];
         let f = node_finding(&mut rs).unwrap();
         assert_eq!(f.code, "gpu-wedged");
+        // The one hung GPU is where the node's fault is placed.
+        assert_eq!(f.blames, Some(Scope::Gpu(1)));
         assert!(
             f.message
                 .contains("gpu1 hung while the other 2 GPUs passed"),
