@@ -145,11 +145,11 @@ impl Live {
     /// run's line while it lasts.
     pub fn phase(&mut self, what: &str) {
         let line = format!("{} {what}", self.style.bold(&format!("{:>7}", "PHASE")));
-        let _ = self.bars.println(console::truncate_str(
-            &line,
-            self.columns.saturating_sub(1),
-            "…",
-        ));
+        // Wrapped, not cut: the GPUs a try covers and its bound are what
+        // the line is for.
+        let _ = self
+            .bars
+            .println(crate::ui::width::wrap(&line, self.columns.saturating_sub(1)).trim_end());
         let shown = console::truncate_str(what, self.columns.saturating_sub(60), "…").into_owned();
         self.overall.set_message(shown.clone());
         self.phase = Some(shown);
