@@ -140,33 +140,16 @@ fn documents_meet_their_schemas() -> Result<(), Failed> {
         "compat-driver-mismatch",
     ] {
         let n = node(scenario);
-        let report = reports.join(format!("{scenario}.json"));
-        pairs.push((
-            schema("run"),
-            written(
-                on_sysroot(&["run", "--json", report.to_str().unwrap()], &n.root),
-                report.clone(),
-            )?,
-        ));
-        let doctor = dir.path().join(format!("doctor-{scenario}.json"));
-        pairs.push((
-            schema("doctor"),
-            written(
-                on_sysroot(&["doctor", "--json", doctor.to_str().unwrap()], &n.root),
-                doctor.clone(),
-            )?,
-        ));
-        let inventory = dir.path().join(format!("inventory-{scenario}.json"));
-        pairs.push((
-            schema("inventory"),
-            written(
-                on_sysroot(
-                    &["inventory", "--json", inventory.to_str().unwrap()],
-                    &n.root,
-                ),
-                inventory.clone(),
-            )?,
-        ));
+        // The run's report goes with the others the fleet reads.
+        let to = |document: &str| match document {
+            "run" => reports.join(format!("{scenario}.json")),
+            _ => dir.path().join(format!("{document}-{scenario}.json")),
+        };
+        for document in ["run", "doctor", "inventory"] {
+            let file = to(document);
+            let cmd = on_sysroot(&[document, "--json", file.to_str().unwrap()], &n.root);
+            pairs.push((schema(document), written(cmd, file.clone())?));
+        }
     }
     // The matrix check's three shapes: checked, a release it does not
     // list, and no ROCm at all.
