@@ -58,6 +58,13 @@ fn optional_firmware_missing(root: &Path) {
     );
 }
 
+/// gpu3 of an 8x MI300X on another MEC firmware and VBIOS than the rest.
+fn one_gpu_on_other_firmware(root: &Path) {
+    let dev = root.join(PCI).join("0000:65:00.0");
+    fs::write(dev.join("fw_version/mec_fw_version"), "0x00000099\n").unwrap();
+    fs::write(dev.join("vbios_version"), "113-M3000100-XXX\n").unwrap();
+}
+
 fn append(path: &Path, text: &str) {
     let mut s = fs::read_to_string(path).unwrap_or_default();
     s.push_str(text);
@@ -275,6 +282,12 @@ fn cases() -> Vec<Case> {
             "mi300x-8",
             optional_firmware_missing,
             &["firmware-load-degraded"],
+        ),
+        case(
+            "one GPU on other firmware and VBIOS than the others of its model",
+            "mi300x-8",
+            one_gpu_on_other_firmware,
+            &["firmware-differs-within-node"],
         ),
         case(
             "drivers and render nodes",

@@ -10,7 +10,8 @@ use rocgate_node::facts::NodeFacts;
 
 /// Adds findings to the faults in `results` that have none: known vendor
 /// messages in their output, the wedged GPUs behind node-wide hangs of
-/// `registry`'s isolated checks, and else the catalogue's `check-timeout` or
+/// `registry`'s isolated checks, firmware that differs from the other GPUs
+/// of a model ([`crate::firmware_peers`]), and else the catalogue's `check-timeout` or
 /// `check-crash`, so every fault in a report carries a code and a next step;
 /// then fills every next step's placeholders ([`crate::next_steps`]).
 pub fn explain_results(
@@ -31,6 +32,7 @@ pub fn explain_results(
         .map(|c| c.id)
         .collect();
     crate::hangs::name_wedged_gpus(results, &isolated, gpus);
+    crate::firmware_peers::compare_with_peers(results, gpus);
     for r in results.iter_mut().filter(|r| r.finding.is_none()) {
         let code = match r.status {
             Status::Timeout => codes::CHECK_TIMEOUT,

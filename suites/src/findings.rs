@@ -166,6 +166,9 @@ pub mod codes {
         FIRMWARE_NOT_REPORTED = "firmware-not-reported", [FIRMWARE], Fail, Driver,
             "amdgpu reports no firmware versions for the GPU: it did not finish initialising it",
             "read this GPU's kernel log: `dmesg | grep <address>`";
+        FIRMWARE_DIFFERS_WITHIN_NODE = "firmware-differs-within-node", [FIRMWARE], Warn, Configuration,
+            "GPUs of one model on the node run different firmware or VBIOS versions: a node half-upgraded (a firmware flash that stopped part way, a GPU swapped in from another batch)",
+            "finish the firmware update on the odd GPUs (amd-smi's or the OEM's PLDM bundle, then a cold reboot) or, if the difference is intended, waive this code for the node";
         FIRMWARE_VERSION_UNREADABLE = "firmware-version-unreadable", [FIRMWARE], Fail, Access,
             "the GPU's firmware version files cannot be read or parsed",
             "run rocgate as a user who can read the GPU's sysfs files, or check the device cgroup; damaged contents mean reloading amdgpu";

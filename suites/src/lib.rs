@@ -12,6 +12,7 @@ pub mod config_file;
 pub mod context;
 pub mod explain;
 pub mod findings;
+pub mod firmware_peers;
 pub mod hangs;
 pub mod layers;
 pub mod memory_peaks;
