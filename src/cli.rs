@@ -126,6 +126,11 @@ pub struct NodeArgs {
     /// when it exists.
     #[arg(long, value_name = "DIR")]
     pub host_root: Option<PathBuf>,
+    /// How far back the kernel log's GPU and PCIe events are judged:
+    /// `boot` (the default) or a window such as `15m`, `24h`, `7d`. Events
+    /// before it are reported as history (a warning), not as faults.
+    #[arg(long, value_name = "WINDOW", default_value = "boot")]
+    pub since: rocgate_suites::gpu_events::Since,
 }
 
 impl NodeArgs {
@@ -168,6 +173,8 @@ impl NodeArgs {
             runtime_off: None,
             node_name: self.node_name.clone().filter(|n| !n.trim().is_empty()),
             host_root: self.host_root.clone(),
+            gpu_holders: rocgate_suites::context::GpuHolders::default(),
+            since: self.since,
         }
     }
 
@@ -549,6 +556,8 @@ pub struct MatrixArgs {
 
 /// `rocgate matrix` actions.
 #[derive(Debug, Subcommand)]
+// Parsed once per process: a variant's size costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 pub enum MatrixAction {
     /// The node's combination against the matrix (exit 0 supported, 1 not, 2 bad matrix).
     Check(MatrixCheckArgs),

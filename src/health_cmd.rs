@@ -11,6 +11,7 @@ use rocgate::decision::{Decision, Health, decide};
 use rocgate::exit::Exit;
 use rocgate::session::Session;
 use rocgate_harness::{ExecOptions, Scope, Tier};
+use rocgate_suites::context::GpuHolders;
 use std::time::{Duration, Instant};
 
 /// The longest line a health check prints, in bytes: node-problem-detector
@@ -161,19 +162,17 @@ pub fn run(args: &HealthArgs) -> Result<Exit> {
 /// The tier to run: `--tier`, else the policy file's; else, as Slurm's
 /// health check, passive while jobs hold the node (or when its state cannot
 /// be read: its GPUs may be in use) and quick when it is idle; else quick.
-fn tier(args: &HealthArgs, config: &Config, until: Instant) -> Tier {
-    if let Some(t) = args.select.tier.or(config.health_tier()) {
-        return t;
-    }
-    if args.slurm {
-        let busy = node_name(&args.node)
+/// Also says whether jobs hold the node as far as Slurm tells (then the
+/// processes holding its GPUs are theirs).
+fn tier(args: &HealthArgs, config: &Config, until: Instant) -> (Tier, bool) {
+    let busy = args.slurm
+        && node_name(&args.node)
             .and_then(|n| slurm::show(&n, until))
             .map_or(true, |s| s.runs_jobs());
-        if busy {
-            return Tier::Passive;
-        }
+    if let Some(t) = args.select.tier.or(config.health_tier()) {
+        return (t, busy);
     }
-    Tier::Quick
+    (if busy { Tier::Passive } else { Tier::Quick }, busy)
 }
 
 /// Runs the checks and judges them; `budget_end` is set to when the budget
@@ -200,33 +199,57 @@ fn check(
     *budget_end = Some(end);
     let node = args.node.open()?;
     let job = args.slurm_prolog || args.slurm_epilog;
-    let mut session = Session::open(
-        node.sysroot(),
-        args.node.options(
-            &config,
-            args.select.expect_gpus,
-            if job {
-                None
-            } else {
-                args.select.gpus.as_deref()
-            },
-        ),
-    )?;
-    if job {
-        // The job's GPUs, as Slurm numbers them, to this node's GPUs; the
-        // workers are given the inventory indices.
+    let options = args.node.options(
+        &config,
+        args.select.expect_gpus,
+        if job {
+            None
+        } else {
+            args.select.gpus.as_deref()
+        },
+    );
+    let mut session = Session::open(node.sysroot(), options)?;
+    // The job's GPUs, as Slurm numbers them, to this node's GPUs; the
+    // workers are given the inventory indices.
+    let job_gpus = if job {
         let indices = crate::slurm_gpus::job_gpus(&session.facts().gpus).map_err(|e| match e {
             crate::slurm_gpus::JobGpus::Unknown(why) => Stop::Unknown(why),
             crate::slurm_gpus::JobGpus::Missing(why) => Stop::Unhealthy(why),
         })?;
         let list: Vec<String> = indices.iter().map(u32::to_string).collect();
-        match std::sync::Arc::get_mut(&mut session.ctx) {
-            Some(ctx) => ctx.options.gpus = Some(list.join(",")),
-            None => {
-                return Err(Stop::Unknown(
-                    "internal error: the session is shared".into(),
-                ));
+        Some(list.join(","))
+    } else {
+        None
+    };
+    // The node's state only picks the tier: a tenth of the budget for it,
+    // so a slow slurmctld leaves time for the checks and the drain (and an
+    // unanswered question is the passive tier, which touches no GPU).
+    let (tier, busy) = tier(
+        args,
+        &config,
+        started + Duration::from_secs_f64(budget / 10.0),
+    );
+    // A prolog's GPUs are promised to the job about to start: anything
+    // holding them is a leftover. On a node whose jobs run, they are the
+    // jobs' (an epilog's job is ending, so its processes may linger).
+    let holders = if args.slurm_prolog {
+        GpuHolders::Forbidden
+    } else if busy || args.slurm_epilog {
+        GpuHolders::Expected
+    } else {
+        GpuHolders::Unexpected
+    };
+    match std::sync::Arc::get_mut(&mut session.ctx) {
+        Some(ctx) => {
+            ctx.options.gpu_holders = holders;
+            if job_gpus.is_some() {
+                ctx.options.gpus = job_gpus;
             }
+        }
+        None => {
+            return Err(Stop::Unknown(
+                "internal error: the session is shared".into(),
+            ));
         }
     }
     let gpus = session.select_gpus(None)?;
@@ -236,14 +259,6 @@ fn check(
     } else {
         Duration::ZERO
     };
-    // The node's state only picks the tier: a tenth of the budget for it,
-    // so a slow slurmctld leaves time for the checks and the drain (and an
-    // unanswered question is the passive tier, which touches no GPU).
-    let tier = tier(
-        args,
-        &config,
-        started + Duration::from_secs_f64(budget / 10.0),
-    );
     let plan = args.select.checks.plan(&session, &config, &gpus, tier)?;
     let interrupt = crate::signals::interrupt_flag()?;
     let for_checks = Duration::from_secs_f64(budget)

@@ -71,6 +71,16 @@ fn append(path: &Path, text: &str) {
     fs::write(path, s).unwrap();
 }
 
+/// gpu3's log: a reset it came back from (`amdgpu_device_gpu_recover`).
+fn gpu_reset_recovered(root: &Path) {
+    append(
+        &root.join("var/log/kern.log"),
+        "[80000.100000] amdgpu 0000:65:00.0: amdgpu: GPU reset begin!\n\
+         [80000.200000] amdgpu 0000:65:00.0: amdgpu: GPU mode1 reset\n\
+         [80001.900000] amdgpu 0000:65:00.0: amdgpu: GPU reset(1) succeeded!\n",
+    );
+}
+
 fn thp_never(root: &Path) {
     fs::write(
         root.join("sys/kernel/mm/transparent_hugepage/enabled"),
@@ -288,6 +298,46 @@ fn cases() -> Vec<Case> {
             "mi300x-8",
             one_gpu_on_other_firmware,
             &["firmware-differs-within-node"],
+        ),
+        case(
+            "a day of amdgpu's log: a failed reset, a timeout, a page fault, throttling, a shader error, RAS, an overheat",
+            "gpu-faults-logged",
+            keep,
+            &[
+                "gpu-reset-failed",
+                "gpu-job-timeout",
+                "gpu-page-fault",
+                "gpu-throttled",
+                "gpu-shader-error",
+                "gpu-ras-event",
+                "gpu-thermal-shutdown",
+            ],
+        ),
+        case(
+            "a GPU reset and recovered",
+            "mi300x-8",
+            gpu_reset_recovered,
+            &["gpu-reset"],
+        ),
+        Case {
+            args: &["--no-gate", "--since", "1h"],
+            ..case(
+                "the same day's log judged over the last hour",
+                "gpu-faults-logged",
+                keep,
+                &["gpu-event-history"],
+            )
+        },
+        case(
+            "the PCI core's and the IOMMU's log: link down, fatal and non-fatal AER, an IO page fault",
+            "bus-faults-logged",
+            keep,
+            &[
+                "pcie-link-down",
+                "pcie-fatal-error",
+                "pcie-error-logged",
+                "iommu-page-fault",
+            ],
         ),
         case(
             "drivers and render nodes",
@@ -717,7 +767,11 @@ fn every_catalogued_code_has_a_case() -> Result<(), Failed> {
         .chain(cases().iter())
         .flat_map(|c| c.codes.iter().copied())
         .collect();
-    named.extend(["internal-error", "miopen-db-not-writable"]);
+    named.extend([
+        "internal-error",
+        "miopen-db-not-writable",
+        "gpu-held-at-job-start",
+    ]);
     let missing: Vec<&str> = findings::codes::ALL
         .iter()
         .map(|c| c.code)
@@ -748,6 +802,10 @@ fn main() {
         }),
         Trial::test("miopen-db-not-writable::the_live_node", || {
             live_database_not_writable();
+            Ok(())
+        }),
+        Trial::test("gpu-held-at-job-start::a_slurm_prolog", || {
+            prolog_finds_a_leftover();
             Ok(())
         }),
         Trial::test(
@@ -807,6 +865,28 @@ fn live_database_not_writable() -> Vec<(String, String, String)> {
         "{got:?}"
     );
     got
+}
+
+/// A Slurm prolog on a GPU a previous job's process still holds: the one
+/// code only a prolog gives.
+fn prolog_finds_a_leftover() {
+    let n = node("gpu-in-use");
+    let json = n.root.with_extension("prolog.json");
+    let out = on_sysroot(&["health", "--slurm-prolog"], &n.root)
+        .arg("--json")
+        .arg(&json)
+        .env("SLURM_JOB_GPUS", "2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let json: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let got = reported(&json);
+    assert!(
+        got.iter()
+            .any(|(c, _, s)| c == "gpu-held-at-job-start" && s == "fail"),
+        "{got:?}"
+    );
 }
 
 fn the_readme_lists_exactly_the_catalogued_codes() {

@@ -146,6 +146,33 @@ pub fn render(report: &RunReport, ctx: &PromContext<'_>) -> String {
 
     family(
         &mut out,
+        "rocgate_errors_counted",
+        "gauge",
+        "Error counters the last run read on each scope (RAS, PCIe AER, PCIe replays), by check and metric: they only grow until a reset or reboot, so growth between scrapes is new errors.",
+    );
+    for r in &report.results {
+        let pci = report
+            .scope_info(r.scope)
+            .get(ctx.identity.address)
+            .unwrap_or("")
+            .to_string();
+        for m in r.metrics.iter() {
+            if m.kind != Some(crate::verdict::MetricKind::Counter) || m.between.is_some() {
+                continue;
+            }
+            let labels = [
+                ("scope", r.scope.label()),
+                (ctx.identity.address, pci.clone()),
+                ("check", r.check.clone()),
+                ("metric", m.name.clone()),
+                ("unit", m.unit.clone()),
+            ];
+            sample(&mut out, "rocgate_errors_counted", &labels, m.value);
+        }
+    }
+
+    family(
+        &mut out,
         "rocgate_run_passed",
         "gauge",
         "1 when the last run passed.",
@@ -320,6 +347,10 @@ mod tests {
                 "gpu1",
             )
             .metrics;
+        r.results[1].metrics = crate::verdict::Verdict::pass("")
+            .with_counter("aer_nonfatal", 2.0, "errors")
+            .with_throughput("gemm_tflops", 900.0, "TFLOP/s")
+            .metrics;
         let info = [
             ("version", "0.1.0".to_string()),
             ("hostname", "n\"1".to_string()),
@@ -343,9 +374,12 @@ mod tests {
             "rocgate_run_passed 0",
             r#"rocgate_measured_between{check="a::x",metric="p2p_gbps",unit="GB/s",from="gpu0",to="gpu1"} 47.5"#,
             "rocgate_last_success_timestamp_seconds 1000",
+            r#"rocgate_errors_counted{scope="gpu0",pci_address="0000:05:00.0",check="a::x",metric="aer_nonfatal",unit="errors"} 2"#,
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }
+        // A throughput is no error count.
+        assert!(!text.contains("gemm_tflops"), "{text}");
         // Every family is described, and no sample carries a timestamp.
         for l in text.lines().filter(|l| !l.starts_with('#')) {
             let (name, _) = l.split_once(['{', ' ']).unwrap();

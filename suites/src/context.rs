@@ -172,6 +172,26 @@ pub struct RunOptions {
     /// `--host-root DIR`: where the host's root is mounted when rocgate runs
     /// in a container.
     pub host_root: Option<std::path::PathBuf>,
+    /// What a process other than rocgate holding a GPU means for this run.
+    pub gpu_holders: GpuHolders,
+    /// `--since`: how far back the kernel log's events are judged.
+    pub since: crate::gpu_events::Since,
+}
+
+/// What another process holding a GPU (its VRAM or queues, as KFD lists
+/// them) means, which depends on why rocgate runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GpuHolders {
+    /// A run or a health check of an idle node: worth a warning (the
+    /// measurements share the GPU).
+    #[default]
+    Unexpected,
+    /// A job is about to start on these GPUs (a Slurm prolog): a holder is
+    /// a leftover that will keep the job from the GPU it was promised.
+    Forbidden,
+    /// Jobs run on the node (a health check of a busy node): holders are
+    /// the jobs, listed but not judged.
+    Expected,
 }
 
 /// `sysroot` reading the host's own files under `--host-root`, else, inside

@@ -32,6 +32,8 @@ pub enum Category {
     Hardware,
     /// A measurement is below its floor.
     Performance,
+    /// Another process holds the GPU (its memory or queues).
+    Occupied,
     /// Something stopped answering.
     Hang,
     /// A process died.
@@ -151,6 +153,9 @@ pub mod codes {
         PCIE_LINK_DEGRADED = "pcie-link-degraded", [PCI], Warn, Hardware,
             "the GPU's PCIe link trained narrower than it can run",
             "reseat the GPU or its riser/cable; `sudo lspci -vv -s <address>` shows LnkSta and AER errors; a narrower link cuts host<->device bandwidth";
+        PCIE_AER_UNCORRECTED = "pcie-aer-uncorrected", [PCI], Warn, Hardware,
+            "the GPU's PCIe function or a bridge above it counted uncorrectable AER errors (non-fatal or fatal) since boot: completion timeouts, poisoned or malformed TLPs, surprise link downs",
+            "read which errors and when: `sudo lspci -vv -s <address>` (UESta) and `dmesg | grep -i -e aer -e <address>`; reseat the GPU or its riser/cable if they recur; counts only grow until reboot, so compare the next run with this one (`rocgate compare`) to see whether they still grow";
         PCIE_LINK_SLOW = "pcie-link-slow", [PCI], Warn, Hardware,
             "the GPU's PCIe link runs slower than both of its ends can (judged, on MI300-class GPUs, on the slot link of the GPU's internal switch); an idle GPU may lower its link speed under PCIe DPM (amdgpu's pcie_dpm, pp_dpm_pcie), so a lower speed at idle can be normal",
             "check the speed under load (`sudo lspci -vv -s <port>` LnkSta while a copy runs); if it stays low, reseat the GPU or its riser/cable and check the slot's link speed setting in the BIOS (a slot forced to a lower generation)";
@@ -208,6 +213,51 @@ pub mod codes {
         KFD_MISSING = "kfd-missing", [KFD], Fail, Missing,
             "/dev/kfd or the KFD topology does not exist",
             "load amdgpu with KFD (`sudo modprobe amdgpu`; check `dmesg | grep -i kfd`); in a container, pass `--device /dev/kfd`";
+        GPU_IN_USE = "gpu-in-use", [KFD], Warn, Occupied,
+            "another process held the GPU's memory or queues when rocgate started: measurements share the GPU with it, and a job given this GPU would too",
+            "see what it is (`ps -o pid,user,etime,cmd -p <pid>`, `amd-smi process`); if it is a job's leftover, end it before the GPU is given to work";
+        GPU_HELD_AT_JOB_START = "gpu-held-at-job-start", [KFD], Fail, Occupied,
+            "a process held the GPU's memory or queues as a job was about to start on it: the job will not get the GPU it was promised (a previous job's process left running)",
+            "end the process (`kill <pid>`; `amd-smi process` lists what holds each GPU), find why the previous job's epilog left it, and resume the node";
+        GPU_RESET_FAILED = "gpu-reset-failed", [AMDGPU], Fail, Driver,
+            "amdgpu tried to reset the GPU and it did not come back: it is unusable until the node is power-cycled",
+            "drain the node and power-cycle it (a warm reboot may not clear it); read the kernel log around the reset (`dmesg | grep -e <address> -e 'GPU reset'`) for what hung first; a GPU that fails resets again needs AMD's Service Action Guide";
+        GPU_RESET = "gpu-reset", [AMDGPU], Warn, Driver,
+            "amdgpu reset the GPU (after a hang, a RAS error or on request) and it came back: the work on it was lost, and on an XGMI hive every GPU of the hive was reset with it",
+            "read what started it (the lines before `GPU reset begin!` in `dmesg`: a ring timeout, a RAS error, a page fault); one reset after a bad job is normal, repeated resets are a fault to chase";
+        GPU_JOB_TIMEOUT = "gpu-job-timeout", [AMDGPU], Warn, Hang,
+            "a job on one of the GPU's rings ran past amdgpu's timeout (`ring <name> timeout`): a hung shader or DMA, or firmware that stopped answering",
+            "read the lines after it for the process and the reset it started (`dmesg | grep -A3 'timeout, signaled seq'`); if it recurs on one GPU with different jobs, drain that GPU";
+        GPU_PAGE_FAULT = "gpu-page-fault", [AMDGPU], Warn, Runtime,
+            "the GPU faulted on a virtual address no mapping covers (a `retry` or `no-retry` page fault): most often the process's own bug (a use after free, an out-of-bounds kernel), sometimes a driver fault",
+            "look at the process the log names (`dmesg | grep -A3 'page fault'`: process, pid, address, the IH client); faults from many unrelated processes point at the node, not the code";
+        GPU_SHADER_ERROR = "gpu-shader-error", [AMDGPU], Warn, Runtime,
+            "the GPU's shader sequencer raised an error interrupt (`sq_intr: error`): an illegal instruction or a memory violation in a wave",
+            "find the job that ran then (`dmesg | grep sq_intr` and the job's own logs); if the errors recur with known-good code, run `rocgate run --tier extended` on the GPU";
+        GPU_RAS_EVENT = "gpu-ras-event", [AMDGPU], Warn, Hardware,
+            "amdgpu logged correctable or deferred RAS errors, or an ACA error bank: the hardware corrected them, but their rate is what predicts a failing part",
+            "read the counts by block (`grep . /sys/bus/pci/devices/<address>/ras/*`, `amd-smi metric --ecc`) and compare runs (`rocgate compare`); a rising count on one GPU is the one to replace first";
+        GPU_THROTTLED = "gpu-throttled", [AMDGPU], Warn, Hardware,
+            "the GPU's power management throttled it (thermal, power or current limits): it ran slower than its clocks allow",
+            "check its cooling and power (`amd-smi metric -t -p`, the node's fan and inlet readings); throttling at idle or on one GPU only points at its cooling or its power delivery";
+        GPU_THERMAL_SHUTDOWN = "gpu-thermal-shutdown", [AMDGPU], Fail, Hardware,
+            "the GPU passed its critical temperature (SW or HW CTF): its power management shut it down to protect it",
+            "drain the node and check the GPU's cooling (heatsink contact, fans, airflow and inlet temperature) before it runs again; read `dmesg | grep -i ctf`";
+        PCIE_LINK_DOWN = "pcie-link-down", [PCI], Fail, Hardware,
+            "the PCIe link to the GPU went down (hot-plug `Link Down` or `Card not present`, or DPC contained the port): the GPU left the bus",
+            "drain the node; reseat the GPU or its riser/cable and power-cycle; read `dmesg | grep -e pciehp -e DPC -e <address>`; a slot that drops again needs the OEM's hardware service";
+        PCIE_FATAL_ERROR = "pcie-fatal-error", [PCI], Fail, Hardware,
+            "the PCI core logged a fatal uncorrectable PCIe error on the GPU or a bridge above it: the link was reset to recover and the GPU's state is lost",
+            "drain the node; read `dmesg | grep -i -e aer -e <address>` for the error bits; reseat the GPU and its riser/cable; recurring fatal errors need the OEM's hardware service";
+        PCIE_ERROR_LOGGED = "pcie-error-logged", [PCI], Warn, Hardware,
+            "the PCI core logged uncorrectable, non-fatal PCIe errors (AER) on the GPU or a bridge above it: completion timeouts, unsupported requests, poisoned TLPs",
+            "read the error bits (`dmesg | grep -i -A4 aer`, `sudo lspci -vv -s <address>` UESta); reseat the GPU or its riser/cable if they recur";
+        IOMMU_PAGE_FAULT = "iommu-page-fault", [PCI], Warn, Driver,
+            "the IOMMU refused a DMA of the GPU (`IO_PAGE_FAULT` or a DMAR fault): the GPU reached an address no mapping allows, a driver fault or an IOMMU set up against ROCm's advice",
+            "read the faults (`dmesg | grep -e IO_PAGE_FAULT -e DMAR`); ROCm's install guide asks for `iommu=pt` on the kernel command line; faults with passthrough set point at the driver";
+        GPU_EVENT_HISTORY = "gpu-event-history", [PCI, AMDGPU], Warn, Hardware,
+            "the kernel log holds fault events of the GPU (a reset, a fault, a link error) before the window the run judges, and none in it: history, not the GPU's present state",
+            "read what happened and when (the result's output lists the lines); if the GPU passes the runtime layers now it recovered; a GPU with a history of faults is the first to watch";
         KFD_PERMISSION = "kfd-permission", [KFD], Fail, Access,
             "the user cannot open /dev/kfd or a render node read-write",
             "add the user to the device's group (usually render or video): `sudo usermod -aG render,video $USER`, then log in again; in a container add `--group-add` with the device's gid";

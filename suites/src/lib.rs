@@ -13,6 +13,7 @@ pub mod context;
 pub mod explain;
 pub mod findings;
 pub mod firmware_peers;
+pub mod gpu_events;
 pub mod hangs;
 pub mod layers;
 pub mod memory_peaks;

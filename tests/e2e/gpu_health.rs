@@ -133,3 +133,124 @@ fn cpus_off_the_performance_governor_are_counted_without_blocking() {
         "{v}"
     );
 }
+
+#[test]
+fn each_gpu_s_kernel_log_events_fail_or_warn_on_that_gpu_and_an_old_day_is_history() {
+    let n = node("gpu-faults-logged");
+    let (code, _, json, junit) = run(&n.root, &[]);
+    assert_eq!(code, 1);
+    for (gpu, want) in [
+        ("gpu0", "gpu-reset-failed"),
+        ("gpu1", "gpu-job-timeout"),
+        ("gpu2", "gpu-page-fault"),
+        ("gpu3", "gpu-throttled"),
+        ("gpu4", "gpu-shader-error"),
+        ("gpu5", "gpu-ras-event"),
+        ("gpu6", "gpu-thermal-shutdown"),
+    ] {
+        result_with_finding(&json, &format!("{gpu}.amdgpu.gpu_events"), want);
+    }
+    result_with_status(&json, "gpu7.amdgpu.gpu_events", "pass");
+    let fault = util::result(&json, "gpu2.amdgpu.gpu_events");
+    let message = fault["message"].as_str().unwrap();
+    assert!(message.contains("by python3 (pid 48213)"), "{message}");
+    assert!(message.contains("14.6 h ago"), "{message}");
+    // The timeout names no device: the reset after it does, and the
+    // output says the line was placed by its neighbours.
+    let timeout = util::result(&json, "gpu1.amdgpu.gpu_events");
+    assert!(
+        text(&timeout["output"]).contains("attributed by the lines around it"),
+        "{timeout}"
+    );
+    assert!(junit.contains("gpu-thermal-shutdown"));
+
+    // The same log judged over the last hour: every event is history, a
+    // warning, and the run passes.
+    let (code, _, json, _) = run(&n.root, &["--since", "1h"]);
+    assert_eq!(code, 0);
+    for gpu in 0..7 {
+        result_with_finding(
+            &json,
+            &format!("gpu{gpu}.amdgpu.gpu_events"),
+            "gpu-event-history",
+        );
+    }
+    let old = util::result(&json, "gpu0.amdgpu.gpu_events");
+    assert!(
+        text(&old["message"]).starts_with("reset failed on gpu0 (0000:05:00.0"),
+        "{old}"
+    );
+    assert!(
+        text(&old["output"]).contains("[before the window] [39602.530117]"),
+        "{old}"
+    );
+    // A window that covers them judges them again.
+    let (code, _, json, _) = run(&n.root, &["--since", "24h"]);
+    assert_eq!(code, 1);
+    result_with_finding(&json, "gpu6.amdgpu.gpu_events", "gpu-thermal-shutdown");
+}
+
+#[test]
+fn bus_events_land_on_the_gpu_below_the_port_and_corrected_errors_are_counted_only() {
+    let n = node("bus-faults-logged");
+    let (code, _, json, _) = run(&n.root, &[]);
+    assert_eq!(code, 1);
+    for (gpu, want) in [
+        ("gpu0", "pcie-link-down"),
+        ("gpu1", "pcie-fatal-error"),
+        ("gpu2", "pcie-error-logged"),
+        ("gpu3", "iommu-page-fault"),
+    ] {
+        result_with_finding(&json, &format!("{gpu}.pci.bus_events"), want);
+    }
+    // gpu4's root port corrected a bad TLP: counted, not judged.
+    let gpu4 = result_with_status(&json, "gpu4.pci.bus_events", "pass");
+    assert!(
+        text(&gpu4["message"]).contains("(2 not judged: PCIe corrected error x2)"),
+        "{gpu4}"
+    );
+    // amdgpu's events are not the bus's.
+    result_with_status(&json, "gpu0.amdgpu.gpu_events", "pass");
+}
+
+#[test]
+fn aer_counters_are_counters_that_compare_sees_grow() {
+    let n = node("pcie-aer-uncorrected");
+    let (code, _, json, _) = run(&n.root, &[]);
+    assert_eq!(code, 0, "a warning");
+    let r = result_with_finding(&json, "gpu6.pci.aer_errors", "pcie-aer-uncorrected");
+    assert_eq!(r["status"], "warn");
+    let metric = |r: &Value, name: &str| {
+        r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .map(|m| (m["value"].as_f64().unwrap(), m["kind"].clone()))
+    };
+    assert_eq!(
+        metric(r, "aer_nonfatal"),
+        Some((2.0, Value::from("counter")))
+    );
+    assert_eq!(metric(r, "pcie_replays").map(|m| m.0), Some(17.0));
+    // One more replay since: compare calls it a regression.
+    let before = n.root.with_extension("before.json");
+    fs::write(&before, serde_json::to_string(&json).unwrap()).unwrap();
+    fs::write(
+        n.root
+            .join("sys/bus/pci/devices/0000:c6:00.0/pcie_replay_count"),
+        "18\n",
+    )
+    .unwrap();
+    let (_, _, after_json, _) = run(&n.root, &[]);
+    let after = n.root.with_extension("after.json");
+    fs::write(&after, serde_json::to_string(&after_json).unwrap()).unwrap();
+    let out = util::rocgate()
+        .args(["compare"])
+        .arg(&before)
+        .arg(&after)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("pcie_replays"), "{said}");
+}

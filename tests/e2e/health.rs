@@ -304,3 +304,38 @@ fn corrupted_peer_copies_name_the_gpu_they_share_and_drain() {
         fake.calls()
     );
 }
+
+#[test]
+fn a_leftover_process_on_the_jobs_gpu_fails_the_prolog_and_only_warns_a_health_check() {
+    // A previous job's python3 holds 151 GiB and 4 queues on 0000:46:00.0,
+    // Slurm's GPU 2.
+    let n = node("gpu-in-use");
+    let h = health(
+        &n.root,
+        &["--slurm-prolog"],
+        &[("SLURM_JOB_GPUS", "2")],
+        None,
+    );
+    assert_eq!(h.code, 1, "{}", h.stderr);
+    let line = prolog_line(&h);
+    assert!(
+        line.starts_with("rocgate: gpu-held-at-job-start 0000:46:00.0 pid 48213 (python3)"),
+        "{line}"
+    );
+    // A job given other GPUs gets them.
+    let h = health(
+        &n.root,
+        &["--slurm-prolog"],
+        &[("SLURM_JOB_GPUS", "0,1")],
+        None,
+    );
+    assert_eq!(h.code, 0, "{}", h.stderr);
+    // Outside a job it is worth a warning, not a drain.
+    let h = health(&n.root, &[], &[], None);
+    assert_eq!(h.code, 0, "{}", h.stderr);
+    assert!(
+        h.stdout.contains("warn gpu-in-use 0000:46:00.0"),
+        "{}",
+        h.stdout
+    );
+}

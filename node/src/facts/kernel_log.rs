@@ -134,6 +134,17 @@ fn read_journal() -> Result<Vec<String>, String> {
     Ok(text.lines().map(str::to_string).collect())
 }
 
+/// How long the node has been up, in seconds (`/proc/uptime`'s first
+/// field): where "now" is among the log's `[seconds]` stamps.
+pub fn uptime(root: &Sysroot) -> Result<f64, String> {
+    let text = root.read_text("/proc/uptime").map_err(|e| e.to_string())?;
+    text.split_whitespace()
+        .next()
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .ok_or_else(|| format!("/proc/uptime reads {text:?}, not seconds"))
+}
+
 /// What kind of firmware or init error a line reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FirmwareErrorKind {

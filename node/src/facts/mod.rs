@@ -4,17 +4,20 @@
 
 pub mod access;
 pub mod acs;
+pub mod aer;
 pub mod bad_page_threshold;
 pub mod blacklist;
 pub mod capture;
 pub mod container;
 pub mod dkms;
 pub mod drm;
+pub mod gpu_events;
 pub mod gpus;
 pub mod hwmon;
 pub mod ids;
 pub mod kernel_log;
 pub mod kfd;
+pub mod kfd_procs;
 pub mod missing;
 pub mod module;
 pub mod pci;
@@ -55,8 +58,12 @@ pub struct NodeFacts {
     pub gpus: Vec<gpus::Gpu>,
     /// The container rocgate runs in, if it runs in one.
     pub container: Option<container::Container>,
+    /// The processes KFD listed when the node was first read, before any
+    /// of rocgate's own workers opened a GPU (rocgate's own pid left out).
+    pub kfd_processes: Result<Option<kfd_procs::KfdProcesses>, ReadError>,
     kernel_log: OnceLock<Result<kernel_log::KernelLog, String>>,
     firmware_events: OnceLock<Vec<kernel_log::FirmwareEvent>>,
+    gpu_events: OnceLock<Vec<gpu_events::GpuEvent>>,
     /// ROCm install directories named by how rocgate was started on a live
     /// node (`--rocm-path`, then `ROCM_PATH`), read before `/opt/rocm` for
     /// the ROCm release: Spack, module and relocated installs live there.
@@ -69,6 +76,8 @@ impl NodeFacts {
     pub fn discover(sysroot: Sysroot) -> NodeFacts {
         let pci = pci::scan(&sysroot);
         let kfd = kfd::read(&sysroot);
+        let own_pid = sysroot.is_live().then(std::process::id);
+        let kfd_processes = kfd_procs::read(&sysroot, own_pid);
         let gpus = gpus::enumerate(kfd.as_ref().ok(), pci.as_ref().ok());
         let cmdline = sysroot.read_opt("/proc/cmdline");
         let capture = capture::read(&sysroot);
@@ -82,6 +91,7 @@ impl NodeFacts {
             groups: access::read_groups(&sysroot),
             container: container::detect(&sysroot),
             rocm_dirs: Vec::new(),
+            kfd_processes,
             capture,
             user,
             gpus,
@@ -90,6 +100,7 @@ impl NodeFacts {
             sysroot,
             kernel_log: OnceLock::new(),
             firmware_events: OnceLock::new(),
+            gpu_events: OnceLock::new(),
         }
     }
 
@@ -104,6 +115,15 @@ impl NodeFacts {
                 ),
                 _ => e,
             })
+        })
+    }
+
+    /// GPU and bus events in the kernel log (empty when the log is
+    /// unreadable; [`NodeFacts::kernel_log`] says why).
+    pub fn gpu_events(&self) -> &[gpu_events::GpuEvent] {
+        self.gpu_events.get_or_init(|| match self.kernel_log() {
+            Ok(log) => gpu_events::events(&log.lines),
+            Err(_) => Vec::new(),
         })
     }
 

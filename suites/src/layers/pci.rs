@@ -5,8 +5,8 @@ use crate::findings::codes;
 use crate::layers::support::{check, end, list, pci_function};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Verdict};
-use rocgate_node::facts::missing;
 use rocgate_node::facts::pci::{self, PCI_DEVICES};
+use rocgate_node::facts::{acs, aer, missing};
 use rocgate_node::sysroot::ReadErrorKind;
 use std::collections::BTreeMap;
 
@@ -52,6 +52,26 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 ScopeKind::PerGpu,
                 "the PCIe link to the host (on MI300-class GPUs the slot link of the GPU's internal switch) runs at its full width and speed",
                 link_width,
+            )
+        },
+        Check {
+            gates: false,
+            ..check(
+                "pci::aer_errors",
+                stack::PCI,
+                ScopeKind::PerGpu,
+                "the GPU's PCIe function and the bridges above it counted no uncorrectable AER errors since boot; corrected errors and amdgpu's replay count are kept as counters",
+                aer_errors,
+            )
+        },
+        Check {
+            gates: false,
+            ..check(
+                "pci::bus_events",
+                stack::PCI,
+                ScopeKind::PerGpu,
+                "the kernel log shows no PCIe link down, fatal or uncorrected AER error or IOMMU page fault on the GPU or the bridges above it in the run's window (--since); older ones are history",
+                bus_events,
             )
         },
     ]
@@ -378,6 +398,130 @@ fn link_width(ctx: &NodeContext, scope: Scope) -> Outcome {
     ))))
 }
 
+fn bus_events(ctx: &NodeContext, scope: Scope) -> Outcome {
+    crate::layers::support::events::judge(ctx, ctx.gpu(scope)?, true)
+}
+
+/// Reads the AER counters of the GPU's function and of every bridge above
+/// it (a root port counts what it received from below, the switch ports
+/// inside an MI300 package their own links), and amdgpu's replay count.
+/// The counters count since boot, so a count is history until a later
+/// run shows it grow (`compare`): uncorrectable ones warn, corrected ones
+/// and replays are counters only.
+fn aer_errors(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = pci_function(ctx.gpu(scope)?)?;
+    let root = &ctx.facts.sysroot;
+    let unreadable = |e: rocgate_node::ReadError| {
+        Verdict::unverifiable(format!("the AER counters cannot be read: {e}"))
+    };
+    let mut path = aer::read(root, &gpu.address).map_err(unreadable)?;
+    if path.classes.is_empty() {
+        return Err(Verdict::not_applicable(format!(
+            "{} exposes no AER counters (aer_dev_*): the function has no AER capability, or the kernel runs without AER (CONFIG_PCIEAER off, or `pci=noaer` on its command line)",
+            gpu.address
+        )));
+    }
+    let mut functions = vec![std::mem::take(&mut path)];
+    // The bridges are read best-effort: the GPU's own counters are the
+    // verdict's ground; a bridge that cannot be read is said, not fatal.
+    let mut unread = Vec::new();
+    match acs::bridges_above(root, &gpu.address) {
+        Ok(bridges) => {
+            for b in bridges.iter().rev() {
+                match aer::read(root, b) {
+                    Ok(f) if !f.classes.is_empty() => functions.push(f),
+                    Ok(_) => {}
+                    Err(e) => unread.push(e.to_string()),
+                }
+            }
+        }
+        Err(e) => unread.push(e.to_string()),
+    }
+    let sum = |class: aer::Class| -> u64 {
+        functions
+            .iter()
+            .filter_map(|f| f.total(class))
+            .fold(0u64, u64::saturating_add)
+    };
+    let replays = aer::replay_count(root, &gpu.address).unwrap_or_else(|e| {
+        unread.push(e.to_string());
+        None
+    });
+    let counters = |mut v: Verdict| {
+        for class in aer::Class::ALL {
+            v = v.with_counter(
+                &format!("aer_{}", class.name()),
+                sum(class) as f64,
+                "errors",
+            );
+        }
+        if let Some(n) = replays {
+            v = v.with_counter("pcie_replays", n as f64, "replays");
+        }
+        v
+    };
+    // Each function's counts above zero, as `lspci -vv` would point at them.
+    let detail: Vec<String> = functions
+        .iter()
+        .flat_map(|f| {
+            f.classes.iter().flat_map(move |(class, n)| {
+                n.errors
+                    .iter()
+                    .map(move |(e, c)| format!("{} {} {e} {c}", f.address, class.name()))
+            })
+        })
+        .collect();
+    let output = detail
+        .iter()
+        .chain(&unread)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (nonfatal, fatal, corrected) = (
+        sum(aer::Class::NonFatal),
+        sum(aer::Class::Fatal),
+        sum(aer::Class::Correctable),
+    );
+    let replay_text = replays.map_or_else(String::new, |n| format!(", {n} PCIe replays"));
+    if nonfatal + fatal > 0 {
+        let at: Vec<&str> = functions
+            .iter()
+            .filter(|f| {
+                f.total(aer::Class::NonFatal).unwrap_or(0) + f.total(aer::Class::Fatal).unwrap_or(0)
+                    > 0
+            })
+            .map(|f| f.address.as_str())
+            .collect();
+        let names: Vec<String> = functions
+            .iter()
+            .flat_map(|f| {
+                f.classes
+                    .iter()
+                    .filter(|(c, _)| *c != aer::Class::Correctable)
+                    .flat_map(|(_, n)| n.errors.iter().map(|(e, c)| format!("{e} x{c}")))
+            })
+            .collect();
+        let lspci = at.first().copied().unwrap_or(gpu.address.as_str());
+        return Err(counters(Verdict::found(codes::PCIE_AER_UNCORRECTED.finding_next(
+            format!(
+                "{nonfatal} non-fatal and {fatal} fatal uncorrectable AER errors since boot on {} ({}); {corrected} corrected{replay_text}",
+                list(&at.iter().map(|a| (*a).to_string()).collect::<Vec<_>>(), 3),
+                list(&names, 4)
+            ),
+            format!(
+                "read which errors and when: `sudo lspci -vv -s {lspci}` (UESta) and `dmesg | grep -i -e aer -e {lspci}`; reseat the GPU or its riser/cable if they recur; the counts only grow until reboot, so compare the next run with this one (`rocgate compare`) to see whether they still grow"
+            ),
+        )))
+        .with_output(output));
+    }
+    let bridges = functions.len() - 1;
+    Ok(counters(Verdict::pass(format!(
+        "no uncorrectable AER errors on the GPU and {bridges} bridge{} above it; {corrected} corrected{replay_text}",
+        if bridges == 1 { "" } else { "s" }
+    )))
+    .with_output(output))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,7 +536,7 @@ mod tests {
         let n = node("mi300x-8");
         let v = n.passes(amd_gpu_present, Scope::Node);
         assert_eq!(v.metrics[0].value, 8.0);
-        n.assert_pass_on_every_gpu(&[identity, driver_binding, link_width]);
+        n.assert_pass_on_every_gpu(&[identity, driver_binding, link_width, aer_errors]);
     }
 
     #[test]
@@ -452,6 +596,79 @@ mod tests {
             codes::GPU_COUNT_MISMATCH,
             "nothing names the missing one",
         );
+    }
+
+    #[test]
+    fn uncorrectable_aer_errors_warn_on_their_gpu_and_every_count_is_a_counter() {
+        let n = node("pcie-aer-uncorrected");
+        let v = n.verdict(aer_errors, n.gpu("0000:c6:00.0"));
+        assert_found(&v, codes::PCIE_AER_UNCORRECTED, "2 non-fatal and 0 fatal");
+        assert_eq!(v.status, rocgate_harness::Status::Warn);
+        assert!(
+            v.message.contains("on 0000:c6:00.0 (CmpltTO x2)"),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.message.contains("41 corrected, 17 PCIe replays"),
+            "{}",
+            v.message
+        );
+        assert!(
+            v.output.contains("0000:c0:01.1 correctable BadTLP 41"),
+            "{}",
+            v.output
+        );
+        let value = |v: &Verdict, name: &str| {
+            v.metrics
+                .iter()
+                .find(|m| m.name == name)
+                .map(|m| (m.value, m.kind))
+        };
+        assert_eq!(
+            value(&v, "aer_nonfatal"),
+            Some((2.0, Some(rocgate_harness::MetricKind::Counter)))
+        );
+        assert_eq!(value(&v, "aer_correctable").map(|m| m.0), Some(41.0));
+        assert_eq!(value(&v, "pcie_replays").map(|m| m.0), Some(17.0));
+        // Its neighbours count nothing.
+        let ok = n.passes(aer_errors, n.gpu("0000:05:00.0"));
+        assert!(
+            ok.message
+                .contains("3 bridges above it; 0 corrected, 0 PCIe replays"),
+            "{}",
+            ok.message
+        );
+        assert_eq!(value(&ok, "aer_fatal").map(|m| m.0), Some(0.0));
+    }
+
+    #[test]
+    fn aer_counters_absent_are_not_applicable_and_garbage_is_unverifiable() {
+        let gone = node_changed_with("mi300x-8", RunOptions::default(), |root| {
+            for class in ["correctable", "nonfatal", "fatal"] {
+                std::fs::remove_file(
+                    root.join(format!("sys/bus/pci/devices/0000:05:00.0/aer_dev_{class}")),
+                )
+                .unwrap();
+            }
+            std::fs::write(
+                root.join("sys/bus/pci/devices/0000:26:00.0/aer_dev_fatal"),
+                "DLP lots\n",
+            )
+            .unwrap();
+        });
+        let v = gone.skips(
+            aer_errors,
+            gone.gpu("0000:05:00.0"),
+            SkipReason::NotApplicable,
+        );
+        assert!(v.message.contains("pci=noaer"), "{}", v.message);
+        let v = gone.skips(
+            aer_errors,
+            gone.gpu("0000:26:00.0"),
+            SkipReason::Unverifiable,
+        );
+        assert!(v.message.contains("aer_dev_fatal"), "{}", v.message);
     }
 
     #[test]

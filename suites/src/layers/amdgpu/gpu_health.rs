@@ -49,7 +49,21 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 thermals,
             )
         },
+        Check {
+            gates: false,
+            ..check(
+                "amdgpu::gpu_events",
+                stack::AMDGPU,
+                ScopeKind::PerGpu,
+                "the kernel log shows no failed reset, thermal shutdown, job timeout, reset, page fault, shader error, RAS event or throttling of the GPU in the run's window (--since); older ones are history",
+                gpu_events,
+            )
+        },
     ]
+}
+
+fn gpu_events(ctx: &NodeContext, scope: Scope) -> Outcome {
+    crate::layers::support::events::judge(ctx, ctx.gpu(scope)?, false)
 }
 
 /// amdgpu's module parameter `name`, when readable as a number.

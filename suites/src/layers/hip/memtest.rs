@@ -14,7 +14,7 @@
 use super::device::{HipDevice, find_device, hip_fail, load_module};
 use crate::context::NodeContext;
 use crate::findings::codes;
-use crate::layers::support::{isolated, list};
+use crate::layers::support::{isolated, list, size_text};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
 use rocgate_rocm::hip::{DeviceBuffer, GpuTimer, Hip, HipError};
@@ -213,27 +213,6 @@ fn target_bytes(total: usize, share: f64) -> (usize, &'static str) {
         )
     } else {
         (wanted, "")
-    }
-}
-
-/// `bytes` in the binary unit that reads best: `512 KiB`, `19.66 MiB`,
-/// `19.20 GiB`, `192 GiB`.
-fn size_text(bytes: u64) -> String {
-    const KIB: f64 = 1024.0;
-    let b = bytes as f64;
-    let (value, unit) = if b >= KIB * KIB * KIB {
-        (b / (KIB * KIB * KIB), "GiB")
-    } else if b >= KIB * KIB {
-        (b / (KIB * KIB), "MiB")
-    } else if b >= KIB {
-        (b / KIB, "KiB")
-    } else {
-        return format!("{bytes} bytes");
-    };
-    if value.fract() == 0.0 {
-        format!("{value:.0} {unit}")
-    } else {
-        format!("{value:.2} {unit}")
     }
 }
 

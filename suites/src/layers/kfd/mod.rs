@@ -3,14 +3,14 @@
 
 pub(crate) mod links;
 
-use crate::context::NodeContext;
+use crate::context::{GpuHolders, NodeContext};
 use crate::findings::codes;
-use crate::layers::support::{check, device_access, end, list};
+use crate::layers::support::{check, device_access, end, list, size_text};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
-use rocgate_node::facts::NodeFacts;
 use rocgate_node::facts::gpus::{Gpu, function_zero};
 use rocgate_node::facts::kfd::{KfdNode, TOPOLOGY};
+use rocgate_node::facts::{NodeFacts, kfd_procs};
 use rocgate_node::sysroot::ReadErrorKind;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,6 +62,17 @@ pub fn checks() -> Vec<Check<NodeContext>> {
                 ScopeKind::PerGpu,
                 "the GPU has a KFD topology node",
                 topology_node,
+            )
+        },
+        Check {
+            gates: false,
+            deps: &["kfd::topology_node"],
+            ..check(
+                "kfd::gpu_holders",
+                stack::KFD,
+                ScopeKind::PerGpu,
+                "no process other than rocgate held the GPU's VRAM or queues when rocgate started (a failure when a job is about to start on it)",
+                gpu_holders,
             )
         },
         Check {
@@ -421,6 +432,107 @@ fn kfd_node(gpu: &Gpu) -> Result<&KfdNode, Verdict> {
         .ok_or_else(|| Verdict::not_applicable("no KFD node (see kfd.topology_node)"))
 }
 
+/// Who else holds the GPU, from KFD's process list as rocgate found it
+/// before its own workers opened a GPU ([`NodeFacts::kfd_processes`]).
+/// The GPU's `mem_info_vram_used` (amdgpu_device.c, "%llu\n", the whole
+/// device's VRAM in use) is kept as a reading beside it.
+fn gpu_holders(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let gpu = ctx.gpu(scope)?;
+    let reading = |v: Verdict| match gpu.pci.as_ref().map(|p| {
+        ctx.facts
+            .sysroot
+            .read_opt(&format!("{}/mem_info_vram_used", p.sysfs_dir()))
+    }) {
+        Some(Ok(Some(text))) => match text.parse::<u64>() {
+            Ok(bytes) => v.with_reading("vram_used", bytes as f64, "bytes"),
+            Err(_) => v,
+        },
+        _ => v,
+    };
+    let listed = match &ctx.facts.kfd_processes {
+        Ok(Some(listed)) => listed,
+        Ok(None) => {
+            return Err(Verdict::unverifiable(format!(
+                "KFD lists no processes ({} is missing: amdkfd is not loaded, or the kernel is older than 5.8), so who holds the GPU cannot be seen",
+                kfd_procs::PROC
+            )));
+        }
+        Err(e) => {
+            return Err(Verdict::unverifiable(format!(
+                "KFD's process list cannot be read: {e}"
+            )));
+        }
+    };
+    let Some(gpu_id) = gpu.kfd.as_ref().and_then(|k| k.gpu_id) else {
+        return Err(Verdict::unverifiable(format!(
+            "{} has no KFD gpu_id, which KFD's process list names GPUs by",
+            gpu.label()
+        )));
+    };
+    let holders: Vec<(&kfd_procs::KfdProcess, u64, u32)> = listed
+        .processes
+        .iter()
+        .filter_map(|p| p.holds(gpu_id).map(|(vram, queues)| (p, vram, queues)))
+        .collect();
+    if holders.is_empty() {
+        if !listed.errors.is_empty() {
+            let errors: Vec<String> = listed.errors.iter().map(ToString::to_string).collect();
+            return Err(Verdict::unverifiable(format!(
+                "part of KFD's process list cannot be read, so a process holding the GPU may be missed: {}",
+                list(&errors, 3)
+            )));
+        }
+        return Ok(reading(Verdict::pass(format!(
+            "no other process holds VRAM or queues on the GPU (KFD lists {} other process{})",
+            listed.processes.len(),
+            if listed.processes.len() == 1 {
+                ""
+            } else {
+                "es"
+            }
+        ))));
+    }
+    let held: Vec<String> = holders
+        .iter()
+        .map(|(p, vram, queues)| {
+            format!(
+                "{} holds {} of VRAM and {queues} queue{}",
+                p.label(),
+                size_text(*vram),
+                if *queues == 1 { "" } else { "s" }
+            )
+        })
+        .collect();
+    let pids: Vec<String> = holders.iter().map(|(p, _, _)| p.pid.to_string()).collect();
+    let total: u64 = holders.iter().map(|(_, v, _)| *v).sum();
+    let on = gpu.label();
+    let verdict =
+        |v: Verdict| reading(v.with_reading("vram_held_by_others", total as f64, "bytes"));
+    let what = format!("{} on {on}", list(&held, 3));
+    match ctx.options.gpu_holders {
+        GpuHolders::Expected => Ok(verdict(Verdict::pass(format!(
+            "{what}: jobs run on the node, so the GPU is theirs"
+        )))),
+        GpuHolders::Unexpected => Err(verdict(Verdict::found(codes::GPU_IN_USE.finding_next(
+            format!("{what} as rocgate starts: the checks share the GPU with it"),
+            format!(
+                "see what it is (`ps -o pid,user,etime,cmd -p {}`, `amd-smi process`); if it is a job's leftover, end it before the GPU is given to work",
+                pids.join(",")
+            ),
+        )))),
+        GpuHolders::Forbidden => Err(verdict(Verdict::found(
+            codes::GPU_HELD_AT_JOB_START.finding_next(
+                format!("{what} as a job is about to start on it: the job will not get the GPU it was promised"),
+                format!(
+                    "end it (`kill {}`; `ps -o pid,user,etime,cmd -p {}` says whose it is), find why the previous job's epilog left it, and resume the node",
+                    pids.join(" "),
+                    pids.join(",")
+                ),
+            ),
+        ))),
+    }
+}
+
 fn topology_node(ctx: &NodeContext, scope: Scope) -> Outcome {
     let gpu = ctx.gpu(scope)?;
     if let Some(k) = &gpu.kfd {
@@ -598,7 +710,59 @@ mod tests {
             gfx_target,
             compute_units,
             render_minor,
+            gpu_holders,
         ]);
+    }
+
+    #[test]
+    fn a_process_holding_a_gpu_warns_in_a_run_fails_a_prolog_and_is_the_job_on_a_busy_node() {
+        use crate::context::RunOptions;
+        use crate::layers::fixture::{assert_found, node_with};
+        let mode = |gpu_holders| RunOptions {
+            gpu_holders,
+            ..RunOptions::default()
+        };
+        let n = node("gpu-in-use");
+        let v = n.verdict(gpu_holders, n.gpu("0000:46:00.0"));
+        assert_found(
+            &v,
+            codes::GPU_IN_USE,
+            "pid 48213 (python3) holds 151 GiB of VRAM and 4 queues on gpu2 (0000:46:00.0, AMD Instinct MI300X) as rocgate starts",
+        );
+        assert_eq!(v.status, Status::Warn);
+        assert!(next_step(&v).contains("ps -o pid,user,etime,cmd -p 48213"));
+        let held = v.metrics.iter().find(|m| m.name == "vram_held_by_others");
+        assert_eq!(held.map(|m| m.value), Some((151u64 << 30) as f64));
+        // amd-smi opened every GPU but holds none; the other GPUs are free.
+        let free = n.passes(gpu_holders, n.gpu("0000:05:00.0"));
+        assert!(
+            free.message.contains("KFD lists 2 other processes"),
+            "{}",
+            free.message
+        );
+
+        let prolog = node_with("gpu-in-use", mode(GpuHolders::Forbidden));
+        let v = prolog.verdict(gpu_holders, prolog.gpu("0000:46:00.0"));
+        assert_found(
+            &v,
+            codes::GPU_HELD_AT_JOB_START,
+            "as a job is about to start on it",
+        );
+        assert_eq!(v.status, Status::Fail);
+        assert!(next_step(&v).contains("kill 48213"));
+
+        let busy = node_with("gpu-in-use", mode(GpuHolders::Expected));
+        let v = busy.passes(gpu_holders, busy.gpu("0000:46:00.0"));
+        assert!(v.message.contains("jobs run on the node"), "{}", v.message);
+    }
+
+    #[test]
+    fn without_kfd_s_process_list_who_holds_a_gpu_is_unverifiable() {
+        let n = crate::layers::fixture::node_changed("mi300x-8", |root| {
+            std::fs::remove_dir_all(root.join("sys/class/kfd/kfd/proc")).unwrap();
+        });
+        let v = n.skips(gpu_holders, n.gpu("0000:05:00.0"), SkipReason::Unverifiable);
+        assert!(v.message.contains("older than 5.8"), "{}", v.message);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! finding ([`end`]), and small helpers. Nothing here knows a layer's facts.
 
 pub(crate) mod device_access;
+pub(crate) mod events;
 pub(crate) mod judge;
 pub(crate) mod library;
 
@@ -92,6 +93,27 @@ pub(crate) fn list<T: AsRef<str>>(items: &[T], max: usize) -> String {
         format!("{} and {} more", shown.join(", "), items.len() - max)
     } else {
         shown.join(", ")
+    }
+}
+
+/// `bytes` in the binary unit that reads best: `512 KiB`, `19.66 MiB`,
+/// `19.20 GiB`, `192 GiB`.
+pub(crate) fn size_text(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    let (value, unit) = if b >= KIB * KIB * KIB {
+        (b / (KIB * KIB * KIB), "GiB")
+    } else if b >= KIB * KIB {
+        (b / (KIB * KIB), "MiB")
+    } else if b >= KIB {
+        (b / KIB, "KiB")
+    } else {
+        return format!("{bytes} bytes");
+    };
+    if value.fract() == 0.0 {
+        format!("{value:.0} {unit}")
+    } else {
+        format!("{value:.2} {unit}")
     }
 }
 
