@@ -127,10 +127,17 @@ pub struct NodeArgs {
     #[arg(long, value_name = "DIR")]
     pub host_root: Option<PathBuf>,
     /// How far back the kernel log's GPU and PCIe events are judged:
-    /// `boot` (the default) or a window such as `15m`, `24h`, `7d`. Events
-    /// before it are reported as history (a warning), not as faults.
-    #[arg(long, value_name = "WINDOW", default_value = "boot")]
-    pub since: rocgate_suites::gpu_events::Since,
+    /// `boot`, `last-run` (since the last run in the history) or a window
+    /// such as `15m`, `24h`, `7d`; default `boot`, for `health` `last-run`.
+    /// Events before it are reported as history (a warning), not as faults.
+    #[arg(long, value_name = "WINDOW")]
+    pub since: Option<rocgate_suites::gpu_events::Since>,
+    /// Where the node's last runs are kept (`off`: nowhere); default
+    /// /var/lib/rocgate/history for root, else
+    /// $XDG_STATE_HOME/rocgate/history; a --sysroot replay keeps none
+    /// unless this names a directory.
+    #[arg(long, env = "ROCGATE_HISTORY_DIR", value_name = "DIR")]
+    pub history_dir: Option<PathBuf>,
 }
 
 impl NodeArgs {
@@ -174,8 +181,25 @@ impl NodeArgs {
             node_name: self.node_name.clone().filter(|n| !n.trim().is_empty()),
             host_root: self.host_root.clone(),
             gpu_holders: rocgate_suites::context::GpuHolders::default(),
-            since: self.since,
+            since: self.since_or(rocgate_suites::gpu_events::Since::Boot),
         }
+    }
+
+    /// `--since`, else `default`, with `last-run` resolved against the
+    /// node's history.
+    pub fn since_or(
+        &self,
+        default: rocgate_suites::gpu_events::Since,
+    ) -> rocgate_suites::gpu_events::Since {
+        crate::history::resolve(
+            self.since.unwrap_or(default),
+            self.history(self.sysroot.is_none()).as_ref(),
+        )
+    }
+
+    /// The node's history, as these arguments and the node (`live`) say.
+    pub fn history(&self, live: bool) -> Option<crate::history::History> {
+        crate::history::History::locate(self.history_dir.as_deref(), live)
     }
 
     /// The site's policy file, if there is one.

@@ -28,10 +28,15 @@ fn tolerances(args: &CompareArgs) -> Result<Tolerances> {
             Err(format!("--tolerance must be between 0 and 1, not {t}").into())
         }
         Some(t) => Ok(Tolerances::flat(t)),
-        None => Ok(Tolerances {
-            default: thresholds.compare.tolerance,
-            families: thresholds.compare.families,
-        }),
+        None => Ok(of(thresholds)),
+    }
+}
+
+/// The compare tolerances `thresholds` set.
+pub fn of(thresholds: Thresholds) -> Tolerances {
+    Tolerances {
+        default: thresholds.compare.tolerance,
+        families: thresholds.compare.families,
     }
 }
 

@@ -24,6 +24,61 @@ pub(crate) struct DoctorJson<'a> {
     findings: &'a [DiagnosedFault],
     waived: &'a [DiagnosedFault],
     decision: &'a rocgate::decision::Decision,
+    /// What changed since the last run that passed, from the node's
+    /// history, when this one found a fault and the history has one.
+    since_last_healthy: Option<&'a SinceHealthy>,
+}
+
+/// What changed between the node's last healthy run and this one.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct SinceHealthy {
+    /// The saved report of the last healthy run.
+    report: String,
+    /// When that run started (RFC 3339).
+    started_at: String,
+    /// The changes, as `rocgate compare` words them (versions, checks
+    /// that stopped passing, counters that grew, GPUs gone).
+    changed: Vec<String>,
+}
+
+/// What changed since the last healthy run `history` holds, compared as
+/// `rocgate compare` would compare its report with this run's.
+fn since_last_healthy(
+    history: &crate::history::History,
+    session: &Session,
+    report: &RunReport,
+) -> Option<SinceHealthy> {
+    let last = history.last_healthy()?;
+    let shown = crate::reports::Presented::of(session, report);
+    let now: serde_json::Value =
+        serde_json::from_str(&crate::reports::json_text(&shown).ok()?).ok()?;
+    let now: rocgate_harness::compare::Report =
+        rocgate_harness::saved_report::parse(now, "this run").ok()?;
+    let tolerances =
+        crate::compare_cmd::of(rocgate_suites::thresholds::Thresholds::builtin().ok()?);
+    let c = rocgate_harness::compare::compare(
+        &last.report,
+        &now,
+        &tolerances,
+        &rocgate_suites::stack::TERMS,
+    );
+    // The comparison's own verdict and tallies say nothing an operator
+    // acts on here: the changes are the point.
+    let changed = rocgate_harness::compare::render_text(&c)
+        .lines()
+        .filter(|l| {
+            !(l.ends_with(": 0")
+                || l.starts_with("Metrics judged")
+                || *l == "REGRESSED"
+                || l.starts_with("NO REGRESSION"))
+        })
+        .map(str::to_string)
+        .collect();
+    Some(SinceHealthy {
+        report: last.path.display().to_string(),
+        started_at: last.report.started_at,
+        changed,
+    })
 }
 
 /// What a layer looks like from the doctor's chair.
@@ -94,6 +149,15 @@ pub fn run(args: &DoctorArgs) -> Result<Exit> {
     let decision = rocgate::decision::decide(&report);
     let layers = report.layers();
     let interrupted = report.interrupted.as_deref();
+    let faulty = diagnosis
+        .likely_cause
+        .as_ref()
+        .is_some_and(|c| !c.is_warning());
+    let since = args
+        .node
+        .history(session.facts().sysroot.is_live())
+        .filter(|_| faulty)
+        .and_then(|h| since_last_healthy(&h, &session, &report));
     if let Some(json) = &args.json {
         let doc = DoctorJson {
             schema_version: diagnosis.schema_version,
@@ -109,18 +173,26 @@ pub fn run(args: &DoctorArgs) -> Result<Exit> {
             findings: &diagnosis.findings,
             waived: &diagnosis.waived,
             decision: &decision,
+            since_last_healthy: since.as_ref(),
         };
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| Error::internal(format!("failed to serialise the diagnosis: {e}")))?;
         json.json(&text)?;
     } else {
-        Output::Stdout.text(&render(
-            &session,
-            &report,
-            &diagnosis,
-            &layers,
-            Style::for_stdout(),
-        ))?;
+        let mut text = render(&session, &report, &diagnosis, &layers, Style::for_stdout());
+        if let Some(s) = &since {
+            text.push_str(&format!(
+                "\nSince the last healthy run (started {}, {}):\n",
+                s.started_at, s.report
+            ));
+            if s.changed.is_empty() {
+                text.push_str("  nothing rocgate records changed: the fault is new on the same software and hardware\n");
+            }
+            for line in &s.changed {
+                text.push_str(&format!("  {line}\n"));
+            }
+        }
+        Output::Stdout.text(&text)?;
     }
     Ok(if interrupted.is_some() {
         Exit::Interrupted

@@ -199,7 +199,7 @@ fn check(
     *budget_end = Some(end);
     let node = args.node.open()?;
     let job = args.slurm_prolog || args.slurm_epilog;
-    let options = args.node.options(
+    let mut options = args.node.options(
         &config,
         args.select.expect_gpus,
         if job {
@@ -208,6 +208,11 @@ fn check(
             args.select.gpus.as_deref()
         },
     );
+    // Health runs again and again: what it judges is what is new since
+    // its last run, not every event since boot.
+    options.since = args
+        .node
+        .since_or(rocgate_suites::gpu_events::Since::LastRun);
     let mut session = Session::open(node.sysroot(), options)?;
     // The job's GPUs, as Slurm numbers them, to this node's GPUs; the
     // workers are given the inventory indices.
@@ -307,6 +312,8 @@ fn check(
     }
     (report.strict, report.fail_on_warn) = args.verdict.resolve(&config);
     let shown = crate::reports::Presented::of(&session, &report);
+    let history = args.node.history(session.facts().sysroot.is_live());
+    crate::reports::keep_in_history(history.as_ref(), &shown);
     let (_, not_written) =
         crate::reports::write(crate::reports::Source::Health, &args.reports, &shown);
     not_written.iter().for_each(|e| errln!("rocgate: {e}"));

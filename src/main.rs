@@ -45,6 +45,7 @@ mod error;
 mod fleet_cmd;
 mod github;
 mod health_cmd;
+mod history;
 mod html;
 mod inventory_cmd;
 mod list_cmd;

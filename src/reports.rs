@@ -78,18 +78,7 @@ impl Format {
         let report = shown.report;
         match self {
             Format::Junit => junit::render(report, &shown.node, &IDENTITY),
-            Format::Json => {
-                let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
-                json::render(
-                    report,
-                    &json::JsonContext {
-                        tool: &tool,
-                        node_properties: &shown.node,
-                        versions: &shown.versions,
-                        decision: serde_json::to_value(&shown.decision).ok(),
-                    },
-                )
-            }
+            Format::Json => json_text(shown),
             Format::Prom => Ok(textfile(source, path, &shown.node, report)),
             Format::Html => Ok(crate::html::run_page(shown)),
         }
@@ -165,6 +154,34 @@ impl<'a> Presented<'a> {
             versions: session.versions(report),
             decision: rocgate::decision::decide(report),
         }
+    }
+}
+
+/// The run's JSON report, as `--json` writes it.
+pub fn json_text(shown: &Presented<'_>) -> Result<String, String> {
+    let tool = format!("rocgate {}", env!("CARGO_PKG_VERSION"));
+    json::render(
+        shown.report,
+        &json::JsonContext {
+            tool: &tool,
+            node_properties: &shown.node,
+            versions: &shown.versions,
+            decision: serde_json::to_value(&shown.decision).ok(),
+        },
+    )
+}
+
+/// Keeps the run in the node's history, if it has one; a history that
+/// cannot be written is said, and the run's verdict stands.
+pub fn keep_in_history(history: Option<&crate::history::History>, shown: &Presented<'_>) {
+    let Some(history) = history else { return };
+    let kept = json_text(shown).and_then(|text| {
+        let started = shown.report.started_at.to_rfc3339();
+        let passed = shown.decision.exit() == rocgate::exit::Exit::Pass;
+        history.record(&text, &started, passed)
+    });
+    if let Err(e) = kept {
+        errln!("rocgate: {e}");
     }
 }
 

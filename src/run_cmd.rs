@@ -166,6 +166,8 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
 
     // What every report shows beside the results, worked out once for all.
     let shown = crate::reports::Presented::of(&session, &report);
+    let history = args.node.history(session.facts().sysroot.is_live());
+    crate::reports::keep_in_history(history.as_ref(), &shown);
     let (written, mut not_written) =
         crate::reports::write(crate::reports::Source::Run, &args.reports, &shown);
     if !args.quiet {

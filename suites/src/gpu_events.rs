@@ -14,16 +14,23 @@ pub enum Since {
     Boot,
     /// The last stretch of time (`15m`, `24h`).
     Last(Duration),
+    /// Since the last run rocgate's history holds (the front end turns it
+    /// into [`Since::Last`]; unresolved, it is since boot).
+    LastRun,
 }
 
 impl FromStr for Since {
     type Err = String;
 
-    /// `boot`, or a number with a unit: `90s`, `15m`, `24h`, `7d`.
+    /// `boot`, `last-run`, or a number with a unit: `90s`, `15m`, `24h`,
+    /// `7d`.
     fn from_str(text: &str) -> Result<Since, String> {
         let t = text.trim();
         if t.eq_ignore_ascii_case("boot") {
             return Ok(Since::Boot);
+        }
+        if t.eq_ignore_ascii_case("last-run") {
+            return Ok(Since::LastRun);
         }
         let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (number, unit) = t.split_at(split);
@@ -50,6 +57,7 @@ impl fmt::Display for Since {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Since::Boot => f.write_str("boot"),
+            Since::LastRun => f.write_str("last-run"),
             Since::Last(d) => {
                 let s = d.as_secs();
                 let (n, unit) = [(86_400, "d"), (3600, "h"), (60, "m")]
@@ -74,6 +82,7 @@ mod tests {
             ("15m", Since::Last(Duration::from_secs(900))),
             ("24h", Since::Last(Duration::from_secs(86_400))),
             ("90s", Since::Last(Duration::from_secs(90))),
+            ("last-run", Since::LastRun),
         ] {
             let got: Since = text.parse().unwrap();
             assert_eq!(got, want);

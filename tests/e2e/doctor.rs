@@ -138,3 +138,98 @@ fn doctor_json_to_a_file_writes_what_it_would_print() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains(&nowhere.display().to_string()));
 }
+
+/// Runs `rocgate ARGS --sysroot ROOT --history-dir HISTORY`.
+fn with_history(
+    args: &[&str],
+    root: &std::path::Path,
+    history: &std::path::Path,
+) -> std::process::Output {
+    on_sysroot(args, root)
+        .arg("--history-dir")
+        .arg(history)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn doctor_says_what_changed_since_the_node_last_worked() {
+    // Yesterday's healthy run, kept in the node's history.
+    let n = node("mi300x-8");
+    let history = n.root.with_extension("history");
+    let out = with_history(&["run", "--quiet"], &n.root, &history);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(std::fs::read_dir(&history).unwrap().count(), 1);
+
+    // Overnight: the kernel went from 6.8.0-79 to 6.8.0-85 without a DKMS
+    // rebuild, gpu3's firmware changed, and gpu6 fell off the bus.
+    std::fs::write(
+        n.root.join("proc/sys/kernel/osrelease"),
+        "6.8.0-85-generic\n",
+    )
+    .unwrap();
+    let mec = "sys/bus/pci/devices/0000:65:00.0/fw_version/mec_fw_version";
+    std::fs::write(n.root.join(mec), "0x000000a2\n").unwrap();
+    std::fs::remove_file(n.root.join("sys/bus/pci/devices/0000:c6:00.0")).unwrap();
+
+    let out = with_history(&["doctor"], &n.root, &history);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_has(&text, "Since the last healthy run (started ");
+    assert_has(
+        &text,
+        "kernel                   6.8.0-79-generic -> 6.8.0-85-generic",
+    );
+    assert_has(
+        &text,
+        "DKMS amdgpu is built for 6.8.0-79-generic, but not for the running kernel 6.8.0-85-generic",
+    );
+    assert_has(&text, "gpu6.pci.identity pass -> fail");
+    assert_has(&text, "fw_mec");
+
+    let json = n.root.with_extension("doctor.json");
+    let out = with_history(
+        &["doctor", "--json", json.to_str().unwrap()],
+        &n.root,
+        &history,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let since = &doc["since_last_healthy"];
+    assert!(
+        since["report"].as_str().unwrap().ends_with("-pass.json"),
+        "{since}"
+    );
+    let changed: Vec<&str> = since["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|l| l.as_str())
+        .collect();
+    assert!(
+        changed.iter().any(|l| l.contains("6.8.0-85-generic")),
+        "{changed:?}"
+    );
+
+    // A doctor without a history says nothing of one.
+    let (_, plain) = doctor(&n.root, &[]);
+    assert!(plain["since_last_healthy"].is_null(), "{plain}");
+}
+
+#[test]
+fn health_judges_what_is_new_since_its_last_run() {
+    // A day of faults in the log; health's first run has no history and
+    // judges the whole boot.
+    let n = node("gpu-faults-logged");
+    let history = n.root.with_extension("history");
+    let out = with_history(&["health"], &n.root, &history);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // The next run judges only what came after the first: the same events
+    // are history now, and are not raised again.
+    let out = with_history(&["health"], &n.root, &history);
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{line}");
+    assert!(line.contains("gpu-event-history"), "{line}");
+    assert_eq!(std::fs::read_dir(&history).unwrap().count(), 2);
+}

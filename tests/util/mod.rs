@@ -45,6 +45,9 @@ pub fn rocgate() -> Command {
     // No site policy (a machine's /etc/rocgate/rocgate.toml) and no node
     // name unless a test gives them.
     c.env("ROCGATE_CONFIG", "").env_remove("ROCGATE_NODE_NAME");
+    // Nor the machine's own history (/var/lib/rocgate): a test that keeps
+    // one names its directory.
+    c.env("ROCGATE_HISTORY_DIR", "off");
     c
 }
 

@@ -26,7 +26,7 @@ impl Window {
         let now = rocgate_node::facts::kernel_log::uptime(&ctx.facts.sysroot);
         let now_s = now.as_ref().ok().copied();
         match (ctx.options.since, now) {
-            (Since::Boot, _) => Window {
+            (Since::Boot | Since::LastRun, _) => Window {
                 start_s: None,
                 now_s,
                 said: "since boot".into(),
