@@ -264,7 +264,8 @@ mod tests {
             strict: true,
             ..env
         });
-        // node.firmware.kernel_log and each GPU's init_errors and load_errors.
-        assert_eq!(strict.num_failed, 17);
+        // node.firmware.kernel_log, and each GPU's init_errors, load_errors,
+        // gpu_events and bus_events.
+        assert_eq!(strict.num_failed, 1 + 4 * 8);
     }
 }

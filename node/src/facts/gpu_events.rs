@@ -146,7 +146,8 @@ pub struct GpuEvent {
     pub address: Option<String>,
     /// Whether the address came from the lines around it.
     pub by_context: bool,
-    /// Seconds since boot, from the line's `[ 8812.104211]` stamp.
+    /// Seconds since boot, from the line's `[ 8812.104211]` stamp, else
+    /// from its wall-clock prefix against the boot banner's.
     pub uptime_s: Option<f64>,
     /// The faulting process, when the line or the one after it names it
     /// (`process python3 pid 4242`, page faults and job timeouts).
@@ -269,6 +270,46 @@ pub fn uptime_of(line: &str) -> Option<f64> {
     c.get(1)?.as_str().parse().ok()
 }
 
+static ISO_STAMP: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"^\s*(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}))")
+        .ok()
+});
+static CTIME_STAMP: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^\s*\[(\w{3} \w{3} [ \d]\d \d{2}:\d{2}:\d{2} \d{4})\]").ok());
+
+/// The wall-clock time a line's prefix says, as UTC where the prefix
+/// gives its offset (rsyslog's RFC 3339 `2026-12-03T10:00:00.123456+00:00
+/// host kernel: ...`, as Ubuntu 24.04's kern.log has it, and `dmesg
+/// --time-format iso`'s `2026-12-03T10:00:00,123456+00:00`) and as local
+/// time where it does not (`dmesg -T`'s `[Mon Dec 18 08:34:36 2023]`):
+/// only differences between lines of one log are taken from it.
+pub fn wall_of(line: &str) -> Option<chrono::NaiveDateTime> {
+    if let Some(c) = ISO_STAMP.as_ref().and_then(|re| re.captures(line)) {
+        let text = c.get(1)?.as_str().replace(',', ".");
+        return chrono::DateTime::parse_from_rfc3339(&text)
+            .or_else(|_| chrono::DateTime::parse_from_str(&text, "%Y-%m-%dT%H:%M:%S%.f%z"))
+            .ok()
+            .map(|t| t.naive_utc());
+    }
+    let c = CTIME_STAMP.as_ref()?.captures(line)?;
+    let text = c
+        .get(1)?
+        .as_str()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    chrono::NaiveDateTime::parse_from_str(&text, "%a %b %d %H:%M:%S %Y").ok()
+}
+
+/// Seconds since boot of a line whose only stamp is wall-clock: its time
+/// less the boot banner's (the first line of the boot, printed at 0 s).
+fn uptime_by_wall(line: &str, boot: Option<chrono::NaiveDateTime>) -> Option<f64> {
+    let at = wall_of(line)?;
+    let since = at.signed_duration_since(boot?);
+    let s = since.num_milliseconds() as f64 / 1000.0;
+    (s >= 0.0).then_some(s)
+}
+
 /// The device a line concerns, when it names one.
 fn address_of(class: EventClass, line: &str) -> Option<String> {
     match class {
@@ -287,6 +328,10 @@ fn address_of(class: EventClass, line: &str) -> Option<String> {
 /// reset a job timeout starts (the next lines), else the last one before.
 pub fn events(lines: &[String]) -> Vec<GpuEvent> {
     let mut found = Vec::new();
+    let boot = lines
+        .iter()
+        .find(|l| l.contains("Linux version "))
+        .and_then(|l| wall_of(l));
     let mut last: Option<String> = None;
     for (i, line) in lines.iter().enumerate() {
         let named = line_address(line);
@@ -320,7 +365,7 @@ pub fn events(lines: &[String]) -> Vec<GpuEvent> {
             line: line.trim().to_string(),
             address,
             by_context,
-            uptime_s: uptime_of(line),
+            uptime_s: uptime_of(line).or_else(|| uptime_by_wall(line, boot)),
             process,
         });
     }
@@ -473,11 +518,35 @@ mod tests {
         }
     }
 
+    #[test]
+    fn wall_clock_lines_are_placed_against_the_boot_banner() {
+        // Ubuntu 24.04's kern.log: rsyslog's RFC 3339 stamps, no [seconds].
+        let log = lines(
+            "2026-12-02T03:00:00.000000+00:00 gpu-node-01 kernel: Linux version 6.8.0-85-generic (buildd@lcy02)\n\
+             2026-12-02T18:00:00.500000+00:00 gpu-node-01 kernel: amdgpu 0000:05:00.0: amdgpu: GPU reset(1) failed\n",
+        );
+        let ev = events(&log);
+        assert_eq!(ev[0].uptime_s, Some(54_000.5));
+        // dmesg -T, local time without a zone, and dmesg --time-format iso.
+        let log = lines(
+            "[Mon Dec 18 08:30:00 2023] Linux version 6.5.0\n\
+             [Mon Dec 18 08:34:36 2023] [drm:psp_hw_start [amdgpu]] *ERROR* PSP create ring failed!\n\
+             2023-12-18T08:34:40,000000+00:00 amdgpu 0000:c7:00.0: amdgpu: GPU reset begin!\n",
+        );
+        let ev = events(&log);
+        assert_eq!(ev[0].uptime_s, Some(276.0));
+        assert!(wall_of(&log[2]).is_some());
+        // No banner: no place in time.
+        let ev = events(&log[1..]);
+        assert_eq!(ev[0].uptime_s, None);
+    }
+
     proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,400}") {
             let _ = events(&lines(&s));
             let _ = uptime_of(&s);
+            let _ = wall_of(&s);
         }
     }
 }
