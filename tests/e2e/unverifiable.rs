@@ -25,8 +25,9 @@ fn checks_that_could_not_look_are_unverifiable_and_strict_fails_on_them() {
     let (code, stdout, json, junit) = run(&n.root, &[]);
     assert_eq!(code, 0, "{stdout}");
     let by_reason = &json["skipped_by_reason"];
-    // The firmware log checks: one for the node, two per GPU.
-    assert_eq!(by_reason["unverifiable"], 17, "{by_reason}");
+    // The kernel-log checks: one for the node, four per GPU (firmware
+    // init and load errors, amdgpu events, bus events).
+    assert_eq!(by_reason["unverifiable"], 33, "{by_reason}");
     // No --rocm-path on a capture: the runtime layers are not configured,
     // which is not a verdict on the node.
     assert!(by_reason["not-configured"].as_u64().unwrap() > 0);
@@ -44,9 +45,9 @@ fn checks_that_could_not_look_are_unverifiable_and_strict_fails_on_them() {
     );
     assert_has(
         &stdout,
-        "Could not verify (17; --strict would fail the run)",
+        "Could not verify (33; --strict would fail the run)",
     );
-    assert_has(&stdout, "17 unverifiable");
+    assert_has(&stdout, "33 unverifiable");
     // The ladder does not call a layer that could not look "pass".
     let gpu3 = stdout.lines().find(|l| l.starts_with("gpu3 ")).unwrap();
     assert_has(gpu3, "unverif");
@@ -60,7 +61,7 @@ fn checks_that_could_not_look_are_unverifiable_and_strict_fails_on_them() {
         assert_eq!(code, 1, "{stdout}");
         assert_eq!(json["strict"], true);
         assert_eq!(json["passed"], false);
-        assert_has(&stdout, "--strict: 17 could not verify");
+        assert_has(&stdout, "--strict: 33 could not verify");
         assert_has(&stdout, "kernel log not readable");
     }
 }
