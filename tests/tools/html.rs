@@ -75,7 +75,12 @@ impl Witness {
                 let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
                 let mut line = String::new();
                 let _ = BufReader::new(&stream).read_line(&mut line);
-                log.lock().unwrap().push(line.trim_end().to_string());
+                // A connection that carries no request line (Chromium opens
+                // spare sockets to its proxy ahead of need and closes them
+                // unused) asked for nothing.
+                if !line.trim().is_empty() {
+                    log.lock().unwrap().push(line.trim_end().to_string());
+                }
                 let _ = (&stream).write_all(
                     b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
                 );
