@@ -65,8 +65,8 @@ pub fn event(line: &str) -> Option<Event> {
 }
 
 /// `0000:05:00` of the address `0000:05:00.0`: a reset is the device's,
-/// whichever function the line names.
-fn device_part(address: &str) -> String {
+/// whichever function (or partition) the line names; lower case.
+pub fn device_part(address: &str) -> String {
     address
         .rsplit_once('.')
         .map_or(address, |(device, _)| device)

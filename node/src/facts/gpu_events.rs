@@ -10,7 +10,7 @@
 //! `, `pcieport 0000:00:01.1: `); `DRM_ERROR` lines carry none and are
 //! attributed by the lines around them.
 
-use super::kernel_log::line_address;
+use super::kernel_log::{is_amdgpu_line, line_address};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -251,17 +251,12 @@ pub fn classify(line: &str) -> Option<EventClass> {
             || (line.contains("DMAR: [DMA ") && line.contains("Request device ["))
         {
             EventClass::IommuFault
-        } else if is_amdgpu(line) && (line.contains("*ERROR*") || lower.contains(" failed")) {
+        } else if is_amdgpu_line(line) && (line.contains("*ERROR*") || lower.contains(" failed")) {
             EventClass::OtherError
         } else {
             return None;
         },
     )
-}
-
-/// Lines amdgpu or KFD printed.
-fn is_amdgpu(line: &str) -> bool {
-    line.contains("amdgpu") || line.contains("[drm") || line.contains("kfd")
 }
 
 /// The seconds since boot a line's stamp says.
@@ -335,7 +330,7 @@ pub fn events(lines: &[String]) -> Vec<GpuEvent> {
     let mut last: Option<String> = None;
     for (i, line) in lines.iter().enumerate() {
         let named = line_address(line);
-        if named.is_some() && is_amdgpu(line) {
+        if named.is_some() && is_amdgpu_line(line) {
             last.clone_from(&named);
         }
         let Some(class) = classify(line) else {

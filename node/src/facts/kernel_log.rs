@@ -211,7 +211,8 @@ pub fn line_address(line: &str) -> Option<String> {
         .map(|m| m.as_str().to_ascii_lowercase())
 }
 
-fn is_amdgpu_line(line: &str) -> bool {
+/// Whether amdgpu or KFD printed `line`.
+pub(crate) fn is_amdgpu_line(line: &str) -> bool {
     line.contains("amdgpu") || line.contains("[drm") || line.contains("kfd")
 }
 

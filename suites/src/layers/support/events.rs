@@ -7,6 +7,7 @@ use super::list;
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
 use crate::gpu_events::Since;
+use crate::resets::device_part;
 use rocgate_harness::{Outcome, Verdict};
 use rocgate_node::facts::acs;
 use rocgate_node::facts::gpu_events::{EventClass, GpuEvent};
@@ -100,17 +101,11 @@ fn code_of(class: EventClass) -> Option<Code> {
         .map(|(_, code)| *code)
 }
 
-/// `0000:05:00` of `0000:05:00.0`: an event is the device's, whichever
-/// function (or partition) names it.
-fn device_part(address: &str) -> &str {
-    address.rsplit_once('.').map_or(address, |(d, _)| d)
-}
-
 /// The events of the kernel log that concern `gpu`: amdgpu's (`bus`
 /// false) or the PCI core's and the IOMMU's (`bus` true), the latter also
 /// when they name a bridge above the GPU.
 fn events_of<'a>(ctx: &'a NodeContext, gpu: &Gpu, bus: bool) -> Vec<&'a GpuEvent> {
-    let device = device_part(gpu.physical_address()).to_ascii_lowercase();
+    let device = device_part(gpu.physical_address());
     let bridges = if bus {
         acs::bridges_above(&ctx.facts.sysroot, gpu.physical_address()).unwrap_or_default()
     } else {
