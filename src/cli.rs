@@ -180,6 +180,7 @@ impl NodeArgs {
             runtime_off: None,
             node_name: self.node_name.clone().filter(|n| !n.trim().is_empty()),
             host_root: self.host_root.clone(),
+            burnin: None,
             gpu_holders: rocgate_suites::context::GpuHolders::default(),
             since: self.since_or(rocgate_suites::gpu_events::Since::Boot),
         }
@@ -233,13 +234,28 @@ pub struct WorkerArgs {
     pub gpu_identity: Option<String>,
 }
 
+/// The burn-in's `--duration`: a span from 5 s to 7 days. Under a minute is
+/// a smoke test of the burn-in itself, not a burn-in.
+fn burnin_duration(text: &str) -> std::result::Result<std::time::Duration, String> {
+    let d = rocgate_suites::gpu_events::span(text)?;
+    if d < std::time::Duration::from_secs(5) || d > std::time::Duration::from_secs(7 * 86_400) {
+        return Err(format!("{text:?}: give a duration from 5s to 7d"));
+    }
+    Ok(d)
+}
+
 /// Which checks run on which GPUs.
 #[derive(Debug, Args)]
 pub struct SelectArgs {
     /// How deep to go: passive (files only: safe beside running jobs),
-    /// quick (default), standard or extended.
+    /// quick (default), standard, extended or burnin (sustained load for
+    /// --duration); `rocgate list --tiers` says what each runs.
     #[arg(long)]
     pub tier: Option<Tier>,
+    /// How long the burn-in tier loads every GPU: `90s`, `30m` (default),
+    /// `24h`, up to `7d`.
+    #[arg(long, value_name = "SPAN", value_parser = burnin_duration)]
+    pub duration: Option<std::time::Duration>,
     /// GPUs to check: inventory indices (0,3), PCI addresses (0000:05:00.0)
     /// or serials (0x1d2a3f4000000000, as `rocgate inventory` prints them).
     #[arg(long, value_name = "LIST")]
@@ -249,6 +265,23 @@ pub struct SelectArgs {
     pub expect_gpus: Option<usize>,
     #[command(flatten)]
     pub checks: ChecksArgs,
+}
+
+impl SelectArgs {
+    /// How long sustained checks run beyond their own time at `tier`: the
+    /// burn-in's `--duration` (default 30 min) in the burn-in tier; a
+    /// `--duration` for another tier is a usage error, not ignored.
+    pub fn sustain(&self, tier: Tier) -> Result<std::time::Duration> {
+        match (tier, self.duration) {
+            (Tier::Burnin, d) => {
+                Ok(d.unwrap_or(rocgate_suites::layers::hip::burnin::DEFAULT_DURATION))
+            }
+            (_, None) => Ok(std::time::Duration::ZERO),
+            (other, Some(_)) => Err(crate::error::Error::usage(format!(
+                "--duration is how long the burn-in tier loads the GPUs; the {other} tier has none (add --tier burnin)"
+            ))),
+        }
+    }
 }
 
 impl ChecksArgs {

@@ -86,6 +86,12 @@ impl From<crate::error::Error> for Stop {
 /// Runs the health check: 0 healthy, 1 unhealthy, 2 unknown or a report
 /// not written; a prolog's 0 or 1.
 pub fn run(args: &HealthArgs) -> Result<Exit> {
+    // A health check answers within its budget; a burn-in is `run`'s.
+    if args.select.tier == Some(Tier::Burnin) || args.select.duration.is_some() {
+        return Err(crate::error::Error::usage(
+            "health gives a verdict within its budget; run a burn-in with `rocgate run --tier burnin --duration SPAN`",
+        ));
+    }
     let started = Instant::now();
     let job = args.slurm_prolog || args.slurm_epilog;
     // A signal ends health with a code its caller documents: a prolog's

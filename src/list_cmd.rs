@@ -13,7 +13,7 @@ use rocgate_suites::{NodeContext, RunOptions, registry};
 use std::time::Duration;
 
 /// What each tier is for, shallowest first.
-const TIERS: [(Tier, &str); 4] = [
+const TIERS: [(Tier, &str); 5] = [
     (
         Tier::Passive,
         "files only (sysfs, RAS counters, thermals, kernel log, versions, host settings): no vendor library, no worker, no device opened; safe beside running jobs",
@@ -28,7 +28,11 @@ const TIERS: [(Tier, &str); 4] = [
     ),
     (
         Tier::Extended,
-        "+ performance floors, peer-to-peer matrix, a device-memory test",
+        "+ performance floors, peer-to-peer matrix, a device-memory test, HBM bandwidth",
+    ),
+    (
+        Tier::Burnin,
+        "+ every GPU under sustained load for --duration (default 30 min): results compared across iterations and GPUs, telemetry sampled each second and judged",
     ),
 ];
 
@@ -67,7 +71,7 @@ fn list(args: &ListArgs, out: &mut String) -> Result<()> {
         }
         let _ = writeln!(
             out,
-            "\ntypical: an estimate for a healthy 8x MI300X node, from each check's own work (its `typical` time), the GPUs checked side by side; not yet measured on one."
+            "\ntypical: an estimate for a healthy 8x MI300X node, from each check's own work (its `typical` time), the GPUs checked side by side; not yet measured on one. The burn-in's is its default --duration plus its set-up."
         );
         return Ok(());
     }
@@ -135,12 +139,17 @@ fn on_failure(c: &Check<NodeContext>) -> &'static str {
 /// after each other and the GPUs' side by side (one GPU's sum), the same
 /// for any number of GPUs.
 fn typical_run(registry: &[Check<NodeContext>], tier: Tier) -> Duration {
+    // A sustained check lasts the burn-in's default duration.
+    let opts = rocgate_harness::ExecOptions {
+        sustain: rocgate_suites::layers::hip::burnin::DEFAULT_DURATION,
+        ..rocgate_harness::ExecOptions::default()
+    };
     let instances = registry.iter().filter(|c| c.tier <= tier).map(|c| {
         let scope = match c.scope {
             ScopeKind::Node => Scope::Node,
             _ => Scope::Gpu(0),
         };
-        (scope, c.typical)
+        (scope, opts.typical_of(c))
     });
     rocgate_harness::plan::typical_wall_time(instances)
 }

@@ -78,6 +78,20 @@ fn timeout_seconds(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// How long instance `i` usually takes in this run: nothing when the
+/// selection leaves it out; a sustained check's typical time includes the
+/// burn-in's duration.
+fn typical(
+    plan: &rocgate_harness::Plan<'_, rocgate_suites::NodeContext>,
+    opts: &ExecOptions,
+    i: &rocgate_harness::plan::Instance,
+) -> Duration {
+    match i.excluded {
+        Some(_) => Duration::ZERO,
+        None => opts.typical_of(plan.check(i)),
+    }
+}
+
 /// Runs the checks and writes the reports.
 ///
 /// The exit code ([`Exit`]), first match wins:
@@ -103,17 +117,17 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     let timeout_scale = args.timeout_scale.or(config.timeout_scale()).unwrap_or(1.0);
     // Owns an archive's unpacked directory: dropped (and removed) when this
     // command returns, after everything that reads the node.
-    let node = args.node.open()?;
-    let session = Session::open(
-        node.sysroot(),
-        args.node.options(
-            &config,
-            args.select.expect_gpus,
-            args.select.gpus.as_deref(),
-        ),
-    )?;
-    let gpus = session.select_gpus(None)?;
     let tier = args.select.tier.or(config.tier()).unwrap_or_default();
+    let sustain = args.select.sustain(tier)?;
+    let node = args.node.open()?;
+    let mut options = args.node.options(
+        &config,
+        args.select.expect_gpus,
+        args.select.gpus.as_deref(),
+    );
+    options.burnin = args.select.duration;
+    let session = Session::open(node.sysroot(), options)?;
+    let gpus = session.select_gpus(None)?;
     let plan = args.select.checks.plan(&session, &config, &gpus, tier)?;
     let entries: Vec<String> = config
         .timeout_entries()
@@ -134,6 +148,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         workers: crate::worker_cmd::threads(plan.gpus.len()),
         isolator: workers,
         waivers: std::sync::Arc::new(waivers),
+        sustain,
         ..ExecOptions::default()
     };
     if !args.quiet {
@@ -147,7 +162,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     let progress = RefCell::new(Progress::new(
         plan.instances
             .iter()
-            .map(|i| (i.test_id.clone(), i.scope, plan.typical(i))),
+            .map(|i| (i.test_id.clone(), i.scope, typical(&plan, &opts, i))),
         mode,
         Duration::from_secs(args.heartbeat),
     ));

@@ -401,11 +401,13 @@ impl Session {
             options.gpus = Some(selection.join(","));
         }
         let ctx = Arc::clone(&self.ctx);
-        let config = if options.thresholds.is_some() || options.matrix.is_some() {
-            Some(self.write_worker_config()?)
-        } else {
-            None
-        };
+        let config =
+            if options.thresholds.is_some() || options.matrix.is_some() || options.burnin.is_some()
+            {
+                Some(self.write_worker_config()?)
+            } else {
+                None
+            };
         Ok(WorkerPool::new(
             Box::new(move |scope| {
                 let mut cmd = std::process::Command::new(&program);
@@ -460,6 +462,7 @@ impl Session {
             thresholds_origin: self.ctx.thresholds.origin.clone(),
             matrix: self.ctx.matrix.clone(),
             matrix_origin: self.ctx.matrix.origin.clone(),
+            burnin: self.ctx.options.burnin,
         };
         let text = serde_json::to_string(&config)
             .map_err(|e| format!("internal error: the worker configuration: {e}"))?;

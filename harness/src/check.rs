@@ -37,6 +37,10 @@ pub struct Check<C> {
     /// Run in the scope's worker process (it calls vendor libraries that may
     /// hang or crash), not in rocgate's own process.
     pub isolated: bool,
+    /// It runs for as long as the run asks (a burn-in's `--duration`,
+    /// [`crate::ExecOptions::sustain`]) on top of its own `timeout` and
+    /// `typical`, which then cover only what it does around that time.
+    pub sustained: bool,
     /// One line: what the check verifies.
     pub summary: &'static str,
     /// Runs the check for one scope.
@@ -65,6 +69,7 @@ impl<C> Check<C> {
             timeout,
             typical: Duration::from_millis(10),
             isolated: false,
+            sustained: false,
             summary,
             run,
         }

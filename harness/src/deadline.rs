@@ -49,6 +49,34 @@ pub(crate) fn run_check(
     .with_output(verdict.output)
 }
 
+/// Set when the run asks its running checks to stop early (it was
+/// interrupted): in a worker by SIGINT from its parent, in rocgate's own
+/// process by the executor.
+static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::OnceLock::new();
+
+fn stop_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
+    STOP.get_or_init(Default::default)
+}
+
+/// Whether the run asked the running check to stop early: a check that
+/// runs for a chosen time (a burn-in) ends then and reports what it
+/// measured so far, instead of being cut off without a word.
+pub fn stop_asked() -> bool {
+    stop_flag().load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Asks the running checks to stop early ([`stop_asked`]).
+pub(crate) fn ask_stop() {
+    stop_flag().store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Makes SIGINT ask this process's checks to stop ([`stop_asked`]) rather
+/// than end it: a worker's parent sends it when the run is interrupted.
+pub(crate) fn stop_on_sigint() {
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, stop_flag().clone());
+}
+
 /// The time the running check has left; `None` outside a check or when it
 /// has no limit.
 pub fn time_left() -> Option<Duration> {

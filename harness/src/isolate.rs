@@ -182,6 +182,19 @@ impl WorkerPool {
     }
 }
 
+/// How long an interrupted worker's check has to answer after it was asked
+/// to stop: within the executor's grace for running checks.
+const WIND_DOWN: Duration = Duration::from_millis(1500);
+
+/// Asks `worker`'s running check to stop (SIGINT to its process, which
+/// [`crate::deadline::stop_asked`] sees) and waits up to [`WIND_DOWN`] for
+/// its answer.
+fn wind_down(worker: &mut Worker) -> Option<String> {
+    let pid = i32::try_from(worker.child.id()).ok()?;
+    let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGINT);
+    worker.replies.recv_timeout(WIND_DOWN).ok()
+}
+
 /// Waits up to `limit` for the child to exit.
 fn reap(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     let deadline = Instant::now() + limit;
@@ -264,6 +277,11 @@ impl Isolator for WorkerPool {
                     Err(RecvTimeoutError::Timeout) => {
                         let signal = self.interrupt.load(Ordering::SeqCst);
                         if signal != 0 {
+                            // A check that can stop early (a burn-in) is
+                            // asked to and reports what it measured.
+                            if let Some(reply) = wind_down(worker) {
+                                break Ok(reply);
+                            }
                             self.kill(worker);
                             *guard = None;
                             return Verdict::skip(
@@ -369,6 +387,7 @@ pub fn serve<C>(
 ) -> std::io::Result<()> {
     // Keep the protocol on a private copy of stdout and send whatever else
     // is printed there (vendor libraries print) to stderr, the log.
+    crate::deadline::stop_on_sigint();
     let protocol = nix::unistd::dup(std::io::stdout())?;
     nix::unistd::dup2_stdout(std::io::stderr())?;
     let mut out = std::fs::File::from(protocol);

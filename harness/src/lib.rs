@@ -37,4 +37,6 @@ pub use model::{Layer, Scope, ScopeKind, Tier, UnknownLayer};
 pub use plan::{Plan, PlanError, plan};
 pub use policy::{CheckPattern, Selection, Waiver, WaiverNote, Waivers};
 pub use result::{CheckResult, RunReport, SavedResult, ScopeInfo};
-pub use verdict::{Finding, Metric, MetricKind, Severity, SkipReason, Spread, Status, Verdict};
+pub use verdict::{
+    Finding, Metric, MetricKind, Series, Severity, SkipReason, Spread, Status, Verdict,
+};

@@ -106,11 +106,21 @@ pub enum Tier {
     Standard,
     /// Adds performance floors and stress.
     Extended,
+    /// Adds sustained load for a chosen duration (minutes to days): every
+    /// GPU loaded at once while its telemetry is sampled, and its results
+    /// compared iteration by iteration and across GPUs.
+    Burnin,
 }
 
 impl Tier {
     /// Every tier, shallowest first.
-    pub const ALL: [Tier; 4] = [Tier::Passive, Tier::Quick, Tier::Standard, Tier::Extended];
+    pub const ALL: [Tier; 5] = [
+        Tier::Passive,
+        Tier::Quick,
+        Tier::Standard,
+        Tier::Extended,
+        Tier::Burnin,
+    ];
 
     /// The tier's name (`quick`).
     pub fn as_str(self) -> &'static str {
@@ -119,6 +129,7 @@ impl Tier {
             Tier::Quick => "quick",
             Tier::Standard => "standard",
             Tier::Extended => "extended",
+            Tier::Burnin => "burnin",
         }
     }
 }
@@ -137,8 +148,9 @@ impl FromStr for Tier {
             "quick" => Ok(Tier::Quick),
             "standard" => Ok(Tier::Standard),
             "extended" => Ok(Tier::Extended),
+            "burnin" => Ok(Tier::Burnin),
             other => Err(format!(
-                "unknown tier '{other}'; use passive, quick, standard or extended"
+                "unknown tier '{other}'; use passive, quick, standard, extended or burnin"
             )),
         }
     }

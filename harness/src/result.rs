@@ -3,7 +3,7 @@
 
 use crate::model::{Layer, Scope, Tier, UnknownLayer};
 use crate::policy::WaiverNote;
-use crate::verdict::{Finding, Metric, SkipReason, Status};
+use crate::verdict::{Finding, Metric, Series, SkipReason, Status};
 use serde::{Deserialize, Serialize, Serializer};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -58,6 +58,9 @@ pub struct CheckResult<L = Layer> {
     /// Facts the check learned (library paths, versions).
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub facts: BTreeMap<String, String>,
+    /// Quantities sampled while it ran (a burn-in's telemetry), bounded.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub series: Vec<Series>,
 }
 
 impl CheckResult {
@@ -80,6 +83,7 @@ impl CheckResult {
             output: String::new(),
             metrics: Vec::new(),
             facts: BTreeMap::new(),
+            series: Vec::new(),
         }
     }
 }
@@ -194,6 +198,7 @@ impl SavedResult {
             output: self.output,
             metrics: self.metrics,
             facts: self.facts,
+            series: self.series,
         })
     }
 }

@@ -380,6 +380,62 @@ impl Metric {
     }
 }
 
+/// A quantity sampled while a check ran (a GPU's temperature under load),
+/// as (seconds since the check began, value) points, at most
+/// [`Series::MAX_POINTS`] of them: a long run's samples are averaged into
+/// fewer, wider steps, so a report of a day's burn-in stays small.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema, Deserialize)]
+pub struct Series {
+    /// What was sampled (`temp_junction`, `power`, `sclk`).
+    pub name: String,
+    /// Its unit (`C`, `W`, `MHz`).
+    pub unit: String,
+    /// The limit it is held to (the sensor's critical temperature, the
+    /// power cap), drawn beside it; absent when the device gives none.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub limit: Option<f64>,
+    /// The points, oldest first.
+    pub points: Vec<[f64; 2]>,
+}
+
+impl Series {
+    /// The most points a series keeps.
+    pub const MAX_POINTS: usize = 600;
+
+    /// `points` of `name` in `unit`, downsampled to at most
+    /// [`Series::MAX_POINTS`] (each kept point the mean time and value of
+    /// the samples it stands for); samples that are not finite are left out.
+    pub fn new(name: &str, unit: &str, limit: Option<f64>, points: &[[f64; 2]]) -> Series {
+        let finite: Vec<[f64; 2]> = points
+            .iter()
+            .copied()
+            .filter(|p| p[0].is_finite() && p[1].is_finite())
+            .collect();
+        let per = finite.len().div_ceil(Self::MAX_POINTS).max(1);
+        let points = finite
+            .chunks(per)
+            .map(|c| {
+                let n = c.len() as f64;
+                [
+                    c.iter().map(|p| p[0]).sum::<f64>() / n,
+                    c.iter().map(|p| p[1]).sum::<f64>() / n,
+                ]
+            })
+            .collect();
+        Series {
+            name: name.to_string(),
+            unit: unit.to_string(),
+            limit: limit.filter(|l| l.is_finite()),
+            points,
+        }
+    }
+
+    /// How the values spread (min, median, max), or `None` with no point.
+    pub fn spread(&self) -> Option<Spread> {
+        Spread::of(&self.points.iter().map(|p| p[1]).collect::<Vec<_>>())
+    }
+}
+
 /// What a check returns: pass, fail with a finding, or skipped with a reason,
 /// plus optional output, metrics and facts. (Timeout and crash verdicts come
 /// only from the isolation layer that runs a check in a worker process.)
@@ -403,6 +459,9 @@ pub struct Verdict {
     /// properties of the check's scope.
     #[serde(default)]
     pub facts: BTreeMap<String, String>,
+    /// Quantities sampled while the check ran (telemetry under load).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Series>,
 }
 
 impl Verdict {
@@ -415,6 +474,7 @@ impl Verdict {
             output: String::new(),
             metrics: Vec::new(),
             facts: BTreeMap::new(),
+            series: Vec::new(),
         }
     }
 
@@ -463,6 +523,13 @@ impl Verdict {
     /// The process running the check died (isolation layer only).
     pub fn crash(message: impl Into<String>) -> Self {
         Verdict::with_status(Status::Crash, message)
+    }
+
+    /// Adds sampled series (telemetry while the check ran).
+    #[must_use]
+    pub fn with_series(mut self, series: Vec<Series>) -> Self {
+        self.series.extend(series);
+        self
     }
 
     /// Records a fact for the scope's report properties.

@@ -69,3 +69,36 @@ __kernel void triad(__global float *a, __global const float *b, __global const f
     a[i] = b[i] + scalar * c[i];
   }
 }
+
+// BabelStream copy: c[i] = a[i], for memory bandwidth (one load, one store).
+__kernel void stream_copy(__global const float *a, __global float *c, uint32_t n) {
+  uint64_t i = global_id_x();
+  if (i < n) {
+    c[i] = a[i];
+  }
+}
+
+// The burn-in's integer work: a 32-bit mix (an avalanche of multiplies,
+// shifts and xors) applied `rounds` times to the seed and the word's index,
+// xored into out[i]. Integer arithmetic has one right answer, so the same
+// launch on any GPU, at any time, gives the same bits: a word that differs
+// is a computation the GPU got wrong.
+static inline uint32_t burn_mix(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  x ^= x >> 16;
+  return x;
+}
+
+__kernel void burn_hash(__global uint32_t *out, uint32_t seed, uint32_t rounds, uint32_t n) {
+  uint64_t i = global_id_x();
+  if (i < n) {
+    uint32_t x = seed ^ (uint32_t)i;
+    for (uint32_t r = 0; r < rounds; r++) {
+      x = burn_mix(x + r);
+    }
+    out[i] ^= x;
+  }
+}

@@ -1,7 +1,8 @@
 //! rocgate's GPU kernels, embedded as AMDGPU code objects.
 //!
-//! `device/kernels.cl` holds `vector_add`, `fill`, `triad` and the
-//! device-memory test's `memtest_write` and `memtest_check`; the build
+//! `device/kernels.cl` holds `vector_add`, `fill`, the memory-bandwidth
+//! kernels `triad` and `stream_copy`, the device-memory test's
+//! `memtest_write` and `memtest_check`, and the burn-in's `burn_hash`; the build
 //! compiles it for every supported gfx target when an AMDGPU-capable clang is
 //! available. Checks look their GPU's target up with [`code_object`] and skip
 //! with [`missing_reason`] when this build has none.
@@ -40,12 +41,14 @@ pub fn code_object_version(elf: &[u8]) -> Option<u8> {
 }
 
 /// Kernel names in every code object.
-pub const KERNELS: [&str; 5] = [
+pub const KERNELS: [&str; 7] = [
     "vector_add",
     "fill",
     "triad",
     "memtest_write",
     "memtest_check",
+    "stream_copy",
+    "burn_hash",
 ];
 
 /// The code object for `target` (`gfx942`; feature suffixes such as

@@ -20,6 +20,9 @@ pub struct WorkerConfig {
     pub matrix: crate::compat_matrix::Matrix,
     /// Where it came from.
     pub matrix_origin: String,
+    /// The burn-in's duration (`--duration`), which the parent read.
+    #[serde(default)]
+    pub burnin: Option<std::time::Duration>,
 }
 
 /// Why a node's context could not be opened; each kind its own, so a
@@ -176,6 +179,9 @@ pub struct RunOptions {
     pub gpu_holders: GpuHolders,
     /// `--since`: how far back the kernel log's events are judged.
     pub since: crate::gpu_events::Since,
+    /// `--duration`: how long the burn-in tier loads each GPU (else
+    /// [`crate::layers::hip::burnin::DEFAULT_DURATION`]).
+    pub burnin: Option<std::time::Duration>,
 }
 
 /// What another process holding a GPU (its VRAM or queues, as KFD lists
@@ -289,6 +295,10 @@ impl NodeContext {
                 "the runtime layers (hsa, hip, rocblas, miopen, rccl) run on the live node, not on a --sysroot capture (give --rocm-path to run libraries against it, as with the fake ROCm)",
             )
         };
+        let mut options = options;
+        if let Some(c) = &config {
+            options.burnin = options.burnin.or(c.burnin);
+        }
         let (thresholds, matrix) = match config {
             Some(c) => {
                 let mut t = c.thresholds;

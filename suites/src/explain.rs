@@ -33,6 +33,7 @@ pub fn explain_results(
         .collect();
     crate::hangs::name_wedged_gpus(results, &isolated, gpus);
     crate::firmware_peers::compare_with_peers(results, gpus);
+    crate::burnin_peers::compare_with_peers(results);
     for r in results.iter_mut().filter(|r| r.finding.is_none()) {
         let code = match r.status {
             Status::Timeout => codes::CHECK_TIMEOUT,

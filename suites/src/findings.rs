@@ -399,6 +399,30 @@ pub mod codes {
         HIP_KERNEL_WRONG = "hip-kernel-wrong", [HIP], Fail, Correctness,
             "a kernel launched through HIP computed wrong results",
             "the GPU computes wrong results: reset it (<reset>), rerun, and if it persists check RAS/ECC errors and RMA the GPU";
+        GPU_RESULT_MISMATCH = "gpu-result-mismatch", [HIP], Fail, Correctness,
+            "under sustained load the GPU computed a different result for the same work: the burn-in's integer kernel, run with the same seeds every iteration, gave another checksum in one iteration (or on this GPU than on its siblings), or words that differ from the CPU's: silent data corruption",
+            "drain the GPU: a GPU that computes a wrong bit now and then corrupts jobs without an error; rerun `rocgate run --tier burnin --gpus <gpu>` to see it again, read its RAS counters (`grep . /sys/bus/pci/devices/<address>/ras/*`), and if it repeats, the GPU needs AMD's Service Action Guide (RMA)";
+        GPU_LOST_UNDER_LOAD = "gpu-lost-under-load", [HIP], Fail, Hardware,
+            "the GPU fell off the bus or out of KFD's topology while the burn-in loaded it (or its launches began to fail)",
+            "drain the node; read `dmesg | grep -i -e amdgpu -e 'link down' -e aer -e 'surprise'` around the time named, reseat or replace the GPU, its riser or its PCIe switch board, and check the node's power supply under load";
+        GPU_ERRORS_UNDER_LOAD = "gpu-errors-under-load", [HIP], Fail, Hardware,
+            "an uncorrectable RAS error or an uncorrectable (non-fatal or fatal) PCIe AER error was counted while the burn-in loaded the GPU",
+            "drain the GPU; read which block counted it (`grep . /sys/bus/pci/devices/<address>/ras/*`, `amd-smi metric --ecc`) and `dmesg | grep -i -e uncorrectable -e aer`; uncorrectable errors under load mean the GPU (or its link) needs AMD's Service Action Guide";
+        GPU_CORRECTED_UNDER_LOAD = "gpu-corrected-under-load", [HIP], Warn, Hardware,
+            "correctable RAS errors, corrected PCIe AER errors or PCIe replays were counted while the burn-in loaded the GPU",
+            "corrected errors that appear under load are an early sign: compare with the GPU's siblings and its previous runs (rocgate compare); a link that replays under load may need its riser or cable reseated";
+        GPU_OVER_THERMAL_LIMIT = "gpu-over-thermal-limit", [HIP], Fail, Hardware,
+            "a temperature sensor of the GPU reached its critical limit under the burn-in's load",
+            "the GPU overheats under load: check its heatsink seating and thermal interface, the node's fans and airflow and the inlet temperature; compare with its siblings (`amd-smi metric -t`)";
+        GPU_NEAR_THERMAL_LIMIT = "gpu-near-thermal-limit", [HIP], Warn, Hardware,
+            "a temperature sensor of the GPU came within the configured margin of its critical limit under the burn-in's load",
+            "the GPU runs close to its limit: check its cooling (fans, airflow, inlet temperature) before it throttles under real work";
+        GPU_CLOCKS_COLLAPSED = "gpu-clocks-collapsed", [HIP], Fail, Hardware,
+            "under the burn-in's load the GPU's graphics clock sat below the configured share of its highest level for longer than the configured share of the run: it throttled",
+            "read why it throttled (`amd-smi metric --throttle`, or the throttle status in `gpu_metrics`): heat points at cooling, power at the node's power delivery or a lowered cap (`amd-smi metric --power`)";
+        GPU_POWER_OUT_OF_BAND = "gpu-power-out-of-band", [HIP], Warn, Performance,
+            "the GPU's median power under the burn-in's load was outside the configured band of its power cap: too low, it never reached full load; too high, its cap does not hold",
+            "too low: check that nothing held it back (clocks, another process, `amd-smi metric --power --clock`) and that its cap is what the SKU should have; too high: check the cap (`cat /sys/bus/pci/devices/<address>/hwmon/hwmon*/power1_cap`) and the firmware";
         HIPRTC_LIBRARY_MISSING = "hiprtc-library-missing", [HIP], Fail, Missing,
             "hiprtc cannot be loaded",
             "install the ROCm runtime with hiprtc (the rocm-hip-runtime package) or point rocgate at it with --rocm-path DIR";

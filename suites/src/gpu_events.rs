@@ -32,24 +32,39 @@ impl FromStr for Since {
         if t.eq_ignore_ascii_case("last-run") {
             return Ok(Since::LastRun);
         }
-        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        let (number, unit) = t.split_at(split);
-        let n: u64 = number.parse().map_err(|_| {
-            format!("{text:?}: give `boot` or a number and a unit (90s, 15m, 24h, 7d)")
-        })?;
-        let seconds = match unit {
-            "s" => 1,
-            "m" => 60,
-            "h" => 3600,
-            "d" => 86_400,
-            _ => return Err(format!("{text:?}: the unit is s, m, h or d (15m, 24h)")),
-        };
-        match n.checked_mul(seconds) {
-            Some(s) if s > 0 => Ok(Since::Last(Duration::from_secs(s))),
-            _ => Err(format!(
-                "{text:?}: give a window above zero and below ~500 billion years"
-            )),
-        }
+        span(t).map(Since::Last).map_err(|why| {
+            if t.starts_with(|c: char| c.is_ascii_digit()) {
+                why
+            } else {
+                format!(
+                    "{text:?}: give `boot`, `last-run` or a number and a unit (90s, 15m, 24h, 7d)"
+                )
+            }
+        })
+    }
+}
+
+/// A span of time written as a number and a unit: `90s`, `15m`, `24h`,
+/// `7d` (what `--since` and `--duration` take).
+pub fn span(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: give a number and a unit (90s, 15m, 24h, 7d)"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("{text:?}: the unit is s, m, h or d (15m, 24h)")),
+    };
+    match n.checked_mul(seconds) {
+        Some(s) if s > 0 => Ok(Duration::from_secs(s)),
+        _ => Err(format!(
+            "{text:?}: give a span above zero and below ~500 billion years"
+        )),
     }
 }
 

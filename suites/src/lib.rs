@@ -7,6 +7,7 @@
 //! the catalogue in [`findings`]; [`explain`] names the causes behind a
 //! run's crashes and hangs.
 
+pub mod burnin_peers;
 pub mod compat_matrix;
 pub mod config_file;
 pub mod context;

@@ -114,6 +114,52 @@ impl Default for Memtest {
     }
 }
 
+/// What the burn-in tier holds each GPU's telemetry to while it is loaded.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Burnin {
+    /// The graphics clock counts as collapsed below this share of its
+    /// highest DPM level.
+    #[serde(deserialize_with = "share")]
+    pub clock_floor: f64,
+    /// The share of the loaded time the clock may sit collapsed before the
+    /// GPU fails (`gpu-clocks-collapsed`).
+    #[serde(deserialize_with = "share")]
+    pub throttle_share: f64,
+    /// How close (degrees Celsius) a sensor may come to its critical limit
+    /// before the GPU is warned of (`gpu-near-thermal-limit`).
+    pub thermal_margin_c: f64,
+    /// The band the median power under load must sit in, as shares of the
+    /// power cap: below it the GPU never reached full load, above it the
+    /// cap does not hold (`gpu-power-out-of-band`).
+    pub power_band: [f64; 2],
+    /// Seconds at the start in which clocks and power ramp up, not judged.
+    pub warmup_s: f64,
+}
+
+impl Default for Burnin {
+    fn default() -> Self {
+        Burnin {
+            clock_floor: 0.5,
+            throttle_share: 0.05,
+            thermal_margin_c: 5.0,
+            power_band: [0.5, 1.05],
+            warmup_s: 5.0,
+        }
+    }
+}
+
+fn share<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "{v} is not a share: give a number from 0 to 1"
+        )))
+    }
+}
+
 /// The least `vram_share` taken (0.0001%): below it a share says nothing a
 /// GPU could test (1e-10 of 192 GiB is 20 bytes), and the memory test
 /// covers at least 1 MiB whatever the share.
@@ -231,6 +277,9 @@ pub struct Thresholds {
     /// How much the extended tier's device-memory test covers.
     #[serde(default)]
     pub memtest: Memtest,
+    /// What the burn-in holds telemetry to.
+    #[serde(default)]
+    pub burnin: Burnin,
     /// What `rocgate compare` tolerates, per metric family.
     #[serde(default)]
     pub compare: Compare,
@@ -240,7 +289,7 @@ pub struct Thresholds {
 }
 
 /// Metrics a floor may name.
-pub const METRICS: [&str; 9] = [
+pub const METRICS: [&str; 11] = [
     "gemm_tflops.fp32",
     "gemm_tflops.fp64",
     "gemm_tflops.fp16",
@@ -250,6 +299,8 @@ pub const METRICS: [&str; 9] = [
     "allreduce_busbw_gbps",
     "p2p_gbps.xgmi",
     "p2p_gbps.pcie",
+    "hbm_gbps.copy",
+    "hbm_gbps.triad",
 ];
 
 impl Thresholds {

@@ -309,6 +309,7 @@ impl<'p, 'r, C: Send + Sync + 'static> Executor<'p, 'r, C> {
     /// running checks finish within the grace, then skips everything
     /// without a result as interrupted.
     fn close_interrupted(&mut self, why: &str, on_event: &mut dyn FnMut(Event<'_>)) {
+        crate::deadline::ask_stop();
         let grace_end = Instant::now() + self.opts.interrupt_grace;
         while !self.running.is_empty() {
             let wait = grace_end.saturating_duration_since(Instant::now());

@@ -56,6 +56,9 @@ pub struct ExecOptions {
     /// vendor runtime), so a node of 64 GPU partitions does not start 64
     /// runtimes together. The wait does not count against any timeout.
     pub max_warming: usize,
+    /// How long sustained checks ([`crate::Check::sustained`]) run beyond
+    /// their own timeout and typical time: the burn-in's duration.
+    pub sustain: Duration,
 }
 
 impl Default for ExecOptions {
@@ -74,6 +77,7 @@ impl Default for ExecOptions {
             isolator: None,
             waivers: Arc::default(),
             max_warming: 8,
+            sustain: Duration::ZERO,
         }
     }
 }
@@ -89,8 +93,9 @@ pub const MAX_CHECK_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
 const REAP_ALLOWANCE: Duration = Duration::from_millis(500);
 
 impl ExecOptions {
-    /// The time `check` may take: its override, else its own timeout scaled;
-    /// never more than [`MAX_CHECK_TIMEOUT`].
+    /// The time `check` may take: its override, else its own timeout scaled
+    /// (plus [`ExecOptions::sustain`] for a sustained check, unscaled: the
+    /// run asked for that long); never more than [`MAX_CHECK_TIMEOUT`].
     pub fn timeout_of<C>(&self, check: &crate::check::Check<C>) -> Duration {
         let t = self.timeouts.get(check.id).copied().unwrap_or_else(|| {
             let scale = if self.timeout_scale.is_finite() {
@@ -100,8 +105,23 @@ impl ExecOptions {
             };
             Duration::try_from_secs_f64(check.timeout.as_secs_f64() * scale)
                 .unwrap_or(MAX_CHECK_TIMEOUT)
+                .saturating_add(self.sustained_for(check))
         });
         t.min(MAX_CHECK_TIMEOUT)
+    }
+
+    /// How long `check` usually takes in this run: its typical time, plus
+    /// the sustained time for a sustained check.
+    pub fn typical_of<C>(&self, check: &crate::check::Check<C>) -> Duration {
+        check.typical.saturating_add(self.sustained_for(check))
+    }
+
+    fn sustained_for<C>(&self, check: &crate::check::Check<C>) -> Duration {
+        if check.sustained {
+            self.sustain
+        } else {
+            Duration::ZERO
+        }
     }
 
     /// What a check costs at most when it runs into its timeout: an isolated

@@ -62,6 +62,7 @@ pub(super) fn completed_result<C>(
             output: output::clean(&v.output, output_limit),
             metrics: v.metrics,
             facts: v.facts,
+            series: v.series,
             ..base_result(plan, i)
         }
         .with_finite_metrics(),

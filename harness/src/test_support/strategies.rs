@@ -109,6 +109,12 @@ pub(crate) fn any_result(text: BoxedStrategy<String>) -> impl Strategy<Value = C
                         between: None,
                     }],
                     facts: facts.into_iter().collect(),
+                    series: vec![crate::verdict::Series::new(
+                        "temp",
+                        "C",
+                        Some(value),
+                        &[[0.0, value], [1.0, -value]],
+                    )],
                 }
             },
         )

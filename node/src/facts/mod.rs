@@ -24,6 +24,7 @@ pub mod pci;
 pub mod properties;
 pub mod ras;
 pub mod system;
+pub mod telemetry;
 
 use crate::{ReadError, Sysroot};
 use std::sync::OnceLock;

@@ -262,6 +262,55 @@ impl Hip {
     }
 }
 
+impl Hip {
+    /// Launches rocgate's `triad(a, b, c, scalar, n)`: `a = b + scalar * c`
+    /// over `n` floats (STREAM's triad). `f` must be that kernel.
+    pub fn launch_triad(
+        &self,
+        f: Function<'_>,
+        [a, b, c]: [&DeviceBuffer; 3],
+        scalar: f32,
+        n: u32,
+    ) -> Result<(), HipError> {
+        for buf in [a, b, c] {
+            words_fit(buf, n, "triad")?;
+        }
+        let (mut pa, mut pb, mut pc, mut ps, mut pn) = (a.ptr, b.ptr, c.ptr, scalar, n);
+        launch!(self, f, n; pa, pb, pc, ps, pn)
+    }
+
+    /// Launches rocgate's `stream_copy(a, c, n)`: `c = a` over `n` floats
+    /// (BabelStream's copy). `f` must be that kernel.
+    pub fn launch_stream_copy(
+        &self,
+        f: Function<'_>,
+        a: &DeviceBuffer,
+        c: &DeviceBuffer,
+        n: u32,
+    ) -> Result<(), HipError> {
+        words_fit(a, n, "stream_copy")?;
+        words_fit(c, n, "stream_copy")?;
+        let (mut pa, mut pc, mut pn) = (a.ptr, c.ptr, n);
+        launch!(self, f, n; pa, pc, pn)
+    }
+
+    /// Launches rocgate's `burn_hash(out, seed, rounds, n)`: xors into each
+    /// of the first `n` words of `out` the mix of `seed` and its index
+    /// applied `rounds` times. `f` must be that kernel.
+    pub fn launch_burn_hash(
+        &self,
+        f: Function<'_>,
+        out: &DeviceBuffer,
+        seed: u32,
+        rounds: u32,
+        n: u32,
+    ) -> Result<(), HipError> {
+        words_fit(out, n, "burn_hash")?;
+        let (mut po, mut ps, mut pr, mut pn) = (out.ptr, seed, rounds, n);
+        launch!(self, f, n; po, ps, pr, pn)
+    }
+}
+
 /// Refuses a launch over `n` 32-bit words of a smaller buffer.
 fn words_fit(buf: &DeviceBuffer, n: u32, kernel: &str) -> Result<(), HipError> {
     let need = n as usize * 4;

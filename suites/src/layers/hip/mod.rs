@@ -1,8 +1,10 @@
 //! hip: the HIP runtime on each GPU. Every check runs in the scope's worker.
 
+pub mod burnin;
 pub(crate) mod device;
 pub mod memtest;
 pub mod p2p;
+pub mod stream;
 
 use crate::context::NodeContext;
 use crate::findings::codes;
@@ -109,6 +111,8 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     ];
     checks.extend(p2p::checks());
     checks.extend(memtest::checks());
+    checks.extend(stream::checks());
+    checks.extend(burnin::checks());
     checks
 }
 

@@ -1,0 +1,782 @@
+//! hip, burn-in tier: each GPU under sustained load for the run's
+//! `--duration`, its telemetry sampled about once a second from sysfs, and
+//! its results compared iteration by iteration.
+//!
+//! An iteration runs rocgate's integer kernel (`burn_hash`: a mix of
+//! multiplies, shifts and xors, [`LAUNCHES`] launches xored into one
+//! buffer) with the same seeds every time, interleaved with STREAM triads
+//! over arrays far past the cache ([`super::stream::Arrays`]), so both the
+//! ALUs and the HBM are busy. Integer arithmetic has one right answer: the
+//! buffer's checksum must be the same in every iteration and on every GPU
+//! of the node (the cross-GPU comparison is a judgement after the run,
+//! [`crate::burnin_peers`]), and the words at each end must be what the CPU
+//! computes. A GPU that differs once names itself, the iteration and the
+//! time: silent data corruption.
+//!
+//! The telemetry ([`rocgate_node::facts::telemetry`]) is kept as series in
+//! the result (temperatures against their critical limits, power against
+//! its cap, the clocks against their highest level) and judged with the
+//! thresholds' `[burnin]` table once the load ends.
+
+use super::device::{HipDevice, find_device, hip_fail, load_module};
+use super::stream::Arrays;
+use crate::context::NodeContext;
+use crate::findings::{Code, codes};
+use crate::layers::support::{end, isolated};
+use crate::stack;
+use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Series, SkipReason, Tier, Verdict};
+use rocgate_node::facts::telemetry::{self, Sample};
+use rocgate_rocm::hip::{DeviceBuffer, HipError};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The burn-in's duration when `--duration` is not given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(30 * 60);
+/// Words of the hash buffer (64 MiB).
+const HASH_WORDS: u32 = 16 << 20;
+/// Rounds of the mix per word per launch.
+const ROUNDS: u32 = 8192;
+/// Hash launches per iteration, each followed by [`TRIADS`] triads: about
+/// half a second of an MI300X's integer throughput per iteration (16 Mi
+/// words x 8192 rounds x 9 operations x 32 launches, ~80 T integer ops/s;
+/// an estimate until measured).
+const LAUNCHES: u32 = 32;
+const TRIADS: u32 = 4;
+/// The first seed; launch k of every iteration uses `SEED + k`.
+const SEED: u32 = 0x5eed_0001;
+/// Words at each end of the buffer the CPU recomputes.
+const EDGE: usize = 16;
+/// How often telemetry is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+/// Kept of the check's own time at the end, for judging and reporting.
+const RESERVE: Duration = Duration::from_secs(20);
+
+/// The burn-in.
+pub fn checks() -> Vec<Check<NodeContext>> {
+    vec![Check {
+        tier: Tier::Burnin,
+        gates: false,
+        sustained: true,
+        ..isolated(
+            "hip::burnin",
+            stack::HIP,
+            ScopeKind::PerGpu,
+            &["hip::vector_add"],
+            // Beyond the duration: allocation, the CPU's reference and the
+            // last iteration.
+            120,
+            "under sustained load (integer kernel and HBM triads) the GPU's results stay identical and its telemetry within limits",
+            burnin,
+        )
+        .typically(Duration::from_secs(3))
+    }]
+}
+
+/// One iteration's result.
+struct Iteration {
+    at: f64,
+    checksum: u64,
+    /// Edge words that differ from the CPU's: (word, bits that differ).
+    wrong_words: Vec<(usize, u32)>,
+}
+
+/// How the load ended before its time.
+enum Cut {
+    /// A HIP call failed (the GPU may be gone).
+    Hip(f64, String),
+    /// The run was interrupted.
+    Interrupted(f64),
+    /// The check's own time ran out.
+    OutOfTime(f64),
+}
+
+fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
+    let duration = ctx.options.burnin.unwrap_or(DEFAULT_DURATION);
+    let HipDevice {
+        gpu, hip, index, ..
+    } = find_device(ctx, scope)?;
+    let module = load_module(gpu, hip)?;
+    let next = "the burn-in's kernels did not start: read `dmesg | grep -i -e amdgpu -e 'page fault'`; a GPU that fails launches needs a reset (<reset>)";
+    let fail = |e: HipError| hip_fail(codes::HIP_LAUNCH_FAILED, &e, next);
+    let hash = module.function("burn_hash").map_err(fail)?;
+    let triad = module.function("triad").map_err(fail)?;
+    let total = hip.total_mem(index).map_err(fail)?;
+    let arrays = Arrays::new(hip, total).map_err(fail)?;
+    let out = DeviceBuffer::new(hip, HASH_WORDS as usize * 4).map_err(fail)?;
+    let expected = edge_words();
+    let address = gpu.pci_address.clone();
+    let kfd_node = gpu.kfd.as_ref().map(|k| k.id);
+    let sysroot = &ctx.facts.sysroot;
+    let samples: Mutex<Vec<(f64, Sample)>> = Mutex::new(Vec::new());
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    let mut iterations = Vec::new();
+    let mut cut = None;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                let sample = telemetry::sample(sysroot, &address, kfd_node);
+                let at = start.elapsed().as_secs_f64();
+                let gone = !sample.on_bus || sample.in_kfd == Some(false);
+                lock(&samples).push((at, sample));
+                if gone {
+                    stop.store(true, Ordering::SeqCst);
+                    break;
+                }
+                let next = SAMPLE_EVERY.saturating_sub(Duration::from_secs_f64(at.fract()));
+                sleep_unless(&stop, next);
+            }
+        });
+        let mut host = vec![0u8; HASH_WORDS as usize * 4];
+        while start.elapsed() < duration {
+            let at = start.elapsed().as_secs_f64();
+            if rocgate_harness::deadline::stop_asked() {
+                cut = Some(Cut::Interrupted(at));
+                break;
+            }
+            if rocgate_harness::deadline::time_left().is_some_and(|left| left < RESERVE) {
+                cut = Some(Cut::OutOfTime(at));
+                break;
+            }
+            if stop.load(Ordering::SeqCst) {
+                // The sampler saw the GPU leave.
+                break;
+            }
+            let ran = (|| -> Result<(), HipError> {
+                out.fill(0)?;
+                for k in 0..LAUNCHES {
+                    hip.launch_burn_hash(hash, &out, SEED.wrapping_add(k), ROUNDS, HASH_WORDS)?;
+                    for _ in 0..TRIADS {
+                        arrays.triad(hip, triad)?;
+                    }
+                }
+                hip.synchronize()?;
+                out.download(&mut host)
+            })();
+            if let Err(e) = ran {
+                let at = start.elapsed().as_secs_f64();
+                // Whether the GPU is still there says what the failure was.
+                lock(&samples).push((at, telemetry::sample(sysroot, &address, kfd_node)));
+                cut = Some(Cut::Hip(at, e.to_string()));
+                break;
+            }
+            iterations.push(Iteration {
+                at: start.elapsed().as_secs_f64(),
+                checksum: checksum(&host),
+                wrong_words: wrong_edges(&host, &expected),
+            });
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
+    let samples = samples
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    judge(
+        ctx,
+        Loaded {
+            duration,
+            ran: start.elapsed(),
+            iterations,
+            samples,
+            cut,
+        },
+    )
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Sleeps `d`, waking early when `stop` is set.
+fn sleep_unless(stop: &AtomicBool, d: Duration) {
+    let end = Instant::now() + d;
+    while !stop.load(Ordering::SeqCst) {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(100)));
+    }
+}
+
+/// `burn_mix` of kernels.cl.
+fn mix(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^= x >> 16;
+    x
+}
+
+/// What an iteration leaves in word `i`: the xor over its launches of the
+/// mix applied [`ROUNDS`] times to the launch's seed and the index.
+fn word(i: u32) -> u32 {
+    (0..LAUNCHES).fold(0, |acc, k| {
+        let mut x = SEED.wrapping_add(k) ^ i;
+        for r in 0..ROUNDS {
+            x = mix(x.wrapping_add(r));
+        }
+        acc ^ x
+    })
+}
+
+/// The CPU's words at each end of the buffer, by index.
+fn edge_words() -> Vec<(usize, u32)> {
+    let n = HASH_WORDS as usize;
+    (0..EDGE)
+        .chain(n - EDGE..n)
+        .map(|i| (i, word(i as u32)))
+        .collect()
+}
+
+fn word_at(bytes: &[u8], i: usize) -> Option<u32> {
+    bytes
+        .get(i * 4..i * 4 + 4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+fn wrong_edges(bytes: &[u8], expected: &[(usize, u32)]) -> Vec<(usize, u32)> {
+    expected
+        .iter()
+        .filter_map(|&(i, want)| {
+            let got = word_at(bytes, i).unwrap_or(!want);
+            (got != want).then_some((i, got ^ want))
+        })
+        .collect()
+}
+
+/// FNV-1a over the buffer's 64-bit words: cheap beside the GPU's work, and
+/// any flipped bit changes it.
+fn checksum(bytes: &[u8]) -> u64 {
+    bytes.chunks(8).fold(0xcbf2_9ce4_8422_2325, |h, c| {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        (h ^ u64::from_le_bytes(w)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// What the load left to judge.
+struct Loaded {
+    duration: Duration,
+    ran: Duration,
+    iterations: Vec<Iteration>,
+    samples: Vec<(f64, Sample)>,
+    cut: Option<Cut>,
+}
+
+/// A gate's finding, and how it ranks among the others (lower first).
+struct Found {
+    rank: u8,
+    code: Code,
+    message: String,
+}
+
+fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
+    let t = &ctx.thresholds.burnin;
+    let mut found: Vec<Found> = Vec::new();
+    let mut not_read: Vec<String> = Vec::new();
+    let of = format!("of {}", seconds(load.duration.as_secs_f64()));
+    let samples = &load.samples;
+    let first = samples.first().map(|(_, s)| s);
+    let last = samples.last().map(|(_, s)| s);
+
+    // Lost: the bus or KFD, else a failing call.
+    let gone = samples
+        .iter()
+        .find(|(_, s)| !s.on_bus || s.in_kfd == Some(false));
+    match (gone, &load.cut) {
+        (Some((at, s)), cut) => found.push(Found {
+            rank: 0,
+            code: codes::GPU_LOST_UNDER_LOAD,
+            message: format!(
+                "the GPU {} {} into the burn-in ({of}){}",
+                if s.on_bus {
+                    "left KFD's topology"
+                } else {
+                    "fell off the PCI bus (its /sys/bus/pci/devices entry is gone)"
+                },
+                seconds(*at),
+                match cut {
+                    Some(Cut::Hip(_, why)) => format!(", and its launches failed: {why}"),
+                    _ => String::new(),
+                }
+            ),
+        }),
+        (None, Some(Cut::Hip(at, why))) => found.push(Found {
+            rank: 0,
+            code: codes::GPU_LOST_UNDER_LOAD,
+            message: format!(
+                "the GPU's launches failed {} into the burn-in ({of}): {why}",
+                seconds(*at)
+            ),
+        }),
+        _ => {}
+    }
+
+    // Results: every iteration against the most common checksum and the
+    // CPU's edge words.
+    let common = majority(load.iterations.iter().map(|i| i.checksum));
+    let odd: Vec<(usize, &Iteration)> = load
+        .iterations
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| Some(i.checksum) != common || !i.wrong_words.is_empty())
+        .collect();
+    if let Some((n, it)) = odd.first() {
+        let how = match it.wrong_words.first() {
+            Some((w, bits)) => format!(
+                "word {w} differs from the CPU's in bits 0x{bits:08x}{}",
+                if Some(it.checksum) == common {
+                    ""
+                } else {
+                    " and its checksum from the other iterations'"
+                }
+            ),
+            None => format!(
+                "checksum 0x{:016x} where the other iterations gave 0x{:016x}",
+                it.checksum,
+                common.unwrap_or_default()
+            ),
+        };
+        found.push(Found {
+            rank: 1,
+            code: codes::GPU_RESULT_MISMATCH,
+            message: format!(
+                "iteration {} of {} ({} into the burn-in) computed a different result for the same work: {how}{}",
+                n + 1,
+                load.iterations.len(),
+                seconds(it.at),
+                match odd.len() {
+                    1 => String::new(),
+                    k => format!("; {k} iterations differ in all"),
+                }
+            ),
+        });
+    }
+
+    // Counters that grew between the first and the last sample.
+    if let (Some(a), Some(b)) = (first, last) {
+        let grew = |x: Option<u64>, y: Option<u64>| match (x, y) {
+            (Some(x), Some(y)) if y > x => y - x,
+            _ => 0,
+        };
+        let ras = |s: &Sample, ue: bool| s.ras.map(|(u, c)| if ue { u } else { c });
+        let aer = |s: &Sample, k: usize| s.aer.map(|(c, n, f)| [c, n, f][k]);
+        let ue = grew(ras(a, true), ras(b, true));
+        let fatal = grew(aer(a, 1), aer(b, 1)) + grew(aer(a, 2), aer(b, 2));
+        let ce = grew(ras(a, false), ras(b, false));
+        let corrected = grew(aer(a, 0), aer(b, 0));
+        let replays = grew(a.replays, b.replays);
+        // `what` names one; a count of several adds an s to its noun.
+        let list = |parts: &[(u64, &str)]| {
+            parts
+                .iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| match n {
+                    1 => format!("1 {what}"),
+                    _ => format!("{n} {what}s"),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if ue + fatal > 0 {
+            found.push(Found {
+                rank: 2,
+                code: codes::GPU_ERRORS_UNDER_LOAD,
+                message: format!(
+                    "counted during the burn-in: {}",
+                    list(&[
+                        (ue, "uncorrectable RAS error"),
+                        (fatal, "uncorrectable PCIe AER error"),
+                        (ce, "correctable RAS error"),
+                    ])
+                ),
+            });
+        } else if ce + corrected + replays > 0 {
+            found.push(Found {
+                rank: 5,
+                code: codes::GPU_CORRECTED_UNDER_LOAD,
+                message: format!(
+                    "counted during the burn-in: {}",
+                    list(&[
+                        (ce, "correctable RAS error"),
+                        (corrected, "corrected PCIe AER error"),
+                        (replays, "PCIe replay"),
+                    ])
+                ),
+            });
+        }
+    }
+
+    // Temperatures against their limits.
+    let sensors = sensors(samples);
+    if sensors.is_empty() {
+        not_read.push("no temperature sensor read (no hwmon temp*_input)".into());
+    }
+    for s in &sensors {
+        let Some(crit) = s.limit else { continue };
+        let (at, hottest) = s.points.iter().copied().fold((0.0, f64::MIN), |m, p| {
+            if p[1] > m.1 { (p[0], p[1]) } else { m }
+        });
+        if hottest >= crit {
+            found.push(Found {
+                rank: 3,
+                code: codes::GPU_OVER_THERMAL_LIMIT,
+                message: format!(
+                    "{} reached {hottest:.0} °C {} into the burn-in, at or past its critical limit of {crit:.0} °C",
+                    s.name.trim_start_matches("temp_"),
+                    seconds(at)
+                ),
+            });
+        } else if hottest >= crit - t.thermal_margin_c {
+            found.push(Found {
+                rank: 6,
+                code: codes::GPU_NEAR_THERMAL_LIMIT,
+                message: format!(
+                    "{} reached {hottest:.0} °C {} into the burn-in, within {:.0} °C of its critical limit of {crit:.0} °C",
+                    s.name.trim_start_matches("temp_"),
+                    seconds(at),
+                    t.thermal_margin_c
+                ),
+            });
+        }
+    }
+
+    // Clocks and power once warmed up.
+    let loaded: Vec<&Sample> = samples
+        .iter()
+        .filter(|(at, s)| *at >= t.warmup_s && s.on_bus)
+        .map(|(_, s)| s)
+        .collect();
+    let clocks: Vec<(f64, f64)> = loaded
+        .iter()
+        .filter_map(|s| s.sclk.map(|c| (c.current_mhz, c.max_mhz)))
+        .collect();
+    let mut clock_text = String::new();
+    if clocks.is_empty() {
+        not_read.push(format!(
+            "no graphics clock read under load (pp_dpm_sclk) after the {:.0} s warm-up",
+            t.warmup_s
+        ));
+    } else {
+        let collapsed = clocks
+            .iter()
+            .filter(|(cur, max)| *cur < t.clock_floor * max)
+            .count();
+        let share = collapsed as f64 / clocks.len() as f64;
+        let median = median(clocks.iter().map(|c| c.0));
+        let max = clocks.iter().map(|c| c.1).fold(0.0, f64::max);
+        clock_text = format!("graphics clock median {median:.0} of {max:.0} MHz");
+        if share > t.throttle_share {
+            found.push(Found {
+                rank: 4,
+                code: codes::GPU_CLOCKS_COLLAPSED,
+                message: format!(
+                    "the graphics clock sat below {:.0}% of its {max:.0} MHz for {:.0}% of the loaded time (the most allowed is {:.0}%; median {median:.0} MHz){}",
+                    t.clock_floor * 100.0,
+                    share * 100.0,
+                    t.throttle_share * 100.0,
+                    context_of(&loaded)
+                ),
+            });
+        }
+    }
+    let powers: Vec<(f64, f64)> = loaded
+        .iter()
+        .filter_map(|s| Some((s.power_w?, s.power_cap_w?)))
+        .collect();
+    let mut power_text = String::new();
+    if powers.is_empty() {
+        not_read.push(
+            "no power reading with a cap (hwmon power1_input/power1_average, power1_cap)".into(),
+        );
+    } else {
+        let median_w = median(powers.iter().map(|p| p.0));
+        let cap = powers.iter().map(|p| p.1).fold(0.0, f64::max);
+        let [low, high] = t.power_band;
+        power_text = format!("power median {median_w:.0} W of a {cap:.0} W cap");
+        if median_w < low * cap || median_w > high * cap {
+            found.push(Found {
+                rank: 7,
+                code: codes::GPU_POWER_OUT_OF_BAND,
+                message: format!(
+                    "the median power under load was {median_w:.0} W, {} the band of {:.0}-{:.0}% of its {cap:.0} W cap{}",
+                    if median_w < low * cap { "below" } else { "above" },
+                    low * 100.0,
+                    high * 100.0,
+                    if median_w < low * cap {
+                        ": it never reached full load"
+                    } else {
+                        ": the cap does not hold"
+                    }
+                ),
+            });
+        }
+    }
+
+    // The evidence every verdict carries.
+    let ran = load.ran.as_secs_f64();
+    let mut v_metrics = Verdict::pass(String::new())
+        .with_count("burnin_iterations", load.iterations.len() as f64, "count")
+        .with_reading("burnin_seconds", ran, "s");
+    for s in &sensors {
+        if let Some(spread) = s.spread() {
+            v_metrics = v_metrics.with_reading(&format!("{}_max", s.name), spread.max, "C");
+        }
+    }
+    if !clocks.is_empty() {
+        v_metrics =
+            v_metrics.with_reading("sclk_median", median(clocks.iter().map(|c| c.0)), "MHz");
+    }
+    if !powers.is_empty() {
+        v_metrics = v_metrics.with_reading("power_median", median(powers.iter().map(|p| p.0)), "W");
+    }
+    let series = series_of(samples, sensors);
+    let summary = [
+        format!(
+            "{} iterations in {}{}",
+            load.iterations.len(),
+            seconds(ran),
+            if load.cut.is_some() || gone.is_some() {
+                format!(" {of}")
+            } else {
+                String::new()
+            }
+        ),
+        sensors_text(&series),
+        clock_text,
+        power_text,
+    ]
+    .into_iter()
+    .filter(|p| !p.is_empty())
+    .collect::<Vec<_>>()
+    .join("; ");
+    let attach = |v: Verdict| {
+        let mut v = v.with_series(series.clone());
+        v.metrics.extend(v_metrics.metrics.clone());
+        if let Some(c) = common {
+            v = v.with_fact("burnin_checksum", format!("0x{c:016x}"));
+        }
+        if !not_read.is_empty() {
+            v = v.with_output(format!("not read: {}", not_read.join("; ")));
+        }
+        v
+    };
+    found.sort_by_key(|f| f.rank);
+    if let Some(worst) = found.first() {
+        let also: Vec<String> = found[1..]
+            .iter()
+            .map(|f| format!("{} ({})", f.code.code, f.message))
+            .collect();
+        let message = if also.is_empty() {
+            format!("{}; {summary}", worst.message)
+        } else {
+            format!("{}; also {}; {summary}", worst.message, also.join("; "))
+        };
+        return end(attach(Verdict::found(worst.code.finding(message))));
+    }
+    match &load.cut {
+        Some(Cut::Interrupted(at)) => {
+            return end(attach(Verdict::skip(
+                SkipReason::Interrupted,
+                format!(
+                    "interrupted {} into the burn-in ({of}): nothing wrong in what ran; {summary}",
+                    seconds(*at)
+                ),
+            )));
+        }
+        Some(Cut::OutOfTime(at)) => {
+            return end(attach(Verdict::unverifiable(format!(
+                "the check's time ran out {} into the burn-in ({of}): nothing wrong in what ran; {summary}",
+                seconds(*at)
+            ))));
+        }
+        _ => {}
+    }
+    if load.iterations.is_empty() {
+        return end(attach(Verdict::unverifiable(format!(
+            "no iteration finished in {}: nothing to compare",
+            seconds(ran)
+        ))));
+    }
+    if !not_read.is_empty() {
+        return end(attach(Verdict::unverifiable(format!(
+            "the load ran clean ({summary}), but its telemetry could not be judged: {}",
+            not_read.join("; ")
+        ))));
+    }
+    Ok(attach(Verdict::pass(format!(
+        "every iteration gave the same result; {summary}"
+    ))))
+}
+
+/// The most common value, if any.
+fn majority(values: impl Iterator<Item = u64>) -> Option<u64> {
+    let mut counts = std::collections::BTreeMap::new();
+    for v in values {
+        *counts.entry(v).or_insert(0usize) += 1;
+    }
+    counts.into_iter().max_by_key(|(_, n)| *n).map(|(v, _)| v)
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    rocgate_harness::Spread::of(&values.collect::<Vec<_>>()).map_or(f64::NAN, |s| s.median)
+}
+
+/// What the GPU showed while its clock collapsed: its hottest sensor and
+/// its power, so heat and power limits tell themselves apart.
+fn context_of(loaded: &[&Sample]) -> String {
+    let hottest = loaded
+        .iter()
+        .flat_map(|s| s.temperatures.iter())
+        .map(|t| t.celsius)
+        .fold(f64::NAN, f64::max);
+    let power = median(loaded.iter().filter_map(|s| s.power_w));
+    let cap = loaded
+        .iter()
+        .filter_map(|s| s.power_cap_w)
+        .fold(f64::NAN, f64::max);
+    let mut parts = Vec::new();
+    if hottest.is_finite() {
+        parts.push(format!("hottest sensor {hottest:.0} °C"));
+    }
+    if power.is_finite() && cap.is_finite() {
+        parts.push(format!("median power {power:.0} W of a {cap:.0} W cap"));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" while {}", parts.join(", "))
+    }
+}
+
+/// Each temperature sensor as a series, with its critical limit.
+fn sensors(samples: &[(f64, Sample)]) -> Vec<Series> {
+    let mut labels: Vec<(String, Option<f64>)> = Vec::new();
+    for (_, s) in samples {
+        for t in &s.temperatures {
+            if !labels.iter().any(|(l, _)| *l == t.label) {
+                labels.push((t.label.clone(), t.crit));
+            }
+        }
+    }
+    labels
+        .into_iter()
+        .map(|(label, crit)| {
+            let points: Vec<[f64; 2]> = samples
+                .iter()
+                .filter_map(|(at, s)| {
+                    s.temperatures
+                        .iter()
+                        .find(|t| t.label == label)
+                        .map(|t| [*at, t.celsius])
+                })
+                .collect();
+            // Judged at full resolution; the report's series is bounded.
+            Series {
+                name: format!("temp_{label}"),
+                unit: "C".into(),
+                limit: crit,
+                points,
+            }
+        })
+        .collect()
+}
+
+/// The series a report keeps: temperatures, power and clocks, bounded.
+fn series_of(samples: &[(f64, Sample)], sensors: Vec<Series>) -> Vec<Series> {
+    let mut out: Vec<Series> = sensors
+        .into_iter()
+        .map(|s| Series::new(&s.name, &s.unit, s.limit, &s.points))
+        .collect();
+    let pick = |f: &dyn Fn(&Sample) -> Option<f64>| -> Vec<[f64; 2]> {
+        samples
+            .iter()
+            .filter_map(|(at, s)| f(s).map(|v| [*at, v]))
+            .collect()
+    };
+    let limit = |f: &dyn Fn(&Sample) -> Option<f64>| {
+        samples.iter().filter_map(|(_, s)| f(s)).reduce(f64::max)
+    };
+    let power = pick(&|s| s.power_w);
+    if !power.is_empty() {
+        out.push(Series::new("power", "W", limit(&|s| s.power_cap_w), &power));
+    }
+    for (name, clock) in [
+        (
+            "sclk",
+            (&|s: &Sample| s.sclk) as &dyn Fn(&Sample) -> Option<telemetry::Clock>,
+        ),
+        ("mclk", &|s: &Sample| s.mclk),
+    ] {
+        let points = pick(&|s| clock(s).map(|c| c.current_mhz));
+        if !points.is_empty() {
+            out.push(Series::new(
+                name,
+                "MHz",
+                limit(&|s| clock(s).map(|c| c.max_mhz)),
+                &points,
+            ));
+        }
+    }
+    out
+}
+
+/// The temperature series as `junction max 78 °C (limit 100)`.
+fn sensors_text(series: &[Series]) -> String {
+    series
+        .iter()
+        .filter(|s| s.name.starts_with("temp_"))
+        .filter_map(|s| {
+            let spread = s.spread()?;
+            Some(format!(
+                "{} max {:.0} °C{}",
+                s.name.trim_start_matches("temp_"),
+                spread.max,
+                s.limit
+                    .map_or_else(String::new, |l| format!(" (limit {l:.0})"))
+            ))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Seconds as `42 s`, `12.5 min`, `3.0 h`.
+fn seconds(s: f64) -> String {
+    match s {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_words_follow_the_kernel() {
+        // One round of the mix of 0: 0 (every step keeps 0), so word 0 of
+        // a launch with seed 0 and one round is 0.
+        assert_eq!(mix(0), 0);
+        assert_ne!(mix(1), 1);
+        let edges = edge_words();
+        assert_eq!(edges.len(), 2 * EDGE);
+        assert_eq!(edges[0].0, 0);
+        assert_eq!(edges[2 * EDGE - 1].0, HASH_WORDS as usize - 1);
+    }
+
+    #[test]
+    fn a_flipped_bit_changes_the_checksum_and_edges_are_named() {
+        let mut bytes = vec![0u8; 64];
+        let a = checksum(&bytes);
+        bytes[33] ^= 0x08;
+        assert_ne!(checksum(&bytes), a);
+        let wrong = wrong_edges(&bytes, &[(0, 0), (8, 0)]);
+        assert_eq!(wrong, [(8, 0x0800)]);
+        assert_eq!(majority([3, 5, 3].into_iter()), Some(3));
+        assert_eq!(majority(std::iter::empty()), None);
+    }
+}
