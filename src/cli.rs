@@ -68,6 +68,11 @@ pub enum Command {
     /// copy and edit as a site's `--thresholds` file.
     #[command(after_help = rocgate::exit::Exit::help_table())]
     Thresholds(ThresholdsArgs),
+    /// Accept a new node: the tiers in order up to a burn-in (stopping at
+    /// the first that fails), every report and the node's snapshot in one
+    /// archive named by node and date.
+    #[command(after_help = rocgate::exit::Exit::help_table())]
+    Accept(AcceptArgs),
     /// Capture what the node layers read into one archive that `--sysroot`
     /// accepts, for diagnosis elsewhere.
     #[command(after_help = rocgate::exit::Exit::help_table())]
@@ -141,6 +146,32 @@ pub struct NodeArgs {
 }
 
 impl NodeArgs {
+    /// These arguments as a command line gives them, for a child rocgate.
+    pub fn argv(&self) -> Vec<std::ffi::OsString> {
+        let mut argv: Vec<std::ffi::OsString> = Vec::new();
+        let paths = [
+            ("--sysroot", &self.sysroot),
+            ("--rocm-path", &self.rocm_path),
+            ("--thresholds", &self.thresholds),
+            ("--matrix", &self.matrix),
+            ("--config", &self.config),
+            ("--host-root", &self.host_root),
+            ("--history-dir", &self.history_dir),
+        ];
+        for (flag, value) in paths {
+            if let Some(v) = value {
+                argv.extend([flag.into(), v.clone().into_os_string()]);
+            }
+        }
+        if let Some(n) = &self.node_name {
+            argv.extend(["--node-name".into(), n.into()]);
+        }
+        if let Some(s) = &self.since {
+            argv.extend(["--since".into(), s.to_string().into()]);
+        }
+        argv
+    }
+
     /// Opens the node: `/`, a directory, or a snapshot archive unpacked
     /// into a temporary directory that the returned value removes when
     /// dropped (keep it until the command is done).
@@ -696,6 +727,45 @@ pub struct MatrixCheckArgs {
     /// Write JSON to FILE (`-` or no FILE: print it).
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = crate::output::STDOUT, value_parser = Output::parse)]
     pub json: Option<Output>,
+}
+
+/// `rocgate accept`.
+#[derive(Debug, Args)]
+pub struct AcceptArgs {
+    #[command(flatten)]
+    pub node: NodeArgs,
+    /// GPUs to accept (as `run --gpus`); default every GPU.
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
+    /// Fail when fewer than N GPUs are on the PCI bus.
+    #[arg(long, value_name = "N")]
+    pub expect_gpus: Option<usize>,
+    /// How long the burn-in loads every GPU: `90s`, `30m` (default), `24h`.
+    #[arg(long, value_name = "SPAN", value_parser = burnin_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// The directory the archive is written to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub out: PathBuf,
+}
+
+impl AcceptArgs {
+    /// The node's arguments, as every command takes them.
+    pub fn node_argv(&self) -> Vec<std::ffi::OsString> {
+        self.node.argv()
+    }
+
+    /// The arguments each tier's `rocgate run` gets besides its tier and
+    /// reports.
+    pub fn run_argv(&self) -> Vec<std::ffi::OsString> {
+        let mut argv = self.node.argv();
+        if let Some(g) = &self.gpus {
+            argv.extend(["--gpus".into(), g.into()]);
+        }
+        if let Some(n) = self.expect_gpus {
+            argv.extend(["--expect-gpus".into(), n.to_string().into()]);
+        }
+        argv
+    }
 }
 
 /// `rocgate snapshot`.

@@ -36,6 +36,7 @@ macro_rules! errln {
     }};
 }
 
+mod accept_cmd;
 mod cli;
 mod codes_cmd;
 mod compare_cmd;
@@ -130,6 +131,7 @@ fn main() -> ExitCode {
         cli::Command::Matrix(args) => matrix_cmd::run(&args),
         cli::Command::Thresholds(args) => matrix_cmd::show_thresholds(&args),
         cli::Command::Snapshot(args) => snapshot_cmd::run(&args),
+        cli::Command::Accept(args) => accept_cmd::run(&args),
         cli::Command::Completions(args) => completions_cmd::completions(&args),
         cli::Command::Man(args) => completions_cmd::man(&args),
         cli::Command::Schema(args) => schema_cmd::run(&args),

@@ -594,6 +594,34 @@ fn cases() -> Vec<Case> {
             ],
             &["rccl-allreduce-hang"],
         ),
+        Case {
+            env: &[(
+                "ROCGATE_FAKE_LOAD",
+                "gpu0=hot;gpu1=warm;gpu2=throttle;gpu3=lowpower;gpu4=ue:3;gpu5=ce:3;gpu6=drop:6;gpu7=flip:4",
+            )],
+            ..fault(
+                "a burn-in: a hot GPU, a warm one, a throttled one, one that never reaches full power, an uncorrectable and a corrected error, a GPU lost, one bit flipped",
+                "",
+                &[
+                    "--tier",
+                    "burnin",
+                    "--duration",
+                    "15s",
+                    "--only",
+                    "hip::burnin",
+                ],
+                &[
+                    "gpu-over-thermal-limit",
+                    "gpu-near-thermal-limit",
+                    "gpu-clocks-collapsed",
+                    "gpu-power-out-of-band",
+                    "gpu-errors-under-load",
+                    "gpu-corrected-under-load",
+                    "gpu-lost-under-load",
+                    "gpu-result-mismatch",
+                ],
+            )
+        },
         fault(
             "a floor no GPU meets",
             "",

@@ -6,6 +6,7 @@
 
 mod fleet;
 mod run;
+mod telemetry;
 
 pub use fleet::fleet_page;
 pub use run::run_page;

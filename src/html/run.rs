@@ -56,6 +56,7 @@ pub fn run_page(run: &Presented<'_>) -> String {
         ]))
         (metrics(report))
         (matrices(report))
+        (super::telemetry::telemetry(report, &|r: &CheckResult| identity_line(report, r.scope)))
         (identity(report, node, versions))
         h2 { "Checks" }
         @for scope in report.scope_list() {

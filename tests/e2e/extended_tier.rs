@@ -293,8 +293,11 @@ fn the_memory_tests_rate_is_its_hbms_and_an_impossible_one_is_not_reported() {
     // 50 TB/s, which no MI300X reaches (its peak is 5.3 TB/s): the default
     // share (19 GiB, far larger than its 256 MB Infinity Cache) is timed on
     // the GPU's clock, so the rates are the modelled ones exactly.
+    // (hip::hbm_bandwidth judges the same rates against floors: another
+    // test's.)
     let (code, stdout, json, _) = extended("mi300x-8", "0,1,2", "xgmi=4000")
         .env("ROCGATE_FAKE_HBM_GBPS", "gpu1=2000;gpu2=50000")
+        .args(&["--skip", "hip::hbm_bandwidth"])
         .run();
     assert_eq!(code, 0, "{stdout}");
     let rate = |gpu: u32| {
@@ -302,7 +305,7 @@ fn the_memory_tests_rate_is_its_hbms_and_an_impossible_one_is_not_reported() {
         metric(r, "memtest_gbps")["value"].as_f64().unwrap()
     };
     let (default, half) = (rate(0), rate(1));
-    assert!((3900.0..=4100.0).contains(&default), "{default}");
+    assert!((4200.0..=4400.0).contains(&default), "{default}");
     assert!((1950.0..=2050.0).contains(&half), "{half}");
     // The memory was tested and passed; only the rate is refused, with why.
     let r = result_with_status(&json, "gpu2.hip.memtest", "pass");
@@ -514,4 +517,36 @@ fn gemm_rates_fall_back_to_the_hosts_clock_and_say_so_when_events_fail() {
     let message = r["message"].as_str().unwrap();
     assert_has(message, "timed on the GPU's clock");
     assert_lacks(message, "host's clock");
+}
+
+#[test]
+fn slow_hbm_is_judged_against_its_skus_floor_and_a_partition_without_one_is_not() {
+    // gpu1's HBM at 3 TB/s, under MI300X's BabelStream copy floor.
+    let (code, stdout, json, _) = extended("mi300x-8", "0,1", "xgmi=4000")
+        .env("ROCGATE_FAKE_HBM_GBPS", "gpu1=3000")
+        .args(&["--only", "hip::hbm_bandwidth"])
+        .run();
+    assert_eq!(code, 1, "{stdout}");
+    let r = result_with_finding(&json, "gpu1.hip.hbm_bandwidth", "perf-below-floor");
+    let message = r["message"].as_str().unwrap();
+    assert_has(
+        message,
+        "hbm_gbps.copy is 3000.0 GB/s, below the floor of 4177.3 GB/s",
+    );
+    assert_has(message, "ROCm/system-acceptance-docs");
+    let fine = result_with_status(&json, "gpu0.hip.hbm_bandwidth", "pass");
+    assert_eq!(metric(fine, "hbm_gbps.copy")["floor"], 4177.285);
+    assert!(metric(fine, "hbm_gbps.triad")["value"].as_f64().unwrap() > 4000.0);
+    // A CPX partition has no public floor: measured, not judged.
+    let (code, stdout, json, _) = extended("mi300x-8-cpx", "0", "xgmi=4000")
+        .args(&["--only", "hip::hbm_bandwidth"])
+        .run();
+    assert_eq!(code, 0, "{stdout}");
+    let r = result_with_status(&json, "gpu0.hip.hbm_bandwidth", "skipped");
+    assert_eq!(r["skip_reason"], "not-configured");
+    assert_has(
+        r["message"].as_str().unwrap(),
+        "has no hbm_gbps.copy floor for a CPX partition of AMD Instinct MI300X",
+    );
+    assert!(metric(r, "hbm_gbps.copy")["value"].as_f64().unwrap() > 0.0);
 }

@@ -122,9 +122,11 @@ fn the_tiers_say_what_they_run_and_about_how_long_it_takes() {
         .collect();
     assert_eq!(
         rows.iter().map(|r| r.0).collect::<Vec<_>>(),
-        ["passive", "quick", "standard", "extended"],
+        ["passive", "quick", "standard", "extended", "burnin"],
         "{text}"
     );
+    // The burn-in lasts its default duration, 30 minutes, and a little.
+    assert!((1800.0..1900.0).contains(&rows[4].1), "{text}");
     // Each tier runs what the one below runs and more, so takes longer;
     // the passive tier reads files only, well under a second.
     assert!(rows.windows(2).all(|w| w[0].1 < w[1].1), "{text}");

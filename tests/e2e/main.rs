@@ -17,6 +17,8 @@ mod util;
 mod archives;
 /// Each check fails when the thing it checks is broken.
 mod breaks;
+/// The burn-in tier: sustained load, its telemetry and its gates.
+mod burnin;
 /// `rocgate compare`: regressions named, noise and identity changes not.
 mod compare;
 /// What each crate may depend on.

@@ -468,7 +468,11 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
         let share = collapsed as f64 / clocks.len() as f64;
         let median = median(clocks.iter().map(|c| c.0));
         let max = clocks.iter().map(|c| c.1).fold(0.0, f64::max);
-        clock_text = format!("graphics clock median {median:.0} of {max:.0} MHz");
+        clock_text = format!(
+            "graphics clock median {median:.0} of {max:.0} MHz, under {:.0}% of it {:.0}% of the loaded time",
+            t.clock_floor * 100.0,
+            share * 100.0
+        );
         if share > t.throttle_share {
             found.push(Found {
                 rank: 4,
@@ -724,7 +728,7 @@ fn series_of(samples: &[(f64, Sample)], sensors: Vec<Series>) -> Vec<Series> {
     out
 }
 
-/// The temperature series as `junction max 78 °C (limit 100)`.
+/// The temperature series as `junction 41-78 °C, median 76 (limit 100)`.
 fn sensors_text(series: &[Series]) -> String {
     series
         .iter()
@@ -732,9 +736,11 @@ fn sensors_text(series: &[Series]) -> String {
         .filter_map(|s| {
             let spread = s.spread()?;
             Some(format!(
-                "{} max {:.0} °C{}",
+                "{} {:.0}-{:.0} °C, median {:.0}{}",
                 s.name.trim_start_matches("temp_"),
+                spread.min,
                 spread.max,
+                spread.median,
                 s.limit
                     .map_or_else(String::new, |l| format!(" (limit {l:.0})"))
             ))

@@ -1,0 +1,222 @@
+//! The burn-in tier through the binary and the fake HIP, whose burn-in
+//! kernel heats the fixture's GPUs as a real load would
+//! (`ROCGATE_FAKE_LOAD` makes one hot, throttled, erroring, lost or wrong):
+//! each gate names its GPU with its evidence, a healthy node passes with its
+//! telemetry in every report, a GPU consistently wrong is found by its
+//! siblings, and an interrupted burn-in reports what it measured.
+
+use crate::util;
+use crate::util::{FakeRun, assert_has, result, result_with_finding};
+use serde_json::Value;
+use std::time::Duration;
+
+/// The burn-in tier alone on `gpus` of an 8x MI300X node for `duration`.
+fn burnin<'a>(gpus: &'a str, duration: &'a str) -> FakeRun<'a> {
+    FakeRun::scenario("mi300x-8").args(&[
+        "--tier",
+        "burnin",
+        "--duration",
+        duration,
+        "--gpus",
+        gpus,
+        "--only",
+        "hip::burnin",
+    ])
+}
+
+/// The series `name` of a result.
+fn series<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["series"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == name))
+        .unwrap_or_else(|| panic!("no series {name} in {r}"))
+}
+
+#[test]
+fn each_gate_names_its_gpu_and_its_evidence() {
+    let (code, stdout, json, junit) = burnin("0,1,2,3,4,5,6,7", "20s")
+        .env(
+            "ROCGATE_FAKE_LOAD",
+            "gpu0=hot;gpu1=warm;gpu2=throttle;gpu3=lowpower;gpu4=ue:3;gpu5=ce:3;gpu6=drop:6;gpu7=flip:4",
+        )
+        .run();
+    assert_eq!(code, 1, "{stdout}");
+    let found = |gpu: u32, code: &str| {
+        result_with_finding(&json, &format!("gpu{gpu}.hip.burnin"), code)["message"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_has(
+        found(0, "gpu-over-thermal-limit"),
+        "at or past its critical limit of 100 °C",
+    );
+    assert_has(found(1, "gpu-near-thermal-limit"), "within 5 °C of its critical limit of 100 °C");
+    let throttled = found(2, "gpu-clocks-collapsed");
+    assert_has(&throttled, "below 50% of its 2100 MHz for");
+    // The power beside it tells a power limit from heat.
+    assert_has(&throttled, "median power 300 W of a 750 W cap");
+    assert_has(
+        found(3, "gpu-power-out-of-band"),
+        "below the band of 50-105% of its 750 W cap: it never reached full load",
+    );
+    assert_has(found(4, "gpu-errors-under-load"), "1 uncorrectable RAS error");
+    assert_has(found(5, "gpu-corrected-under-load"), "1 correctable RAS error");
+    let lost = found(6, "gpu-lost-under-load");
+    assert_has(&lost, "fell off the PCI bus");
+    assert_has(&lost, "into the burn-in (of 20 s)");
+    let flipped = found(7, "gpu-result-mismatch");
+    assert_has(&flipped, "computed a different result for the same work: checksum 0x");
+    assert_has(&flipped, "where the other iterations gave 0x");
+    // Every GPU's telemetry is in the JSON, its limits beside it.
+    for gpu in 0..8 {
+        let r = result(&json, &format!("gpu{gpu}.hip.burnin"));
+        let junction = series(r, "temp_junction");
+        assert_eq!(junction["unit"], "C");
+        assert_eq!(junction["limit"], 100.0);
+        assert!(!junction["points"].as_array().unwrap().is_empty(), "{r}");
+        assert_eq!(series(r, "power")["limit"], 750.0);
+    }
+    // The hot GPU's junction climbs past its limit in the series too.
+    let hottest = series(result(&json, "gpu0.hip.burnin"), "temp_junction")["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[1].as_f64().unwrap())
+        .fold(f64::MIN, f64::max);
+    assert!(hottest >= 100.0, "{hottest}");
+    assert_has(&junit, "gpu-clocks-collapsed");
+}
+
+#[test]
+fn a_healthy_node_passes_a_minute_of_burn_in_with_its_telemetry_in_every_report() {
+    let html = util::Tmp::new();
+    let page = html.path().join("burnin.html");
+    let (code, stdout, json, junit) = burnin("0,1,2,3,4,5,6,7", "1m")
+        .args(&["--html", page.to_str().unwrap()])
+        .run();
+    assert_eq!(code, 0, "{stdout}");
+    for gpu in 0..8 {
+        let r = result(&json, &format!("gpu{gpu}.hip.burnin"));
+        assert_eq!(r["status"], "pass", "{r}");
+        let message = r["message"].as_str().unwrap();
+        assert_has(message, "every iteration gave the same result");
+        assert_has(message, "junction ");
+        assert_has(message, "°C, median");
+        // About a sample a second for the minute.
+        let points = series(r, "temp_junction")["points"].as_array().unwrap().len();
+        assert!((40..=70).contains(&points), "{points}");
+        assert!(r["facts"]["burnin_checksum"].as_str().unwrap().starts_with("0x"));
+        let seconds = r["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "burnin_seconds")
+            .unwrap()["value"]
+            .as_f64()
+            .unwrap();
+        assert!(seconds >= 60.0, "{seconds}");
+    }
+    // Every GPU computed the same bits.
+    let sums: std::collections::BTreeSet<&str> = (0..8)
+        .map(|g| {
+            result(&json, &format!("gpu{g}.hip.burnin"))["facts"]["burnin_checksum"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(sums.len(), 1, "{sums:?}");
+    assert_has(&junit, "gpu3.hip");
+    let page = std::fs::read_to_string(&page).unwrap();
+    assert_has(&page, "<svg");
+    assert_has(&page, "temp_junction");
+}
+
+#[test]
+fn a_gpu_wrong_in_every_iteration_alike_is_found_by_its_siblings() {
+    let (code, stdout, json, _) = burnin("0,1,2", "10s")
+        .faults("burn_hash@gpu1=wrong")
+        .run();
+    assert_eq!(code, 1, "{stdout}");
+    let r = result_with_finding(&json, "gpu1.hip.burnin", "gpu-result-mismatch");
+    let message = r["message"].as_str().unwrap();
+    assert_has(message, "in every iteration, where 2 of the node's other GPUs (gpu0, gpu2) computed 0x");
+    for gpu in [0, 2] {
+        assert_eq!(result(&json, &format!("gpu{gpu}.hip.burnin"))["status"], "pass");
+    }
+}
+
+#[test]
+fn an_interrupted_burn_in_reports_what_it_measured() {
+    let n = util::node("mi300x-8");
+    let rocm = util::fake_rocm();
+    let out = util::Tmp::new();
+    let report = out.path().join("burnin.json");
+    let mut child = util::fake_process(
+        &[
+            "run",
+            "--tier",
+            "burnin",
+            "--duration",
+            "10m",
+            "--gpus",
+            "0",
+            "--only",
+            "hip::burnin",
+            "--json",
+            report.to_str().unwrap(),
+        ],
+        &n.root,
+        &n.root,
+        rocm.path(),
+        "",
+    )
+    .spawn()
+    .unwrap();
+    // The fake writes the GPU's temperature once its load runs: the signal
+    // comes while the burn-in loads it.
+    let junction = n
+        .root
+        .join("sys/bus/pci/devices/0000:05:00.0/hwmon/hwmon2/temp2_input");
+    let idle = std::fs::read_to_string(&junction).unwrap();
+    let start = std::time::Instant::now();
+    while std::fs::read_to_string(&junction).unwrap_or_default() == idle {
+        assert!(start.elapsed() < Duration::from_secs(120), "the load never ran");
+        assert!(child.try_wait().unwrap().is_none(), "rocgate ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(util::send_signal(child.id(), "-INT"));
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let r = result(&json, "gpu0.hip.burnin");
+    assert_eq!(r["status"], "skipped", "{r}");
+    assert_eq!(r["skip_reason"], "interrupted");
+    assert_has(r["message"].as_str().unwrap(), "into the burn-in (of 10.0 min)");
+    assert!(!series(r, "temp_junction")["points"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_duration_belongs_to_the_burn_in_and_list_says_what_each_tier_takes() {
+    let n = util::node("mi300x-8");
+    let out = util::on_sysroot(&["run", "--duration", "10m"], &n.root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_has(
+        String::from_utf8_lossy(&out.stderr),
+        "the quick tier has none (add --tier burnin)",
+    );
+    let out = util::on_sysroot(&["health", "--tier", "burnin"], &n.root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = util::rocgate().args(["list", "--tiers"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let burnin = text
+        .lines()
+        .find(|l| l.starts_with("burnin"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_has(burnin, "~31 min");
+    assert_has(burnin, "--duration (default 30 min)");
+}
