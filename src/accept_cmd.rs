@@ -49,8 +49,11 @@ struct Record {
     /// The tier that did not pass, when one did not.
     stopped_at: Option<Tier>,
     tiers: Vec<TierRun>,
-    /// Whether the node's snapshot is in the archive, or why not.
-    snapshot: std::result::Result<String, String>,
+    /// The node's snapshot in the archive, when it was taken.
+    snapshot: Option<String>,
+    /// Why there is no snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    snapshot_error: Option<String>,
 }
 
 /// Runs the acceptance and writes its archive.
@@ -82,7 +85,8 @@ pub fn run(args: &AcceptArgs) -> Result<Exit> {
         let mut cmd = std::process::Command::new(&program);
         cmd.arg("run").arg("--tier").arg(tier.as_str());
         if tier == Tier::Burnin {
-            cmd.arg("--duration").arg(format!("{}s", duration.as_secs()));
+            cmd.arg("--duration")
+                .arg(format!("{}s", duration.as_secs()));
         }
         for (flag, name) in ["--json", "--junit", "--html"].iter().zip(&names) {
             cmd.arg(flag).arg(work.path().join(name));
@@ -115,7 +119,10 @@ pub fn run(args: &AcceptArgs) -> Result<Exit> {
             break;
         }
     }
-    let snapshot = snapshot(&program, args, work.path());
+    let (snapshot, snapshot_error) = match snapshot(&program, args, work.path()) {
+        Ok(name) => (Some(name), None),
+        Err(why) => (None, Some(why)),
+    };
     let node = node.unwrap_or_else(|| "node".to_string());
     let finished = chrono::Utc::now();
     let record = Record {
@@ -129,6 +136,7 @@ pub fn run(args: &AcceptArgs) -> Result<Exit> {
         stopped_at,
         tiers: runs,
         snapshot,
+        snapshot_error,
     };
     let text = serde_json::to_string_pretty(&record)
         .map_err(|e| Error::internal(format!("internal error: the acceptance record: {e}")))?;
@@ -189,7 +197,13 @@ fn snapshot(program: &Path, args: &AcceptArgs, dir: &Path) -> std::result::Resul
 fn safe_name(name: &str) -> String {
     let s: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if s.is_empty() || s.starts_with('.') {
         format!("node{s}")
@@ -210,7 +224,8 @@ fn humantime(secs: u64) -> String {
 /// Writes every file of `dir` into the tar.zst `archive`, atomically.
 fn pack(dir: &Path, archive: &Path) -> Result<()> {
     let not_written = |e: String| Error::node_io(format!("{}: {e}", archive.display()));
-    let sink = rocgate_harness::atomic::Staged::create(archive).map_err(|e| not_written(e.to_string()))?;
+    let sink =
+        rocgate_harness::atomic::Staged::create(archive).map_err(|e| not_written(e.to_string()))?;
     let encoder = zstd::Encoder::new(sink, 3).map_err(|e| not_written(e.to_string()))?;
     let mut tar = tar::Builder::new(encoder);
     let mut names: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -64,8 +64,16 @@ fn plot(series: &[&Series]) -> Markup {
     let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
     // From zero, unless the values sit far from it (a clock in the
     // thousands): then from a little below the least.
-    let lo = if lo >= 0.0 && lo < hi * 0.5 { 0.0 } else { lo - (hi - lo) * 0.05 };
-    let hi = if hi > lo { hi + (hi - lo) * 0.05 } else { lo + 1.0 };
+    let lo = if lo >= 0.0 && lo < hi * 0.5 {
+        0.0
+    } else {
+        lo - (hi - lo) * 0.05
+    };
+    let hi = if hi > lo {
+        hi + (hi - lo) * 0.05
+    } else {
+        lo + 1.0
+    };
     let t_end = t_end.max(1.0);
     let x = |t: f64| LEFT + t / t_end * (WIDTH - LEFT - 2.0);
     let y = |v: f64| TOP + (hi - v) / (hi - lo) * (HEIGHT - TOP - BOTTOM);
@@ -79,7 +87,8 @@ fn plot(series: &[&Series]) -> Markup {
                 number(sp.median),
                 number(sp.max),
                 s.unit,
-                s.limit.map_or_else(String::new, |l| format!(" (limit {})", number(l)))
+                s.limit
+                    .map_or_else(String::new, |l| format!(" (limit {})", number(l)))
             ),
             None => s.name.clone(),
         })
@@ -129,11 +138,19 @@ mod tests {
 
     #[test]
     fn a_series_is_a_line_with_its_limit_and_no_point_is_no_plot() {
-        let s = Series::new("temp_junction", "C", Some(100.0), &[[0.0, 40.0], [30.0, 78.0], [60.0, 79.0]]);
+        let s = Series::new(
+            "temp_junction",
+            "C",
+            Some(100.0),
+            &[[0.0, 40.0], [30.0, 78.0], [60.0, 79.0]],
+        );
         let svg = plot(&[&s]).into_string();
         assert!(svg.contains("<polyline class=\"line s0\""), "{svg}");
         assert!(svg.contains("class=\"limit s0\""), "{svg}");
-        assert!(svg.contains("min 40 / median 78 / max 79 C (limit 100)"), "{svg}");
+        assert!(
+            svg.contains("min 40 / median 78 / max 79 C (limit 100)"),
+            "{svg}"
+        );
         assert!(svg.contains("60 s"), "{svg}");
         let empty = Series::new("power", "W", None, &[]);
         assert!(plot(&[&empty]).into_string().contains("not read"));

@@ -51,7 +51,10 @@ fn each_gate_names_its_gpu_and_its_evidence() {
         found(0, "gpu-over-thermal-limit"),
         "at or past its critical limit of 100 °C",
     );
-    assert_has(found(1, "gpu-near-thermal-limit"), "within 5 °C of its critical limit of 100 °C");
+    assert_has(
+        found(1, "gpu-near-thermal-limit"),
+        "within 5 °C of its critical limit of 100 °C",
+    );
     let throttled = found(2, "gpu-clocks-collapsed");
     assert_has(&throttled, "below 50% of its 2100 MHz for");
     // The power beside it tells a power limit from heat.
@@ -60,13 +63,22 @@ fn each_gate_names_its_gpu_and_its_evidence() {
         found(3, "gpu-power-out-of-band"),
         "below the band of 50-105% of its 750 W cap: it never reached full load",
     );
-    assert_has(found(4, "gpu-errors-under-load"), "1 uncorrectable RAS error");
-    assert_has(found(5, "gpu-corrected-under-load"), "1 correctable RAS error");
+    assert_has(
+        found(4, "gpu-errors-under-load"),
+        "1 uncorrectable RAS error",
+    );
+    assert_has(
+        found(5, "gpu-corrected-under-load"),
+        "1 correctable RAS error",
+    );
     let lost = found(6, "gpu-lost-under-load");
     assert_has(&lost, "fell off the PCI bus");
     assert_has(&lost, "into the burn-in (of 20 s)");
     let flipped = found(7, "gpu-result-mismatch");
-    assert_has(&flipped, "computed a different result for the same work: checksum 0x");
+    assert_has(
+        &flipped,
+        "computed a different result for the same work: checksum 0x",
+    );
     assert_has(&flipped, "where the other iterations gave 0x");
     // Every GPU's telemetry is in the JSON, its limits beside it.
     for gpu in 0..8 {
@@ -104,9 +116,17 @@ fn a_healthy_node_passes_a_minute_of_burn_in_with_its_telemetry_in_every_report(
         assert_has(message, "junction ");
         assert_has(message, "°C, median");
         // About a sample a second for the minute.
-        let points = series(r, "temp_junction")["points"].as_array().unwrap().len();
+        let points = series(r, "temp_junction")["points"]
+            .as_array()
+            .unwrap()
+            .len();
         assert!((40..=70).contains(&points), "{points}");
-        assert!(r["facts"]["burnin_checksum"].as_str().unwrap().starts_with("0x"));
+        assert!(
+            r["facts"]["burnin_checksum"]
+                .as_str()
+                .unwrap()
+                .starts_with("0x")
+        );
         let seconds = r["metrics"]
             .as_array()
             .unwrap()
@@ -134,15 +154,19 @@ fn a_healthy_node_passes_a_minute_of_burn_in_with_its_telemetry_in_every_report(
 
 #[test]
 fn a_gpu_wrong_in_every_iteration_alike_is_found_by_its_siblings() {
-    let (code, stdout, json, _) = burnin("0,1,2", "10s")
-        .faults("burn_hash@gpu1=wrong")
-        .run();
+    let (code, stdout, json, _) = burnin("0,1,2", "10s").faults("burn_hash@gpu1=wrong").run();
     assert_eq!(code, 1, "{stdout}");
     let r = result_with_finding(&json, "gpu1.hip.burnin", "gpu-result-mismatch");
     let message = r["message"].as_str().unwrap();
-    assert_has(message, "in every iteration, where 2 of the node's other GPUs (gpu0, gpu2) computed 0x");
+    assert_has(
+        message,
+        "in every iteration, where 2 of the node's other GPUs (gpu0, gpu2) computed 0x",
+    );
     for gpu in [0, 2] {
-        assert_eq!(result(&json, &format!("gpu{gpu}.hip.burnin"))["status"], "pass");
+        assert_eq!(
+            result(&json, &format!("gpu{gpu}.hip.burnin"))["status"],
+            "pass"
+        );
     }
 }
 
@@ -181,7 +205,10 @@ fn an_interrupted_burn_in_reports_what_it_measured() {
     let idle = std::fs::read_to_string(&junction).unwrap();
     let start = std::time::Instant::now();
     while std::fs::read_to_string(&junction).unwrap_or_default() == idle {
-        assert!(start.elapsed() < Duration::from_secs(120), "the load never ran");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "the load never ran"
+        );
         assert!(child.try_wait().unwrap().is_none(), "rocgate ended early");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -192,8 +219,16 @@ fn an_interrupted_burn_in_reports_what_it_measured() {
     let r = result(&json, "gpu0.hip.burnin");
     assert_eq!(r["status"], "skipped", "{r}");
     assert_eq!(r["skip_reason"], "interrupted");
-    assert_has(r["message"].as_str().unwrap(), "into the burn-in (of 10.0 min)");
-    assert!(!series(r, "temp_junction")["points"].as_array().unwrap().is_empty());
+    assert_has(
+        r["message"].as_str().unwrap(),
+        "into the burn-in (of 10.0 min)",
+    );
+    assert!(
+        !series(r, "temp_junction")["points"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -219,4 +254,99 @@ fn a_duration_belongs_to_the_burn_in_and_list_says_what_each_tier_takes() {
         .unwrap_or_else(|| panic!("{text}"));
     assert_has(burnin, "~31 min");
     assert_has(burnin, "--duration (default 30 min)");
+}
+
+/// The files of a tar.zst archive, by name.
+fn archive_files(path: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let file = std::fs::File::open(path).unwrap();
+    let mut tar = tar::Archive::new(zstd::Decoder::new(file).unwrap());
+    tar.entries()
+        .unwrap()
+        .map(|e| {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().to_string_lossy().into_owned();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// `rocgate accept` on `gpus` of an 8x MI300X node with a 5 s burn-in,
+/// its archive in a directory of its own: the exit code, what it printed,
+/// and the archive's files.
+fn accept(faults: &str) -> (i32, String, std::collections::BTreeMap<String, Vec<u8>>) {
+    let n = util::node("mi300x-8");
+    let rocm = util::fake_rocm();
+    let out = util::Tmp::new();
+    let run = util::fake_process(
+        &[
+            "accept",
+            "--duration",
+            "5s",
+            "--gpus",
+            "0,1",
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+        &n.root,
+        &n.root,
+        rocm.path(),
+        faults,
+    )
+    .env("ROCGATE_HISTORY_DIR", "off")
+    .stdout(std::process::Stdio::piped())
+    .output()
+    .unwrap();
+    let archives = util::names_in(out.path());
+    assert_eq!(archives.len(), 1, "{archives:?}");
+    assert!(
+        archives[0].starts_with("rocgate-accept-mi300x-8-") && archives[0].ends_with("Z.tar.zst"),
+        "{archives:?}"
+    );
+    (
+        run.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+        archive_files(&out.path().join(&archives[0])),
+    )
+}
+
+#[test]
+fn an_accepted_node_keeps_every_tier_s_reports_and_its_snapshot_in_one_archive() {
+    let (code, stdout, files) = accept("");
+    assert_eq!(code, 0, "{stdout}");
+    assert_has(&stdout, "ACCEPTED: every tier passed on mi300x-8");
+    let names: Vec<&str> = files.keys().map(String::as_str).collect();
+    for tier in ["quick", "standard", "extended", "burnin"] {
+        for ext in ["json", "xml", "html"] {
+            let name = format!("{tier}.{ext}");
+            assert!(names.contains(&name.as_str()), "{names:?}");
+        }
+    }
+    assert!(names.contains(&"snapshot.tar.zst"), "{names:?}");
+    let record: Value = serde_json::from_slice(&files["accept.json"]).unwrap();
+    assert_eq!(record["accepted"], true);
+    assert_eq!(record["node"], "mi300x-8");
+    assert_eq!(record["tiers"].as_array().unwrap().len(), 4);
+    assert_eq!(record["tiers"][3]["tier"], "burnin");
+    assert_eq!(record["tiers"][3]["health"], "healthy");
+    let burnin: Value = serde_json::from_slice(&files["burnin.json"]).unwrap();
+    assert_eq!(result(&burnin, "gpu1.hip.burnin")["status"], "pass");
+}
+
+#[test]
+fn acceptance_stops_at_the_first_tier_that_fails_and_says_which() {
+    let (code, stdout, files) = accept("rocblas_sgemm@gpu1=wrong");
+    assert_eq!(code, 1, "{stdout}");
+    assert_has(
+        &stdout,
+        "NOT ACCEPTED: the standard tier found a fault on mi300x-8",
+    );
+    let record: Value = serde_json::from_slice(&files["accept.json"]).unwrap();
+    assert_eq!(record["accepted"], false);
+    assert_eq!(record["stopped_at"], "standard");
+    assert!(files.contains_key("standard.json"));
+    assert!(!files.contains_key("extended.json") && !files.contains_key("burnin.json"));
+    // The evidence of what failed is kept with the snapshot.
+    assert!(files.contains_key("snapshot.tar.zst"));
 }
