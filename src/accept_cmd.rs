@@ -65,6 +65,13 @@ pub fn run(args: &AcceptArgs) -> Result<Exit> {
     // Caught, so that Ctrl-C ends the tier's run (which reports) and not
     // this process before it archives.
     let interrupt = crate::signals::interrupt_flag()?;
+    // The archive's directory is known good before an hour of tiers runs.
+    if !args.out.is_dir() {
+        return Err(Error::usage(format!(
+            "--out {}: not a directory; give the directory the acceptance archive goes to",
+            args.out.display()
+        )));
+    }
     let program = std::env::current_exe()
         .map_err(|e| Error::internal(format!("cannot find rocgate's own binary: {e}")))?;
     let work = tempfile::tempdir()
@@ -77,13 +84,21 @@ pub fn run(args: &AcceptArgs) -> Result<Exit> {
     let mut stopped_at = None;
     let mut node = args.node.node_name.clone();
     for tier in TIERS {
+        if interrupt.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            stopped_at = Some(tier);
+            break;
+        }
         out!("\n== rocgate accept: {tier} tier ==\n");
         let names: Vec<String> = ["json", "xml", "html"]
             .iter()
             .map(|ext| format!("{tier}.{ext}"))
             .collect();
         let mut cmd = std::process::Command::new(&program);
-        cmd.arg("run").arg("--tier").arg(tier.as_str());
+        // Strict: a check that could not look does not pass an acceptance.
+        cmd.arg("run")
+            .arg("--strict")
+            .arg("--tier")
+            .arg(tier.as_str());
         if tier == Tier::Burnin {
             cmd.arg("--duration")
                 .arg(format!("{}s", duration.as_secs()));
@@ -147,13 +162,23 @@ pub fn run(args: &AcceptArgs) -> Result<Exit> {
         safe_name(&node),
         started.format("%Y%m%dT%H%M%SZ")
     ));
-    pack(work.path(), &archive)?;
+    if let Err(e) = pack(work.path(), &archive) {
+        // The reports outlive a failed archive: an hour of evidence.
+        let kept = work.keep();
+        return Err(Error::node_io(format!(
+            "{e}; the reports are kept in {}",
+            kept.display()
+        )));
+    }
     let last = record.tiers.last();
     let line = match (&record.stopped_at, last) {
         (None, _) => format!(
             "ACCEPTED: every tier passed on {node} (quick, standard, extended, burn-in of {})",
             humantime(duration.as_secs())
         ),
+        (Some(t), Some(run)) if run.tier != *t => {
+            format!("NOT ACCEPTED: interrupted before the {t} tier on {node}")
+        }
         (Some(t), Some(run)) => format!(
             "NOT ACCEPTED: the {t} tier {} on {node}; the tiers above it did not run",
             match run.exit_code {

@@ -59,7 +59,7 @@ pub fn compare_with_peers(results: &mut [CheckResult]) {
             ),
         };
         let message = format!(
-            "{} computed checksum {mine} for the burn-in's work in every iteration, {others}: the same integer work must give the same bits on every GPU",
+            "{} computed checksum {mine} for the burn-in's work (its iterations' common result), {others}: the same integer work must give the same bits on every GPU",
             r.scope.label()
         );
         r.status = Status::Fail;

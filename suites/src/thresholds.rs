@@ -329,6 +329,21 @@ impl Thresholds {
                 )));
             }
         }
+        let b = &t.burnin;
+        let [low, high] = b.power_band;
+        let valid = low.is_finite()
+            && high.is_finite()
+            && (0.0..high).contains(&low)
+            && b.thermal_margin_c.is_finite()
+            && b.thermal_margin_c >= 0.0
+            && b.warmup_s.is_finite()
+            && b.warmup_s >= 0.0;
+        if !valid {
+            return Err(ConfigError(format!(
+                "failed to parse {origin}: [burnin] needs power_band = [low, high] with 0 <= low < high, and thermal_margin_c and warmup_s of 0 or more (got power_band = [{low}, {high}], thermal_margin_c = {}, warmup_s = {})",
+                b.thermal_margin_c, b.warmup_s
+            )));
+        }
         t.origin = origin.to_string();
         Ok(t)
     }
@@ -371,6 +386,35 @@ impl Thresholds {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_burnin_table_that_cannot_judge_is_refused() {
+        let with = |table: &str| {
+            Thresholds::parse(
+                &BUILTIN.replace("power_band = [0.5, 1.05]", table),
+                "mine.toml",
+            )
+        };
+        assert!(with("power_band = [0.5, 1.05]").is_ok());
+        for bad in [
+            "power_band = [1.05, 0.5]",
+            "power_band = [-0.1, 1.0]",
+            "power_band = [0.5, nan]",
+        ] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("mine.toml") && e.contains("power_band"),
+                "{bad}: {e}"
+            );
+        }
+        let e = Thresholds::parse(
+            &BUILTIN.replace("clock_floor = 0.5", "clock_floor = 2"),
+            "m",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("not a share"), "{e}");
+    }
 
     #[test]
     fn builtin_file_parses_and_marks_every_source() {

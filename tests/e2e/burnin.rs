@@ -160,7 +160,7 @@ fn a_gpu_wrong_in_every_iteration_alike_is_found_by_its_siblings() {
     let message = r["message"].as_str().unwrap();
     assert_has(
         message,
-        "in every iteration, where 2 of the node's other GPUs (gpu0, gpu2) computed 0x",
+        "(its iterations' common result), where 2 of the node's other GPUs (gpu0, gpu2) computed 0x",
     );
     for gpu in [0, 2] {
         assert_eq!(

@@ -73,7 +73,8 @@ pub fn parse_dpm(text: &str) -> Result<Clock, String> {
 pub struct Sample {
     /// The GPU's PCI device directory is there.
     pub on_bus: bool,
-    /// Its KFD topology node is there (`None`: not asked).
+    /// A KFD topology node holds its `gpu_id` (`None`: not asked, or the
+    /// topology could not be listed).
     pub in_kfd: Option<bool>,
     /// Temperatures, with their limits.
     pub temperatures: Vec<Temperature>,
@@ -95,18 +96,15 @@ pub struct Sample {
     pub unread: Vec<String>,
 }
 
-/// Samples the GPU at PCI `address`, and KFD node `kfd_node` when given.
-/// Never fails: a GPU that left the bus reads as `on_bus: false`, and a
-/// file that did not read is named in [`Sample::unread`].
-pub fn sample(sysroot: &Sysroot, address: &str, kfd_node: Option<u32>) -> Sample {
+/// Samples the GPU at PCI `address`, and whether KFD still lists its
+/// `gpu_id` when given. Never fails: a GPU that left the bus reads as
+/// `on_bus: false`, and a file that did not read is named in
+/// [`Sample::unread`].
+pub fn sample(sysroot: &Sysroot, address: &str, gpu_id: Option<u64>) -> Sample {
     let dir = format!("/sys/bus/pci/devices/{address}");
     let mut s = Sample {
         on_bus: sysroot.path(&dir).exists(),
-        in_kfd: kfd_node.map(|n| {
-            sysroot
-                .path(&format!("/sys/class/kfd/kfd/topology/nodes/{n}"))
-                .exists()
-        }),
+        in_kfd: gpu_id.and_then(|id| kfd_lists(sysroot, id)),
         ..Sample::default()
     };
     if !s.on_bus {
@@ -164,6 +162,23 @@ pub fn sample(sysroot: &Sysroot, address: &str, kfd_node: Option<u32>) -> Sample
         unread: s.unread,
         ..found
     }
+}
+
+/// Whether a KFD topology node holds `gpu_id`: by its id, not its node
+/// number, since KFD renumbers the nodes above a device that leaves
+/// (`kfd_topology_remove_device`, amdkfd/kfd_topology.c). `None` when the
+/// topology cannot be listed.
+fn kfd_lists(sysroot: &Sysroot, gpu_id: u64) -> Option<bool> {
+    let nodes = "/sys/class/kfd/kfd/topology/nodes";
+    let names = sysroot.list_dir_if_present(nodes).ok()??;
+    Some(names.iter().any(|n| {
+        sysroot
+            .read_opt(&format!("{nodes}/{n}/gpu_id"))
+            .ok()
+            .flatten()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            == Some(gpu_id)
+    }))
 }
 
 #[cfg(test)]

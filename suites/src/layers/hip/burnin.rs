@@ -38,10 +38,12 @@ const HASH_WORDS: u32 = 16 << 20;
 /// Rounds of the mix per word per launch.
 const ROUNDS: u32 = 8192;
 /// Hash launches per iteration, each followed by [`TRIADS`] triads: about
-/// half a second of an MI300X's integer throughput per iteration (16 Mi
-/// words x 8192 rounds x 9 operations x 32 launches, ~80 T integer ops/s;
-/// an estimate until measured).
-const LAUNCHES: u32 = 32;
+/// two seconds of an MI300X's integer throughput per iteration (16 Mi
+/// words x 8192 rounds x 9 operations x 128 launches, ~80 T integer ops/s;
+/// an estimate until measured), so the host's download and checksum between
+/// iterations (tens of milliseconds, the GPU idle) is a small share of the
+/// clock samples.
+const LAUNCHES: u32 = 128;
 const TRIADS: u32 = 2;
 /// The first seed; launch k of every iteration uses `SEED + k`.
 const SEED: u32 = 0x5eed_0001;
@@ -102,11 +104,12 @@ fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
     let hash = module.function("burn_hash").map_err(fail)?;
     let triad = module.function("triad").map_err(fail)?;
     let total = hip.total_mem(index).map_err(fail)?;
-    let arrays = Arrays::new(hip, total).map_err(fail)?;
-    let out = DeviceBuffer::new(hip, HASH_WORDS as usize * 4).map_err(fail)?;
+    let no_memory = |e: HipError| super::stream::no_memory(e, next);
+    let arrays = Arrays::new(hip, total).map_err(no_memory)?;
+    let out = DeviceBuffer::new(hip, HASH_WORDS as usize * 4).map_err(no_memory)?;
     let expected = edge_words();
     let address = gpu.pci_address.clone();
-    let kfd_node = gpu.kfd.as_ref().map(|k| k.id);
+    let kfd_gpu = gpu.kfd.as_ref().and_then(|k| k.gpu_id);
     let sysroot = &ctx.facts.sysroot;
     let samples: Mutex<Vec<(f64, Sample)>> = Mutex::new(Vec::new());
     let stop = AtomicBool::new(false);
@@ -115,14 +118,22 @@ fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
     let mut cut = None;
     std::thread::scope(|s| {
         s.spawn(|| {
+            // Two looks in a row: KFD rebuilds its topology when any device
+            // leaves, and a look in the middle of that misses every node.
+            let mut gone_before = false;
             while !stop.load(Ordering::SeqCst) {
-                let sample = telemetry::sample(sysroot, &address, kfd_node);
+                let sample = telemetry::sample(sysroot, &address, kfd_gpu);
                 let at = start.elapsed().as_secs_f64();
-                let gone = !sample.on_bus || sample.in_kfd == Some(false);
+                let gone = is_gone(&sample);
                 lock(&samples).push((at, sample));
-                if gone {
+                if gone && gone_before {
                     stop.store(true, Ordering::SeqCst);
                     break;
+                }
+                gone_before = gone;
+                if gone {
+                    sleep_unless(&stop, Duration::from_millis(200));
+                    continue;
                 }
                 let next = SAMPLE_EVERY.saturating_sub(Duration::from_secs_f64(at.fract()));
                 sleep_unless(&stop, next);
@@ -143,21 +154,31 @@ fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
                 // The sampler saw the GPU leave.
                 break;
             }
-            let ran = (|| -> Result<(), HipError> {
+            // `Ok(false)`: asked to stop part-way; the iteration is not whole.
+            let ran = (|| -> Result<bool, HipError> {
                 out.fill(0)?;
                 for k in 0..LAUNCHES {
+                    if rocgate_harness::deadline::stop_asked() {
+                        hip.synchronize()?;
+                        return Ok(false);
+                    }
                     hip.launch_burn_hash(hash, &out, SEED.wrapping_add(k), ROUNDS, HASH_WORDS)?;
                     for _ in 0..TRIADS {
                         arrays.triad(hip, triad)?;
                     }
                 }
                 hip.synchronize()?;
-                out.download(&mut host)
+                out.download(&mut host)?;
+                Ok(true)
             })();
+            if let Ok(false) = ran {
+                cut = Some(Cut::Interrupted(start.elapsed().as_secs_f64()));
+                break;
+            }
             if let Err(e) = ran {
                 let at = start.elapsed().as_secs_f64();
                 // Whether the GPU is still there says what the failure was.
-                lock(&samples).push((at, telemetry::sample(sysroot, &address, kfd_node)));
+                lock(&samples).push((at, telemetry::sample(sysroot, &address, kfd_gpu)));
                 cut = Some(Cut::Hip(at, e.to_string()));
                 break;
             }
@@ -182,6 +203,11 @@ fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
             cut,
         },
     )
+}
+
+/// Whether a sample shows the GPU gone from the bus or from KFD.
+fn is_gone(s: &Sample) -> bool {
+    !s.on_bus || s.in_kfd == Some(false)
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -279,13 +305,18 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
     let mut not_read: Vec<String> = Vec::new();
     let of = format!("of {}", seconds(load.duration.as_secs_f64()));
     let samples = &load.samples;
-    let first = samples.first().map(|(_, s)| s);
-    let last = samples.last().map(|(_, s)| s);
 
-    // Lost: the bus or KFD, else a failing call.
+    // Lost: two looks in a row without the GPU (or the last look, at a
+    // failing call), else a failing call.
     let gone = samples
-        .iter()
-        .find(|(_, s)| !s.on_bus || s.in_kfd == Some(false));
+        .windows(2)
+        .find(|w| is_gone(&w[0].1) && is_gone(&w[1].1))
+        .map(|w| &w[0])
+        .or_else(|| {
+            samples
+                .last()
+                .filter(|(_, s)| is_gone(s) && matches!(load.cut, Some(Cut::Hip(..))))
+        });
     match (gone, &load.cut) {
         (Some((at, s)), cut) => found.push(Found {
             rank: 0,
@@ -324,7 +355,28 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
         .enumerate()
         .filter(|(_, i)| Some(i.checksum) != common || !i.wrong_words.is_empty())
         .collect();
-    if let Some((n, it)) = odd.first() {
+    let every = !odd.is_empty() && odd.len() == load.iterations.len();
+    if common.is_none() && load.iterations.len() > 1 {
+        found.push(Found {
+            rank: 1,
+            code: codes::GPU_RESULT_MISMATCH,
+            message: format!(
+                "the {} iterations computed the same work with no checksum in the majority: the GPU's results are not repeatable",
+                load.iterations.len()
+            ),
+        });
+    } else if let (true, Some((w, bits))) =
+        (every, odd.first().and_then(|(_, i)| i.wrong_words.first()))
+    {
+        found.push(Found {
+            rank: 1,
+            code: codes::GPU_RESULT_MISMATCH,
+            message: format!(
+                "in every one of the {} iterations word {w} differs from the CPU's in bits 0x{bits:08x}: the GPU computes this work wrong, consistently",
+                load.iterations.len()
+            ),
+        });
+    } else if let Some((n, it)) = odd.first() {
         let how = match it.wrong_words.first() {
             Some((w, bits)) => format!(
                 "word {w} differs from the CPU's in bits 0x{bits:08x}{}",
@@ -356,19 +408,27 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
         });
     }
 
-    // Counters that grew between the first and the last sample.
-    if let (Some(a), Some(b)) = (first, last) {
-        let grew = |x: Option<u64>, y: Option<u64>| match (x, y) {
-            (Some(x), Some(y)) if y > x => y - x,
-            _ => 0,
+    // Counters that grew between the first and the last sample that read
+    // each (a GPU gone at the end reads none).
+    {
+        let grew = |read: &dyn Fn(&Sample) -> Option<u64>| -> u64 {
+            let mut values = samples.iter().filter_map(|(_, s)| read(s));
+            match (values.next(), values.last()) {
+                (Some(x), Some(y)) if y > x => y - x,
+                _ => 0,
+            }
         };
-        let ras = |s: &Sample, ue: bool| s.ras.map(|(u, c)| if ue { u } else { c });
-        let aer = |s: &Sample, k: usize| s.aer.map(|(c, n, f)| [c, n, f][k]);
-        let ue = grew(ras(a, true), ras(b, true));
-        let fatal = grew(aer(a, 1), aer(b, 1)) + grew(aer(a, 2), aer(b, 2));
-        let ce = grew(ras(a, false), ras(b, false));
-        let corrected = grew(aer(a, 0), aer(b, 0));
-        let replays = grew(a.replays, b.replays);
+        let ue = grew(&|s| s.ras.map(|r| r.0));
+        let fatal = grew(&|s| s.aer.map(|a| a.1)) + grew(&|s| s.aer.map(|a| a.2));
+        let ce = grew(&|s| s.ras.map(|r| r.1));
+        let corrected = grew(&|s| s.aer.map(|a| a.0));
+        let replays = grew(&|s| s.replays);
+        if samples
+            .iter()
+            .all(|(_, s)| s.ras.is_none() && s.aer.is_none())
+        {
+            not_read.push("no RAS or AER counter read".into());
+        }
         // `what` names one; a count of several adds an s to its noun.
         let list = |parts: &[(u64, &str)]| {
             parts
@@ -414,6 +474,11 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
     let sensors = sensors(samples);
     if sensors.is_empty() {
         not_read.push("no temperature sensor read (no hwmon temp*_input)".into());
+    } else if sensors.iter().all(|s| s.limit.is_none()) {
+        // MI300 under SR-IOV or with PMFW before 85.69 reads 0 (no limit).
+        not_read.push(
+            "no temperature sensor gives a critical limit (temp*_crit reads 0 or is absent)".into(),
+        );
     }
     for s in &sensors {
         let Some(crit) = s.limit else { continue };
@@ -455,7 +520,14 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
         .filter_map(|s| s.sclk.map(|c| (c.current_mhz, c.max_mhz)))
         .collect();
     let mut clock_text = String::new();
-    if clocks.is_empty() {
+    let short = load.ran.as_secs_f64() <= t.warmup_s + SAMPLE_EVERY.as_secs_f64();
+    if clocks.is_empty() && short {
+        not_read.push(format!(
+            "the burn-in ran {} and its clocks and power are judged only after a {:.0} s warm-up ([burnin] warmup_s)",
+            seconds(load.ran.as_secs_f64()),
+            t.warmup_s
+        ));
+    } else if clocks.is_empty() {
         not_read.push(format!(
             "no graphics clock read under load (pp_dpm_sclk) after the {:.0} s warm-up",
             t.warmup_s
@@ -492,7 +564,9 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
         .filter_map(|s| Some((s.power_w?, s.power_cap_w?)))
         .collect();
     let mut power_text = String::new();
-    if powers.is_empty() {
+    if powers.is_empty() && short {
+        // Said once, with the clocks.
+    } else if powers.is_empty() {
         not_read.push(
             "no power reading with a cap (hwmon power1_input/power1_average, power1_cap)".into(),
         );
@@ -537,6 +611,7 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
     if !powers.is_empty() {
         v_metrics = v_metrics.with_reading("power_median", median(powers.iter().map(|p| p.0)), "W");
     }
+    let full_sensors = sensors.clone();
     let series = series_of(samples, sensors);
     let summary = [
         format!(
@@ -549,7 +624,7 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
                 String::new()
             }
         ),
-        sensors_text(&series),
+        sensors_text(&full_sensors),
         clock_text,
         power_text,
     ]
@@ -563,8 +638,26 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
         if let Some(c) = common {
             v = v.with_fact("burnin_checksum", format!("0x{c:016x}"));
         }
+        let mut unread: Vec<&String> = samples.iter().flat_map(|(_, s)| &s.unread).collect();
+        unread.sort();
+        unread.dedup();
+        let mut output = Vec::new();
         if !not_read.is_empty() {
-            v = v.with_output(format!("not read: {}", not_read.join("; ")));
+            output.push(format!("not read: {}", not_read.join("; ")));
+        }
+        if !unread.is_empty() {
+            output.push(format!(
+                "files that did not read: {}",
+                unread
+                    .iter()
+                    .take(8)
+                    .map(|u| u.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
+        if !output.is_empty() {
+            v = v.with_output(output.join("\n"));
         }
         v
     };
@@ -616,13 +709,18 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
     ))))
 }
 
-/// The most common value, if any.
+/// The value more common than any other, if one is.
 fn majority(values: impl Iterator<Item = u64>) -> Option<u64> {
     let mut counts = std::collections::BTreeMap::new();
     for v in values {
         *counts.entry(v).or_insert(0usize) += 1;
     }
-    counts.into_iter().max_by_key(|(_, n)| *n).map(|(v, _)| v)
+    let most = counts.values().copied().max()?;
+    let mut leaders = counts.into_iter().filter(|(_, n)| *n == most);
+    match (leaders.next(), leaders.next()) {
+        (Some((v, _)), None) => Some(v),
+        _ => None,
+    }
 }
 
 fn median(values: impl Iterator<Item = f64>) -> f64 {
@@ -659,10 +757,18 @@ fn context_of(loaded: &[&Sample]) -> String {
 /// Each temperature sensor as a series, with its critical limit.
 fn sensors(samples: &[(f64, Sample)]) -> Vec<Series> {
     let mut labels: Vec<(String, Option<f64>)> = Vec::new();
+    // The highest limit any sample gave: a read that gave none is not the
+    // sensor losing its limit.
     for (_, s) in samples {
         for t in &s.temperatures {
-            if !labels.iter().any(|(l, _)| *l == t.label) {
-                labels.push((t.label.clone(), t.crit));
+            match labels.iter_mut().find(|(l, _)| *l == t.label) {
+                Some((_, crit)) => {
+                    *crit = match (*crit, t.crit) {
+                        (Some(a), Some(b)) => Some(a.max(b)),
+                        (a, b) => a.or(b),
+                    }
+                }
+                None => labels.push((t.label.clone(), t.crit)),
             }
         }
     }
@@ -783,6 +889,8 @@ mod tests {
         let wrong = wrong_edges(&bytes, &[(0, 0), (8, 0)]);
         assert_eq!(wrong, [(8, 0x0800)]);
         assert_eq!(majority([3, 5, 3].into_iter()), Some(3));
+        assert_eq!(majority([3, 5].into_iter()), None, "a tie has no majority");
+        assert_eq!(majority([7].into_iter()), Some(7));
         assert_eq!(majority(std::iter::empty()), None);
     }
 }

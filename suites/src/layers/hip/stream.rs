@@ -90,6 +90,22 @@ impl Arrays {
     }
 }
 
+/// `hipErrorOutOfMemory` (hip_runtime_api.h): the GPU has no room, which
+/// another process holding its memory explains.
+const OUT_OF_MEMORY: i32 = 2;
+
+/// An allocation or fill that failed: out of memory is a GPU rocgate could
+/// not load (unverifiable, naming who may hold it); any other error is the
+/// GPU's, a failure with the next step `next`.
+pub(crate) fn no_memory(e: HipError, next: &str) -> Verdict {
+    if e.code() == Some(OUT_OF_MEMORY) {
+        return Verdict::unverifiable(format!(
+            "no VRAM for the stream arrays: {e} (another process may hold the GPU's memory; `amd-smi process`)"
+        ));
+    }
+    hip_fail(codes::HIP_LAUNCH_FAILED, &e, next)
+}
+
 const NEXT: &str = "the stream kernels did not run: read `dmesg | grep -i -e amdgpu -e 'page fault'` and the RAS counters; a GPU that fails launches needs a reset (<reset>)";
 
 fn hbm_bandwidth(ctx: &NodeContext, scope: Scope) -> Outcome {
@@ -101,11 +117,7 @@ fn hbm_bandwidth(ctx: &NodeContext, scope: Scope) -> Outcome {
     let copy = module.function("stream_copy").map_err(fail)?;
     let triad = module.function("triad").map_err(fail)?;
     let total = hip.total_mem(index).map_err(fail)?;
-    let arrays = Arrays::new(hip, total).map_err(|e| {
-        Verdict::unverifiable(format!(
-            "no VRAM for three stream arrays: {e} (another process may hold the GPU's memory; `amd-smi process`)"
-        ))
-    })?;
+    let arrays = Arrays::new(hip, total).map_err(|e| no_memory(e, NEXT))?;
     // c = a first (c was 0, so a copy that did not run shows), then
     // a = b + s * c over what the copy wrote.
     let copy_secs = timed(hip, || arrays.copy(hip, copy)).map_err(fail)?;
