@@ -110,13 +110,19 @@ fn list(args: &ListArgs, out: &mut String) -> Result<()> {
             .excludes(c.id, c.layer)
             .filter(|_| show_selection)
             .map_or_else(String::new, |why| format!("  [{why}]"));
+        // A sustained check's timeout is the burn-in's duration plus its own.
+        let timeout = if c.sustained {
+            format!("dur+{}s", c.timeout.as_secs_f64())
+        } else {
+            format!("{}s", c.timeout.as_secs_f64())
+        };
         let _ = writeln!(
             out,
-            "{:<10}{:<9}{:<10}{:>7}s  {:<13}{:<30}{}{left_out}",
+            "{:<10}{:<9}{:<10}{:>8}  {:<13}{:<30}{}{left_out}",
             c.layer.as_str(),
             scope,
             c.tier.as_str(),
-            c.timeout.as_secs_f64(),
+            timeout,
             on_failure(c),
             c.id,
             c.summary
