@@ -135,9 +135,16 @@ pub fn sample(sysroot: &Sysroot, address: &str, gpu_id: Option<u64>) -> Sample {
             Err(e) => note(file, &e),
         }
     }
+    // A total over some of the blocks is no total: a counter that does not
+    // read (EINVAL while a reset holds the GPU's reset lock, as after an
+    // uncorrectable error) would make the sum dip and hide what grew.
+    let mut ras_unread = Vec::new();
     match ras::read(sysroot, address) {
-        Ok(Some(r)) if !r.blocks.is_empty() => found.ras = Some((r.total_ue(), r.total_ce())),
-        Ok(_) => {}
+        Ok(Some(r)) if !r.blocks.is_empty() && r.malformed.is_empty() => {
+            found.ras = Some((r.total_ue(), r.total_ce()));
+        }
+        Ok(Some(r)) => ras_unread.extend(r.malformed.iter().map(|m| format!("ras: {m}"))),
+        Ok(None) => {}
         Err(e) => note("ras", &e),
     }
     match aer::read(sysroot, address) {
@@ -156,10 +163,12 @@ pub fn sample(sysroot: &Sysroot, address: &str, gpu_id: Option<u64>) -> Sample {
         Ok(r) => found.replays = r,
         Err(e) => note("pcie_replay_count", &e),
     }
+    let mut unread = s.unread;
+    unread.extend(ras_unread);
     Sample {
         on_bus: s.on_bus,
         in_kfd: s.in_kfd,
-        unread: s.unread,
+        unread,
         ..found
     }
 }

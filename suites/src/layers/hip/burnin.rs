@@ -428,6 +428,12 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
             .all(|(_, s)| s.ras.is_none() && s.aer.is_none())
         {
             not_read.push("no RAS or AER counter read".into());
+        } else if samples.iter().all(|(_, s)| s.ras.is_none())
+            && samples
+                .iter()
+                .any(|(_, s)| s.unread.iter().any(|u| u.starts_with("ras")))
+        {
+            not_read.push("the GPU's RAS counters never read whole".into());
         }
         // `what` names one; a count of several adds an s to its noun.
         let list = |parts: &[(u64, &str)]| {
