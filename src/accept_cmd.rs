@@ -174,7 +174,7 @@ pub fn run(args: &AcceptArgs) -> Result<Exit> {
     let line = match (&record.stopped_at, last) {
         (None, _) => format!(
             "ACCEPTED: every tier passed on {node} (quick, standard, extended, burn-in of {})",
-            humantime(duration.as_secs())
+            crate::ui::span_text(duration.as_secs_f64())
         ),
         (Some(t), Some(run)) if run.tier != *t => {
             format!("NOT ACCEPTED: interrupted before the {t} tier on {node}")
@@ -237,15 +237,6 @@ fn safe_name(name: &str) -> String {
     }
 }
 
-/// `1800` as `30 min`.
-fn humantime(secs: u64) -> String {
-    match secs {
-        s if s < 120 => format!("{s} s"),
-        s if s < 7200 => format!("{} min", s / 60),
-        s => format!("{:.1} h", s as f64 / 3600.0),
-    }
-}
-
 /// Writes every file of `dir` into the tar.zst `archive`, atomically.
 fn pack(dir: &Path, archive: &Path) -> Result<()> {
     let not_written = |e: String| Error::node_io(format!("{}: {e}", archive.display()));
@@ -278,7 +269,7 @@ mod tests {
         assert_eq!(safe_name("gpu-node-17.rack3"), "gpu-node-17.rack3");
         assert_eq!(safe_name("../etc"), "node.._etc");
         assert_eq!(safe_name(""), "node");
-        assert_eq!(humantime(1800), "30 min");
-        assert_eq!(humantime(60), "60 s");
+        assert_eq!(crate::ui::span_text(1800.0), "30 min");
+        assert_eq!(crate::ui::span_text(60.0), "60 s");
     }
 }

@@ -102,7 +102,7 @@ fn plot(series: &[&Series]) -> Markup {
             text.tick x=(LEFT - 3.0) y=(TOP + 4.0) text-anchor="end" { (number(hi)) }
             text.tick x=(LEFT - 3.0) y=(HEIGHT - BOTTOM) text-anchor="end" { (number(lo)) }
             text.tick x=(LEFT) y=(HEIGHT - 2.0) { "0 s" }
-            text.tick x=(WIDTH - 2.0) y=(HEIGHT - 2.0) text-anchor="end" { (elapsed(t_end)) }
+            text.tick x=(WIDTH - 2.0) y=(HEIGHT - 2.0) text-anchor="end" { (crate::ui::span_text(t_end)) }
             @for (i, s) in series.iter().enumerate() {
                 @if let Some(l) = s.limit {
                     line class=(format!("limit s{}", i % 4)) x1=(LEFT) x2=(WIDTH - 2.0)
@@ -120,15 +120,6 @@ fn plot(series: &[&Series]) -> Markup {
                 }
             }
         }
-    }
-}
-
-/// The run's length on the time axis: `45 s`, `30 min`, `24 h`.
-fn elapsed(t: f64) -> String {
-    match t {
-        t if t < 120.0 => format!("{t:.0} s"),
-        t if t < 7200.0 => format!("{:.0} min", t / 60.0),
-        t => format!("{:.0} h", t / 3600.0),
     }
 }
 

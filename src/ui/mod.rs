@@ -35,3 +35,13 @@ pub fn human_style() -> style::Style {
         style::Style::for_stdout()
     }
 }
+
+/// A span of `secs` seconds as a person reads a long run's length: `45 s`,
+/// `30 min`, `24.0 h` (a burn-in's duration, a plot's time axis).
+pub fn span_text(secs: f64) -> String {
+    match secs {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
