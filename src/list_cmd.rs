@@ -32,7 +32,7 @@ const TIERS: [(Tier, &str); 5] = [
     ),
     (
         Tier::Burnin,
-        "+ every GPU under sustained load for --duration (default 30 min): results compared across iterations and GPUs, telemetry sampled each second and judged",
+        "+ every GPU under sustained load for --duration (default 30 min): its integer kernel, HBM triads and rocBLAS GEMMs, the all-reduce looping across the GPUs; results compared across iterations and GPUs, telemetry sampled each second and judged",
     ),
 ];
 
@@ -155,7 +155,7 @@ fn typical_run(registry: &[Check<NodeContext>], tier: Tier) -> Duration {
             ScopeKind::Node => Scope::Node,
             _ => Scope::Gpu(0),
         };
-        (scope, opts.typical_of(c))
+        (scope, opts.typical_of(c), c.sustained)
     });
     rocgate_harness::plan::typical_wall_time(instances)
 }

@@ -3,7 +3,7 @@
 use crate::cli::RunArgs;
 use crate::error::Result;
 use crate::signals;
-use crate::ui::progress::{Progress, ProgressMode};
+use crate::ui::progress::{Glance, Progress, ProgressMode};
 use crate::ui::{ladder, style::Style};
 use rocgate::exit::Exit;
 use rocgate::session::Session;
@@ -92,6 +92,28 @@ fn typical(
     }
 }
 
+/// Each GPU's latest telemetry, read from the node's sysfs as the burn-in
+/// samples it, for the progress lines beside its sustained checks.
+fn glance(session: &Session) -> Glance {
+    let f = session.facts();
+    let sysroot = f.sysroot.clone();
+    let gpus: BTreeMap<u32, (String, Option<u64>)> = f
+        .gpus
+        .iter()
+        .map(|g| {
+            let id = g.kfd.as_ref().and_then(|k| k.gpu_id);
+            (g.index, (g.pci_address.clone(), id))
+        })
+        .collect();
+    Glance::new(move |scope| match scope {
+        Scope::Gpu(i) => {
+            let (address, id) = gpus.get(&i)?;
+            rocgate_node::facts::telemetry::sample(&sysroot, address, *id).brief()
+        }
+        _ => None,
+    })
+}
+
 /// Runs the checks and writes the reports.
 ///
 /// The exit code ([`Exit`]), first match wins:
@@ -159,13 +181,22 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     } else {
         args.progress
     };
-    let progress = RefCell::new(Progress::new(
-        plan.instances
-            .iter()
-            .map(|i| (i.test_id.clone(), i.scope, typical(&plan, &opts, i))),
-        mode,
-        Duration::from_secs(args.heartbeat),
-    ));
+    let progress = RefCell::new(
+        Progress::new(
+            plan.instances.iter().map(|i| {
+                let sustained = plan.check(i).sustained;
+                (
+                    i.test_id.clone(),
+                    i.scope,
+                    typical(&plan, &opts, i),
+                    sustained,
+                )
+            }),
+            mode,
+            Duration::from_secs(args.heartbeat),
+        )
+        .with_glance(glance(&session)),
+    );
     let mut report = session.run(&plan, &opts, |e| progress.borrow_mut().on_event(e));
     if opts.isolator.is_some() {
         if let Ok(program) = std::env::current_exe() {

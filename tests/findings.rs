@@ -622,6 +622,24 @@ fn cases() -> Vec<Case> {
                 ],
             )
         },
+        Case {
+            env: &[("ROCGATE_FAKE_LOAD", "gpu0=thermal:2")],
+            ..fault(
+                "a burn-in whose GPU its SMU holds back for heat while its clock stays up",
+                "",
+                &[
+                    "--tier",
+                    "burnin",
+                    "--duration",
+                    "8s",
+                    "--gpus",
+                    "0",
+                    "--only",
+                    "hip::burnin",
+                ],
+                &["gpu-thermal-throttled"],
+            )
+        },
         fault(
             "a floor no GPU meets",
             "",

@@ -66,15 +66,23 @@ impl<C> Plan<'_, C> {
 }
 
 /// How long checks usually take together, when the GPUs run theirs side by
-/// side and the node's run alone: the node's sum plus the longest GPU's.
-/// `instances` are each one's scope and typical time.
-pub fn typical_wall_time(instances: impl IntoIterator<Item = (Scope, Duration)>) -> Duration {
+/// side and the node's run alone: the node's sum plus the longest GPU's;
+/// and then the sustained checks, every scope's at once (the burn-in loads
+/// the GPUs and the links between them together), the longest of them.
+/// `instances` are each one's scope, typical time and whether it is
+/// sustained ([`crate::Check::sustained`]).
+pub fn typical_wall_time(instances: impl IntoIterator<Item = (Scope, Duration, bool)>) -> Duration {
     let mut per_scope: std::collections::BTreeMap<Scope, Duration> = Default::default();
-    for (scope, typical) in instances {
-        *per_scope.entry(scope).or_default() += typical;
+    let mut sustained = Duration::ZERO;
+    for (scope, typical, lasts) in instances {
+        if lasts {
+            sustained = sustained.max(typical);
+        } else {
+            *per_scope.entry(scope).or_default() += typical;
+        }
     }
     let node = per_scope.remove(&Scope::Node).unwrap_or_default();
-    node + per_scope.into_values().max().unwrap_or_default()
+    node + per_scope.into_values().max().unwrap_or_default() + sustained
 }
 
 /// Why a registry cannot be planned (a defect in the suites, not user input).

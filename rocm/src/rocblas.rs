@@ -34,6 +34,11 @@ const OPERATION_NONE: i32 = 111;
 const OPERATION_TRANSPOSE: i32 = 112;
 /// `rocblas_gemm_algo_standard`.
 const ALGO_STANDARD: i32 = 0;
+/// `rocblas_atomics_not_allowed` of `rocblas_atomics_mode` (rocblas-types.h;
+/// `rocblas_atomics_allowed` is 1). `rocblas_set_atomics_mode` exists from
+/// rocBLAS 2.28 (ROCm 3.8); the default is allowed through rocBLAS 4.x
+/// (ROCm 6.x) and not allowed from 5.0 (ROCm 7.0).
+const ATOMICS_NOT_ALLOWED: i32 = 0;
 
 /// The C signature of a GEMM of one element type (`rocblas_sgemm`,
 /// `rocblas_dgemm`).
@@ -79,6 +84,7 @@ symbol_table! {
         rocblas_sgemm: fn(RawHandle, i32, i32, i32, i32, i32, *const f32, *const f32, i32, *const f32, i32, *const f32, *mut f32, i32) -> Status;
         rocblas_dgemm: fn(RawHandle, i32, i32, i32, i32, i32, *const f64, *const f64, i32, *const f64, i32, *const f64, *mut f64, i32) -> Status;
         rocblas_gemm_ex: fn(RawHandle, i32, i32, i32, i32, i32, *const c_void, *const c_void, i32, i32, *const c_void, i32, i32, *const c_void, *const c_void, i32, i32, *mut c_void, i32, i32, i32, i32, i32, u32) -> Status;
+        rocblas_set_atomics_mode: fn(RawHandle, i32) -> Status;
     }
 }
 
@@ -151,6 +157,18 @@ impl BlasHandle {
         Ok(BlasHandle {
             blas: Arc::clone(blas),
             raw,
+        })
+    }
+
+    /// `rocblas_set_atomics_mode(handle, rocblas_atomics_not_allowed)`:
+    /// kernels that would sum partial results with atomics (Tensile's
+    /// split-K) are not chosen, so a GEMM's reduction order, and so its
+    /// bits, are the same every call.
+    pub fn forbid_atomics(&self) -> Result<(), BlasError> {
+        let f = self.blas.table.rocblas_set_atomics_mode.clone()?;
+        // SAFETY: a live handle and a rocblas_atomics_mode value.
+        self.blas.check("rocblas_set_atomics_mode", unsafe {
+            f(self.raw, ATOMICS_NOT_ALLOWED)
         })
     }
 

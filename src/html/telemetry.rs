@@ -15,14 +15,31 @@ const BOTTOM: f64 = 14.0;
 /// Room above the plot for the series' names.
 const TOP: f64 = 14.0;
 
+/// Whether a series is a GPU's telemetry (drawn in the GPU table) rather
+/// than a measure of the work itself (an all-reduce's bandwidth).
+fn is_telemetry(s: &Series) -> bool {
+    s.name.starts_with("temp_") || s.name == "power" || s.name == "sclk" || s.name == "mclk"
+}
+
 /// The section, or nothing when no result sampled anything.
 pub(super) fn telemetry(report: &RunReport, identity: &dyn Fn(&CheckResult) -> String) -> Markup {
     let sampled: Vec<&CheckResult> = report
         .results
         .iter()
-        .filter(|r| !r.series.is_empty())
+        .filter(|r| r.series.iter().any(is_telemetry))
         .collect();
-    if sampled.is_empty() {
+    // Each other series on its own row: the check, what it is, its plot.
+    let measured: Vec<(&CheckResult, &Series)> = report
+        .results
+        .iter()
+        .flat_map(|r| {
+            r.series
+                .iter()
+                .filter(|s| !is_telemetry(s))
+                .map(move |s| (r, s))
+        })
+        .collect();
+    if sampled.is_empty() && measured.is_empty() {
         return html! {};
     }
     fn group(r: &CheckResult, pick: fn(&Series) -> bool) -> Vec<&Series> {
@@ -30,20 +47,39 @@ pub(super) fn telemetry(report: &RunReport, identity: &dyn Fn(&CheckResult) -> S
     }
     html! {
         h2 { "Telemetry under load" }
-        p.meta {
-            "Sampled about once a second while the burn-in loaded each GPU; "
-            "dashed: the limit (the sensor's critical temperature, the power cap, the clock's highest level)."
+        @if !sampled.is_empty() {
+            p.meta {
+                "Sampled about once a second while the burn-in loaded each GPU; "
+                "dashed: the limit (the sensor's critical temperature, the power cap, the clock's highest level)."
+            }
+            div.scroll {
+                table.telemetry {
+                    thead { tr { th { "GPU" } th { "temperature (°C)" } th { "power (W)" } th { "graphics clock (MHz)" } } }
+                    tbody {
+                        @for r in &sampled {
+                            tr {
+                                th { (r.scope.label()) br; span.ident { (identity(r)) } }
+                                td { (plot(&group(r, |s| s.name.starts_with("temp_")))) }
+                                td { (plot(&group(r, |s| s.name == "power"))) }
+                                td { (plot(&group(r, |s| s.name == "sclk"))) }
+                            }
+                        }
+                    }
+                }
+            }
         }
-        div.scroll {
-            table.telemetry {
-                thead { tr { th { "GPU" } th { "temperature (°C)" } th { "power (W)" } th { "graphics clock (MHz)" } } }
-                tbody {
-                    @for r in &sampled {
-                        tr {
-                            th { (r.scope.label()) br; span.ident { (identity(r)) } }
-                            td { (plot(&group(r, |s| s.name.starts_with("temp_")))) }
-                            td { (plot(&group(r, |s| s.name == "power"))) }
-                            td { (plot(&group(r, |s| s.name == "sclk"))) }
+        @if !measured.is_empty() {
+            p.meta { "Measured through the burn-in, iteration by iteration." }
+            div.scroll {
+                table.telemetry {
+                    thead { tr { th { "check" } th { "measure" } th { "over the run" } } }
+                    tbody {
+                        @for (r, s) in &measured {
+                            tr {
+                                th { (r.scope.label()) " " (r.check) }
+                                td { (s.name) " (" (s.unit) ")" }
+                                td { (plot(&[*s])) }
+                            }
                         }
                     }
                 }

@@ -12,19 +12,31 @@ use std::collections::BTreeMap;
 
 /// The check whose facts are compared.
 const BURNIN: &str = "hip::burnin";
-const FACT: &str = "burnin_checksum";
+/// Each workload's common checksum, and what the workload is called.
+const FACTS: &[(&str, &str)] = &[
+    ("burnin_checksum", "integer work"),
+    ("burnin_triad_checksum", "HBM triad"),
+    ("burnin_gemm_checksum", "GEMM (inputs whose sums are exact)"),
+];
 
 /// Turns the `hip::burnin` results of GPUs whose checksum differs from the
 /// one most of the node's GPUs computed into `gpu-result-mismatch`
 /// failures; when no checksum has a majority, every GPU that differs from
 /// another is named.
 pub fn compare_with_peers(results: &mut [CheckResult]) {
+    for &(fact, work) in FACTS {
+        compare_fact(results, fact, work);
+    }
+}
+
+/// [`compare_with_peers`] of one workload's fact.
+fn compare_fact(results: &mut [CheckResult], fact: &str, work: &str) {
     let judged =
-        |r: &CheckResult| r.check == BURNIN && !r.status.is_fault() && r.facts.contains_key(FACT);
+        |r: &CheckResult| r.check == BURNIN && !r.status.is_fault() && r.facts.contains_key(fact);
     let mut by_sum: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for r in results.iter().filter(|r| judged(r)) {
         by_sum
-            .entry(r.facts[FACT].clone())
+            .entry(r.facts[fact].clone())
             .or_default()
             .push(r.scope.label());
     }
@@ -39,7 +51,7 @@ pub fn compare_with_peers(results: &mut [CheckResult]) {
         .collect();
     let common = (leaders.len() == 1).then(|| leaders[0].clone());
     for r in results.iter_mut().filter(|r| judged(r)) {
-        let mine = r.facts[FACT].clone();
+        let mine = r.facts[fact].clone();
         if Some(&mine) == common.as_ref() {
             continue;
         }
@@ -59,7 +71,7 @@ pub fn compare_with_peers(results: &mut [CheckResult]) {
             ),
         };
         let message = format!(
-            "{} computed checksum {mine} for the burn-in's work (its iterations' common result), {others}: the same integer work must give the same bits on every GPU",
+            "{} computed checksum {mine} for the burn-in's {work} (its iterations' common result), {others}: the same {work} must give the same bits on every GPU",
             r.scope.label()
         );
         r.status = Status::Fail;
@@ -82,7 +94,7 @@ mod tests {
             Scope::Gpu(gpu),
             Status::Pass,
         );
-        r.facts.insert(FACT.into(), sum.into());
+        r.facts.insert(FACTS[0].0.into(), sum.into());
         r
     }
 
@@ -112,5 +124,25 @@ mod tests {
         let mut same = vec![burnin(0, "0xa"), burnin(1, "0xa")];
         compare_with_peers(&mut same);
         assert!(same.iter().all(|r| r.status == Status::Pass));
+    }
+
+    #[test]
+    fn the_gemm_s_checksum_is_compared_on_its_own() {
+        let mut results: Vec<CheckResult> = (0..3)
+            .map(|g| {
+                let mut r = burnin(g, "0x600d");
+                let gemm = if g == 1 { "0xbad" } else { "0xfeed" };
+                r.facts.insert("burnin_gemm_checksum".into(), gemm.into());
+                r
+            })
+            .collect();
+        compare_with_peers(&mut results);
+        assert_eq!(results[1].status, Status::Fail);
+        assert!(
+            results[1].message.contains("the burn-in's GEMM"),
+            "{}",
+            results[1].message
+        );
+        assert_eq!(results[0].status, Status::Pass);
     }
 }

@@ -420,6 +420,9 @@ pub mod codes {
         GPU_CLOCKS_COLLAPSED = "gpu-clocks-collapsed", [HIP], Fail, Hardware,
             "under the burn-in's load the GPU's graphics clock sat below the configured share of its highest level for longer than the configured share of the run: it throttled",
             "read why it throttled (`amd-smi metric --throttle`, or the throttle status in `gpu_metrics`): heat points at cooling, power at the node's power delivery or a lowered cap (`amd-smi metric --power`)";
+        GPU_THERMAL_THROTTLED = "gpu-thermal-throttled", [HIP], Fail, Hardware,
+            "under the burn-in's load the GPU's SMU held it back with a thermal throttler (PROCHOT, socket, VR or HBM thermal, per gpu_metrics) for longer than the configured share of the run",
+            "check the GPU's cooling (fans, airflow, inlet temperature, its heatsink's contact) and the node's thermal logs (`amd-smi metric --throttle`); a GPU that throttles on heat in a burn-in will under real work";
         GPU_POWER_OUT_OF_BAND = "gpu-power-out-of-band", [HIP], Warn, Performance,
             "the GPU's median power under the burn-in's load was outside the configured band of its power cap: too low, it never reached full load; too high, its cap does not hold",
             "too low: check that nothing held it back (clocks, another process, `amd-smi metric --power --clock`) and that its cap is what the SKU should have; too high: check the cap (`cat /sys/bus/pci/devices/<address>/hwmon/hwmon*/power1_cap`) and the firmware";

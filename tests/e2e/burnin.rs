@@ -2,8 +2,9 @@
 //! kernel heats the fixture's GPUs as a real load would
 //! (`ROCGATE_FAKE_LOAD` makes one hot, throttled, erroring, lost or wrong):
 //! each gate names its GPU with its evidence, a healthy node passes with its
-//! telemetry in every report, a GPU consistently wrong is found by its
-//! siblings, and an interrupted burn-in reports what it measured.
+//! telemetry in every report (its GEMMs and its all-reduce loop beside),
+//! a GPU consistently wrong is found by its siblings, and an interrupted
+//! burn-in reports what it measured.
 
 use crate::util;
 use crate::util::{FakeRun, assert_has, result, result_with_finding};
@@ -35,6 +36,7 @@ fn series<'a>(r: &'a Value, name: &str) -> &'a Value {
 #[test]
 fn each_gate_names_its_gpu_and_its_evidence() {
     let (code, stdout, json, junit) = burnin("0,1,2,3,4,5,6,7", "20s")
+        .args(&["--only", "rccl::burnin"])
         .env(
             "ROCGATE_FAKE_LOAD",
             "gpu0=hot;gpu1=warm;gpu2=throttle;gpu3=lowpower;gpu4=ue:3;gpu5=ce:3;gpu6=drop:6;gpu7=flip:4",
@@ -57,8 +59,13 @@ fn each_gate_names_its_gpu_and_its_evidence() {
     );
     let throttled = found(2, "gpu-clocks-collapsed");
     assert_has(&throttled, "below 50% of its 2100 MHz for");
-    // The power beside it tells a power limit from heat.
+    // The power beside it tells a power limit from heat, and the SMU's own
+    // throttle residency (gpu_metrics) names heat.
     assert_has(&throttled, "median power 300 W of a 750 W cap");
+    assert_has(
+        &throttled,
+        "also gpu-thermal-throttled (thermal throttlers held the GPU back",
+    );
     assert_has(
         found(3, "gpu-power-out-of-band"),
         "below the band of 50-105% of its 750 W cap: it never reached full load",
@@ -74,10 +81,16 @@ fn each_gate_names_its_gpu_and_its_evidence() {
     let lost = found(6, "gpu-lost-under-load");
     assert_has(&lost, "fell off the PCI bus");
     assert_has(&lost, "into the burn-in (of 20 s)");
+    // The all-reduce loop across the GPUs breaks with it, saying when.
+    let ring = result_with_finding(&json, "node.rccl.burnin", "rccl-allreduce-failed");
+    assert_has(
+        ring["message"].as_str().unwrap(),
+        "into the burn-in of 20 s)",
+    );
     let flipped = found(7, "gpu-result-mismatch");
     assert_has(
         &flipped,
-        "computed a different result for the same work: checksum 0x",
+        "computed a different result for the same integer hash: checksum 0x",
     );
     assert_has(&flipped, "where the other iterations gave 0x");
     // Every GPU's telemetry is in the JSON, its limits beside it.
@@ -105,16 +118,40 @@ fn a_healthy_node_passes_a_minute_of_burn_in_with_its_telemetry_in_every_report(
     let html = util::Tmp::new();
     let page = html.path().join("burnin.html");
     let (code, stdout, json, junit) = burnin("0,1,2,3,4,5,6,7", "1m")
-        .args(&["--html", page.to_str().unwrap()])
+        .args(&["--only", "rccl::burnin", "--html", page.to_str().unwrap()])
         .run();
     assert_eq!(code, 0, "{stdout}");
+    // The all-reduce looped beside the GPUs' own load, its sums checked
+    // and its bandwidth kept iteration by iteration.
+    let ring = result(&json, "node.rccl.burnin");
+    assert_eq!(ring["status"], "pass", "{ring}");
+    assert_has(
+        ring["message"].as_str().unwrap(),
+        "all-reduces of 64 MiB across 8 GPUs in",
+    );
+    assert!(
+        series(ring, "allreduce_busbw")["points"]
+            .as_array()
+            .unwrap()
+            .len()
+            > 10
+    );
     for gpu in 0..8 {
         let r = result(&json, &format!("gpu{gpu}.hip.burnin"));
         assert_eq!(r["status"], "pass", "{r}");
         let message = r["message"].as_str().unwrap();
         assert_has(message, "every iteration gave the same result");
+        // Where rocBLAS loads, its GEMMs are part of the load and compared.
+        assert_has(
+            r["output"].as_str().unwrap(),
+            "fp16 GEMMs (8192x4096x4096, rocblas_gemm_ex, fp32 compute; atomics not allowed)",
+        );
         assert_has(message, "junction ");
         assert_has(message, "°C, median");
+        assert_has(
+            message,
+            "throttled by heat 0%, by the power cap 0% of the loaded time (the SMU's throttle residency counters in gpu_metrics)",
+        );
         // About a sample a second for the minute.
         let points = series(r, "temp_junction")["points"]
             .as_array()
@@ -137,19 +174,64 @@ fn a_healthy_node_passes_a_minute_of_burn_in_with_its_telemetry_in_every_report(
             .unwrap();
         assert!(seconds >= 60.0, "{seconds}");
     }
-    // Every GPU computed the same bits.
-    let sums: std::collections::BTreeSet<&str> = (0..8)
-        .map(|g| {
-            result(&json, &format!("gpu{g}.hip.burnin"))["facts"]["burnin_checksum"]
-                .as_str()
-                .unwrap()
-        })
-        .collect();
-    assert_eq!(sums.len(), 1, "{sums:?}");
+    // Every GPU computed the same bits, of the hash and of the GEMM.
+    for fact in [
+        "burnin_checksum",
+        "burnin_triad_checksum",
+        "burnin_gemm_checksum",
+    ] {
+        let sums: std::collections::BTreeSet<&str> = (0..8)
+            .map(|g| {
+                result(&json, &format!("gpu{g}.hip.burnin"))["facts"][fact]
+                    .as_str()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(sums.len(), 1, "{fact}: {sums:?}");
+    }
     assert_has(&junit, "gpu3.hip");
     let page = std::fs::read_to_string(&page).unwrap();
     assert_has(&page, "<svg");
     assert_has(&page, "temp_junction");
+    assert_has(&page, "allreduce_busbw (GB/s)");
+}
+
+#[test]
+fn a_wrong_gemm_and_a_wrong_all_reduce_under_load_name_their_gpu_and_iteration_and_progress_shows_the_load()
+ {
+    let (run, json, _) = burnin("0,1,2", "8s")
+        .args(&[
+            "--only",
+            "rccl::burnin",
+            "--progress",
+            "lines",
+            "--heartbeat",
+            "2",
+        ])
+        .faults("rocblas_gemm_ex@gpu2=wrong;triad@gpu0=wrong;ncclAllReduce@gpu1=wrong")
+        .run_finished();
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    // While it runs, the heartbeat shows each loaded GPU's telemetry.
+    assert_has(&run.stderr, "gpu0.hip.burnin (");
+    assert_has(&run.stderr, "timeout) [junction ");
+    // The GEMM's centre element, wrong in every iteration, against the CPU.
+    let gemm = result_with_finding(&json, "gpu2.hip.burnin", "gpu-result-mismatch");
+    assert_has(
+        gemm["message"].as_str().unwrap(),
+        "of the fp16 GEMM, C[4096,2048] is fp16 0x",
+    );
+    // The triad's first word, against b + 0.5c.
+    let triad = result_with_finding(&json, "gpu0.hip.burnin", "gpu-result-mismatch");
+    assert_has(
+        triad["message"].as_str().unwrap(),
+        "of the HBM triad, word 0 of a is 5.5058823 (0x40b03030) where b + 0.5c is 4.5058823",
+    );
+    assert_eq!(result(&json, "gpu1.hip.burnin")["status"], "pass");
+    let ring = result_with_finding(&json, "node.rccl.burnin", "rccl-allreduce-wrong");
+    assert_has(
+        ring["message"].as_str().unwrap(),
+        "on GPU 1 (rank 1) is wrong at element 0 in iteration 1 (0 s into the burn-in of 8 s)",
+    );
 }
 
 #[test]

@@ -35,18 +35,24 @@ pub const KNOWN_DEVICES: &[KnownDevice] = &[
     dev(0x74a2, "AMD Instinct MI308X", "gfx942"),
     dev(0x74a5, "AMD Instinct MI325X", "gfx942"),
     dev(0x74b5, "AMD Instinct MI300X VF", "gfx942"),
+    // libdrm's amdgpu.ids and RVS's gpu_util.cpp: 75A0 MI350X (air
+    // cooled), 75A3 MI355X (liquid cooled), 75B0/75B3 their VFs.
     dev(0x75a0, "AMD Instinct MI350X", "gfx950"),
+    dev(0x75a3, "AMD Instinct MI355X", "gfx950"),
+    dev(0x75b0, "AMD Instinct MI350X VF", "gfx950"),
+    dev(0x75b3, "AMD Instinct MI355X VF", "gfx950"),
     dev(0x73bf, "AMD Radeon RX 6800/6900 XT", "gfx1030"),
     dev(0x744c, "AMD Radeon RX 7900 XT/XTX", "gfx1100"),
     dev(0x7550, "AMD Radeon RX 9070", "gfx1201"),
 ];
 
 /// Accelerator complex dies (XCDs) of the partitionable GPUs: an MI300X in
-/// CPX mode has one partition per XCD, 8; an MI308X 4; an MI300A 6 (AMD's
+/// CPX mode has one partition per XCD, 8 (as an MI325X, MI350X or MI355X);
+/// an MI308X 4; an MI300A 6 (AMD's
 /// MI300 and MI350 series compute partitioning guides).
 pub fn xcds(device_id: u16) -> Option<u64> {
     match device_id {
-        0x74a1 | 0x74a5 | 0x75a0 => Some(8),
+        0x74a1 | 0x74a5 | 0x75a0 | 0x75a3 => Some(8),
         0x74a0 => Some(6),
         0x74a2 => Some(4),
         _ => None,

@@ -12,6 +12,7 @@ pub mod container;
 pub mod dkms;
 pub mod drm;
 pub mod gpu_events;
+pub mod gpu_metrics;
 pub mod gpus;
 pub mod hwmon;
 pub mod ids;

@@ -13,6 +13,7 @@
 //! (smu_v13_0_6_ppt.c, `smu_v13_0_6_print_clks`). The maximum of the table is
 //! what the GPU may reach; the starred line is where it is.
 
+use super::gpu_metrics::{self, Throttle};
 use super::hwmon::{self, Temperature};
 use super::{aer, ras};
 use crate::{ReadError, Sysroot};
@@ -86,6 +87,9 @@ pub struct Sample {
     pub sclk: Option<Clock>,
     /// The memory clock.
     pub mclk: Option<Clock>,
+    /// What the SMU's `gpu_metrics` table says of throttling, where the
+    /// GPU has one.
+    pub throttle: Option<Throttle>,
     /// RAS counters summed over blocks: (uncorrectable, correctable).
     pub ras: Option<(u64, u64)>,
     /// The GPU function's AER totals: (correctable, non-fatal, fatal).
@@ -94,6 +98,32 @@ pub struct Sample {
     pub replays: Option<u64>,
     /// Files that were there and did not read, each with why.
     pub unread: Vec<String>,
+}
+
+impl Sample {
+    /// The look in a few words, for progress lines: the hottest sensor,
+    /// the power, the graphics clock; `off the bus` for a GPU that left;
+    /// `None` when nothing read.
+    pub fn brief(&self) -> Option<String> {
+        if !self.on_bus {
+            return Some("off the bus".into());
+        }
+        let mut parts = Vec::new();
+        if let Some(t) = self
+            .temperatures
+            .iter()
+            .max_by(|a, b| a.celsius.total_cmp(&b.celsius))
+        {
+            parts.push(format!("{} {:.0} °C", t.label, t.celsius));
+        }
+        if let Some(w) = self.power_w {
+            parts.push(format!("{w:.0} W"));
+        }
+        if let Some(c) = self.sclk {
+            parts.push(format!("sclk {:.0} MHz", c.current_mhz));
+        }
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
 }
 
 /// Samples the GPU at PCI `address`, and whether KFD still lists its
@@ -159,6 +189,10 @@ pub fn sample(sysroot: &Sysroot, address: &str, gpu_id: Option<u64>) -> Sample {
         Ok(_) => {}
         Err(e) => note("aer", &e),
     }
+    match gpu_metrics::read(sysroot, address) {
+        Ok(t) => found.throttle = t,
+        Err(e) => note("gpu_metrics", &e),
+    }
     match aer::replay_count(sysroot, address) {
         Ok(r) => found.replays = r,
         Err(e) => note("pcie_replay_count", &e),
@@ -194,6 +228,36 @@ fn kfd_lists(sysroot: &Sysroot, gpu_id: u64) -> Option<bool> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_brief_look_names_the_hottest_sensor_the_power_and_the_clock() {
+        let t = |label: &str, celsius| crate::facts::hwmon::Temperature {
+            label: label.into(),
+            celsius,
+            crit: Some(100.0),
+            emergency: None,
+        };
+        let s = Sample {
+            on_bus: true,
+            temperatures: vec![t("edge", 50.0), t("junction", 76.4), t("mem", 70.0)],
+            power_w: Some(690.2),
+            sclk: Some(Clock {
+                current_mhz: 1995.0,
+                max_mhz: 2100.0,
+            }),
+            ..Sample::default()
+        };
+        assert_eq!(
+            s.brief().as_deref(),
+            Some("junction 76 °C, 690 W, sclk 1995 MHz")
+        );
+        assert_eq!(Sample::default().brief().as_deref(), Some("off the bus"));
+        let blank = Sample {
+            on_bus: true,
+            ..Sample::default()
+        };
+        assert_eq!(blank.brief(), None);
+    }
 
     #[test]
     fn a_dpm_table_gives_the_level_in_use_and_the_highest() {

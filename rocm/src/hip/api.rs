@@ -619,19 +619,31 @@ impl DeviceBuffer {
         })
     }
 
-    /// Copies the device memory into `dst` (at most the buffer's length).
-    pub fn download(&self, dst: &mut [u8]) -> Result<(), HipError> {
+    /// Copies the device memory from byte `offset` into `dst` (at most to
+    /// the buffer's end).
+    pub fn download_at(&self, offset: usize, dst: &mut [u8]) -> Result<(), HipError> {
         let f = self.hip.table.hipMemcpy.clone()?;
-        let n = dst.len().min(self.len);
-        // SAFETY: both ranges are valid for `n` bytes.
+        if offset > self.len {
+            return Err(HipError::Invalid {
+                call: "hipMemcpy",
+                reason: format!("offset {offset} past a {}-byte buffer", self.len),
+            });
+        }
+        let n = dst.len().min(self.len - offset);
+        // SAFETY: `offset + n` is within the allocation; `dst` holds `n`.
         self.hip.check("hipMemcpy", unsafe {
             f(
                 dst.as_mut_ptr().cast(),
-                self.ptr,
+                self.ptr.cast::<u8>().add(offset).cast(),
                 n,
                 sys::MEMCPY_DEVICE_TO_HOST,
             )
         })
+    }
+
+    /// Copies the device memory into `dst` (at most the buffer's length).
+    pub fn download(&self, dst: &mut [u8]) -> Result<(), HipError> {
+        self.download_at(0, dst)
     }
 }
 

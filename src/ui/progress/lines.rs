@@ -4,7 +4,7 @@
 //! `RUNNING` heartbeat naming the running checks whenever nothing was
 //! printed for the heartbeat interval.
 
-use super::{Style, Tracker, finished_line, left_words, running_line, seconds};
+use super::{Style, Tracker, finished_line, left_words, seconds};
 use rocgate_harness::Event;
 use std::collections::HashSet;
 use std::io::Write;
@@ -80,7 +80,7 @@ impl Lines {
         let names: Vec<String> = tracker
             .running
             .iter()
-            .map(|r| running_line(r, now))
+            .map(|r| tracker.running_text(r, now))
             .collect();
         let left = left_words(tracker, now);
         format!(

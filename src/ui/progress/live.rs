@@ -4,7 +4,7 @@
 //! place by `indicatif`. Failures and phases print above the lines as
 //! they happen, so the scrollback keeps them.
 
-use super::{Count, Style, Tracker, finished_line, left_words, running_line};
+use super::{Count, Style, Tracker, finished_line, left_words};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rocgate_harness::{Event, Scope, Status};
 use std::collections::BTreeMap;
@@ -102,7 +102,7 @@ impl Live {
                 .iter()
                 .filter(|r| r.scope == *scope)
                 .map(|r| {
-                    let line = running_line(r, now);
+                    let line = tracker.running_text(r, now);
                     let line = line
                         .strip_prefix(&format!("{}.", scope.label()))
                         .unwrap_or(&line)

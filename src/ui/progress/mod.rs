@@ -8,8 +8,11 @@
 //! printed for a while ([`lines`]), so no-output timeouts of Jenkins or
 //! GitLab do not kill a run that is alive.
 
+mod glance;
 mod lines;
 mod live;
+
+pub use glance::Glance;
 
 use super::style::{Capabilities, Style};
 use rocgate_harness::{CheckResult, Event, Scope, Status};
@@ -44,6 +47,12 @@ pub struct Running {
     pub started: Instant,
     /// How long it may take.
     pub timeout: Duration,
+    /// Whether it is sustained: loaded for the burn-in's duration.
+    pub sustained: bool,
+    /// Past this it is marked slow: [`SLOW_SHARE`] of its timeout, or for
+    /// a sustained check, half of what its timeout allows beyond its
+    /// typical time (its duration is not slowness).
+    pub slow_after: Duration,
 }
 
 impl Running {
@@ -54,7 +63,7 @@ impl Running {
 
     /// Whether it has run past [`SLOW_SHARE`] of its timeout.
     pub fn slow(&self, now: Instant) -> bool {
-        self.elapsed(now).as_secs_f64() > self.timeout.as_secs_f64() * SLOW_SHARE
+        self.elapsed(now) > self.slow_after
     }
 }
 
@@ -68,8 +77,10 @@ pub struct Count {
 }
 
 /// One planned check instance as progress sees it: its test id, where it
-/// runs and how long it usually takes ([`rocgate_harness::Check::typical`]).
-pub type Planned = (String, Scope, Duration);
+/// runs, how long it usually takes ([`rocgate_harness::Check::typical`])
+/// and whether it is sustained (runs beside the other scopes' sustained
+/// checks for the burn-in's duration).
+pub type Planned = (String, Scope, Duration, bool);
 
 /// Where the run is, as the executor's events tell it.
 #[derive(Debug)]
@@ -81,7 +92,10 @@ pub struct Tracker {
     /// When the run started.
     pub started: Instant,
     /// The typical time of every instance not yet finished.
-    pending: HashMap<String, (Scope, Duration)>,
+    pending: HashMap<String, (Scope, Duration, bool)>,
+    /// The latest telemetry of GPUs under sustained load, when the run
+    /// can read it.
+    glance: Option<Glance>,
 }
 
 impl Tracker {
@@ -89,15 +103,16 @@ impl Tracker {
     pub fn new(planned: impl IntoIterator<Item = Planned>) -> Self {
         let mut scopes: BTreeMap<Scope, Count> = BTreeMap::new();
         let mut pending = HashMap::new();
-        for (id, scope, typical) in planned {
+        for (id, scope, typical, sustained) in planned {
             scopes.entry(scope).or_default().total += 1;
-            pending.insert(id, (scope, typical));
+            pending.insert(id, (scope, typical, sustained));
         }
         Tracker {
             scopes,
             running: Vec::new(),
             started: Instant::now(),
             pending,
+            glance: None,
         }
     }
 
@@ -112,9 +127,9 @@ impl Tracker {
             .map(|r| (r.id.as_str(), r.elapsed(now)))
             .collect();
         rocgate_harness::plan::typical_wall_time(self.pending.iter().map(
-            |(id, (scope, typical))| {
+            |(id, (scope, typical, sustained))| {
                 let spent = spent.get(id.as_str()).copied().unwrap_or_default();
-                (*scope, typical.saturating_sub(spent))
+                (*scope, typical.saturating_sub(spent), *sustained)
             },
         ))
     }
@@ -129,12 +144,38 @@ impl Tracker {
 
     /// A check started.
     fn start(&mut self, id: &str, scope: Scope, timeout: Duration) {
+        let (typical, sustained) = self
+            .pending
+            .get(id)
+            .map_or((Duration::ZERO, false), |&(_, t, s)| (t, s));
+        let slow_after = if sustained {
+            typical + timeout.saturating_sub(typical) / 2
+        } else {
+            timeout.mul_f64(SLOW_SHARE)
+        };
         self.running.push(Running {
             id: id.to_string(),
             scope,
             started: Instant::now(),
             timeout,
+            sustained,
+            slow_after,
         });
+    }
+
+    /// A running check as [`running_line`] says it, with its GPU's latest
+    /// telemetry beside a sustained one.
+    fn running_text(&self, r: &Running, now: Instant) -> String {
+        let line = running_line(r, now);
+        match self
+            .glance
+            .as_ref()
+            .filter(|_| r.sustained)
+            .and_then(|g| g.at(r.scope, now))
+        {
+            Some(seen) => format!("{line} [{seen}]"),
+            None => line,
+        }
     }
 
     /// A check finished: it leaves the running ones and counts as done.
@@ -180,6 +221,13 @@ impl Progress {
             }
         };
         Progress { tracker, renderer }
+    }
+
+    /// Shows each GPU's latest telemetry (`glance`) beside its sustained
+    /// checks.
+    pub fn with_glance(mut self, glance: Glance) -> Self {
+        self.tracker.glance = Some(glance);
+        self
     }
 
     /// Handles one executor event.

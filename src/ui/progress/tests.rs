@@ -70,9 +70,14 @@ fn a_blocked_check_names_its_blocker_and_no_time() {
 fn the_tracker_counts_per_scope_and_forgets_what_finished() {
     let secs = Duration::from_secs;
     let mut t = Tracker::new([
-        ("node.hsa.init".to_string(), Scope::Node, secs(2)),
-        ("gpu0.hsa.queue".to_string(), Scope::Gpu(0), secs(1)),
-        ("gpu0.hip.memtest".to_string(), Scope::Gpu(0), secs(8)),
+        ("node.hsa.init".to_string(), Scope::Node, secs(2), false),
+        ("gpu0.hsa.queue".to_string(), Scope::Gpu(0), secs(1), false),
+        (
+            "gpu0.hip.memtest".to_string(),
+            Scope::Gpu(0),
+            secs(8),
+            false,
+        ),
     ]);
     assert_eq!(t.overall(), Count { done: 0, total: 3 });
     // The node's 2 s, then the GPU's 9 s.
@@ -94,7 +99,9 @@ fn the_tracker_counts_per_scope_and_forgets_what_finished() {
 #[test]
 fn the_time_left_takes_the_gpus_side_by_side() {
     let secs = Duration::from_secs;
-    let t = Tracker::new((0..8).map(|g| (format!("gpu{g}.hip.memtest"), Scope::Gpu(g), secs(8))));
+    let t = Tracker::new(
+        (0..8).map(|g| (format!("gpu{g}.hip.memtest"), Scope::Gpu(g), secs(8), false)),
+    );
     assert_eq!(t.left(Instant::now()), secs(8));
     assert_eq!(
         left_words(&t, Instant::now()),
@@ -104,8 +111,45 @@ fn the_time_left_takes_the_gpus_side_by_side() {
         "node.x".to_string(),
         Scope::Node,
         Duration::from_millis(300),
+        false,
     )]);
     assert_eq!(left_words(&done, Instant::now()), "");
+    // The node's all-reduce loop and the GPUs' burn-ins run at once.
+    let burnin = Tracker::new([
+        (
+            "gpu0.hip.vector_add".to_string(),
+            Scope::Gpu(0),
+            secs(5),
+            false,
+        ),
+        ("gpu0.hip.burnin".to_string(), Scope::Gpu(0), secs(60), true),
+        ("gpu1.hip.burnin".to_string(), Scope::Gpu(1), secs(60), true),
+        ("node.rccl.burnin".to_string(), Scope::Node, secs(60), true),
+    ]);
+    assert_eq!(burnin.left(Instant::now()), secs(65));
+}
+
+#[test]
+fn a_sustained_check_is_not_slow_for_its_duration_and_shows_its_gpu_s_telemetry() {
+    let secs = Duration::from_secs;
+    let mut t = Tracker::new([(
+        "gpu2.hip.burnin".to_string(),
+        Scope::Gpu(2),
+        secs(600),
+        true,
+    )]);
+    t.glance = Some(Glance::new(|s| {
+        Some(format!("{} junction 76 °C", s.label()))
+    }));
+    t.start("gpu2.hip.burnin", Scope::Gpu(2), secs(720));
+    let r = t.running[0].clone();
+    // Ten minutes of load plus half of the 120 s it may run beyond.
+    assert!(!r.slow(r.started + secs(600)));
+    assert!(r.slow(r.started + secs(661)));
+    assert_eq!(
+        t.running_text(&r, r.started + secs(300)),
+        "gpu2.hip.burnin (300s of 720s timeout) [gpu2 junction 76 °C]"
+    );
 }
 
 #[test]
@@ -116,6 +160,8 @@ fn a_check_is_slow_past_half_its_timeout() {
         scope: Scope::Node,
         started: start,
         timeout: Duration::from_secs(60),
+        sustained: false,
+        slow_after: Duration::from_secs(30),
     };
     assert!(!r.slow(start + Duration::from_secs(30)));
     assert!(r.slow(start + Duration::from_secs(31)));

@@ -84,8 +84,18 @@ impl Arrays {
         hip.launch_triad(f, [&self.a, &self.b, &self.c], SCALAR, self.n)
     }
 
+    /// The first [`CHECKED_WORDS`] words of the triad's result (a), and
+    /// the bits each should hold once a copy (c = a) has run before the
+    /// triads: b + 0.5c, which differs from the fill a starts with.
+    pub(crate) fn triad_head(&self) -> Result<(Vec<u8>, u32), HipError> {
+        let mut raw = vec![0u8; (CHECKED_WORDS * 4).min(self.a.len())];
+        self.a.download(&mut raw)?;
+        let input = f32::from_bits(u32::from_ne_bytes([FILL; 4]));
+        Ok((raw, (input + SCALAR * input).to_bits()))
+    }
+
     /// One copy (c = a).
-    fn copy(&self, hip: &Hip, f: Function<'_>) -> Result<(), HipError> {
+    pub(crate) fn copy(&self, hip: &Hip, f: Function<'_>) -> Result<(), HipError> {
         hip.launch_stream_copy(f, &self.a, &self.c, self.n)
     }
 }

@@ -78,6 +78,15 @@ pub(crate) fn end<T>(verdict: Verdict) -> Result<T, Verdict> {
     Err(verdict)
 }
 
+/// Seconds of a long check's run as `42 s`, `12.5 min`, `3.0 h`.
+pub(crate) fn seconds(s: f64) -> String {
+    match s {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.1} min", s / 60.0),
+        s => format!("{:.1} h", s / 3600.0),
+    }
+}
+
 /// The GPU's PCI function. Without one the GPU's absence from the bus is
 /// pci.identity's finding; checks that read the function do not apply.
 pub(crate) fn pci_function(gpu: &Gpu) -> Result<&PciDevice, Verdict> {

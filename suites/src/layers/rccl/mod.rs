@@ -1,15 +1,17 @@
 //! rccl: the GPUs' interconnect as KFD describes it, and an all-reduce across
 //! the node's GPUs with RCCL, verified, with bus bandwidth.
 
+mod burnin;
+mod collective;
+
 use crate::context::NodeContext;
-use crate::findings::{Code, codes};
+use crate::findings::codes;
 use crate::layers::hip::device::hip_devices;
 use crate::layers::kfd::links::Links;
 use crate::layers::support::{LibraryName, check, end, isolated, judge_floor, list};
 use crate::stack;
+use collective::Collective;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Tier, Verdict};
-use rocgate_rocm::hip::{DeviceBuffer, Stream};
-use rocgate_rocm::rccl::Comms;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
@@ -67,6 +69,7 @@ pub fn checks() -> Vec<Check<NodeContext>> {
             // timed all-reduces of growing size.
             .typically(Duration::from_millis(10000))
         },
+        burnin::check(),
     ]
 }
 
@@ -250,97 +253,17 @@ fn interconnect(ctx: &NodeContext, _: Scope) -> Outcome {
 
 /// One all-reduce of `count` floats per GPU; returns (seconds, busbw GB/s).
 fn run_allreduce(ctx: &NodeContext, count: usize, verify: bool) -> Result<(f64, f64), Verdict> {
-    let devices = hip_devices(ctx)?;
-    let n = devices.len();
-    if n < 2 {
-        return Err(Verdict::not_applicable(
-            "an all-reduce needs two or more GPUs",
-        ));
-    }
-    let (hip, _) = ctx.runtime.hip_ready()?;
-    let rccl = ctx.runtime.rccl()?;
-    let fail = |code: Code, e: String| {
-        Verdict::found(code.finding_next(e, "run rccl-tests' all_reduce_perf on this node for detail (NCCL_DEBUG=INFO); check the interconnect check above, `dmesg | grep -i -e xgmi -e amdgpu`, and that RCCL matches the ROCm release"))
-    };
-    let ids: Vec<i32> = devices.iter().map(|&(_, d)| d).collect();
-    let mut comms =
-        Comms::init_all(rccl, &ids).map_err(|e| fail(codes::RCCL_INIT_FAILED, e.to_string()))?;
-    let mut sends = Vec::new();
-    let mut recvs = Vec::new();
-    let mut streams = Vec::new();
-    for (rank, &d) in ids.iter().enumerate() {
-        let mem = |e: rocgate_rocm::hip::HipError| fail(codes::RCCL_MEMORY_FAILED, e.to_string());
-        hip.set_device(d).map_err(mem)?;
-        let send = DeviceBuffer::new(hip, count * 4).map_err(mem)?;
-        let recv = DeviceBuffer::new(hip, count * 4).map_err(mem)?;
-        if verify {
-            let data: Vec<u8> = (0..count)
-                .flat_map(|j| ((rank + 1) as f32 + (j % 7) as f32).to_le_bytes())
-                .collect();
-            send.upload(&data).map_err(mem)?;
-            recv.upload(&vec![0xFF; count * 4]).map_err(mem)?;
-        }
-        streams.push(Stream::new(hip).map_err(mem)?);
-        sends.push(send);
-        recvs.push(recv);
-    }
+    let mut ring = Collective::new(ctx, count, verify)?;
     let t = Instant::now();
-    comms
-        .all_reduce_f32(count, &sends, &recvs, &streams)
-        .map_err(|e| fail(codes::RCCL_ALLREDUCE_FAILED, e.to_string()))?;
-    // Poll rather than block, so a hang is found and the communicators
-    // aborted, with time left to say so before the check's own timeout.
-    let deadline =
+    ring.launch()?;
+    let limit =
         rocgate_harness::deadline::wait_budget(Duration::from_secs(3), Duration::from_secs(60));
-    loop {
-        if let Err(e) = comms.async_error() {
-            comms.abort();
-            return Err(fail(codes::RCCL_ALLREDUCE_FAILED, e.to_string()));
-        }
-        let done = streams
-            .iter()
-            .map(Stream::is_done)
-            .collect::<Result<Vec<bool>, _>>()
-            .map_err(|e| fail(codes::RCCL_ALLREDUCE_FAILED, e.to_string()))?;
-        if done.iter().all(|&d| d) {
-            break;
-        }
-        if t.elapsed() > deadline {
-            comms.abort();
-            return Err(fail(
-                codes::RCCL_ALLREDUCE_HANG,
-                format!(
-                    "the all-reduce across {n} GPUs did not complete within {:.1} s; communicators aborted",
-                    deadline.as_secs_f64()
-                ),
-            ));
-        }
-        std::thread::sleep(Duration::from_micros(200));
-    }
+    ring.wait(t, limit, "the all-reduce")?;
     let secs = t.elapsed().as_secs_f64().max(1e-9);
-    if verify {
-        let base = (n * (n + 1) / 2) as f32;
-        for (rank, recv) in recvs.iter().enumerate() {
-            let mut bytes = vec![0u8; count * 4];
-            hip.set_device(ids[rank])
-                .map_err(|e| fail(codes::RCCL_MEMORY_FAILED, e.to_string()))?;
-            recv.download(&mut bytes)
-                .map_err(|e| fail(codes::RCCL_MEMORY_FAILED, e.to_string()))?;
-            let bad = bytes.chunks_exact(4).enumerate().find(|(j, w)| {
-                f32::from_le_bytes([w[0], w[1], w[2], w[3]]) != base + (n * (j % 7)) as f32
-            });
-            if let Some((j, w)) = bad {
-                let got = f32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                return end(Verdict::found(codes::RCCL_ALLREDUCE_WRONG.finding(format!(
-                        "all-reduce result on GPU {} (rank {rank}) is wrong at element {j}: got {got}, expected {}",
-                        devices[rank].0,
-                        base + (n * (j % 7)) as f32
-                    ))));
-            }
-        }
+    if verify && let Some(w) = ring.first_wrong(std::slice::from_ref(&(0..count)))? {
+        return end(collective::wrong_sum(&w, ""));
     }
-    let algbw = (count * 4) as f64 / secs / 1e9;
-    Ok((secs, algbw * 2.0 * (n as f64 - 1.0) / n as f64))
+    Ok((secs, collective::busbw(count, ring.devices.len(), secs)))
 }
 
 fn allreduce(ctx: &NodeContext, _: Scope) -> Outcome {

@@ -5,26 +5,31 @@
 //! An iteration runs rocgate's integer kernel (`burn_hash`: a mix of
 //! multiplies, shifts and xors, [`LAUNCHES`] launches xored into one
 //! buffer) with the same seeds every time, interleaved with STREAM triads
-//! over arrays far past the cache ([`super::stream::Arrays`]), so both the
-//! ALUs and the HBM are busy. Integer arithmetic has one right answer: the
-//! buffer's checksum must be the same in every iteration and on every GPU
-//! of the node (the cross-GPU comparison is a judgement after the run,
-//! [`crate::burnin_peers`]), and the words at each end must be what the CPU
-//! computes. A GPU that differs once names itself, the iteration and the
-//! time: silent data corruption.
+//! over arrays far past the cache ([`super::stream::Arrays`]) and, where
+//! rocBLAS loads, fp16 GEMMs on the matrix cores ([`gemm`]), so the ALUs,
+//! the matrix cores and the HBM are all busy. Each workload has one right
+//! answer, whatever the order of its arithmetic (integers; GEMM inputs
+//! whose sums are exact): its checksum must be the same in every iteration
+//! and on every GPU of the node (the cross-GPU comparison is a judgement
+//! after the run, [`crate::burnin_peers`]), and its sampled elements must
+//! be what the CPU computes. A GPU that differs once names itself, the
+//! workload, the iteration and the time: silent data corruption.
 //!
 //! The telemetry ([`rocgate_node::facts::telemetry`]) is kept as series in
 //! the result (temperatures against their critical limits, power against
 //! its cap, the clocks against their highest level) and judged with the
 //! thresholds' `[burnin]` table once the load ends.
 
+mod gemm;
+
 use super::device::{HipDevice, find_device, hip_fail, load_module};
 use super::stream::Arrays;
 use crate::context::NodeContext;
 use crate::findings::{Code, codes};
-use crate::layers::support::{end, isolated};
+use crate::layers::support::{end, isolated, seconds};
 use crate::stack;
 use rocgate_harness::{Check, Outcome, Scope, ScopeKind, Series, SkipReason, Tier, Verdict};
+use rocgate_node::facts::gpu_metrics::{POWER_BITS, Residency, THERMAL_BITS, Throttle};
 use rocgate_node::facts::telemetry::{self, Sample};
 use rocgate_rocm::hip::{DeviceBuffer, HipError};
 use std::sync::Mutex;
@@ -37,14 +42,18 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(30 * 60);
 const HASH_WORDS: u32 = 16 << 20;
 /// Rounds of the mix per word per launch.
 const ROUNDS: u32 = 8192;
-/// Hash launches per iteration, each followed by [`TRIADS`] triads: about
-/// two seconds of an MI300X's integer throughput per iteration (16 Mi
-/// words x 8192 rounds x 9 operations x 128 launches, ~80 T integer ops/s;
-/// an estimate until measured), so the host's download and checksum between
-/// iterations (tens of milliseconds, the GPU idle) is a small share of the
-/// clock samples.
-const LAUNCHES: u32 = 128;
+/// Hash launches per iteration, each followed by [`TRIADS`] triads and,
+/// where rocBLAS loads, [`GEMMS`] GEMMs: about 1.5 s of an MI300X per
+/// iteration, 40% of it GEMM (hash: 16 Mi words x 8192 rounds x 9
+/// operations x 48 launches at ~80 T integer ops/s, 0.75 s; GEMMs: 1536 of
+/// 0.28 TFLOP at ~700 TFLOP/s, 0.6 s; triads: 96 over 6 GiB at ~4.3 TB/s,
+/// 0.15 s; estimates until measured), so the host's download and checksum
+/// between iterations (tens of milliseconds, the GPU idle) is a small share
+/// of the clock samples.
+const LAUNCHES: u32 = 48;
 const TRIADS: u32 = 2;
+/// GEMMs after each hash launch, where rocBLAS loads.
+const GEMMS: u32 = 32;
 /// The first seed; launch k of every iteration uses `SEED + k`.
 const SEED: u32 = 0x5eed_0001;
 /// Words at each end of the buffer the CPU recomputes.
@@ -75,13 +84,42 @@ pub fn checks() -> Vec<Check<NodeContext>> {
     }]
 }
 
-/// One iteration's result.
+/// What one workload computed in one iteration.
+struct Product {
+    /// FNV-1a over its result's bytes.
+    checksum: u64,
+    /// Its sampled elements that differ from the CPU's, each said.
+    wrong: Vec<String>,
+}
+
+/// One iteration's result: a product per workload, in [`Workload`] order.
 struct Iteration {
     at: f64,
-    checksum: u64,
-    /// Edge words that differ from the CPU's: (word, bits that differ).
-    wrong_words: Vec<(usize, u32)>,
+    products: Vec<Product>,
 }
+
+/// A workload whose result is compared: its name in reports and the fact
+/// its common checksum is kept as, for [`crate::burnin_peers`].
+struct Workload {
+    name: &'static str,
+    fact: &'static str,
+}
+
+/// rocgate's integer kernel, in every burn-in.
+const HASH: Workload = Workload {
+    name: "integer hash",
+    fact: "burnin_checksum",
+};
+/// The HBM triads' result (a = b + 0.5c, exact in fp32), in every burn-in.
+const TRIAD: Workload = Workload {
+    name: "HBM triad",
+    fact: "burnin_triad_checksum",
+};
+/// The rocBLAS GEMM, where rocBLAS loads.
+const GEMM: Workload = Workload {
+    name: "fp16 GEMM",
+    fact: "burnin_gemm_checksum",
+};
 
 /// How the load ended before its time.
 enum Cut {
@@ -103,11 +141,51 @@ fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
     let fail = |e: HipError| hip_fail(codes::HIP_LAUNCH_FAILED, &e, next);
     let hash = module.function("burn_hash").map_err(fail)?;
     let triad = module.function("triad").map_err(fail)?;
+    let copy = module.function("stream_copy").map_err(fail)?;
     let total = hip.total_mem(index).map_err(fail)?;
     let no_memory = |e: HipError| super::stream::no_memory(e, next);
     let arrays = Arrays::new(hip, total).map_err(no_memory)?;
+    // c = a once, so every triad's result (b + 0.5c) differs from a's
+    // fill: a triad that did not run shows.
+    arrays.copy(hip, copy).map_err(fail)?;
     let out = DeviceBuffer::new(hip, HASH_WORDS as usize * 4).map_err(no_memory)?;
     let expected = edge_words();
+    // The GEMM where rocBLAS is there to run it; without it the load is
+    // rocgate's own kernels, and the output says why.
+    let gemm = match ctx.runtime.rocblas() {
+        Ok(blas) => gemm::Gemm::new(hip, blas),
+        Err(v) => Err(gemm::Unavailable::Library(v.message)),
+    };
+    let (gemm, without_gemm) = match gemm {
+        Ok(g) => (Some(g), None),
+        Err(gemm::Unavailable::Library(why)) => (None, Some(format!("rocBLAS: {why}"))),
+        Err(gemm::Unavailable::Memory(e)) => (None, Some(format!("no room for its matrices: {e}"))),
+        Err(gemm::Unavailable::Hip(e)) => return Err(fail(e)),
+    };
+    let mut load_text = format!(
+        "load per iteration: {LAUNCHES} integer hash launches over {} MiB, each followed by {TRIADS} HBM triads over {} MiB",
+        HASH_WORDS / (1 << 18),
+        (arrays.bytes() * 3) >> 20
+    );
+    match (&gemm, &without_gemm) {
+        (Some(g), _) => load_text.push_str(&format!(
+            " and {GEMMS} fp16 GEMMs ({}x{}x{}, rocblas_gemm_ex, fp32 compute; atomics {})",
+            gemm::M,
+            gemm::N,
+            gemm::K,
+            match &g.atomics {
+                Ok(()) => "not allowed".to_string(),
+                Err(e) => format!("left to rocBLAS: {e}"),
+            },
+        )),
+        (None, Some(why)) => load_text.push_str(&format!("; no GEMM in the load ({why})")),
+        (None, None) => {}
+    }
+    let workloads: Vec<&Workload> = if gemm.is_some() {
+        vec![&HASH, &TRIAD, &GEMM]
+    } else {
+        vec![&HASH, &TRIAD]
+    };
     let address = gpu.pci_address.clone();
     let kfd_gpu = gpu.kfd.as_ref().and_then(|k| k.gpu_id);
     let sysroot = &ctx.facts.sysroot;
@@ -140,6 +218,11 @@ fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
             }
         });
         let mut host = vec![0u8; HASH_WORDS as usize * 4];
+        let mut host_c = if gemm.is_some() {
+            vec![0u8; gemm::C_BYTES]
+        } else {
+            Vec::new()
+        };
         while start.elapsed() < duration {
             let at = start.elapsed().as_secs_f64();
             if rocgate_harness::deadline::stop_asked() {
@@ -154,38 +237,61 @@ fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
                 // The sampler saw the GPU leave.
                 break;
             }
-            // `Ok(false)`: asked to stop part-way; the iteration is not whole.
-            let ran = (|| -> Result<bool, HipError> {
-                out.fill(0)?;
+            // `Ok(None)`: asked to stop part-way; the iteration is not whole.
+            let ran = (|| -> Result<Option<Vec<Product>>, String> {
+                let hip_err = |e: HipError| e.to_string();
+                out.fill(0).map_err(hip_err)?;
                 for k in 0..LAUNCHES {
                     if rocgate_harness::deadline::stop_asked() {
-                        hip.synchronize()?;
-                        return Ok(false);
+                        hip.synchronize().map_err(hip_err)?;
+                        return Ok(None);
                     }
-                    hip.launch_burn_hash(hash, &out, SEED.wrapping_add(k), ROUNDS, HASH_WORDS)?;
+                    hip.launch_burn_hash(hash, &out, SEED.wrapping_add(k), ROUNDS, HASH_WORDS)
+                        .map_err(hip_err)?;
                     for _ in 0..TRIADS {
-                        arrays.triad(hip, triad)?;
+                        arrays.triad(hip, triad).map_err(hip_err)?;
+                    }
+                    if let Some(g) = &gemm {
+                        for _ in 0..GEMMS {
+                            g.launch().map_err(|e| e.to_string())?;
+                        }
                     }
                 }
-                hip.synchronize()?;
-                out.download(&mut host)?;
-                Ok(true)
+                hip.synchronize().map_err(hip_err)?;
+                out.download(&mut host).map_err(hip_err)?;
+                let (head, want) = arrays.triad_head().map_err(hip_err)?;
+                let mut products = vec![
+                    Product {
+                        checksum: checksum(&host),
+                        wrong: wrong_edges(&host, &expected),
+                    },
+                    Product {
+                        checksum: checksum(&head),
+                        wrong: wrong_floats(&head, want),
+                    },
+                ];
+                if let Some(g) = &gemm {
+                    products.push(g.result(&mut host_c).map_err(hip_err)?);
+                }
+                Ok(Some(products))
             })();
-            if let Ok(false) = ran {
-                cut = Some(Cut::Interrupted(start.elapsed().as_secs_f64()));
-                break;
-            }
-            if let Err(e) = ran {
-                let at = start.elapsed().as_secs_f64();
-                // Whether the GPU is still there says what the failure was.
-                lock(&samples).push((at, telemetry::sample(sysroot, &address, kfd_gpu)));
-                cut = Some(Cut::Hip(at, e.to_string()));
-                break;
-            }
+            let products = match ran {
+                Ok(Some(p)) => p,
+                Ok(None) => {
+                    cut = Some(Cut::Interrupted(start.elapsed().as_secs_f64()));
+                    break;
+                }
+                Err(e) => {
+                    let at = start.elapsed().as_secs_f64();
+                    // Whether the GPU is still there says what the failure was.
+                    lock(&samples).push((at, telemetry::sample(sysroot, &address, kfd_gpu)));
+                    cut = Some(Cut::Hip(at, e));
+                    break;
+                }
+            };
             iterations.push(Iteration {
                 at: start.elapsed().as_secs_f64(),
-                checksum: checksum(&host),
-                wrong_words: wrong_edges(&host, &expected),
+                products,
             });
         }
         stop.store(true, Ordering::SeqCst);
@@ -199,6 +305,8 @@ fn burnin(ctx: &NodeContext, scope: Scope) -> Outcome {
             duration,
             ran: start.elapsed(),
             iterations,
+            workloads,
+            load_text,
             samples,
             cut,
         },
@@ -263,13 +371,37 @@ fn word_at(bytes: &[u8], i: usize) -> Option<u32> {
         .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
 }
 
-fn wrong_edges(bytes: &[u8], expected: &[(usize, u32)]) -> Vec<(usize, u32)> {
+/// The edge words that differ from the CPU's, each with the bits that do.
+fn wrong_edges(bytes: &[u8], expected: &[(usize, u32)]) -> Vec<String> {
     expected
         .iter()
         .filter_map(|&(i, want)| {
             let got = word_at(bytes, i).unwrap_or(!want);
-            (got != want).then_some((i, got ^ want))
+            (got != want).then(|| {
+                format!(
+                    "word {i} differs from the CPU's in bits 0x{:08x}",
+                    got ^ want
+                )
+            })
         })
+        .collect()
+}
+
+/// The first of `bytes`' 32-bit words that is not `want`, said.
+fn wrong_floats(bytes: &[u8], want: u32) -> Vec<String> {
+    bytes
+        .chunks_exact(4)
+        .enumerate()
+        .find(|(_, w)| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]) != want)
+        .map(|(i, w)| {
+            let got = u32::from_ne_bytes([w[0], w[1], w[2], w[3]]);
+            format!(
+                "word {i} of a is {} (0x{got:08x}) where b + 0.5c is {} (0x{want:08x})",
+                f32::from_bits(got),
+                f32::from_bits(want)
+            )
+        })
+        .into_iter()
         .collect()
 }
 
@@ -288,6 +420,10 @@ struct Loaded {
     duration: Duration,
     ran: Duration,
     iterations: Vec<Iteration>,
+    /// What each iteration's products are, in order.
+    workloads: Vec<&'static Workload>,
+    /// The load, said.
+    load_text: String,
     samples: Vec<(f64, Sample)>,
     cut: Option<Cut>,
 }
@@ -303,6 +439,8 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
     let t = &ctx.thresholds.burnin;
     let mut found: Vec<Found> = Vec::new();
     let mut not_read: Vec<String> = Vec::new();
+    // Said in the output, judging nothing.
+    let mut notes: Vec<String> = Vec::new();
     let of = format!("of {}", seconds(load.duration.as_secs_f64()));
     let samples = &load.samples;
 
@@ -346,66 +484,22 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
         _ => {}
     }
 
-    // Results: every iteration against the most common checksum and the
-    // CPU's edge words.
-    let common = majority(load.iterations.iter().map(|i| i.checksum));
-    let odd: Vec<(usize, &Iteration)> = load
-        .iterations
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| Some(i.checksum) != common || !i.wrong_words.is_empty())
+    // Results: every iteration of each workload against its most common
+    // checksum and the CPU's sampled elements.
+    let commons: Vec<Option<u64>> = (0..load.workloads.len())
+        .map(|w| {
+            majority(
+                load.iterations
+                    .iter()
+                    .filter_map(|i| i.products.get(w))
+                    .map(|p| p.checksum),
+            )
+        })
         .collect();
-    let every = !odd.is_empty() && odd.len() == load.iterations.len();
-    if common.is_none() && load.iterations.len() > 1 {
-        found.push(Found {
-            rank: 1,
-            code: codes::GPU_RESULT_MISMATCH,
-            message: format!(
-                "the {} iterations computed the same work with no checksum in the majority: the GPU's results are not repeatable",
-                load.iterations.len()
-            ),
-        });
-    } else if let (true, Some((w, bits))) =
-        (every, odd.first().and_then(|(_, i)| i.wrong_words.first()))
-    {
-        found.push(Found {
-            rank: 1,
-            code: codes::GPU_RESULT_MISMATCH,
-            message: format!(
-                "in every one of the {} iterations word {w} differs from the CPU's in bits 0x{bits:08x}: the GPU computes this work wrong, consistently",
-                load.iterations.len()
-            ),
-        });
-    } else if let Some((n, it)) = odd.first() {
-        let how = match it.wrong_words.first() {
-            Some((w, bits)) => format!(
-                "word {w} differs from the CPU's in bits 0x{bits:08x}{}",
-                if Some(it.checksum) == common {
-                    ""
-                } else {
-                    " and its checksum from the other iterations'"
-                }
-            ),
-            None => format!(
-                "checksum 0x{:016x} where the other iterations gave 0x{:016x}",
-                it.checksum,
-                common.unwrap_or_default()
-            ),
-        };
-        found.push(Found {
-            rank: 1,
-            code: codes::GPU_RESULT_MISMATCH,
-            message: format!(
-                "iteration {} of {} ({} into the burn-in) computed a different result for the same work: {how}{}",
-                n + 1,
-                load.iterations.len(),
-                seconds(it.at),
-                match odd.len() {
-                    1 => String::new(),
-                    k => format!("; {k} iterations differ in all"),
-                }
-            ),
-        });
+    for (w, workload) in load.workloads.iter().enumerate() {
+        if let Some(f) = mismatch(&load.iterations, w, workload, commons[w]) {
+            found.push(f);
+        }
     }
 
     // Counters that grew between the first and the last sample that read
@@ -565,6 +659,39 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
             });
         }
     }
+    // Why it was held back, where its gpu_metrics table says.
+    let throttle_text = match throttled(&loaded) {
+        Some(Throttled::Shares {
+            thermal,
+            power,
+            how,
+        }) => {
+            if thermal > t.throttle_share {
+                found.push(Found {
+                    rank: 4,
+                    code: codes::GPU_THERMAL_THROTTLED,
+                    message: format!(
+                        "thermal throttlers held the GPU back {:.0}% of the loaded time (the most allowed is {:.0}%), per {how}; the power cap {:.0}%",
+                        thermal * 100.0,
+                        t.throttle_share * 100.0,
+                        power * 100.0
+                    ),
+                });
+            }
+            format!(
+                "throttled by heat {:.0}%, by the power cap {:.0}% of the loaded time ({how})",
+                thermal * 100.0,
+                power * 100.0
+            )
+        }
+        Some(Throttled::NotReported(f, c)) => {
+            notes.push(format!(
+                "gpu_metrics v{f}.{c} says nothing of throttling: judged by the clocks alone"
+            ));
+            String::new()
+        }
+        None => String::new(),
+    };
     let powers: Vec<(f64, f64)> = loaded
         .iter()
         .filter_map(|s| Some((s.power_w?, s.power_cap_w?)))
@@ -632,6 +759,7 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
         ),
         sensors_text(&full_sensors),
         clock_text,
+        throttle_text,
         power_text,
     ]
     .into_iter()
@@ -641,13 +769,16 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
     let attach = |v: Verdict| {
         let mut v = v.with_series(series.clone());
         v.metrics.extend(v_metrics.metrics.clone());
-        if let Some(c) = common {
-            v = v.with_fact("burnin_checksum", format!("0x{c:016x}"));
+        for (workload, common) in load.workloads.iter().zip(&commons) {
+            if let Some(c) = common {
+                v = v.with_fact(workload.fact, format!("0x{c:016x}"));
+            }
         }
         let mut unread: Vec<&String> = samples.iter().flat_map(|(_, s)| &s.unread).collect();
         unread.sort();
         unread.dedup();
-        let mut output = Vec::new();
+        let mut output = vec![load.load_text.clone()];
+        output.extend(notes.iter().cloned());
         if !not_read.is_empty() {
             output.push(format!("not read: {}", not_read.join("; ")));
         }
@@ -662,10 +793,7 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
                     .join("; ")
             ));
         }
-        if !output.is_empty() {
-            v = v.with_output(output.join("\n"));
-        }
-        v
+        v.with_output(output.join("\n"))
     };
     found.sort_by_key(|f| f.rank);
     if let Some(worst) = found.first() {
@@ -713,6 +841,128 @@ fn judge(ctx: &NodeContext, load: Loaded) -> Outcome {
     Ok(attach(Verdict::pass(format!(
         "every iteration gave the same result; {summary}"
     ))))
+}
+
+/// Workload `w`'s iterations judged against their `common` checksum and
+/// the CPU: no majority, the same wrong elements every time, or the first
+/// iteration that differs.
+fn mismatch(
+    iterations: &[Iteration],
+    w: usize,
+    workload: &Workload,
+    common: Option<u64>,
+) -> Option<Found> {
+    let name = workload.name;
+    let products: Vec<(usize, &Iteration, &Product)> = iterations
+        .iter()
+        .enumerate()
+        .filter_map(|(n, i)| Some((n, i, i.products.get(w)?)))
+        .collect();
+    let odd: Vec<&(usize, &Iteration, &Product)> = products
+        .iter()
+        .filter(|(_, _, p)| Some(p.checksum) != common || !p.wrong.is_empty())
+        .collect();
+    let every = !odd.is_empty() && odd.len() == products.len();
+    let found = |message: String| Found {
+        rank: 1,
+        code: codes::GPU_RESULT_MISMATCH,
+        message,
+    };
+    if common.is_none() && products.len() > 1 {
+        return Some(found(format!(
+            "the {} iterations computed the same {name} with no checksum in the majority: the GPU's results are not repeatable",
+            products.len()
+        )));
+    }
+    if let (true, Some(wrong)) = (every, odd.first().and_then(|(_, _, p)| p.wrong.first())) {
+        return Some(found(format!(
+            "in every one of the {} iterations of the {name}, {wrong}: the GPU computes this work wrong, consistently",
+            products.len()
+        )));
+    }
+    let (n, it, p) = odd.first()?;
+    let how = match p.wrong.first() {
+        Some(wrong) => format!(
+            "{wrong}{}",
+            if Some(p.checksum) == common {
+                ""
+            } else {
+                " and its checksum from the other iterations'"
+            }
+        ),
+        None => format!(
+            "checksum 0x{:016x} where the other iterations gave 0x{:016x}",
+            p.checksum,
+            common.unwrap_or_default()
+        ),
+    };
+    Some(found(format!(
+        "iteration {} of {} ({} into the burn-in) computed a different result for the same {name}: {how}{}",
+        n + 1,
+        products.len(),
+        seconds(it.at),
+        match odd.len() {
+            1 => String::new(),
+            k => format!("; {k} iterations differ in all"),
+        }
+    )))
+}
+
+/// What the loaded samples' `gpu_metrics` said of throttling.
+enum Throttled {
+    /// The share of the loaded time a thermal throttler and the power cap
+    /// held, and where that came from.
+    Shares {
+        thermal: f64,
+        power: f64,
+        how: &'static str,
+    },
+    /// The table's version says nothing of it.
+    NotReported(u8, u8),
+}
+
+/// The throttling the loaded samples show: from the first to the last
+/// residency accumulators (MI300 and later), else the share of samples
+/// whose throttlers were active (MI200); `None` without a table.
+fn throttled(loaded: &[&Sample]) -> Option<Throttled> {
+    let tables: Vec<Throttle> = loaded.iter().filter_map(|s| s.throttle).collect();
+    let residencies: Vec<&Residency> = tables
+        .iter()
+        .filter_map(|t| match t {
+            Throttle::Residency(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    if let (Some(first), Some(last)) = (residencies.first(), residencies.last())
+        && let Some((thermal, power)) = last.shares_since(first)
+    {
+        return Some(Throttled::Shares {
+            thermal,
+            power,
+            how: "the SMU's throttle residency counters in gpu_metrics",
+        });
+    }
+    let active: Vec<u64> = tables
+        .iter()
+        .filter_map(|t| match t {
+            Throttle::Active(bits) => Some(*bits),
+            _ => None,
+        })
+        .collect();
+    if !active.is_empty() {
+        let share = |mask: u64| {
+            active.iter().filter(|&&b| b & mask != 0).count() as f64 / active.len() as f64
+        };
+        return Some(Throttled::Shares {
+            thermal: share(THERMAL_BITS),
+            power: share(POWER_BITS),
+            how: "the throttlers gpu_metrics showed active at each sample",
+        });
+    }
+    tables.iter().find_map(|t| match t {
+        Throttle::NotReported(f, c) => Some(Throttled::NotReported(*f, *c)),
+        _ => None,
+    })
 }
 
 /// The value more common than any other, if one is.
@@ -861,15 +1111,6 @@ fn sensors_text(series: &[Series]) -> String {
         .join(", ")
 }
 
-/// Seconds as `42 s`, `12.5 min`, `3.0 h`.
-fn seconds(s: f64) -> String {
-    match s {
-        s if s < 120.0 => format!("{s:.0} s"),
-        s if s < 7200.0 => format!("{:.1} min", s / 60.0),
-        s => format!("{:.1} h", s / 3600.0),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -893,10 +1134,67 @@ mod tests {
         bytes[33] ^= 0x08;
         assert_ne!(checksum(&bytes), a);
         let wrong = wrong_edges(&bytes, &[(0, 0), (8, 0)]);
-        assert_eq!(wrong, [(8, 0x0800)]);
+        assert_eq!(wrong, ["word 8 differs from the CPU's in bits 0x00000800"]);
         assert_eq!(majority([3, 5, 3].into_iter()), Some(3));
         assert_eq!(majority([3, 5].into_iter()), None, "a tie has no majority");
         assert_eq!(majority([7].into_iter()), Some(7));
         assert_eq!(majority(std::iter::empty()), None);
+    }
+
+    fn iteration(at: f64, products: &[(u64, &[&str])]) -> Iteration {
+        Iteration {
+            at,
+            products: products
+                .iter()
+                .map(|(checksum, wrong)| Product {
+                    checksum: *checksum,
+                    wrong: wrong.iter().map(|w| w.to_string()).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn each_workload_is_judged_on_its_own_and_named() {
+        // The hash agrees throughout; the GEMM differs in iteration 3.
+        let its: Vec<Iteration> = (0..5)
+            .map(|n| {
+                let gemm = if n == 2 { 9 } else { 7 };
+                iteration(f64::from(n) * 2.0, &[(1, &[]), (gemm, &[])])
+            })
+            .collect();
+        let common = |w: usize| majority(its.iter().map(|i| i.products[w].checksum));
+        assert!(mismatch(&its, 0, &HASH, common(0)).is_none());
+        let f = mismatch(&its, 1, &GEMM, common(1)).expect("the GEMM differs");
+        assert!(
+            f.message.starts_with(
+                "iteration 3 of 5 (4 s into the burn-in) computed a different result for the same fp16 GEMM: checksum 0x0000000000000009 where the other iterations gave 0x0000000000000007"
+            ),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn a_workload_wrong_alike_in_every_iteration_is_consistently_wrong() {
+        let wrong: &[&str] = &["C[4096,4096] is fp16 0x5000 where the CPU computes 0x4c00"];
+        let its: Vec<Iteration> = (0..3)
+            .map(|n| iteration(f64::from(n), &[(1, &[]), (7, wrong)]))
+            .collect();
+        let f = mismatch(&its, 1, &GEMM, Some(7)).expect("wrong every time");
+        assert!(
+            f.message
+                .contains("in every one of the 3 iterations of the fp16 GEMM, C[4096,4096]"),
+            "{}",
+            f.message
+        );
+        // A tie has no majority.
+        let tie = [iteration(0.0, &[(1, &[])]), iteration(1.0, &[(2, &[])])];
+        let f = mismatch(&tie, 0, &HASH, None).expect("no majority");
+        assert!(
+            f.message.contains("no checksum in the majority"),
+            "{}",
+            f.message
+        );
     }
 }
