@@ -487,14 +487,86 @@ pub enum FleetAction {
     /// layers, failures by code, the nodes to drain (exit 0 every node
     /// passed, 1 one failed, 2 a report unreadable).
     Report(FleetReportArgs),
+    /// A thresholds file whose floors come from the healthy fleet: per GPU
+    /// model, partition mode and metric, the fleet's median less a margin
+    /// of its spread, each row saying how many nodes it came from; give it
+    /// to `rocgate run --thresholds`.
+    Baseline(FleetBaselineArgs),
+}
+
+/// The reports a fleet command reads, and how it judges drift and
+/// outliers.
+#[derive(Debug, Args)]
+pub struct FleetReadArgs {
+    /// Run reports, or directories of them (every `*.json` inside).
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// A value is an outlier when it lies more than K robust standard
+    /// deviations (1.4826 MAD) on its metric's bad side of the healthy
+    /// nodes' median (default 4, or the policy file's `[fleet]
+    /// outlier_mads`) ...
+    #[arg(long, value_name = "K", value_parser = positive)]
+    pub outlier_mads: Option<f64>,
+    /// ... and at least this share of the median from it (default 0.05:
+    /// 5% slower; `[fleet] outlier_shortfall`).
+    #[arg(long, value_name = "SHARE", value_parser = below_one)]
+    pub outlier_shortfall: Option<f64>,
+    /// A component the site expects mixed across the fleet (a rolling
+    /// upgrade), as the drift table names it or a glob: `rocm`, `"*
+    /// vbios"`. Nodes that differ in it are listed, not warned of.
+    /// Repeatable; added to the policy file's `[fleet] mixed`.
+    #[arg(long = "mixed", value_name = "COMPONENT")]
+    pub mixed: Vec<String>,
+    /// The site's policy file (its `[fleet]` table); else ROCGATE_CONFIG,
+    /// else /etc/rocgate/rocgate.toml when it exists.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// A positive, finite number.
+fn positive(value: &str) -> std::result::Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{value:?} is not a positive number: give e.g. 4")),
+    }
+}
+
+/// A share from 0 to below 1.
+fn below_one(value: &str) -> std::result::Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{value:?} is not a share from 0 to below 1: give e.g. 0.05 for 5%"
+        )),
+    }
+}
+
+/// `rocgate fleet baseline`.
+#[derive(Debug, Args)]
+pub struct FleetBaselineArgs {
+    #[command(flatten)]
+    pub read: FleetReadArgs,
+    /// Where to write the thresholds file (`-`: stdout).
+    #[arg(long, value_name = "FILE", value_parser = Output::parse)]
+    pub out: Output,
+    /// Each floor is the healthy nodes' median less K robust standard
+    /// deviations (1.4826 MAD) ...
+    #[arg(long, value_name = "K", default_value_t = 4.0, value_parser = positive)]
+    pub mads: f64,
+    /// ... and at least this share below it (DCGM's floors sit near 0.75x
+    /// measured, Azure's MI300X ones about 5% below), whichever is lower.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.05, value_parser = below_one)]
+    pub min_margin: f64,
+    /// The least number of healthy nodes a floor is made from.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub min_nodes: usize,
 }
 
 /// `rocgate fleet report`.
 #[derive(Debug, Args)]
 pub struct FleetReportArgs {
-    /// Run reports, or directories of them (every `*.json` inside).
-    #[arg(required = true, value_name = "FILE|DIR")]
-    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub read: FleetReadArgs,
     /// markdown (for people and CI job summaries), json, or html (one
     /// self-contained page).
     #[arg(long, value_enum, default_value_t = FleetFormat::Markdown)]
@@ -507,6 +579,19 @@ pub struct FleetReportArgs {
     /// rather than to now.
     #[arg(long, value_name = "TIME", value_parser = parse_time)]
     pub as_of: Option<chrono::DateTime<chrono::FixedOffset>>,
+    /// The previous fleet run's reports (a directory or files): the report
+    /// adds the nodes that newly fail, recover, drift or became outliers.
+    #[arg(long, value_name = "DIR")]
+    pub previous: Vec<PathBuf>,
+    /// Write the names of the nodes that passed, one per line, to FILE
+    /// (for `sbatch --nodelist`).
+    #[arg(long, value_name = "FILE")]
+    pub passing: Option<PathBuf>,
+    /// Write the names of the nodes that failed or whose report could not
+    /// be read (by the file's stem), one per line, to FILE (for `srun
+    /// --exclude`).
+    #[arg(long, value_name = "FILE")]
+    pub failing: Option<PathBuf>,
 }
 
 /// An RFC 3339 time, or what it should look like.
@@ -899,10 +984,10 @@ mod tests {
     #[test]
     fn formats_are_the_values_each_command_knows() {
         let fleet = |args: &[&str]| match parse(args).map(|c| c.command) {
-            Ok(Command::Fleet(f)) => {
-                let FleetAction::Report(r) = f.action;
-                Ok(r.format)
-            }
+            Ok(Command::Fleet(f)) => match f.action {
+                FleetAction::Report(r) => Ok(r.format),
+                other => panic!("{other:?}"),
+            },
             Ok(other) => panic!("{other:?}"),
             Err(e) => Err(e.kind()),
         };

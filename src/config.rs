@@ -51,6 +51,18 @@ struct File {
     health: HealthFile,
     #[serde(default)]
     waive: Vec<Spanned<WaiveEntry>>,
+    #[serde(default)]
+    fleet: FleetFile,
+}
+
+/// `[fleet]`: how `rocgate fleet` judges drift and outliers.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FleetFile {
+    #[serde(default)]
+    mixed: Vec<String>,
+    outlier_mads: Option<f64>,
+    outlier_shortfall: Option<f64>,
 }
 
 /// `[health]`: what `rocgate health` does differently.
@@ -162,6 +174,26 @@ impl Config {
                 "{origin}: timeout_scale {s} is out of range: use a factor from 0.01 to 1000"
             ));
         }
+        if let Some(k) = config
+            .file
+            .fleet
+            .outlier_mads
+            .filter(|k| !(k.is_finite() && *k > 0.0))
+        {
+            return Err(format!(
+                "{origin}: fleet.outlier_mads {k} is not a positive number: give e.g. 4"
+            ));
+        }
+        if let Some(s) = config
+            .file
+            .fleet
+            .outlier_shortfall
+            .filter(|s| !(0.0..1.0).contains(s))
+        {
+            return Err(format!(
+                "{origin}: fleet.outlier_shortfall {s} is not a share from 0 to below 1: give e.g. 0.05"
+            ));
+        }
         for (which, v) in [
             ("health.budget", config.file.health.budget),
             ("health.check_timeout", config.file.health.check_timeout),
@@ -269,6 +301,19 @@ impl Config {
     /// `timeout_scale`.
     pub fn timeout_scale(&self) -> Option<f64> {
         self.file.timeout_scale
+    }
+
+    /// `[fleet] mixed`: the components the site expects mixed.
+    pub fn fleet_mixed(&self) -> &[String] {
+        &self.file.fleet.mixed
+    }
+
+    /// `[fleet] outlier_mads` and `outlier_shortfall`.
+    pub fn fleet_outliers(&self) -> (Option<f64>, Option<f64>) {
+        (
+            self.file.fleet.outlier_mads,
+            self.file.fleet.outlier_shortfall,
+        )
     }
 
     /// `thresholds`, relative to the file's directory.

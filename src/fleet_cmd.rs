@@ -1,59 +1,159 @@
-//! `rocgate fleet report`: many nodes' run reports as one view.
+//! `rocgate fleet report`: many nodes' run reports as one view, read one
+//! report at a time; `rocgate fleet baseline` (`fleet_baseline.rs`)
+//! writes floors from them.
 //!
 //! Exit codes: 0 every report read and every node passed; 1 a node failed
 //! (whatever else could not be read: a fault found is found); 2 no node
 //! failed but a report could not be read (not every node was judged), or
 //! there was no report at all.
 
-use crate::cli::{FleetAction, FleetArgs, FleetFormat};
-use crate::error::{Result, ResultExt};
+use crate::cli::{FleetAction, FleetArgs, FleetFormat, FleetReadArgs, FleetReportArgs};
+use crate::error::{Error, Result, ResultExt};
 use crate::output::Output;
+use rayon::prelude::*;
+use rocgate::config::Config;
 use rocgate::exit::Exit;
-use rocgate_harness::fleet::{Fleet, Input};
-use rocgate_harness::saved_report;
+use rocgate_harness::fleet::{
+    Fleet, FleetDiff, FleetOptions, FleetReader, Mixed, OutlierRule, digest,
+};
+use rocgate_harness::saved_report::{self, NotRead};
 use std::path::{Path, PathBuf};
 
 /// Runs a fleet action.
 pub fn run(args: &FleetArgs) -> Result<Exit> {
     match &args.action {
-        FleetAction::Report(report) => {
-            let inputs: Vec<Input> = reports_in(&report.inputs)?
-                .into_iter()
-                .map(|(file, listed)| {
-                    let doc = listed
-                        .map_err(saved_report::NotRead)
-                        .and_then(|()| saved_report::read(&file));
-                    (file.display().to_string(), doc)
-                })
-                .collect();
-            let layers: Vec<&str> = rocgate_suites::stack::LAYERS
+        FleetAction::Report(report) => run_report(report),
+        FleetAction::Baseline(baseline) => crate::fleet_baseline::run(baseline),
+    }
+}
+
+fn run_report(report: &FleetReportArgs) -> Result<Exit> {
+    let as_of = report
+        .as_of
+        .unwrap_or_else(|| chrono::Utc::now().fixed_offset());
+    let options = options(&report.read)?;
+    let mut fleet = read_fleet(&report.read.inputs, options.clone(), as_of)?;
+    for r in &fleet.not_read {
+        errln!("rocgate: not read: {}", r.why);
+    }
+    if !report.previous.is_empty() {
+        let previous = read_fleet(&report.previous, options, as_of)
+            .context("the previous fleet run (--previous)")?;
+        for r in &previous.not_read {
+            errln!("rocgate: not read in the previous fleet run: {}", r.why);
+        }
+        // A diff against nothing would call every node new: an operator
+        // who mistyped the directory is told so instead.
+        if previous.nodes.is_empty() {
+            let given: Vec<String> = report
+                .previous
                 .iter()
-                .map(|l| l.as_str())
+                .map(|p| p.display().to_string())
                 .collect();
-            let as_of = report
-                .as_of
-                .unwrap_or_else(|| chrono::Utc::now().fixed_offset());
-            let mut fleet = Fleet::read(inputs, &layers, &rocgate_suites::stack::IDENTITY, as_of);
-            for r in &fleet.not_read {
-                errln!("rocgate: not read: {}", r.why);
-            }
-            let out = &report.out;
-            if report.format == FleetFormat::Html {
-                link_pages(&mut fleet, out);
-            }
-            match report.format {
-                FleetFormat::Json => out.json(&fleet.json().internal()?)?,
-                FleetFormat::Html => out.html(&crate::html::fleet_page(&fleet))?,
-                FleetFormat::Markdown => out.text(&fleet.markdown())?,
-            }
-            Ok(match fleet.exit_code() {
-                0 => Exit::Pass,
-                1 => Exit::Fail,
-                // Not every node was judged: a report could not be read.
-                _ => Exit::NodeIo,
+            return Err(Error::usage(format!(
+                "the previous fleet run (--previous {}) has no report rocgate could read: give the directory of the earlier fleet run's `rocgate run --json` reports",
+                given.join(" ")
+            )));
+        }
+        fleet.since = Some(FleetDiff::between(&previous, &fleet));
+    }
+    if let Some(path) = &report.passing {
+        write_list(
+            path,
+            fleet.passing().map(str::to_string).collect(),
+            "--passing",
+        )?;
+    }
+    if let Some(path) = &report.failing {
+        write_list(path, fleet.failing(), "--failing")?;
+    }
+    let out = &report.out;
+    if report.format == FleetFormat::Html {
+        link_pages(&mut fleet, out);
+    }
+    match report.format {
+        FleetFormat::Json => out.json(&fleet.json().internal()?)?,
+        FleetFormat::Html => out.html(&crate::html::fleet_page(&fleet))?,
+        FleetFormat::Markdown => out.text(&fleet.markdown())?,
+    }
+    Ok(match fleet.exit_code() {
+        0 => Exit::Pass,
+        1 => Exit::Fail,
+        // Not every node was judged: a report could not be read.
+        _ => Exit::NodeIo,
+    })
+}
+
+/// How drift and outliers are judged: the flags, else the policy file's
+/// `[fleet]` table, else the defaults; the mixed components of both.
+pub(crate) fn options(read: &FleetReadArgs) -> Result<FleetOptions> {
+    let config = Config::find(read.config.as_deref())?;
+    let (mads, shortfall) = config.fleet_outliers();
+    let defaults = OutlierRule::default();
+    let mut mixed = config.fleet_mixed().to_vec();
+    mixed.extend(read.mixed.iter().cloned());
+    Ok(FleetOptions {
+        rule: OutlierRule {
+            mads: read.outlier_mads.or(mads).unwrap_or(defaults.mads),
+            min_shortfall: read
+                .outlier_shortfall
+                .or(shortfall)
+                .unwrap_or(defaults.min_shortfall),
+            ..defaults
+        },
+        mixed: Mixed::new(&mixed).map_err(Error::usage)?,
+    })
+}
+
+/// How many reports are read at once: each thread holds one report's
+/// bytes while it digests it, and a batch's digests wait to be added in
+/// order; a few thousand keep both threads busy and memory small.
+const BATCH: usize = 2048;
+
+/// Reads the reports in `inputs` one at a time (on every core, each
+/// reduced to its digest as soon as it is read), in the order given.
+pub(crate) fn read_fleet(
+    inputs: &[PathBuf],
+    options: FleetOptions,
+    as_of: chrono::DateTime<chrono::FixedOffset>,
+) -> Result<Fleet> {
+    let files = reports_in(inputs)?;
+    let layers: Vec<&str> = rocgate_suites::stack::LAYERS
+        .iter()
+        .map(|l| l.as_str())
+        .collect();
+    let mut reader = FleetReader::new(&layers, as_of, options);
+    let terms = &rocgate_suites::stack::FLEET;
+    for batch in files.chunks(BATCH) {
+        let digests: Vec<_> = batch
+            .par_iter()
+            .map(|(file, listed)| {
+                let shown = file.display().to_string();
+                let digest = listed
+                    .clone()
+                    .map_err(NotRead)
+                    .and_then(|()| saved_report::read_bytes(file))
+                    .and_then(|bytes| digest(&shown, &bytes, terms, as_of));
+                (shown, digest)
             })
+            .collect();
+        for (file, digest) in digests {
+            reader.add(file, digest);
         }
     }
+    Ok(reader.finish())
+}
+
+/// Writes `names`, one per line, to `path` (atomically: a scheduler never
+/// reads half a list).
+fn write_list(path: &Path, names: Vec<String>, flag: &str) -> Result<()> {
+    let mut text = names.join("\n");
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    Output::File(path.to_path_buf())
+        .text(&text)
+        .context(format!("the node list {flag} {}", path.display()))
 }
 
 /// Links each node to its own page, `NODE.html` beside `NODE.json` (as

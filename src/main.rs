@@ -43,6 +43,7 @@ mod compare_cmd;
 mod completions_cmd;
 mod doctor_cmd;
 mod error;
+mod fleet_baseline;
 mod fleet_cmd;
 mod github;
 mod health_cmd;

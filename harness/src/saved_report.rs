@@ -54,10 +54,24 @@ fn kind_of(t: std::fs::FileType) -> &'static str {
 /// [`MAX_REPORT_BYTES`], parsed, its schema not yet checked
 /// ([`check_schema`]).
 pub fn read(path: &Path) -> Result<Value, NotRead> {
-    read_json(path).map_err(NotRead)
+    let bytes = read_bytes(path)?;
+    json_of(&bytes, &path.display().to_string()).map_err(NotRead)
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
+/// `bytes`, named `what` in messages, as JSON.
+pub fn json_of(bytes: &[u8], what: &str) -> Result<Value, String> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| format!("{what} is not JSON ({e}): give the file `rocgate run --json` wrote"))
+}
+
+/// The bytes of the report at `path`: a regular file of at most
+/// [`MAX_REPORT_BYTES`], not yet parsed (a reader that streams many
+/// reports parses each into only what it keeps).
+pub fn read_bytes(path: &Path) -> Result<Vec<u8>, NotRead> {
+    read_file(path).map_err(NotRead)
+}
+
+fn read_file(path: &Path) -> Result<Vec<u8>, String> {
     let shown = path.display();
     let file = File::options()
         .read(true)
@@ -93,8 +107,7 @@ fn read_json(path: &Path) -> Result<Value, String> {
     if bytes.len() as u64 > MAX_REPORT_BYTES {
         return Err(too_big("still growing".to_string()));
     }
-    serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{shown} is not JSON ({e}): give the file `rocgate run --json` wrote"))
+    Ok(bytes)
 }
 
 /// The report at `path` as a [`Document`] whose results and decision a
@@ -118,6 +131,30 @@ pub fn parse<R: DeserializeOwned, D: DeserializeOwned>(
             "{what} is not a rocgate run report (`rocgate run --json` writes one): {e}"
         ))
     })
+}
+
+/// The report in `bytes`, named `what` in messages, as a [`Document`] of
+/// `R` and `D`, deserialised straight from the bytes: no JSON tree is
+/// built for a report that reads (a fleet of 100,000 reports pays for
+/// what it keeps, not for every value in them). Only when it does not read
+/// is the tree built, to say why as [`parse`] would.
+pub fn parse_bytes<R: DeserializeOwned, D: DeserializeOwned>(
+    bytes: &[u8],
+    what: &str,
+) -> Result<Document<R, D>, NotRead> {
+    let typed = serde_json::from_slice::<Document<R, D>>(bytes);
+    let typed = match typed {
+        Ok(doc) if u64::from(doc.schema_version) == SCHEMA_VERSION => return Ok(doc),
+        other => other.err(),
+    };
+    let doc = json_of(bytes, what)?;
+    check_schema(&doc, what)?;
+    Err(NotRead(match typed {
+        Some(e) => {
+            format!("{what} is not a rocgate run report (`rocgate run --json` writes one): {e}")
+        }
+        None => format!("{what} is not a rocgate run report of schema_version {SCHEMA_VERSION}"),
+    }))
 }
 
 /// Checks that `doc` is a results document of schema
@@ -161,6 +198,10 @@ pub fn check_schema(doc: &Value, what: &str) -> Result<(), String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn read_json(path: &Path) -> Result<Value, String> {
+        read(path).map_err(|e| e.0)
+    }
 
     #[test]
     fn only_schema_1_with_results_is_read_and_others_say_what_they_are() {

@@ -1,7 +1,8 @@
 //! A fleet as a page: nodes x layers coloured as each node's run ended,
 //! the failed nodes first, filters by standing and by code, the failures
-//! and the warnings counted by code apart, the nodes to drain, and the
-//! reports that contradict themselves or could not be read. Every string
+//! and the warnings counted by code apart, the nodes to drain, drift and
+//! outliers (`fleet_spread.rs`), what changed since the previous fleet run,
+//! and the reports that contradict themselves or could not be read. Every string
 //! comes from a report and goes through maud's `(...)`, which escapes `&`,
 //! `<`, `>` and `"` in text and attributes alike (maud 0.27,
 //! src/escape.rs).
@@ -102,6 +103,30 @@ pub fn fleet_page(fleet: &Fleet) -> String {
             ul {
                 @for n in drain {
                     li { a href=(format!("#{}", anchor(n))) { strong { (n.node) } } ": " code { (n.code.as_deref().unwrap_or("?")) } " on " (n.gpu()) }
+                }
+            }
+        }
+        (super::fleet_spread::drift(fleet))
+        (super::fleet_spread::outliers(fleet))
+        @if let Some(since) = &fleet.since {
+            h2 { "Since the previous fleet run" }
+            p.meta { (since.previous_nodes) " nodes, as of " (since.previous_as_of) "." }
+            @if since.is_empty() { p { "Nothing changed." } }
+            ul {
+                @for (what, list) in [("newly failing", &since.newly_failing), ("recovered", &since.recovered), ("newly drifting", &since.newly_drifting), ("new outliers", &since.new_outliers)] {
+                    @if !list.is_empty() {
+                        li { strong { (what) } " (" (list.len()) "): "
+                            @for (i, c) in list.iter().take(50).enumerate() {
+                                @if i > 0 { ", " }
+                                (c.node) " (" (c.now) "; was " (c.before) ")"
+                            }
+                        }
+                    }
+                }
+                @for (what, list) in [("gone", &since.gone), ("new", &since.new)] {
+                    @if !list.is_empty() {
+                        li { strong { (what) } " (" (list.len()) "): " (list.iter().take(50).cloned().collect::<Vec<_>>().join(", ")) }
+                    }
                 }
             }
         }

@@ -5,6 +5,7 @@
 //! Text is escaped by the templates (maud), never pasted.
 
 mod fleet;
+mod fleet_spread;
 mod run;
 mod telemetry;
 

@@ -382,6 +382,11 @@ impl NodeContext {
                 if let Some(k) = &g.kfd {
                     info.push("kfd_node", k.id.to_string());
                 }
+                // What the fleet groups a GPU's figures by: a CPX partition
+                // is compared with CPX partitions only.
+                if let Some(mode) = g.partition_mode() {
+                    info.push("partition", mode.to_string());
+                }
                 (Scope::Gpu(g.index), info)
             })
             .collect()

@@ -46,6 +46,29 @@ pub const IDENTITY: rocgate_harness::document::IdentityKeys =
         serial: "unique_id",
     };
 
+/// What the suites' reports mean by their names, for the fleet: a GPU's
+/// model is its `product` (else its gfx target), its partition mode the
+/// `partition` property ([`crate::context::NodeContext::scope_infos`]), and
+/// a node's fingerprint holds these versions (the `versions.node` a
+/// report carries): what a fleet upgrades and expects the same everywhere.
+pub const FLEET: rocgate_harness::fleet::FleetTerms = rocgate_harness::fleet::FleetTerms {
+    keys: IDENTITY,
+    model: "product",
+    model_fallback: "gfx_target",
+    partition: "partition",
+    node_components: &[
+        "rocm",
+        "amdgpu_release",
+        "amdgpu",
+        "kernel",
+        "os",
+        "hip_runtime_version",
+        "rocblas_version",
+        "miopen_version",
+        "rccl_version",
+    ],
+};
+
 /// What the suites' reports mean by their names, for comparing two runs.
 pub const TERMS: Terms = Terms {
     identity: IDENTITY,

@@ -36,6 +36,8 @@ mod fidelity;
 mod fixture_trees;
 /// `rocgate health` lines, Slurm, the textfile and `fleet report`.
 mod fleet;
+/// The fleet's drift, outliers, baselines, node lists and diff.
+mod fleet_spread;
 /// GitHub Actions: the job summary and annotations.
 mod github;
 /// Insta snapshots of doctor, run and inventory output and the fleet page.

@@ -129,9 +129,26 @@ fn documents_meet_their_schemas() -> Result<(), Failed> {
     ];
     for (i, (scenario, args, faults)) in fake_runs.into_iter().enumerate() {
         let report = reports.join(format!("fake-{i}-{scenario}.json"));
-        let (_, _, json, _) = FakeRun::scenario(scenario).args(args).faults(faults).run();
+        let (_, _, mut json, _) = FakeRun::scenario(scenario).args(args).faults(faults).run();
         std::fs::write(&report, serde_json::to_string(&json)?)?;
         pairs.push((schema("run"), report));
+        if i == 0 {
+            // Its siblings, so the fleet document shows drift and an
+            // outlier too: one on other VBIOS, one with a slow GEMM.
+            for sibling in 0..6 {
+                json["node"]["hostname"] = format!("sibling-{sibling}").into();
+                if sibling == 1 {
+                    json["versions"]["gpu1"]["vbios"] = "113-M3000100-103".into();
+                }
+                if sibling == 2 {
+                    slow_gemm(&mut json);
+                }
+                std::fs::write(
+                    reports.join(format!("sibling-{sibling}.json")),
+                    serde_json::to_string(&json)?,
+                )?;
+            }
+        }
     }
     for scenario in [
         "firmware-load-failed",
@@ -192,10 +209,24 @@ fn documents_meet_their_schemas() -> Result<(), Failed> {
             let mut c = crate::util::rocgate();
             c.args(["fleet", "report", "--format", "json", "--out"])
                 .arg(&fleet)
+                .arg("--previous")
+                .arg(&reports)
                 .arg(&reports);
             c
         },
         fleet.clone(),
+    )?;
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&fleet)?)?;
+    let outliers = doc["metrics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|m| m["outliers"].as_array().is_some_and(|o| !o.is_empty()));
+    check(
+        outliers
+            && doc["drift"]["differing"][0]["differ"][0].is_object()
+            && doc["since"].is_object(),
+        format!("the fleet document shows no outlier, drift or diff: {doc}"),
     )?;
     pairs.push((schema("fleet"), fleet));
     let codes = dir.path().join("codes.json");
@@ -209,6 +240,21 @@ fn documents_meet_their_schemas() -> Result<(), Failed> {
         said.contains(&format!("{} documents checked, 0 errors", pairs.len())),
         said,
     )
+}
+
+/// Makes gpu0's fp16 GEMM of a report 30% slower.
+fn slow_gemm(doc: &mut Value) {
+    let metrics = doc["results"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter(|r| r["id"] == "gpu0.rocblas.gemm_throughput")
+        .filter_map(|r| r["metrics"].as_array_mut())
+        .flatten();
+    for m in metrics.filter(|m| m["name"] == "gemm_tflops.fp16") {
+        let v = m["value"].as_f64().unwrap_or_default();
+        m["value"] = (v * 0.7).into();
+    }
 }
 
 fn validator_rejects() -> Result<(), Failed> {

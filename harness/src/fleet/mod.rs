@@ -1,5 +1,11 @@
 //! Many nodes' run reports read together: a table of nodes by layers, the
-//! failures counted by code, and the nodes to take out of service.
+//! failures counted by code, the nodes to take out of service, what nodes
+//! run that most of the fleet does not (drift), the GPUs far from their
+//! siblings (outliers), and what changed since the previous fleet run.
+//!
+//! Reports are read one at a time ([`FleetReader`]): each is reduced to a
+//! [`Digest`] of what the aggregates need, so memory follows the number
+//! of nodes, not the bytes of their reports.
 //!
 //! Reports carry layers by name only, so the caller gives the order of the
 //! layers it knows; a layer a report names that the caller does not know
@@ -12,16 +18,23 @@
 //! schema) is listed as not read, naming its file and why, and the rest of
 //! the fleet is still reported.
 
-use crate::document::{Document, IdentityKeys};
-use crate::markdown;
-use crate::model::Scope;
+pub mod diff;
+pub mod digest;
+pub mod drift;
+pub mod outliers;
+mod render;
+
+use crate::document::IdentityKeys;
 use crate::saved_report;
-use crate::verdict::{SkipReason, Status};
 use chrono::{DateTime, FixedOffset, SecondsFormat};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use std::collections::BTreeMap;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
+
+pub use diff::FleetDiff;
+pub use digest::{Digest, digest, digest_value};
+pub use drift::{Drift, Mixed};
+pub use outliers::{MetricSpread, OutlierRule};
 
 /// What one node's report says, summed up.
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
@@ -79,6 +92,14 @@ pub struct FleetNode {
     /// sits beside its JSON report.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub page: Option<String>,
+    /// The components in which it runs other than most of the fleet (and
+    /// the site does not expect them mixed).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub drift: Vec<String>,
+    /// The metrics in which it is far on the bad side of the fleet, with
+    /// where (`gemm_tflops.fp16 gpu3`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub outliers: Vec<String>,
 }
 
 impl FleetNode {
@@ -119,10 +140,12 @@ impl FleetNode {
     /// Where the node stands, as the fleet orders and filters it:
     /// `failed`, `warned` (passed with a warning) or `passed`.
     pub fn standing(&self) -> &'static str {
-        match (self.passed, &self.code) {
-            (false, _) => "failed",
-            (true, Some(_)) => "warned",
-            (true, None) => "passed",
+        if !self.passed {
+            "failed"
+        } else if self.code.is_some() || !self.drift.is_empty() || !self.outliers.is_empty() {
+            "warned"
+        } else {
+            "passed"
         }
     }
 }
@@ -151,128 +174,119 @@ pub struct Fleet {
     pub codes: BTreeMap<String, usize>,
     /// The reports that could not be read: their nodes are not judged.
     pub not_read: Vec<NotRead>,
+    /// What nodes run that most of the fleet does not.
+    pub drift: Drift,
+    /// Every compared metric across the fleet, with its outliers.
+    pub metrics: Vec<MetricSpread>,
+    /// What changed since the previous fleet run, when one was given.
+    pub since: Option<FleetDiff>,
 }
 
-/// A run report as the fleet view reads it: of its results only what
-/// judges the node, nothing of metrics, facts or durations, so a value
-/// written oddly there (a `null` reading) does not cost the node its place
-/// in the fleet.
-type Report = Document<Saved, SavedDecision>;
-
-/// The part of a result the fleet reads.
-#[derive(Deserialize)]
-struct Saved {
-    id: String,
-    layer: String,
-    scope: Scope,
-    status: Status,
-    #[serde(default)]
-    finding: Option<SavedFinding>,
-    #[serde(default)]
-    skip_reason: Option<SkipReason>,
-    #[serde(default)]
-    waiver: Option<SavedWaiver>,
+/// What the caller's reports mean by their names, for the fleet: who a
+/// node and its GPUs are, a GPU's model and partition mode, and the node
+/// components a fingerprint holds.
+#[derive(Clone, Copy, Debug)]
+pub struct FleetTerms {
+    /// The identity keys.
+    pub keys: IdentityKeys,
+    /// The scope property naming a GPU's model (`product`).
+    pub model: &'static str,
+    /// The one to use where that is absent (`gfx_target`).
+    pub model_fallback: &'static str,
+    /// The scope property naming its partition mode (`partition`).
+    pub partition: &'static str,
+    /// The node components (versions, else node properties) compared
+    /// across the fleet (`rocm`, `kernel`, ...).
+    pub node_components: &'static [&'static str],
 }
 
-#[derive(Deserialize)]
-struct SavedFinding {
-    code: String,
-    #[serde(default)]
-    blames: Option<Scope>,
+/// How the fleet judges drift and outliers.
+#[derive(Clone, Debug, Default)]
+pub struct FleetOptions {
+    /// When a value is an outlier.
+    pub rule: OutlierRule,
+    /// The components the site expects mixed.
+    pub mixed: Mixed,
 }
 
-#[derive(Deserialize)]
-struct SavedWaiver {
-    #[serde(default)]
-    expired: bool,
+/// A fleet read one report at a time: [`FleetReader::add`] each report's
+/// [`Digest`] (made on any thread), then [`FleetReader::finish`].
+pub struct FleetReader {
+    fleet: Fleet,
+    as_of: DateTime<FixedOffset>,
+    options: FleetOptions,
+    names: HashSet<String>,
+    drift: drift::DriftTally,
+    metrics: outliers::MetricTally,
 }
 
-impl Saved {
-    fn waived(&self) -> bool {
-        self.waiver.as_ref().is_some_and(|w| !w.expired)
-    }
-
-    /// A fault no waiver covers (as `CheckResult::is_fault`).
-    fn is_fault(&self) -> bool {
-        self.status.is_fault() && !self.waived()
-    }
-
-    fn is_warning(&self) -> bool {
-        self.status == Status::Warn && !self.waived()
-    }
-
-    fn is_unverified(&self) -> bool {
-        self.status == Status::Skipped
-            && self.skip_reason == Some(SkipReason::Unverifiable)
-            && !self.waived()
-    }
-
-    /// Whether it fails its run, as `RunReport::fails_run` decides.
-    fn fails(&self, report: &Report) -> bool {
-        self.is_fault()
-            || (self.status == Status::Blocked && !self.waived())
-            || (report.fail_on.as_deref() == Some("warn") && self.is_warning())
-            || (report.strict && self.is_unverified())
-    }
-}
-
-/// The part of a report's decision the fleet reads.
-#[derive(Deserialize)]
-struct SavedDecision {
-    drain: bool,
-    /// The exit code `rocgate run` ended with (0 when it passed).
-    #[serde(default)]
-    exit_code: Option<i64>,
-}
-
-/// A report given to the fleet: its file and its parsed JSON, or why it
-/// could not be read.
-pub type Input = (String, Result<Value, saved_report::NotRead>);
-
-impl Fleet {
-    /// Reads `reports`, with `layer_order` the layers the caller knows,
-    /// bottom-up. A report that could not be read, is of another schema or
-    /// is not a run report is listed in [`Fleet::not_read`], naming its
-    /// file; the others are read all the same. `keys` name the properties
-    /// that say who the node and its GPUs are; reports' ages are counted
-    /// to `as_of`.
-    pub fn read(
-        reports: Vec<Input>,
-        layer_order: &[&str],
-        keys: &IdentityKeys,
-        as_of: DateTime<FixedOffset>,
-    ) -> Fleet {
-        let mut fleet = Fleet {
-            as_of: as_of.to_rfc3339_opts(SecondsFormat::Secs, true),
-            layers: layer_order.iter().map(|l| l.to_string()).collect(),
-            ..Fleet::default()
-        };
-        for (file, doc) in reports {
-            let report =
-                doc.and_then(|doc| saved_report::parse::<Saved, SavedDecision>(doc, &file));
-            let report = match report {
-                Ok(r) => r,
-                Err(saved_report::NotRead(why)) => {
-                    fleet.not_read.push(NotRead { file, why });
-                    continue;
-                }
-            };
-            for r in &report.results {
-                if !fleet.layers.contains(&r.layer) {
-                    fleet.layers.push(r.layer.clone());
-                }
-            }
-            let mut node = summarise(&file, &report, keys, as_of);
-            // Two reports of one host name (a node run twice, copied
-            // fixtures) stay apart by their files.
-            if fleet.nodes.iter().any(|n: &FleetNode| n.node == node.node) {
-                node.node = format!("{} ({file})", node.node);
-            }
-            if let Some(code) = node.code.as_ref().filter(|_| !node.passed) {
-                *fleet.codes.entry(code.clone()).or_default() += 1;
-            }
-            fleet.nodes.push(node);
+impl FleetReader {
+    /// A fleet of no report yet, with `layer_order` the layers the caller
+    /// knows, bottom-up; reports' ages are counted to `as_of`.
+    pub fn new(layer_order: &[&str], as_of: DateTime<FixedOffset>, options: FleetOptions) -> Self {
+        FleetReader {
+            fleet: Fleet {
+                as_of: as_of.to_rfc3339_opts(SecondsFormat::Secs, true),
+                layers: layer_order.iter().map(|l| l.to_string()).collect(),
+                ..Fleet::default()
+            },
+            as_of,
+            options,
+            names: HashSet::new(),
+            drift: drift::DriftTally::default(),
+            metrics: outliers::MetricTally::default(),
         }
+    }
+
+    /// The time reports' ages are counted to, for [`digest`].
+    pub fn as_of(&self) -> DateTime<FixedOffset> {
+        self.as_of
+    }
+
+    /// Adds the next report: its digest, or why it was not read (listed in
+    /// [`Fleet::not_read`], naming its file).
+    pub fn add(&mut self, file: String, report: Result<Digest, saved_report::NotRead>) {
+        let digest = match report {
+            Ok(d) => d,
+            Err(saved_report::NotRead(why)) => {
+                self.fleet.not_read.push(NotRead { file, why });
+                return;
+            }
+        };
+        for layer in digest.layers {
+            if !self.fleet.layers.contains(&layer) {
+                self.fleet.layers.push(layer);
+            }
+        }
+        let mut node = digest.node;
+        // Two reports of one host name (a node run twice, copied
+        // fixtures) stay apart by their files.
+        if !self.names.insert(node.node.clone()) {
+            node.node = format!("{} ({file})", node.node);
+            self.names.insert(node.node.clone());
+        }
+        if let Some(code) = node.code.as_ref().filter(|_| !node.passed) {
+            *self.fleet.codes.entry(code.clone()).or_default() += 1;
+        }
+        let index = self.fleet.nodes.len() as u32;
+        self.drift.add(digest.fingerprint);
+        self.metrics.add(index, node.passed, digest.samples);
+        self.fleet.nodes.push(node);
+    }
+
+    /// The fleet: its drift and outliers found, the failed nodes first.
+    pub fn finish(self) -> Fleet {
+        let mut fleet = self.fleet;
+        let names: Vec<String> = fleet.nodes.iter().map(|n| n.node.clone()).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (drift, drifting) = self.drift.finish(&names, &self.options.mixed);
+        let (metrics, outlying) = self.metrics.finish(&names, &self.options.rule);
+        for ((node, d), o) in fleet.nodes.iter_mut().zip(drifting).zip(outlying) {
+            node.drift = d;
+            node.outliers = o;
+        }
+        fleet.drift = drift;
+        fleet.metrics = metrics;
         // What needs a person first: a stable sort keeps the given order
         // within each group.
         fleet.nodes.sort_by_key(|n| match n.standing() {
@@ -281,6 +295,27 @@ impl Fleet {
             _ => 2,
         });
         fleet
+    }
+}
+
+/// A report given to the fleet: its file and its digest, or why it could
+/// not be read.
+pub type Input = (String, Result<Digest, saved_report::NotRead>);
+
+impl Fleet {
+    /// Reads `reports` (each a file and its digest, or why it was not
+    /// read) as [`FleetReader`] does, in one call.
+    pub fn read(
+        reports: impl IntoIterator<Item = Input>,
+        layer_order: &[&str],
+        as_of: DateTime<FixedOffset>,
+        options: FleetOptions,
+    ) -> Fleet {
+        let mut reader = FleetReader::new(layer_order, as_of, options);
+        for (file, report) in reports {
+            reader.add(file, report);
+        }
+        reader.finish()
     }
 
     /// Whether every node read passed (reports not read say nothing).
@@ -330,8 +365,36 @@ impl Fleet {
     pub fn warned(&self) -> usize {
         self.nodes
             .iter()
-            .filter(|n| n.passed && n.code.is_some())
+            .filter(|n| n.standing() == "warned")
             .count()
+    }
+
+    /// The nodes that passed (with or without warnings), by name: a list
+    /// for `sbatch --nodelist`.
+    pub fn passing(&self) -> impl Iterator<Item = &str> {
+        self.nodes
+            .iter()
+            .filter(|n| n.passed)
+            .map(|n| n.node.as_str())
+    }
+
+    /// The nodes not to run on, by name, for `srun --exclude`: those that
+    /// failed, and those whose report was not read (named by the file's
+    /// stem, as `rocgate run --json NODE.json` names it), since they were
+    /// not judged fit.
+    pub fn failing(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .nodes
+            .iter()
+            .filter(|n| !n.passed)
+            .map(|n| n.node.clone())
+            .collect();
+        out.extend(self.not_read.iter().map(|r| {
+            std::path::Path::new(&r.file)
+                .file_stem()
+                .map_or_else(|| r.file.clone(), |s| s.to_string_lossy().into_owned())
+        }));
+        out
     }
 
     /// The title: how many nodes failed, how many passed with warnings, and
@@ -357,113 +420,9 @@ impl Fleet {
         title
     }
 
-    /// Markdown: the table, the counts per code, the nodes to drain, the
-    /// reports that contradict themselves and those not read. Every string
-    /// a report carries is escaped ([`markdown::cell`]).
-    pub fn markdown(&self) -> String {
-        let cell = markdown::cell;
-        let mut out = format!(
-            "## {}\n\nFailed nodes first; report ages as of {}.\n\n",
-            self.title(),
-            self.as_of
-        );
-        let mut header = vec!["node".to_string()];
-        header.extend(self.layers.iter().map(|l| cell(l)));
-        header.extend(
-            [
-                "first failing layer",
-                "code",
-                "GPU",
-                "GPUs",
-                "tier",
-                "rocgate",
-                "age",
-            ]
-            .map(String::from),
-        );
-        let _ = writeln!(out, "| {} |", header.join(" | "));
-        let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
-        for n in &self.nodes {
-            let mut row = vec![cell(&n.node)];
-            row.extend(self.layers.iter().map(
-                |l| match n.layers.get(l).map_or("-", String::as_str) {
-                    "fail" => "**fail**".to_string(),
-                    other => cell(other),
-                },
-            ));
-            // A node that passed has no failing layer: its code is a
-            // warning, and says so.
-            if n.passed {
-                row.push(String::new());
-                row.push(
-                    n.code
-                        .as_deref()
-                        .map(|c| format!("warn {}", markdown::code(c)))
-                        .unwrap_or_default(),
-                );
-            } else {
-                row.push(cell(n.first_failing_layer.as_deref().unwrap_or_default()));
-                row.push(n.code.as_deref().map(markdown::code).unwrap_or_default());
-            }
-            row.push(cell(&n.gpu()));
-            row.push(cell(&n.gpu_count()));
-            row.push(cell(&n.tier));
-            row.push(cell(n.tool.strip_prefix("rocgate ").unwrap_or(&n.tool)));
-            row.push(cell(&n.age()));
-            let _ = writeln!(out, "| {} |", row.join(" | "));
-        }
-        if !self.codes.is_empty() {
-            out.push_str("\n### Failures by code\n\n| code | nodes |\n|---|---|\n");
-            for (code, n) in &self.codes {
-                let _ = writeln!(out, "| {} | {n} |", markdown::code(code));
-            }
-        }
-        let warnings = self.warning_codes();
-        if !warnings.is_empty() {
-            out.push_str(
-                "\n### Warnings by code (these nodes passed)\n\n| code | nodes |\n|---|---|\n",
-            );
-            for (code, n) in &warnings {
-                let _ = writeln!(out, "| {} | {n} |", markdown::code(code));
-            }
-        }
-        let drain: Vec<&FleetNode> = self.to_drain().collect();
-        if !drain.is_empty() {
-            out.push_str("\n### Nodes to drain\n\n");
-            for n in drain {
-                let _ = writeln!(
-                    out,
-                    "- {}: {} on {}",
-                    cell(&n.node),
-                    markdown::code(n.code.as_deref().unwrap_or("?")),
-                    cell(&n.gpu())
-                );
-            }
-        }
-        let disagreeing: Vec<_> = self.disagreeing().collect();
-        if !disagreeing.is_empty() {
-            out.push_str("\n### Reports that contradict their results (counted failed)\n\n");
-            for (n, why) in disagreeing {
-                let _ = writeln!(
-                    out,
-                    "- {} ({}): {}",
-                    cell(&n.node),
-                    cell(&n.file),
-                    cell(why)
-                );
-            }
-        }
-        if !self.not_read.is_empty() {
-            out.push_str("\n### Reports not read (their nodes are not judged)\n\n");
-            for r in &self.not_read {
-                let _ = writeln!(out, "- {}: {}", cell(&r.file), cell(&r.why));
-            }
-        }
-        out
-    }
-
     /// JSON: `{"as_of", "nodes": [...], "layers": [...], "codes": {...}, "drain":
-    /// [...], "not_read": [{"file", "why"}]}`.
+    /// [...], "passing", "failing", "drift", "metrics", "since", "not_read":
+    /// [{"file", "why"}]}` ([`FleetJson`]).
     pub fn json(&self) -> Result<String, String> {
         serde_json::to_string_pretty(&FleetJson {
             as_of: &self.as_of,
@@ -471,6 +430,11 @@ impl Fleet {
             layers: &self.layers,
             codes: &self.codes,
             drain: self.to_drain().map(|n| n.node.as_str()).collect(),
+            passing: self.passing().collect(),
+            failing: self.failing(),
+            drift: &self.drift,
+            metrics: &self.metrics,
+            since: self.since.as_ref(),
             not_read: &self.not_read,
         })
         .map_err(|e| format!("failed to serialise the fleet report: {e}"))
@@ -490,186 +454,56 @@ pub struct FleetJson<'a> {
     pub codes: &'a BTreeMap<String, usize>,
     /// The nodes to drain, by name.
     pub drain: Vec<&'a str>,
+    /// The nodes that passed, by name (`sbatch --nodelist`).
+    pub passing: Vec<&'a str>,
+    /// The nodes that failed or whose report was not read (`srun
+    /// --exclude`).
+    pub failing: Vec<String>,
+    /// What nodes run that most of the fleet does not.
+    pub drift: &'a Drift,
+    /// Every compared metric across the fleet, with its outliers.
+    pub metrics: &'a [MetricSpread],
+    /// What changed since the previous fleet run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<&'a FleetDiff>,
     /// The reports not read, and why.
     pub not_read: &'a [NotRead],
-}
-
-/// How a report's own verdicts compare with its results: whether it
-/// passed by all of them, and how they disagree when they do.
-fn judge(report: &Report) -> (bool, Option<String>) {
-    let failing = report.results.iter().find(|r| r.fails(report));
-    let by_results = report.interrupted.is_none() && failing.is_none();
-    let why_fails = || match (failing, &report.interrupted) {
-        (Some(r), _) => format!("{} is {}", r.id, r.status.as_str()),
-        (None, Some(why)) => format!("the run was interrupted ({why})"),
-        (None, None) => String::new(),
-    };
-    let decided = report
-        .decision
-        .as_ref()
-        .and_then(|d| d.exit_code)
-        .map(|c| c == 0);
-    let mut disagrees = Vec::new();
-    if report.passed != by_results {
-        disagrees.push(if report.passed {
-            format!("it says passed: true, but {}", why_fails())
-        } else {
-            "it says passed: false, but none of its results fails the run".to_string()
-        });
-    }
-    if let Some(decided) = decided.filter(|&d| d != by_results) {
-        disagrees.push(if decided {
-            format!("its decision says exit 0, but {}", why_fails())
-        } else {
-            "its decision says the run failed, but none of its results fails it".to_string()
-        });
-    }
-    let passed = by_results && report.passed && decided.unwrap_or(true);
-    (
-        passed,
-        (!disagrees.is_empty()).then(|| disagrees.join("; ")),
-    )
-}
-
-/// One report, summed up.
-fn summarise(
-    file: &str,
-    report: &Report,
-    keys: &IdentityKeys,
-    as_of: DateTime<FixedOffset>,
-) -> FleetNode {
-    let name = report
-        .node
-        .get(keys.host)
-        .map(String::as_str)
-        .filter(|h| !h.is_empty())
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            std::path::Path::new(file)
-                .file_stem()
-                .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned())
-        });
-    let mut layers: BTreeMap<String, String> = BTreeMap::new();
-    for r in &report.results {
-        let cell = layers
-            .entry(r.layer.clone())
-            .or_insert_with(|| "skip".into());
-        let this = cell_of(r);
-        if rank(this) > rank(cell) {
-            *cell = this.to_string();
-        }
-    }
-    // The fault lowest in the stack, else the lowest warning; the report's
-    // own first failing layer decides which layer.
-    let stopping = report.results.iter().filter(|r| r.is_fault());
-    let fault = stopping
-        .clone()
-        .find(|r| Some(&r.layer) == report.first_failing_layer.as_ref())
-        .or_else(|| stopping.clone().next())
-        .or_else(|| report.results.iter().find(|r| r.is_warning()));
-    // A node-wide check whose finding blames one GPU (an all-reduce
-    // narrowed to it) is that GPU's fault.
-    let scope = fault.map(|r| r.finding.as_ref().and_then(|f| f.blames).unwrap_or(r.scope));
-    let pci_address = scope.filter(|s| s.gpu().is_some()).and_then(|s| {
-        report
-            .scopes
-            .iter()
-            .find(|e| e.scope == s.label())
-            .and_then(|e| e.get(keys.address).map(str::to_string))
-    });
-    let (passed, disagrees) = judge(report);
-    let gpu_scopes: Vec<&crate::document::ScopeEntry> = report
-        .scopes
-        .iter()
-        .filter(|e| e.scope.starts_with("gpu"))
-        .collect();
-    // Partitions of one device share its serial; a GPU with none (one that
-    // failed its init) is a device of its own.
-    let serials: std::collections::BTreeSet<&str> = gpu_scopes
-        .iter()
-        .filter_map(|e| e.get(keys.serial))
-        .collect();
-    let devices = serials.len()
-        + gpu_scopes
-            .iter()
-            .filter(|e| e.get(keys.serial).is_none())
-            .count();
-    // A report that does not say when it started has no age: it is shown
-    // as unknown rather than as fresh.
-    let finished = DateTime::parse_from_rfc3339(&report.started_at)
-        .ok()
-        .map(|t| {
-            let ms = report.duration_ms;
-            let ran = if ms.is_finite() && (0.0..1e13).contains(&ms) {
-                chrono::Duration::milliseconds(ms as i64)
-            } else {
-                chrono::Duration::zero()
-            };
-            t + ran
-        });
-    let has_fault = stopping.clone().next().is_some();
-    // The run's own decision drains, unless the report contradicts itself:
-    // then its results do.
-    let drain = match &report.decision {
-        Some(d) if disagrees.is_none() => d.drain,
-        _ => has_fault,
-    };
-    FleetNode {
-        node: name,
-        file: file.to_string(),
-        passed,
-        interrupted: report.interrupted.clone(),
-        layers,
-        first_failing_layer: report.first_failing_layer.clone(),
-        code: fault.and_then(|r| r.finding.as_ref().map(|f| f.code.clone())),
-        scope: scope.map(Scope::label),
-        pci_address,
-        drain,
-        disagrees,
-        gpus: gpu_scopes.len(),
-        devices: (devices < gpu_scopes.len()).then_some(devices),
-        tier: report.tier.clone(),
-        tool: report.tool.clone(),
-        finished_at: finished.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
-        age_s: finished.map(|t| (as_of - t).num_seconds()),
-        page: None,
-    }
-}
-
-fn cell_of(r: &Saved) -> &'static str {
-    match r.status {
-        _ if r.waived() => "waived",
-        Status::Fail | Status::Timeout | Status::Crash => "fail",
-        Status::Warn => "warn",
-        Status::Blocked => "blocked",
-        Status::Pass => "pass",
-        Status::Skipped => "skip",
-    }
-}
-
-/// How much a cell says: the worst result of a layer names it.
-fn rank(cell: &str) -> u8 {
-    match cell {
-        "fail" => 5,
-        "blocked" => 4,
-        "warn" => 3,
-        "waived" => 2,
-        "pass" => 1,
-        _ => 0,
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::test_support::KEYS;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    const TERMS: FleetTerms = FleetTerms {
+        keys: KEYS,
+        model: "product",
+        model_fallback: "gfx_target",
+        partition: "partition",
+        node_components: &["rocm", "kernel"],
+    };
+
+    type Doc = (String, Result<Value, saved_report::NotRead>);
+
+    /// The reports, each digested from its JSON as the front end's reader
+    /// does from its bytes.
+    fn read_fleet(reports: Vec<Doc>, layers: &[&str], as_of: DateTime<FixedOffset>) -> Fleet {
+        let inputs = reports.into_iter().map(|(file, doc)| {
+            let digest = doc.and_then(|d| {
+                let bytes = serde_json::to_vec(&d).unwrap();
+                digest(&file, &bytes, &TERMS, as_of)
+            });
+            (file, digest)
+        });
+        Fleet::read(inputs, layers, as_of, FleetOptions::default())
+    }
 
     fn as_of() -> DateTime<FixedOffset> {
         DateTime::parse_from_rfc3339("2026-12-01T12:00:00Z").unwrap()
     }
 
-    fn report(host: &str, results: serde_json::Value, first: Option<&str>) -> Input {
+    fn report(host: &str, results: serde_json::Value, first: Option<&str>) -> Doc {
         let passed = results
             .as_array()
             .unwrap()
@@ -733,12 +567,7 @@ mod tests {
                 Some("firmware"),
             ),
         ];
-        let fleet = Fleet::read(
-            reports.to_vec(),
-            &["pci", "firmware", "kfd"],
-            &KEYS,
-            as_of(),
-        );
+        let fleet = read_fleet(reports.to_vec(), &["pci", "firmware", "kfd"], as_of());
         assert!(!fleet.all_passed());
         assert_eq!(fleet.layers, ["pci", "firmware", "kfd", "rocx"]);
         // The failed node comes first, whatever order it was given in.
@@ -785,23 +614,18 @@ mod tests {
             .map(|i| json!({"scope": format!("gpu{i}"), "properties": {"unique_id": format!("S{}", i / 8)}}))
             .chain([json!({"scope": "node", "properties": {}})])
             .collect::<Vec<_>>());
-        let fleet = Fleet::read(
-            vec![("n05.json".into(), Ok(doc.clone()))],
-            &[],
-            &KEYS,
-            as_of(),
-        );
+        let fleet = read_fleet(vec![("n05.json".into(), Ok(doc.clone()))], &[], as_of());
         assert_eq!(fleet.nodes[0].gpu_count(), "16 (2 devices)");
         // A GPU without a serial (its init failed) is not a partition.
         let mut unnamed = doc.clone();
         unnamed["scopes"][15]["properties"] = json!({});
         unnamed["scopes"][7]["properties"] = json!({});
         unnamed["scopes"] = json!([unnamed["scopes"][7], unnamed["scopes"][15], {"scope": "gpu1", "properties": {"unique_id": "S9"}}]);
-        let fleet = Fleet::read(vec![("n05.json".into(), Ok(unnamed))], &[], &KEYS, as_of());
+        let fleet = read_fleet(vec![("n05.json".into(), Ok(unnamed))], &[], as_of());
         assert_eq!(fleet.nodes[0].gpu_count(), "3");
         // A report that does not say when it ran has no age, not a fresh one.
         doc["started_at"] = json!("yesterday");
-        let fleet = Fleet::read(vec![("n05.json".into(), Ok(doc))], &[], &KEYS, as_of());
+        let fleet = read_fleet(vec![("n05.json".into(), Ok(doc))], &[], as_of());
         assert_eq!(
             (fleet.nodes[0].age_s, fleet.nodes[0].age()),
             (None, String::new())
@@ -830,10 +654,9 @@ mod tests {
         );
         let mut waived = result("gpu3.kfd.k", "kfd", "gpu3", "fail", Some("kfd-x"));
         waived["waiver"] = json!({"reason": "known", "source": "site.toml:3"});
-        let fleet = Fleet::read(
+        let fleet = read_fleet(
             vec![report("n02", json!([slow, waived]), Some("pci"))],
             &["pci", "kfd"],
-            &KEYS,
             as_of(),
         );
         let n = &fleet.nodes[0];
@@ -844,13 +667,13 @@ mod tests {
         // A report's own decision is what drains.
         let mut decided = report("n03", json!([]), None).1.unwrap();
         decided["decision"] = json!({"drain": true});
-        let fleet = Fleet::read(vec![("n03.json".into(), Ok(decided))], &[], &KEYS, as_of());
+        let fleet = read_fleet(vec![("n03.json".into(), Ok(decided))], &[], as_of());
         assert!(fleet.nodes[0].drain);
     }
 
     #[test]
     fn a_file_that_is_not_a_report_is_named_and_the_others_are_read() {
-        let fleet = Fleet::read(
+        let fleet = read_fleet(
             vec![
                 ("out/x.json".into(), Ok(json!({}))),
                 (
@@ -864,7 +687,6 @@ mod tests {
                 report("n01", json!([]), None),
             ],
             &[],
-            &KEYS,
             as_of(),
         );
         let why: Vec<&str> = fleet.not_read.iter().map(|r| r.why.as_str()).collect();
@@ -898,10 +720,9 @@ mod tests {
         .1
         .unwrap();
         doc["passed"] = json!(true);
-        let fleet = Fleet::read(
+        let fleet = read_fleet(
             vec![("n04.json".into(), Ok(doc.clone()))],
             &["kfd"],
-            &KEYS,
             as_of(),
         );
         let n = &fleet.nodes[0];
@@ -915,7 +736,7 @@ mod tests {
         // A decision of exit 0 over it is contradicted too, and does not
         // keep the node in service.
         doc["decision"] = json!({"drain": false, "exit_code": 0});
-        let fleet = Fleet::read(vec![("n04.json".into(), Ok(doc))], &["kfd"], &KEYS, as_of());
+        let fleet = read_fleet(vec![("n04.json".into(), Ok(doc))], &["kfd"], as_of());
         let n = &fleet.nodes[0];
         assert!(!n.passed && n.drain, "{n:?}");
         assert!(
@@ -936,10 +757,9 @@ mod tests {
             Some("rccl-hang-isolated"),
         );
         r["finding"]["blames"] = json!("gpu3");
-        let fleet = Fleet::read(
+        let fleet = read_fleet(
             vec![report("n05", json!([r]), Some("rccl"))],
             &["rccl"],
-            &KEYS,
             as_of(),
         );
         assert_eq!(fleet.nodes[0].gpu(), "gpu3 (0000:65:00.0)");

@@ -1,0 +1,502 @@
+//! One report reduced to what the fleet keeps of it (a [`Digest`]): the
+//! node's standing, its fingerprint and the metrics the fleet compares.
+//! Digests are made one report at a time, on any thread, so the fleet's
+//! memory follows its number of nodes, not the bytes of their reports.
+
+use super::{FleetNode, FleetTerms};
+use crate::document::{Document, IdentityKeys};
+use crate::model::Scope;
+use crate::saved_report::{self, NotRead};
+use crate::verdict::{MetricKind, SkipReason, Status};
+use chrono::{DateTime, FixedOffset, SecondsFormat};
+use serde::Deserialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The most metric samples kept of one report: a real extended run of an
+/// 8-GPU node has a few hundred; a report with more is odd, and the rest
+/// of it is not compared.
+const MAX_SAMPLES: usize = 4096;
+
+/// What the fleet keeps of one report.
+#[derive(Clone, Debug)]
+pub struct Digest {
+    /// The node, summed up.
+    pub node: FleetNode,
+    /// The layers its results name, in the order they first appear.
+    pub layers: Vec<String>,
+    /// Its fingerprint: (component, value), as [`fingerprint`] reads it.
+    pub fingerprint: Vec<(String, String)>,
+    /// The metrics the fleet compares across nodes.
+    pub samples: Vec<Sample>,
+}
+
+/// Which side of the fleet's median is the bad one.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// Lower is worse: a throughput.
+    Low,
+    /// Higher is worse: an error counter.
+    High,
+}
+
+/// What one metric is compared with: the same metric of the same GPU
+/// model in the same partition mode at the same tier.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupKey {
+    /// The tier it was measured at.
+    pub tier: String,
+    /// The GPU model (`AMD Instinct MI300X`).
+    pub model: String,
+    /// The partition mode (`SPX`), empty where the report does not say.
+    pub partition: String,
+    /// The metric, or its family for one measured between two GPUs
+    /// (`p2p_gbps`).
+    pub metric: String,
+    /// Its unit.
+    pub unit: String,
+    /// The bad side.
+    pub side: Side,
+}
+
+/// One metric of one scope of one report.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// What it is compared with.
+    pub group: GroupKey,
+    /// Where on the node it was measured: `gpu3`, `gpu0>gpu1`, `node`.
+    pub subject: String,
+    /// The value.
+    pub value: f64,
+}
+
+/// Reads the report in `bytes` (from `file`) into what the fleet keeps of
+/// it; reports' ages are counted to `as_of`.
+pub fn digest(
+    file: &str,
+    bytes: &[u8],
+    terms: &FleetTerms,
+    as_of: DateTime<FixedOffset>,
+) -> Result<Digest, NotRead> {
+    let report: Report = saved_report::parse_bytes(bytes, file)?;
+    Ok(reduce(file, &report, terms, as_of))
+}
+
+/// [`digest`] of a report already parsed as JSON.
+pub fn digest_value(
+    file: &str,
+    doc: serde_json::Value,
+    terms: &FleetTerms,
+    as_of: DateTime<FixedOffset>,
+) -> Result<Digest, NotRead> {
+    let report: Report = saved_report::parse(doc, file)?;
+    Ok(reduce(file, &report, terms, as_of))
+}
+
+fn reduce(file: &str, report: &Report, terms: &FleetTerms, as_of: DateTime<FixedOffset>) -> Digest {
+    let mut layers: Vec<String> = Vec::new();
+    for r in &report.results {
+        if !layers.contains(&r.layer) {
+            layers.push(r.layer.clone());
+        }
+    }
+    Digest {
+        node: summarise(file, report, &terms.keys, as_of),
+        layers,
+        fingerprint: fingerprint(report, terms),
+        samples: samples(report, terms),
+    }
+}
+
+/// Each scope's GPU model and partition mode, by label.
+fn models<'a>(report: &'a Report, terms: &FleetTerms) -> BTreeMap<&'a str, (&'a str, &'a str)> {
+    report
+        .scopes
+        .iter()
+        .filter(|e| e.scope.starts_with("gpu"))
+        .map(|e| {
+            let model = e
+                .get(terms.model)
+                .or_else(|| e.get(terms.model_fallback))
+                .unwrap_or("unknown GPU");
+            (
+                e.scope.as_str(),
+                (model, e.get(terms.partition).unwrap_or("")),
+            )
+        })
+        .collect()
+}
+
+/// What a node runs, as the fleet compares it: the rocgate that wrote the
+/// report, the node components the caller names (from the node's versions,
+/// else its properties), the GPU count, models and partition modes, and per
+/// GPU model every version its GPUs report (firmware, VBIOS), the distinct
+/// values of a model's GPUs joined (`a, b` when a node's GPUs differ).
+fn fingerprint(report: &Report, terms: &FleetTerms) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if !report.tool.is_empty() {
+        out.push(("rocgate".to_string(), report.tool.clone()));
+    }
+    let node_versions = report.versions.get("node");
+    for &c in terms.node_components {
+        let value = node_versions
+            .and_then(|v| v.get(c))
+            .or_else(|| report.node.get(c))
+            .filter(|v| !v.is_empty());
+        if let Some(v) = value {
+            out.push((c.to_string(), v.clone()));
+        }
+    }
+    let models = models(report, terms);
+    if !models.is_empty() {
+        out.push(("gpus".to_string(), models.len().to_string()));
+        let join = |set: BTreeSet<&str>| set.into_iter().collect::<Vec<_>>().join(", ");
+        out.push((
+            "gpu models".to_string(),
+            join(models.values().map(|(m, _)| *m).collect()),
+        ));
+        let partitions: BTreeSet<&str> = models
+            .values()
+            .map(|(_, p)| *p)
+            .filter(|p| !p.is_empty())
+            .collect();
+        if !partitions.is_empty() {
+            out.push(("partition".to_string(), join(partitions)));
+        }
+    }
+    let mut per_model: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
+    for (scope, versions) in &report.versions {
+        let Some((model, _)) = models.get(scope.as_str()) else {
+            continue;
+        };
+        for (k, v) in versions {
+            per_model.entry((model, k)).or_default().insert(v);
+        }
+    }
+    for ((model, k), values) in per_model {
+        let values: Vec<&str> = values.into_iter().collect();
+        out.push((format!("{model} {k}"), values.join(", ")));
+    }
+    out
+}
+
+/// The metrics the fleet compares: throughputs (lower is worse) and error
+/// counters (higher is worse) of every result; readings, durations and
+/// counts are not compared (they follow the moment and the host).
+fn samples(report: &Report, terms: &FleetTerms) -> Vec<Sample> {
+    let models = models(report, terms);
+    let node_model = || {
+        let set: BTreeSet<&str> = models.values().map(|(m, _)| *m).collect();
+        set.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    let node_partition = || {
+        let set: BTreeSet<&str> = models.values().map(|(_, p)| *p).collect();
+        set.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    let mut out = Vec::new();
+    for r in &report.results {
+        for m in &r.metrics {
+            let side = match m.kind {
+                Some(MetricKind::Throughput) => Side::Low,
+                Some(MetricKind::Counter) => Side::High,
+                _ => continue,
+            };
+            if !m.value.is_finite() || out.len() >= MAX_SAMPLES {
+                continue;
+            }
+            let scope = r.scope.label();
+            let (subject, metric, on) = match &m.between {
+                Some((from, to)) => {
+                    let family = m
+                        .name
+                        .strip_suffix(&format!(".{from}>{to}"))
+                        .unwrap_or(&m.name);
+                    (
+                        format!("{from}>{to}"),
+                        family.to_string(),
+                        Some(from.as_str()),
+                    )
+                }
+                None => (scope.clone(), m.name.clone(), Some(scope.as_str())),
+            };
+            let (model, partition) = match on.and_then(|s| models.get(s)) {
+                Some((m, p)) => (m.to_string(), p.to_string()),
+                None => (node_model(), node_partition()),
+            };
+            out.push(Sample {
+                group: GroupKey {
+                    tier: report.tier.clone(),
+                    model,
+                    partition,
+                    metric,
+                    unit: m.unit.clone(),
+                    side,
+                },
+                subject,
+                value: m.value,
+            });
+        }
+    }
+    out
+}
+
+/// A run report as the fleet view reads it: of its results what judges
+/// the node and the metrics the fleet compares, nothing of facts, series
+/// or messages; a metric written oddly (a `null` reading) is left out, and
+/// never costs the node its place in the fleet.
+type Report = Document<Saved, SavedDecision>;
+
+/// The part of a result the fleet reads.
+#[derive(Deserialize)]
+struct Saved {
+    id: String,
+    layer: String,
+    scope: Scope,
+    status: Status,
+    #[serde(default)]
+    finding: Option<SavedFinding>,
+    #[serde(default)]
+    skip_reason: Option<SkipReason>,
+    #[serde(default)]
+    waiver: Option<SavedWaiver>,
+    #[serde(default, deserialize_with = "crate::document::each")]
+    metrics: Vec<SavedMetric>,
+}
+
+/// The part of a metric the fleet compares.
+#[derive(Deserialize)]
+struct SavedMetric {
+    name: String,
+    value: f64,
+    #[serde(default)]
+    unit: String,
+    #[serde(default)]
+    kind: Option<MetricKind>,
+    #[serde(default)]
+    between: Option<(String, String)>,
+}
+
+#[derive(Deserialize)]
+struct SavedFinding {
+    code: String,
+    #[serde(default)]
+    blames: Option<Scope>,
+}
+
+#[derive(Deserialize)]
+struct SavedWaiver {
+    #[serde(default)]
+    expired: bool,
+}
+
+impl Saved {
+    fn waived(&self) -> bool {
+        self.waiver.as_ref().is_some_and(|w| !w.expired)
+    }
+
+    /// A fault no waiver covers (as `CheckResult::is_fault`).
+    fn is_fault(&self) -> bool {
+        self.status.is_fault() && !self.waived()
+    }
+
+    fn is_warning(&self) -> bool {
+        self.status == Status::Warn && !self.waived()
+    }
+
+    fn is_unverified(&self) -> bool {
+        self.status == Status::Skipped
+            && self.skip_reason == Some(SkipReason::Unverifiable)
+            && !self.waived()
+    }
+
+    /// Whether it fails its run, as `RunReport::fails_run` decides.
+    fn fails(&self, report: &Report) -> bool {
+        self.is_fault()
+            || (self.status == Status::Blocked && !self.waived())
+            || (report.fail_on.as_deref() == Some("warn") && self.is_warning())
+            || (report.strict && self.is_unverified())
+    }
+}
+
+/// The part of a report's decision the fleet reads.
+#[derive(Deserialize)]
+struct SavedDecision {
+    drain: bool,
+    /// The exit code `rocgate run` ended with (0 when it passed).
+    #[serde(default)]
+    exit_code: Option<i64>,
+}
+
+/// How a report's own verdicts compare with its results: whether it
+/// passed by all of them, and how they disagree when they do.
+fn judge(report: &Report) -> (bool, Option<String>) {
+    let failing = report.results.iter().find(|r| r.fails(report));
+    let by_results = report.interrupted.is_none() && failing.is_none();
+    let why_fails = || match (failing, &report.interrupted) {
+        (Some(r), _) => format!("{} is {}", r.id, r.status.as_str()),
+        (None, Some(why)) => format!("the run was interrupted ({why})"),
+        (None, None) => String::new(),
+    };
+    let decided = report
+        .decision
+        .as_ref()
+        .and_then(|d| d.exit_code)
+        .map(|c| c == 0);
+    let mut disagrees = Vec::new();
+    if report.passed != by_results {
+        disagrees.push(if report.passed {
+            format!("it says passed: true, but {}", why_fails())
+        } else {
+            "it says passed: false, but none of its results fails the run".to_string()
+        });
+    }
+    if let Some(decided) = decided.filter(|&d| d != by_results) {
+        disagrees.push(if decided {
+            format!("its decision says exit 0, but {}", why_fails())
+        } else {
+            "its decision says the run failed, but none of its results fails it".to_string()
+        });
+    }
+    let passed = by_results && report.passed && decided.unwrap_or(true);
+    (
+        passed,
+        (!disagrees.is_empty()).then(|| disagrees.join("; ")),
+    )
+}
+
+/// One report, summed up.
+fn summarise(
+    file: &str,
+    report: &Report,
+    keys: &IdentityKeys,
+    as_of: DateTime<FixedOffset>,
+) -> FleetNode {
+    let name = report
+        .node
+        .get(keys.host)
+        .map(String::as_str)
+        .filter(|h| !h.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            std::path::Path::new(file)
+                .file_stem()
+                .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned())
+        });
+    let mut layers: BTreeMap<String, String> = BTreeMap::new();
+    for r in &report.results {
+        let cell = layers
+            .entry(r.layer.clone())
+            .or_insert_with(|| "skip".into());
+        let this = cell_of(r);
+        if rank(this) > rank(cell) {
+            *cell = this.to_string();
+        }
+    }
+    // The fault lowest in the stack, else the lowest warning; the report's
+    // own first failing layer decides which layer.
+    let stopping = report.results.iter().filter(|r| r.is_fault());
+    let fault = stopping
+        .clone()
+        .find(|r| Some(&r.layer) == report.first_failing_layer.as_ref())
+        .or_else(|| stopping.clone().next())
+        .or_else(|| report.results.iter().find(|r| r.is_warning()));
+    // A node-wide check whose finding blames one GPU (an all-reduce
+    // narrowed to it) is that GPU's fault.
+    let scope = fault.map(|r| r.finding.as_ref().and_then(|f| f.blames).unwrap_or(r.scope));
+    let pci_address = scope.filter(|s| s.gpu().is_some()).and_then(|s| {
+        report
+            .scopes
+            .iter()
+            .find(|e| e.scope == s.label())
+            .and_then(|e| e.get(keys.address).map(str::to_string))
+    });
+    let (passed, disagrees) = judge(report);
+    let gpu_scopes: Vec<&crate::document::ScopeEntry> = report
+        .scopes
+        .iter()
+        .filter(|e| e.scope.starts_with("gpu"))
+        .collect();
+    // Partitions of one device share its serial; a GPU with none (one that
+    // failed its init) is a device of its own.
+    let serials: std::collections::BTreeSet<&str> = gpu_scopes
+        .iter()
+        .filter_map(|e| e.get(keys.serial))
+        .collect();
+    let devices = serials.len()
+        + gpu_scopes
+            .iter()
+            .filter(|e| e.get(keys.serial).is_none())
+            .count();
+    // A report that does not say when it started has no age: it is shown
+    // as unknown rather than as fresh.
+    let finished = DateTime::parse_from_rfc3339(&report.started_at)
+        .ok()
+        .map(|t| {
+            let ms = report.duration_ms;
+            let ran = if ms.is_finite() && (0.0..1e13).contains(&ms) {
+                chrono::Duration::milliseconds(ms as i64)
+            } else {
+                chrono::Duration::zero()
+            };
+            t + ran
+        });
+    let has_fault = stopping.clone().next().is_some();
+    // The run's own decision drains, unless the report contradicts itself:
+    // then its results do.
+    let drain = match &report.decision {
+        Some(d) if disagrees.is_none() => d.drain,
+        _ => has_fault,
+    };
+    FleetNode {
+        node: name,
+        file: file.to_string(),
+        passed,
+        interrupted: report.interrupted.clone(),
+        layers,
+        // The layer of the fault found: a report that contradicts itself
+        // may name a layer that only warned.
+        first_failing_layer: fault
+            .filter(|r| r.is_fault())
+            .map(|r| r.layer.clone())
+            .or_else(|| report.first_failing_layer.clone()),
+        code: fault.and_then(|r| r.finding.as_ref().map(|f| f.code.clone())),
+        scope: scope.map(Scope::label),
+        pci_address,
+        drain,
+        disagrees,
+        gpus: gpu_scopes.len(),
+        devices: (devices < gpu_scopes.len()).then_some(devices),
+        tier: report.tier.clone(),
+        tool: report.tool.clone(),
+        finished_at: finished.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
+        age_s: finished.map(|t| (as_of - t).num_seconds()),
+        page: None,
+        drift: Vec::new(),
+        outliers: Vec::new(),
+    }
+}
+
+fn cell_of(r: &Saved) -> &'static str {
+    match r.status {
+        _ if r.waived() => "waived",
+        Status::Fail | Status::Timeout | Status::Crash => "fail",
+        Status::Warn => "warn",
+        Status::Blocked => "blocked",
+        Status::Pass => "pass",
+        Status::Skipped => "skip",
+    }
+}
+
+/// How much a cell says: the worst result of a layer names it.
+fn rank(cell: &str) -> u8 {
+    match cell {
+        "fail" => 5,
+        "blocked" => 4,
+        "warn" => 3,
+        "waived" => 2,
+        "pass" => 1,
+        _ => 0,
+    }
+}
