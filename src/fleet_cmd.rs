@@ -106,9 +106,10 @@ pub(crate) fn options(read: &FleetReadArgs) -> Result<FleetOptions> {
 }
 
 /// How many reports are read at once: each thread holds one report's
-/// bytes while it digests it, and a batch's digests wait to be added in
-/// order; a few thousand keep both threads busy and memory small.
-const BATCH: usize = 2048;
+/// bytes while it digests it, and a batch's digests (each a few hundred
+/// samples) wait to be added in order: a few dozen keep every core busy
+/// and the memory in flight to a few MiB.
+const BATCH: usize = 64;
 
 /// Reads the reports in `inputs` one at a time (on every core, each
 /// reduced to its digest as soon as it is read), in the order given.
@@ -127,13 +128,13 @@ pub(crate) fn read_fleet(
     for batch in files.chunks(BATCH) {
         let digests: Vec<_> = batch
             .par_iter()
-            .map(|(file, listed)| {
+            .map_init(Vec::new, |bytes, (file, listed)| {
                 let shown = file.display().to_string();
                 let digest = listed
                     .clone()
                     .map_err(NotRead)
-                    .and_then(|()| saved_report::read_bytes(file))
-                    .and_then(|bytes| digest(&shown, &bytes, terms, as_of));
+                    .and_then(|()| saved_report::read_bytes_into(file, bytes))
+                    .and_then(|()| digest(&shown, bytes, terms, as_of));
                 (shown, digest)
             })
             .collect();

@@ -65,6 +65,49 @@ fn one_gpu_on_other_firmware(root: &Path) {
     fs::write(dev.join("vbios_version"), "113-M3000100-XXX\n").unwrap();
 }
 
+/// Where a test reaches an RDMA device's files.
+const RDMA: &str = "sys/class/infiniband";
+
+/// Every ConnectX-7 port down, as no link partner leaves it.
+fn every_rdma_port_down(root: &Path) {
+    for i in 0..8 {
+        let port = root.join(format!("{RDMA}/mlx5_{i}/ports/1"));
+        fs::write(port.join("state"), "1: DOWN\n").unwrap();
+        fs::write(port.join("phys_state"), "2: Polling\n").unwrap();
+    }
+}
+
+/// bnxt_re1's netdev at the Ethernet default MTU, bnxt_re4 without its
+/// IPv4 address (its two GIDs the zero GID, as the kernel shows removed
+/// entries), bnxt_re6 on other firmware, bnxt_re7's link trained at x8.
+fn roce_rails_misconfigured(root: &Path) {
+    let dev = |i: u32| root.join(format!("{RDMA}/bnxt_re{i}"));
+    let netdev = |i: u32| {
+        let net = dev(i).join("device/net");
+        net.join(
+            fs::read_dir(&net)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .file_name(),
+        )
+    };
+    fs::write(netdev(1).join("mtu"), "1500\n").unwrap();
+    for gid in ["2", "3"] {
+        fs::write(
+            dev(4).join("ports/1/gids").join(gid),
+            "0000:0000:0000:0000:0000:0000:0000:0000\n",
+        )
+        .unwrap();
+        for attr in ["types", "ndevs"] {
+            fs::remove_file(dev(4).join("ports/1/gid_attrs").join(attr).join(gid)).unwrap();
+        }
+    }
+    fs::write(dev(6).join("fw_ver"), "229.1.123.0\n").unwrap();
+    fs::write(dev(7).join("device/current_link_width"), "8\n").unwrap();
+}
+
 fn append(path: &Path, text: &str) {
     let mut s = fs::read_to_string(path).unwrap_or_default();
     s.push_str(text);
@@ -292,6 +335,23 @@ fn cases() -> Vec<Case> {
             "mi300x-8",
             optional_firmware_missing,
             &["firmware-load-degraded"],
+        ),
+        case(
+            "every InfiniBand port of the node down: no fabric, or cards unused here",
+            "mi300x-8-ib",
+            every_rdma_port_down,
+            &["rdma-no-port-up"],
+        ),
+        case(
+            "RoCE rails: one netdev at MTU 1500, one port without an address, one card on other firmware, one card's PCIe link at x8",
+            "mi300x-8-roce",
+            roce_rails_misconfigured,
+            &[
+                "roce-mtu-small",
+                "roce-gid-missing",
+                "nic-firmware-differs",
+                "nic-pcie-link-degraded",
+            ],
         ),
         case(
             "one GPU on other firmware and VBIOS than the others of its model",

@@ -74,10 +74,10 @@ pub struct Document<R = CheckResult, D = serde_json::Value> {
     #[serde(default, deserialize_with = "lenient")]
     pub waived: Vec<String>,
     /// The node's properties (host name, sysroot, kernel, driver).
-    #[serde(default, deserialize_with = "strings_of")]
+    #[serde(default, deserialize_with = "crate::loose::strings_of")]
     pub node: BTreeMap<String, String>,
     /// Each scope's component versions (`node`, `gpu0`, ...).
-    #[serde(default, deserialize_with = "versions_of")]
+    #[serde(default, deserialize_with = "crate::loose::versions_of")]
     pub versions: BTreeMap<String, BTreeMap<String, String>>,
     /// Each scope with its identity (an entry of another shape is left
     /// out, the others kept).
@@ -98,7 +98,7 @@ pub struct ScopeEntry {
     pub first_failing_layer: Option<String>,
     /// What the suites learned of it: its identity (PCI address, serial)
     /// among them, whose names the suites give ([`IdentityKeys`]).
-    #[serde(default, deserialize_with = "strings_of")]
+    #[serde(default, deserialize_with = "crate::loose::strings_of")]
     pub properties: BTreeMap<String, String>,
 }
 
@@ -135,19 +135,6 @@ where
     Ok(serde_json::from_value(v).unwrap_or_default())
 }
 
-/// An object's string values; values of other types are left out (a
-/// reader asks for text, and finds none there).
-fn strings_of<'de, De: Deserializer<'de>>(d: De) -> Result<BTreeMap<String, String>, De::Error> {
-    let all = BTreeMap::<String, serde_json::Value>::deserialize(d)?;
-    Ok(all
-        .into_iter()
-        .filter_map(|(k, v)| match v {
-            serde_json::Value::String(s) => Some((k, s)),
-            _ => None,
-        })
-        .collect())
-}
-
 /// The elements of a list that are of `T`'s shape; the others (and a value
 /// that is not a list) are left out: one odd entry never costs a reader the
 /// rest.
@@ -164,24 +151,6 @@ where
             .collect(),
         _ => Vec::new(),
     })
-}
-
-/// Each scope's string versions: a scope that is not an object, or a
-/// version that is not text, is left out, the others kept.
-fn versions_of<'de, De: Deserializer<'de>>(
-    d: De,
-) -> Result<BTreeMap<String, BTreeMap<String, String>>, De::Error> {
-    let text = |kv: &serde_json::Map<String, serde_json::Value>| {
-        kv.iter()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-            .collect()
-    };
-    Ok(serde_json::Value::deserialize(d)?
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(scope, kv)| Some((scope.clone(), text(kv.as_object()?))))
-        .collect())
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ pub mod fleet;
 pub mod isolate;
 pub mod json;
 pub mod junit;
+mod loose;
 pub mod markdown;
 pub mod model;
 pub mod output;

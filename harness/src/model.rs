@@ -12,18 +12,45 @@ use std::str::FromStr;
 ///
 /// Layers compare by rank first, so sorting them, or taking the least of
 /// them, goes bottom-up.
+///
+/// A layer [beside](Layer::beside) the stack (the network cards next to
+/// the GPUs) is ranked with the others, so a report still names the stack's
+/// own first failing layer before it, but neither waits for the stack's
+/// layers nor holds them up: a GPU driver that did not load says nothing of
+/// a NIC's port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Layer {
     // Field order matters: the derived `Ord` compares the rank first.
     rank: u8,
     name: &'static str,
+    beside: bool,
 }
 
 impl Layer {
     /// The layer called `name` (as test ids and reports spell it: `kfd`) at
     /// position `rank` of its stack, counted from the bottom.
     pub const fn new(name: &'static str, rank: u8) -> Self {
-        Layer { rank, name }
+        Layer {
+            rank,
+            name,
+            beside: false,
+        }
+    }
+
+    /// A layer called `name` at `rank` that stands beside the stack rather
+    /// than on it: implicit gating ties none of its checks to another
+    /// layer's, either way (explicit dependencies still hold).
+    pub const fn beside(name: &'static str, rank: u8) -> Self {
+        Layer {
+            rank,
+            name,
+            beside: true,
+        }
+    }
+
+    /// Whether the layer stands beside the stack ([`Layer::beside`]).
+    pub const fn is_beside(self) -> bool {
+        self.beside
     }
 
     /// The layer's id as used in test ids and reports (`kfd`).

@@ -197,11 +197,14 @@ pub fn plan<'r, C>(
         let (ci, scope) = (instances[i].check, instances[i].scope);
         let me = &registry[ci];
         let mut deps = BTreeSet::new();
-        // Implicit gating: lower-layer gating checks of the same scope and of the node.
+        // Implicit gating: lower-layer gating checks of the same scope and
+        // of the node, within the stack (a layer beside it stands alone).
         for (j, other) in instances.iter().enumerate() {
             let oc = &registry[other.check];
             if oc.gates
                 && oc.layer < me.layer
+                && !oc.layer.is_beside()
+                && !me.layer.is_beside()
                 && (other.scope == scope || other.scope == Scope::Node)
             {
                 deps.insert(j);
@@ -435,6 +438,30 @@ mod tests {
         let order: Vec<&str> = p.instances.iter().map(|i| i.test_id.as_str()).collect();
         assert_eq!(order, ["node.zz.down", "node.aa.up"]);
         assert_eq!(ids(&p, &p.instances[1].deps), ["node.zz.down"]);
+    }
+
+    #[test]
+    fn a_layer_beside_the_stack_neither_waits_for_it_nor_holds_it_up() {
+        let (low, aside, high) = (
+            Layer::new("low", 0),
+            Layer::beside("aside", 1),
+            Layer::new("high", 2),
+        );
+        let reg = vec![
+            check("low::x", low, ScopeKind::Node, &[]),
+            check("aside::y", aside, ScopeKind::Node, &[]),
+            check("aside::z", aside, ScopeKind::Node, &["aside::y"]),
+            check("high::w", high, ScopeKind::Node, &[]),
+        ];
+        let p = plan(&reg, &[], Tier::Quick).unwrap();
+        let deps = |id: &str| {
+            let i = p.instances.iter().find(|i| i.test_id == id).unwrap();
+            ids(&p, &i.deps)
+        };
+        assert!(deps("node.aside.y").is_empty());
+        // Its own explicit dependencies hold.
+        assert_eq!(deps("node.aside.z"), ["node.aside.y"]);
+        assert_eq!(deps("node.high.w"), ["node.low.x"]);
     }
 
     #[test]

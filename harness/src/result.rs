@@ -284,9 +284,18 @@ impl RunReport {
         scopes
     }
 
-    /// The layers present in the results, bottom-up.
+    /// The layers the views show, bottom-up: those with a result that
+    /// says something of the node. A layer whose every result is not
+    /// applicable is one the node does not have (the network layer of a
+    /// node without RDMA cards): the reports keep its results, the grids
+    /// leave it out.
     pub fn layers(&self) -> Vec<Layer> {
-        let present: BTreeSet<Layer> = self.results.iter().map(|r| r.layer).collect();
+        let present: BTreeSet<Layer> = self
+            .results
+            .iter()
+            .filter(|r| r.skip_reason != Some(SkipReason::NotApplicable))
+            .map(|r| r.layer)
+            .collect();
         present.into_iter().collect()
     }
 
@@ -373,7 +382,7 @@ impl RunReport {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::model::test_stack::{self, A, B, C};
+    use crate::model::test_stack::{self, A, B, C, D};
     use crate::test_support::run as report;
     use crate::verdict::{Finding, Severity};
 
@@ -422,6 +431,11 @@ pub(crate) mod tests {
             result("c2", C, Status::Pass),
         ]);
         assert_eq!(r.layers(), [A, B, C]);
+        let mut absent = result("d", D, Status::Skipped);
+        absent.skip_reason = Some(SkipReason::NotApplicable);
+        let mut with_absent = r.clone();
+        with_absent.results.push(absent);
+        assert_eq!(with_absent.layers(), [A, B, C]);
         // The lowest fault, not the lowest warning.
         assert_eq!(r.first_failing_layer(None), Some(C));
         let warnings_only = report(vec![

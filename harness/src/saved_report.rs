@@ -68,10 +68,20 @@ pub fn json_of(bytes: &[u8], what: &str) -> Result<Value, String> {
 /// [`MAX_REPORT_BYTES`], not yet parsed (a reader that streams many
 /// reports parses each into only what it keeps).
 pub fn read_bytes(path: &Path) -> Result<Vec<u8>, NotRead> {
-    read_file(path).map_err(NotRead)
+    let mut bytes = Vec::new();
+    read_file(path, &mut bytes).map_err(NotRead)?;
+    Ok(bytes)
 }
 
-fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+/// [`read_bytes`] into `bytes` (cleared first): a reader of many reports
+/// keeps one buffer per thread rather than allocating (and faulting in) a
+/// fresh one for each.
+pub fn read_bytes_into(path: &Path, bytes: &mut Vec<u8>) -> Result<(), NotRead> {
+    bytes.clear();
+    read_file(path, bytes).map_err(NotRead)
+}
+
+fn read_file(path: &Path, bytes: &mut Vec<u8>) -> Result<(), String> {
     let shown = path.display();
     let file = File::options()
         .read(true)
@@ -100,14 +110,14 @@ fn read_file(path: &Path) -> Result<Vec<u8>, String> {
     }
     // The file may grow while it is read: the bound holds whatever its size
     // said.
-    let mut bytes = Vec::new();
+    bytes.reserve(usize::try_from(meta.len()).unwrap_or(0).saturating_add(1));
     file.take(MAX_REPORT_BYTES + 1)
-        .read_to_end(&mut bytes)
+        .read_to_end(bytes)
         .map_err(|e| format!("failed to read {shown}: {e}"))?;
     if bytes.len() as u64 > MAX_REPORT_BYTES {
         return Err(too_big("still growing".to_string()));
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// The report at `path` as a [`Document`] whose results and decision a

@@ -70,6 +70,11 @@ pub fn fleet_page(fleet: &Fleet) -> String {
                                     Some(href) => a href=(href) { (n.node) },
                                     None => (n.node),
                                 }
+                                // A short mark keeps the grid narrow; what it
+                                // is shows on hover and in the sections below.
+                                @for a in n.apart() {
+                                    " " span.meta title=(a) { (a.split(' ').next().unwrap_or_default()) }
+                                }
                             }
                             @for l in &fleet.layers { (cell(n, l)) }
                             td.ident { (n.gpu()) }

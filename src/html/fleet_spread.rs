@@ -23,7 +23,7 @@ pub(super) fn drift(fleet: &Fleet) -> Markup {
     }
     html! {
         h2 { "Drift from the fleet's majority" }
-        p.meta { (d.differing.len()) " of " (d.components) " components differ across the fleet; a node that differs is warned of unless the site expects the component mixed (`--mixed`, `[fleet] mixed`)." }
+        p.meta { (d.differing.len()) " of " (d.components) " components differ across the fleet; a node that differs is warned of unless the site expects the component mixed (" code { "--mixed" } ", " code { "[fleet] mixed" } ")." }
         div.scroll {
             table.codes {
                 thead { tr { th { "component" } th { "fleet's majority" } th { "nodes" } th { "nodes that differ" } } }
@@ -121,7 +121,10 @@ fn histogram(m: &MetricSpread) -> Markup {
             line.axis x1="0" y1=(plot) x2=(WIDTH) y2=(plot) {}
             @for (i, &count) in m.histogram.iter().enumerate() {
                 @if count > 0 {
-                    @let h = (count as f64 / tallest * (plot - 4.0)).max(1.5);
+                    // One outlying GPU among hundreds would be a sliver on a
+                    // linear scale: its bin stays tall enough to see.
+                    @let least = if outlying.contains(&i) { 8.0 } else { 1.5 };
+                    @let h = (count as f64 / tallest * (plot - 4.0)).max(least);
                     rect x=(format!("{:.1}", i as f64 * w + 0.5)) y=(format!("{:.1}", plot - h)) width=(format!("{:.1}", (w - 1.0).max(0.5))) height=(format!("{h:.1}"))
                         fill=(if outlying.contains(&i) { "var(--fail)" } else { "#0969da" }) {
                         title { (count) " values near " (number(m.min + (i as f64 + 0.5) * span / bins as f64)) " " (m.unit) }

@@ -507,6 +507,30 @@ pub mod codes {
         RCCL_MEMORY_FAILED = "rccl-memory-failed", [RCCL], Fail, Runtime,
             "device memory or streams for an all-reduce cannot be set up",
             "see the hip layer's memcpy check on each GPU";
+        RDMA_PORT_DOWN = "rdma-port-down", [NETWORK], Fail, Hardware,
+            "an RDMA port is down while the node's other ports of the same card and port number are up: the GPU traffic that rail carries (RCCL across nodes, GPUDirect RDMA) has no path, or squeezes onto the others",
+            "`ibstat <device>` (InfiniBand) or `ip link show <netdev>` and `ethtool <netdev>` (RoCE) show the port; a Polling port has no link partner: reseat or replace the cable or transceiver and check the switch port; an InfiniBand port stuck in INIT or ARMED needs the subnet manager (opensm, UFM) to sweep it";
+        RDMA_NO_PORT_UP = "rdma-no-port-up", [NETWORK], Warn, Hardware,
+            "no port of some kind of RDMA card on the node is up: its fabric is down, or the cards are not cabled (a node whose NICs are unused here)",
+            "if the node should be on the fabric, check the cables, transceivers and switch ports (`ibstat`, `ethtool <netdev>`); if these ports are unused by design, waive this code for the node";
+        RDMA_PORT_SLOW = "rdma-port-slow", [NETWORK], Warn, Hardware,
+            "an RDMA port trained at a lower rate than the node's other ports of the same card: a lane down, or a speed negotiated down; every collective that crosses this rail runs at its rate",
+            "read the port's speed and lanes (`ibstat <device>`, `ethtool <netdev>`); reseat or replace the cable or transceiver, and check the switch port's speed setting";
+        ROCE_GID_MISSING = "roce-gid-missing", [NETWORK], Warn, Configuration,
+            "a RoCE port that is up has no RoCE v2 GID with a routable address (an IPv4 address, or IPv6 that is not link-local): RCCL's InfiniBand transport finds no GID to route on across a layer-3 fabric",
+            "give the port's netdev its address (`ip addr show <netdev>`; the site's netplan or NetworkManager configuration), then `cat /sys/class/infiniband/<device>/ports/1/gids/*` lists the new GIDs";
+        ROCE_MTU_SMALL = "roce-mtu-small", [NETWORK], Warn, Configuration,
+            "a RoCE port's netdev MTU is below 4200, so the port's RoCE MTU stays below 4096 (Linux `iboe_get_mtu` takes 96 bytes of headers from the netdev MTU): every RDMA message is cut into smaller packets",
+            "set the netdev's MTU to 9000 (or at least 4200) here and on the switch ports (`ip link set <netdev> mtu 9000`, then in the site's network configuration to keep it)";
+        NIC_FIRMWARE_DIFFERS = "nic-firmware-differs", [NETWORK], Warn, Configuration,
+            "RDMA cards of one model on the node run different firmware: a half-finished update, or a card swapped in from another batch",
+            "update the odd cards to the firmware the others run (`mlxfwmanager` / `mstflint` for NVIDIA cards, `niccli` for Broadcom's), then reset them or reboot; if the difference is intended, waive this code for the node";
+        NIC_PCIE_LINK_DEGRADED = "nic-pcie-link-degraded", [NETWORK], Warn, Hardware,
+            "an RDMA card's PCIe link trained narrower or slower than both of its ends can: the card cannot feed its port at full rate (a 400 Gb/s port needs Gen5 x16)",
+            "reseat the card or its riser; `sudo lspci -vv -s <address>` shows LnkCap and LnkSta; check the slot's link setting in the BIOS";
+        GPU_NIC_FAR = "gpu-nic-far", [NETWORK], Warn, Configuration,
+            "on a node with an RDMA card per GPU, a GPU has none on its PCIe switch, root complex or NUMA node: its GPUDirect RDMA traffic crosses the sockets' interconnect (or is staged through host memory), and RCCL's rings through it slow down",
+            "find where the cards sit (`lspci -tv`, `cat /sys/class/infiniband/*/device/numa_node`) and move the odd card to a slot on the GPU's root complex, as the platform's manual pairs slots with GPUs; if the slot is right, check the BIOS's NUMA (SRAT) setting";
         PERF_BELOW_FLOOR = "perf-below-floor", [HIP, ROCBLAS, RCCL], Fail, Performance,
             "a measured bandwidth or throughput is below its floor",
             "rule out a busy GPU (`amd-smi process`), power capping or clocks held low (`amd-smi metric --power --clock`), and a degraded PCIe/XGMI link; compare with the same GPU's previous runs (rocgate compare) before suspecting hardware";

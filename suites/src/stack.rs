@@ -29,11 +29,16 @@ pub const ROCBLAS: Layer = Layer::new("rocblas", 8);
 pub const MIOPEN: Layer = Layer::new("miopen", 9);
 /// RCCL collectives.
 pub const RCCL: Layer = Layer::new("rccl", 10);
+/// The RDMA network cards beside the GPUs (ports, firmware, PCIe links,
+/// GPU-to-NIC affinity). It stands beside the stack: no GPU layer gates it
+/// and it gates none, and ranked last, a node's first failing layer is a
+/// GPU layer's whenever one fails.
+pub const NETWORK: Layer = Layer::beside("network", 11);
 
 /// Every layer, bottom-up: what turns a layer named in a saved report back
 /// into a [`Layer`] ([`rocgate_harness::SavedResult::resolve`]).
 pub const LAYERS: &[Layer] = &[
-    SYSTEM, PCI, FIRMWARE, AMDGPU, KFD, COMPAT, HSA, HIP, ROCBLAS, MIOPEN, RCCL,
+    SYSTEM, PCI, FIRMWARE, AMDGPU, KFD, COMPAT, HSA, HIP, ROCBLAS, MIOPEN, RCCL, NETWORK,
 ];
 
 /// The properties that say who the node and its GPUs are, as the suites
@@ -66,6 +71,7 @@ pub const FLEET: rocgate_harness::fleet::FleetTerms = rocgate_harness::fleet::Fl
         "rocblas_version",
         "miopen_version",
         "rccl_version",
+        "nic_firmware",
     ],
 };
 
@@ -123,7 +129,7 @@ mod tests {
             LAYERS.iter().map(|l| l.as_str()).collect::<Vec<_>>(),
             [
                 "system", "pci", "firmware", "amdgpu", "kfd", "compat", "hsa", "hip", "rocblas",
-                "miopen", "rccl"
+                "miopen", "rccl", "network"
             ]
         );
     }

@@ -103,7 +103,7 @@ fn the_node_on_other_firmware_and_the_slow_gpu_that_passes_its_floor_are_named()
     assert_has(&md, "### Drift from the fleet's majority (1 of ");
     let drift_row = md
         .lines()
-        .find(|l| l.contains("AMD Instinct MI300X fw_smc"))
+        .find(|l| l.starts_with("| AMD Instinct MI300X fw_smc |"))
         .unwrap_or_else(|| panic!("no fw_smc drift row: {md}"));
     assert_has(drift_row, "0x00553e00");
     assert_has(drift_row, "n03");
@@ -368,6 +368,6 @@ fn a_baseline_from_the_healthy_fleet_is_the_floor_a_later_run_obeys() {
         .find(|r| r["id"] == "gpu0.rocblas.gemm_throughput")
         .unwrap();
     assert_eq!(gemm["status"], "fail", "{gemm}");
-    assert_has(&gemm.to_string(), "perf-below-floor");
-    assert_has(&gemm.to_string(), "rocgate fleet baseline");
+    assert_has(gemm.to_string(), "perf-below-floor");
+    assert_has(gemm.to_string(), "rocgate fleet baseline");
 }

@@ -65,6 +65,8 @@ mod lookup;
 mod math;
 /// The search that narrows a failed all-reduce to its GPUs.
 mod narrowing;
+/// The RDMA cards beside the GPUs: ports, rates, RoCE, firmware, affinity.
+mod network;
 /// Node files damaged, garbled or unreadable.
 mod parsers;
 /// The PCIe link a GPU reaches the host through.

@@ -261,21 +261,8 @@ struct Saved {
     skip_reason: Option<SkipReason>,
     #[serde(default)]
     waiver: Option<SavedWaiver>,
-    #[serde(default, deserialize_with = "crate::document::each")]
-    metrics: Vec<SavedMetric>,
-}
-
-/// The part of a metric the fleet compares.
-#[derive(Deserialize)]
-struct SavedMetric {
-    name: String,
-    value: f64,
-    #[serde(default)]
-    unit: String,
-    #[serde(default)]
-    kind: Option<MetricKind>,
-    #[serde(default)]
-    between: Option<(String, String)>,
+    #[serde(default, deserialize_with = "crate::loose::metrics_of")]
+    metrics: Vec<crate::loose::SavedMetric>,
 }
 
 #[derive(Deserialize)]
@@ -385,7 +372,14 @@ fn summarise(
                 .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned())
         });
     let mut layers: BTreeMap<String, String> = BTreeMap::new();
-    for r in &report.results {
+    // A result that does not apply says nothing of the node: a layer of
+    // only those (the network of a node without RDMA cards) has no cell,
+    // as the run's own grid leaves it out.
+    for r in report
+        .results
+        .iter()
+        .filter(|r| r.skip_reason != Some(SkipReason::NotApplicable))
+    {
         let cell = layers
             .entry(r.layer.clone())
             .or_insert_with(|| "skip".into());

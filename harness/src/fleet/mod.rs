@@ -113,6 +113,22 @@ impl FleetNode {
         }
     }
 
+    /// How the node stands out from the fleet, for its row: `drift AMD
+    /// Instinct MI300X fw_smc`, `outlier gemm_tflops.fp16 gpu1` (the first
+    /// of each, and how many more), or nothing.
+    pub fn apart(&self) -> Vec<String> {
+        let first = |what: &str, list: &[String]| {
+            list.first().map(|f| match list.len() {
+                1 => format!("{what} {f}"),
+                n => format!("{what} {f} (+{} more)", n - 1),
+            })
+        };
+        first("drift", &self.drift)
+            .into_iter()
+            .chain(first("outlier", &self.outliers))
+            .collect()
+    }
+
     /// The GPU count as people read it: `8`, or `64 (8 devices)` when
     /// partitioned.
     pub fn gpu_count(&self) -> String {

@@ -111,12 +111,14 @@ impl Fleet {
             // warning, and says so.
             if n.passed {
                 row.push(String::new());
-                row.push(
-                    n.code
-                        .as_deref()
-                        .map(|c| format!("warn {}", markdown::code(c)))
-                        .unwrap_or_default(),
-                );
+                let mut said: Vec<String> = n
+                    .code
+                    .as_deref()
+                    .map(|c| format!("warn {}", markdown::code(c)))
+                    .into_iter()
+                    .collect();
+                said.extend(n.apart().iter().map(|a| cell(a)));
+                row.push(said.join("; "));
             } else {
                 row.push(cell(n.first_failing_layer.as_deref().unwrap_or_default()));
                 row.push(n.code.as_deref().map(markdown::code).unwrap_or_default());

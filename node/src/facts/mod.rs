@@ -24,6 +24,7 @@ pub mod module;
 pub mod pci;
 pub mod properties;
 pub mod ras;
+pub mod rdma;
 pub mod system;
 pub mod telemetry;
 
@@ -66,6 +67,7 @@ pub struct NodeFacts {
     kernel_log: OnceLock<Result<kernel_log::KernelLog, String>>,
     firmware_events: OnceLock<Vec<kernel_log::FirmwareEvent>>,
     gpu_events: OnceLock<Vec<gpu_events::GpuEvent>>,
+    rdma: OnceLock<Result<Option<rdma::RdmaScan>, ReadError>>,
     /// ROCm install directories named by how rocgate was started on a live
     /// node (`--rocm-path`, then `ROCM_PATH`), read before `/opt/rocm` for
     /// the ROCm release: Spack, module and relocated installs live there.
@@ -103,7 +105,14 @@ impl NodeFacts {
             kernel_log: OnceLock::new(),
             firmware_events: OnceLock::new(),
             gpu_events: OnceLock::new(),
+            rdma: OnceLock::new(),
         }
+    }
+
+    /// The RDMA network cards, read on first use (only the network layer
+    /// reads them): `Ok(None)` when the node has no RDMA class.
+    pub fn rdma(&self) -> &Result<Option<rdma::RdmaScan>, ReadError> {
+        self.rdma.get_or_init(|| rdma::scan(&self.sysroot))
     }
 
     /// The kernel log, read on first use (it can be large).

@@ -10,6 +10,7 @@ pub mod hip;
 pub mod hsa;
 pub mod kfd;
 pub mod miopen;
+pub mod network;
 pub mod pci;
 pub mod rccl;
 pub mod rocblas;

@@ -1,14 +1,14 @@
 //! The list of every check rocgate knows, layer by layer in the stack's
 //! order ([`crate::stack`]).
 
-use super::{amdgpu, compat, firmware, hip, hsa, kfd, miopen, pci, rccl, rocblas, system};
+use super::{amdgpu, compat, firmware, hip, hsa, kfd, miopen, network, pci, rccl, rocblas, system};
 use crate::context::NodeContext;
 use rocgate_harness::Check;
 
 /// Every check rocgate knows, bottom-up; within a layer, checks that find
 /// causes come before checks that find their symptoms.
 pub fn registry() -> Vec<Check<NodeContext>> {
-    let layers: [fn() -> Vec<Check<NodeContext>>; 11] = [
+    let layers: [fn() -> Vec<Check<NodeContext>>; 12] = [
         system::checks,
         pci::checks,
         firmware::checks,
@@ -20,6 +20,7 @@ pub fn registry() -> Vec<Check<NodeContext>> {
         rocblas::checks,
         miopen::checks,
         rccl::checks,
+        network::checks,
     ];
     layers.into_iter().flat_map(|checks| checks()).collect()
 }
@@ -58,6 +59,7 @@ mod tests {
             rocblas::checks(),
             miopen::checks(),
             rccl::checks(),
+            network::checks(),
         ]
         .into_iter()
         .map(|checks| {
