@@ -77,6 +77,26 @@ fn every_rdma_port_down(root: &Path) {
     }
 }
 
+/// bnxt_re3's netdev set down (its port DOWN, Disabled, as bnxt_re shows a
+/// netdev without link), and bnxt_re5's RDMA device gone (bnxt_re did not
+/// probe that card).
+fn roce_rail_set_down_and_one_unprobed(root: &Path) {
+    let port = root.join(format!("{RDMA}/bnxt_re3/ports/1"));
+    fs::write(port.join("state"), "1: DOWN\n").unwrap();
+    fs::write(port.join("phys_state"), "3: Disabled\n").unwrap();
+    let net = root.join(format!("{RDMA}/bnxt_re3/device/net"));
+    let netdev = net.join(
+        fs::read_dir(&net)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .file_name(),
+    );
+    fs::write(netdev.join("flags"), "0x1002\n").unwrap();
+    fs::remove_file(root.join(format!("{RDMA}/bnxt_re5"))).unwrap();
+}
+
 /// bnxt_re1's netdev at the Ethernet default MTU, bnxt_re4 without its
 /// IPv4 address (its two GIDs the zero GID, as the kernel shows removed
 /// entries), bnxt_re6 on other firmware, bnxt_re7's link trained at x8.
@@ -341,6 +361,12 @@ fn cases() -> Vec<Case> {
             "mi300x-8-ib",
             every_rdma_port_down,
             &["rdma-no-port-up"],
+        ),
+        case(
+            "RoCE rails: one netdev set down by its administrator, one card whose RDMA device never came",
+            "mi300x-8-roce",
+            roce_rail_set_down_and_one_unprobed,
+            &["rdma-port-disabled", "rdma-device-missing"],
         ),
         case(
             "RoCE rails: one netdev at MTU 1500, one port without an address, one card on other firmware, one card's PCIe link at x8",

@@ -284,16 +284,17 @@ impl RunReport {
         scopes
     }
 
-    /// The layers the views show, bottom-up: those with a result that
-    /// says something of the node. A layer whose every result is not
-    /// applicable is one the node does not have (the network layer of a
-    /// node without RDMA cards): the reports keep its results, the grids
-    /// leave it out.
+    /// The layers the views show, bottom-up: every layer of the stack with
+    /// a result, and a layer beside the stack ([`Layer::beside`]) only
+    /// when one of its results says something of the node: one whose every
+    /// result is not applicable is something the node does not have (the
+    /// network layer of a node without RDMA cards), kept in the reports,
+    /// left out of the grids.
     pub fn layers(&self) -> Vec<Layer> {
         let present: BTreeSet<Layer> = self
             .results
             .iter()
-            .filter(|r| r.skip_reason != Some(SkipReason::NotApplicable))
+            .filter(|r| !r.layer.is_beside() || r.skip_reason != Some(SkipReason::NotApplicable))
             .map(|r| r.layer)
             .collect();
         present.into_iter().collect()
@@ -431,11 +432,15 @@ pub(crate) mod tests {
             result("c2", C, Status::Pass),
         ]);
         assert_eq!(r.layers(), [A, B, C]);
-        let mut absent = result("d", D, Status::Skipped);
-        absent.skip_reason = Some(SkipReason::NotApplicable);
+        // Not applicable: shown for a layer of the stack, left out beside.
+        let beside = Layer::beside("e", 4);
         let mut with_absent = r.clone();
-        with_absent.results.push(absent);
-        assert_eq!(with_absent.layers(), [A, B, C]);
+        for layer in [D, beside] {
+            let mut absent = result("x", layer, Status::Skipped);
+            absent.skip_reason = Some(SkipReason::NotApplicable);
+            with_absent.results.push(absent);
+        }
+        assert_eq!(with_absent.layers(), [A, B, C, D]);
         // The lowest fault, not the lowest warning.
         assert_eq!(r.first_failing_layer(None), Some(C));
         let warnings_only = report(vec![

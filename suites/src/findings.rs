@@ -507,6 +507,12 @@ pub mod codes {
         RCCL_MEMORY_FAILED = "rccl-memory-failed", [RCCL], Fail, Runtime,
             "device memory or streams for an all-reduce cannot be set up",
             "see the hip layer's memcpy check on each GPU";
+        RDMA_DEVICE_MISSING = "rdma-device-missing", [NETWORK], Warn, Missing,
+            "an RDMA-capable card on the PCI bus has no RDMA device: its RDMA driver (mlx5_ib for NVIDIA cards, bnxt_re for Broadcom's, ionic_rdma for AMD's) is not loaded or failed to probe, so RCCL cannot use it",
+            "`lsmod | grep -e mlx5_ib -e bnxt_re -e ionic`, then `sudo modprobe mlx5_ib` (or bnxt_re) and `dmesg | grep -i -e mlx5 -e bnxt -e ionic` for why it did not probe; the RDMA stack comes with the distribution's rdma-core or the vendor's DOCA/OFED and must match the running kernel";
+        RDMA_PORT_DISABLED = "rdma-port-disabled", [NETWORK], Warn, Configuration,
+            "an RDMA port is set down on purpose (its RoCE netdev set down, or an InfiniBand port disabled by the subnet manager or ibportstate): it carries nothing, and a rail it should be is missing",
+            "if the port should carry traffic: `sudo ip link set <netdev> up` (RoCE), or ask the fabric's subnet manager why it disabled the port (`ibportstate`, the UFM's port events); if it is unused by design, waive this code for the node";
         RDMA_PORT_DOWN = "rdma-port-down", [NETWORK], Fail, Hardware,
             "an RDMA port is down while the node's other ports of the same card and port number are up: the GPU traffic that rail carries (RCCL across nodes, GPUDirect RDMA) has no path, or squeezes onto the others",
             "`ibstat <device>` (InfiniBand) or `ip link show <netdev>` and `ethtool <netdev>` (RoCE) show the port; a Polling port has no link partner: reseat or replace the cable or transceiver and check the switch port; an InfiniBand port stuck in INIT or ARMED needs the subnet manager (opensm, UFM) to sweep it";

@@ -88,7 +88,7 @@ fn a_wide_terminal_gets_the_grid_and_partitions_fold_under_their_device() {
         &stdout,
         "8x AMD Instinct MI300X (gfx942) as 64 CPX partitions",
     );
-    assert_has(&stdout, "(31 node + 32 per partition x 64 partitions)");
+    assert_has(&stdout, "(32 node + 32 per partition x 64 partitions)");
 }
 
 #[test]

@@ -24,14 +24,14 @@ fn network(json: &Value) -> Vec<&Value> {
 #[test]
 fn eight_rails_beside_eight_gpus_are_green_with_their_firmware_in_the_versions() {
     for (scenario, model, judged) in [
-        ("mi300x-8-ib", "ConnectX-7 28.39.1002", 5),
-        ("mi300x-8-roce", "BCM57608 230.2.52.0", 7),
+        ("mi300x-8-ib", "ConnectX-7 (MT_0000000838) 28.39.1002", 6),
+        ("mi300x-8-roce", "BCM57608 (BCM957608-P2200G) 230.2.52.0", 8),
     ] {
         let n = node(scenario);
         let (code, stdout, json, junit) = run(&n.root, &["--tier", "passive"]);
         assert_eq!(code, 0, "{stdout}");
         let results = network(&json);
-        assert_eq!(results.len(), 7, "{scenario}");
+        assert_eq!(results.len(), 8, "{scenario}");
         let passed = results.iter().filter(|r| r["status"] == "pass").count();
         assert_eq!(passed, judged, "{scenario}: {results:#?}");
         assert_eq!(json["versions"]["node"]["nic_firmware"], model);

@@ -372,14 +372,7 @@ fn summarise(
                 .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned())
         });
     let mut layers: BTreeMap<String, String> = BTreeMap::new();
-    // A result that does not apply says nothing of the node: a layer of
-    // only those (the network of a node without RDMA cards) has no cell,
-    // as the run's own grid leaves it out.
-    for r in report
-        .results
-        .iter()
-        .filter(|r| r.skip_reason != Some(SkipReason::NotApplicable))
-    {
+    for r in &report.results {
         let cell = layers
             .entry(r.layer.clone())
             .or_insert_with(|| "skip".into());

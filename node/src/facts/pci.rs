@@ -279,6 +279,17 @@ pub fn function_ids(root: &Sysroot, address: &str) -> Result<(u16, u16), ReadErr
 /// finds it (see [`PhysicalLink`]). `Err` when the bridges above it cannot
 /// be told apart (a path or a vendor id that cannot be read).
 pub fn physical_link(root: &Sysroot, address: &str) -> Result<PhysicalLink, ReadError> {
+    physical_link_past(root, address, AMD_VENDOR)
+}
+
+/// The physical link of the function at `address`, walking past the
+/// bridges of `vendor` above it as a device's own package switch (AMD's
+/// for an MI300-class GPU; NVIDIA's inside a ConnectX-8 or BlueField-3).
+pub fn physical_link_past(
+    root: &Sysroot,
+    address: &str,
+    vendor: u16,
+) -> Result<PhysicalLink, ReadError> {
     // Nearest the root first.
     let chain = super::acs::bridges_above(root, address)?;
     let mut at = chain.len();
@@ -287,11 +298,11 @@ pub fn physical_link(root: &Sysroot, address: &str) -> Result<PhysicalLink, Read
         let Some(parent) = at.checked_sub(1).and_then(|i| chain.get(i)) else {
             break None;
         };
-        if function_ids(root, parent)?.0 != AMD_VENDOR {
+        if function_ids(root, parent)?.0 != vendor {
             break Some(parent.clone());
         }
-        // An ATI bridge above is a downstream port of the GPU's own
-        // switch: the switch's upstream port, above it, holds the link
+        // A bridge of the device's own vendor above is a downstream port
+        // of its package's switch: the switch's upstream port, above it, holds the link
         // that leaves the package (a downstream port has no link to its
         // upstream port: they share the switch's internal bus).
         internal.push(parent.clone());

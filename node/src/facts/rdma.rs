@@ -62,6 +62,9 @@ pub struct RdmaDevice {
     pub board_id: Option<String>,
     /// Its ports, in number order.
     pub ports: Vec<RdmaPort>,
+    /// Whether its PCI function is an SR-IOV virtual function (it has a
+    /// `physfn` link): a slice of a card, not a card.
+    pub virtual_function: bool,
     /// Files that exist but could not be read.
     pub unread: Vec<ReadError>,
 }
@@ -95,6 +98,23 @@ impl RdmaDevice {
     /// The device's PCI address, when known.
     pub fn address(&self) -> Option<&str> {
         self.pci.as_ref().map(|p| p.address.as_str())
+    }
+
+    /// What makes two devices the same kind of card: its model, its board
+    /// (SKU: a dual-port frontend card and a single-port rail of one chip
+    /// are two kinds) and its PCI function number (the second port of a
+    /// dual-port card is function 1, its own RDMA device).
+    pub fn kind(&self) -> String {
+        let board = self
+            .board_id
+            .as_deref()
+            .map_or_else(String::new, |b| format!(" {b}"));
+        let function = self
+            .address()
+            .and_then(|a| a.rsplit('.').next())
+            .filter(|f| *f != "0")
+            .map_or_else(String::new, |f| format!(" function {f}"));
+        format!("{}{board}{function}", self.model())
     }
 }
 
@@ -135,6 +155,8 @@ pub struct RdmaPort {
     pub gids: Vec<Gid>,
     /// How many GID entries were read.
     pub gids_read: usize,
+    /// Why the GID table could not be read, when it could not.
+    pub gid_error: Option<ReadError>,
     /// The netdev that carries the port's RoCE traffic (or its IPoIB
     /// interface), when one is found.
     pub netdev: Option<Netdev>,
@@ -271,6 +293,9 @@ pub struct Netdev {
     /// `carrier`: `None` when the interface is down (the read fails with
     /// EINVAL) or the file is absent.
     pub carrier: Option<bool>,
+    /// Whether it is set up (`flags` has IFF_UP, 0x1): a netdev its
+    /// administrator set down carries nothing by design.
+    pub admin_up: Option<bool>,
 }
 
 /// How many empty GID entries in a row end the reading of a table: the
@@ -310,6 +335,7 @@ fn device(root: &Sysroot, name: &str) -> Result<RdmaDevice, ReadError> {
             None
         }
     };
+    d.virtual_function = root.exists(&format!("{dir}/device/physfn"));
     d.firmware = text(&mut d.unread, &format!("{dir}/fw_ver"));
     d.hca_type = text(&mut d.unread, &format!("{dir}/hca_type"));
     d.board_id = text(&mut d.unread, &format!("{dir}/board_id"));
@@ -371,22 +397,32 @@ fn device(root: &Sysroot, name: &str) -> Result<RdmaDevice, ReadError> {
         if port.is_roce() {
             read_gids(root, &p, &mut port);
         }
-        let netdev = port.gids.iter().find_map(|g| g.netdev.clone()).or_else(|| {
-            match interfaces.as_slice() {
+        // The netdev that carries the routable RoCE v2 GID is the one RCCL
+        // sends through (a VLAN or bond above the card's own, perhaps),
+        // else any GID's, else the card's only one.
+        let netdev = port
+            .gids
+            .iter()
+            .filter(|g| g.is_v2() && g.is_routable())
+            .chain(&port.gids)
+            .find_map(|g| g.netdev.clone())
+            .or_else(|| match interfaces.as_slice() {
                 [only] => Some(only.clone()),
                 _ => None,
-            }
-        });
-        port.netdev =
-            netdev.map(|name| read_netdev(root, &format!("{dir}/device/net/{name}"), name));
+            });
+        port.netdev = netdev.map(|name| read_netdev(root, name));
         d.ports.push(port);
     }
     Ok(d)
 }
 
 fn read_gids(root: &Sysroot, port_dir: &str, port: &mut RdmaPort) {
-    let Ok(entries) = root.list_dir(&format!("{port_dir}/gids")) else {
-        return;
+    let entries = match root.list_dir(&format!("{port_dir}/gids")) {
+        Ok(e) => e,
+        Err(e) => {
+            port.gid_error = Some(e);
+            return;
+        }
     };
     let mut empty_run = 0;
     for entry in entries {
@@ -394,11 +430,13 @@ fn read_gids(root: &Sysroot, port_dir: &str, port: &mut RdmaPort) {
             continue;
         };
         port.gids_read += 1;
-        let address = root
-            .read_opt(&format!("{port_dir}/gids/{entry}"))
-            .ok()
-            .flatten()
-            .and_then(|t| parse_gid(&t));
+        let address = match root.read_opt(&format!("{port_dir}/gids/{entry}")) {
+            Ok(t) => t.and_then(|t| parse_gid(&t)),
+            Err(e) => {
+                port.gid_error = Some(e);
+                return;
+            }
+        };
         match address {
             Some(a) if !a.is_unspecified() => {
                 empty_run = 0;
@@ -425,7 +463,11 @@ fn read_gids(root: &Sysroot, port_dir: &str, port: &mut RdmaPort) {
     }
 }
 
-fn read_netdev(root: &Sysroot, dir: &str, name: String) -> Netdev {
+/// Host path of the network interfaces.
+pub const NET_CLASS: &str = "/sys/class/net";
+
+fn read_netdev(root: &Sysroot, name: String) -> Netdev {
+    let dir = format!("{NET_CLASS}/{name}");
     let value = |file: &str| {
         root.read_opt(&format!("{dir}/{file}"))
             .ok()
@@ -440,8 +482,58 @@ fn read_netdev(root: &Sysroot, dir: &str, name: String) -> Netdev {
             "0" => Some(false),
             _ => None,
         }),
+        admin_up: value("flags")
+            .and_then(|t| pci::parse_hex(&t))
+            .map(|f| f & 1 == 1),
         name,
     }
+}
+
+/// The PCI functions on the bus that are RDMA cards (not virtual
+/// functions): every NVIDIA/Mellanox network or InfiniBand controller
+/// (mlx5 drives them all) and the Broadcom and AMD cards [`model_name`]
+/// knows. What the RDMA class should hold a device of.
+pub fn rdma_cards_on_bus(root: &Sysroot) -> Result<Vec<NicFunction>, ReadError> {
+    let mut cards = Vec::new();
+    for address in root.list_dir(PCI_DEVICES)? {
+        if !pci::is_pci_address(&address) {
+            continue;
+        }
+        let dir = format!("{PCI_DEVICES}/{address}");
+        let Ok((vendor, device)) = pci::function_ids(root, &address) else {
+            continue;
+        };
+        if !matches!(vendor, 0x15b3 | 0x14e4 | 0x1dd8) {
+            continue;
+        }
+        let class = root
+            .read_opt(&format!("{dir}/class"))?
+            .and_then(|t| pci::parse_hex(&t))
+            .unwrap_or(0);
+        let network = class >> 16 == 0x02;
+        let rdma = (vendor == 0x15b3 && network) || model_name((vendor, device)).is_some();
+        if rdma && !root.exists(&format!("{dir}/physfn")) {
+            cards.push(NicFunction {
+                driver: root.link_name(&format!("{dir}/driver")).ok().flatten(),
+                ids: Some((vendor, device)),
+                address,
+            });
+        }
+    }
+    Ok(cards)
+}
+
+/// How many NUMA nodes the kernel has online (`/sys/devices/system/node/
+/// online`: `0`, `0-1`, `0-3,5`); `None` when it does not say.
+pub fn numa_nodes_online(root: &Sysroot) -> Option<usize> {
+    let text = root.read_opt("/sys/devices/system/node/online").ok()??;
+    let mut count = 0usize;
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+        count = count.checked_add(b.checked_sub(a)?.checked_add(1)?)?;
+    }
+    (count > 0).then_some(count)
 }
 
 /// Where a PCI function sits: its root complex (the `pci<domain>:<bus>`
@@ -612,6 +704,24 @@ mod tests {
         assert_eq!(closeness(&gpu, &nic_unknown), Closeness::Unknown);
         assert!(Closeness::Switch < Closeness::RootComplex);
         assert!(Closeness::Remote < Closeness::Unknown);
+    }
+
+    #[test]
+    fn a_kind_of_card_is_its_model_board_and_function() {
+        let d = |address: &str, board: Option<&str>| RdmaDevice {
+            pci: Some(NicFunction {
+                address: address.into(),
+                ids: Some((0x15b3, 0x1021)),
+                driver: None,
+            }),
+            board_id: board.map(str::to_string),
+            ..RdmaDevice::default()
+        };
+        assert_eq!(d("0000:0c:00.0", None).kind(), "ConnectX-7");
+        assert_eq!(
+            d("0000:0c:00.1", Some("MT_0000000838")).kind(),
+            "ConnectX-7 MT_0000000838 function 1"
+        );
     }
 
     #[test]

@@ -24,6 +24,13 @@ use std::collections::BTreeMap;
 pub fn checks() -> Vec<Check<NodeContext>> {
     [
         check(
+            "network::rdma_devices",
+            stack::NETWORK,
+            ScopeKind::Node,
+            "every RDMA card on the PCI bus has its RDMA device (its RDMA driver is loaded)",
+            rdma_devices,
+        ),
+        check(
             "network::rdma_ports",
             stack::NETWORK,
             ScopeKind::Node,
@@ -153,7 +160,7 @@ impl Port<'_> {
     /// its link layer.
     fn kind(&self) -> (String, u32, String) {
         (
-            self.device.model(),
+            self.device.kind(),
             self.port.number,
             self.port.link_layer.clone().unwrap_or_default(),
         )
@@ -191,9 +198,14 @@ impl Port<'_> {
     }
 }
 
+/// The node's cards: its RDMA devices that are not SR-IOV virtual
+/// functions (a VF is a slice of a card, whose port mirrors the card's).
+fn physical(scan: &RdmaScan) -> impl Iterator<Item = &RdmaDevice> {
+    scan.devices.iter().filter(|d| !d.virtual_function)
+}
+
 fn ports(scan: &RdmaScan) -> Vec<Port<'_>> {
-    scan.devices
-        .iter()
+    physical(scan)
         .flat_map(|device| device.ports.iter().map(move |port| Port { device, port }))
         .collect()
 }
@@ -237,6 +249,96 @@ fn why_down(p: &RdmaPort) -> &'static str {
     }
 }
 
+fn rdma_devices(ctx: &NodeContext, _: Scope) -> Outcome {
+    let sysroot = &ctx.facts.sysroot;
+    let on_bus = rdma::rdma_cards_on_bus(sysroot).map_err(|e| {
+        Verdict::unverifiable(format!("the PCI bus cannot be listed for RDMA cards: {e}"))
+    })?;
+    let scan = match ctx.facts.rdma() {
+        Ok(s) => s.as_ref(),
+        Err(e) => {
+            return end(Verdict::unverifiable(format!(
+                "the RDMA devices cannot be listed: {e}"
+            )));
+        }
+    };
+    let devices: Vec<&RdmaDevice> = scan.map(|s| physical(s).collect()).unwrap_or_default();
+    if on_bus.is_empty() && devices.is_empty() {
+        return end(Verdict::not_applicable(format!(
+            "no RDMA network card on the PCI bus and none in {}",
+            rdma::RDMA_CLASS
+        )));
+    }
+    let missing: Vec<String> = on_bus
+        .iter()
+        .filter(|card| !devices.iter().any(|d| d.address() == Some(&card.address)))
+        .map(|card| {
+            let model = card.ids.map_or_else(String::new, |ids| {
+                rdma::model_name(ids)
+                    .map_or_else(|| format!("{:04x}:{:04x}", ids.0, ids.1), str::to_string)
+            });
+            let driver = card
+                .driver
+                .as_deref()
+                .map_or_else(|| "no driver".to_string(), |d| format!("driver {d}"));
+            format!("{} ({model}, {driver})", card.address)
+        })
+        .collect();
+    if !missing.is_empty() {
+        return end(Verdict::found(codes::RDMA_DEVICE_MISSING.finding(format!(
+            "{} of the {} RDMA cards on the PCI bus have no RDMA device in {}: {}",
+            missing.len(),
+            on_bus.len(),
+            rdma::RDMA_CLASS,
+            list(&missing, 4)
+        ))));
+    }
+    let mut parts = vec![Verdict::pass(format!(
+        "{} RDMA devices, one for each RDMA card on the PCI bus",
+        devices.len()
+    ))];
+    parts.extend(scan.and_then(unread_devices));
+    Ok(combine(parts, "no card"))
+}
+
+/// Why a port that is not up carries nothing by its administrator's (or
+/// its fabric manager's) choice, if it does: a RoCE netdev set down, an
+/// InfiniBand port disabled.
+fn disabled(p: &Port<'_>) -> Option<String> {
+    let netdev_down = p.port.netdev.as_ref().filter(|n| n.admin_up == Some(false));
+    match (p.port.is_roce(), netdev_down) {
+        (true, Some(n)) => Some(format!("its netdev {} is set down", n.name)),
+        (false, _) if p.port.phys_state.as_ref().is_some_and(|s| s.code == 3) => {
+            Some("disabled (by the subnet manager or ibportstate)".to_string())
+        }
+        _ => None,
+    }
+}
+
+/// What to do first about a port that is down, from how it is down.
+fn advice(p: &Port<'_>) -> String {
+    let phys = p.port.phys_state.as_ref().map(|s| s.code);
+    match (p.port.is_roce(), phys) {
+        (false, Some(5)) => format!(
+            "the link is up but no subnet manager has made the port ACTIVE: check that opensm or the fabric's UFM runs and reaches it (`sminfo`, {})",
+            p.look()
+        ),
+        (_, Some(2)) => format!(
+            "{} show the port; it has no link partner: reseat or replace the cable or transceiver and check the switch port it reaches",
+            p.look()
+        ),
+        (true, _) => format!(
+            "{} show the link: reseat or replace the cable or transceiver and check the switch port; `sudo ip link set {} up` if it was set down",
+            p.look(),
+            p.netdev_name()
+        ),
+        (false, _) => format!(
+            "{} show the port and the switch port it reaches; reseat or replace the cable or transceiver",
+            p.look()
+        ),
+    }
+}
+
 fn rdma_ports(ctx: &NodeContext, _: Scope) -> Outcome {
     let scan = cards(ctx)?;
     let all = ports(scan);
@@ -246,10 +348,19 @@ fn rdma_ports(ctx: &NodeContext, _: Scope) -> Outcome {
         *up_of_kind.entry(p.kind()).or_default() += usize::from(p.port.is_up());
     }
     let (mut down, mut alone, mut unread) = (Vec::new(), Vec::new(), Vec::new());
+    let mut off = Vec::new();
     for p in &all {
         if p.port.state.is_none() {
             unread.push(format!("{}/ports/{}/state", p.device.name, p.port.number));
-        } else if !p.port.is_up() {
+        } else if p.port.is_up() {
+            continue;
+        } else if let Some(why) = disabled(p) {
+            off.push(format!(
+                "{} is {}: {why}",
+                p.described(),
+                p.port.state_text()
+            ));
+        } else {
             let siblings_up = up_of_kind.get(&p.kind()).copied().unwrap_or(0);
             let text = format!(
                 "{} is {}{}",
@@ -263,7 +374,7 @@ fn rdma_ports(ctx: &NodeContext, _: Scope) -> Outcome {
                     format!("{text}, while {} is up", p.siblings_text(siblings_up)),
                 ));
             } else {
-                alone.push(text);
+                alone.push((*p, text));
             }
         }
     }
@@ -272,29 +383,33 @@ fn rdma_ports(ctx: &NodeContext, _: Scope) -> Outcome {
         v.with_output(table.clone())
             .with_count("rdma_ports_up", up as f64, "ports")
     };
+    // Ports set down on purpose are said beside any other finding.
+    let also = if off.is_empty() {
+        String::new()
+    } else {
+        format!("; also set down: {}", off.join("; "))
+    };
     if let Some((first, _)) = down.first() {
-        let next = format!(
-            "{} show the port and its link; a Polling port has no link partner: reseat or replace the cable or transceiver and check the switch port it reaches{}",
-            first.look(),
-            if first.port.is_roce() {
-                format!(
-                    "; `sudo ip link set {} up` if it was taken down",
-                    first.netdev_name()
-                )
-            } else {
-                "; a port stuck in INIT or ARMED needs the subnet manager (opensm, UFM) to sweep it"
-                    .to_string()
-            }
-        );
         let text: Vec<&str> = down.iter().map(|(_, t)| t.as_str()).collect();
-        return end(with(Verdict::found(
-            codes::RDMA_PORT_DOWN.finding_next(text.join("; "), next),
-        )));
-    }
-    if !alone.is_empty() {
-        return end(with(Verdict::found(codes::RDMA_NO_PORT_UP.finding(
-            format!("no port of its kind is up: {}", alone.join("; ")),
+        return end(with(Verdict::found(codes::RDMA_PORT_DOWN.finding_next(
+            format!("{}{also}", text.join("; ")),
+            advice(first),
         ))));
+    }
+    if let Some((first, _)) = alone.first() {
+        let text: Vec<&str> = alone.iter().map(|(_, t)| t.as_str()).collect();
+        return end(with(Verdict::found(codes::RDMA_NO_PORT_UP.finding_next(
+            format!("no port of its kind is up: {}{also}", text.join("; ")),
+            format!(
+                "if the node should be on this fabric: {}; if these ports are unused by design, waive this code for the node",
+                advice(first)
+            ),
+        ))));
+    }
+    if !off.is_empty() {
+        return end(with(Verdict::found(
+            codes::RDMA_PORT_DISABLED.finding(off.join("; ")),
+        )));
     }
     let mut parts = vec![Verdict::pass(format!(
         "{up} RDMA port{} up ({})",
@@ -315,7 +430,8 @@ fn rdma_ports(ctx: &NodeContext, _: Scope) -> Outcome {
 fn kinds_text(all: &[Port<'_>]) -> String {
     let mut kinds: BTreeMap<(String, u32, String), usize> = BTreeMap::new();
     for p in all {
-        *kinds.entry(p.kind()).or_default() += 1;
+        let (_, n, layer) = p.kind();
+        *kinds.entry((p.device.model(), n, layer)).or_default() += 1;
     }
     kinds
         .into_iter()
@@ -411,6 +527,7 @@ fn rdma_rate(ctx: &NodeContext, _: Scope) -> Outcome {
             list(&unread, 4)
         )));
     }
+    parts.extend(unread_devices(scan));
     let mut v = combine(parts, "no port");
     v.metrics = verdict.metrics;
     Ok(v)
@@ -433,10 +550,15 @@ fn roce_up(scan: &RdmaScan) -> Result<Vec<Port<'_>>, Verdict> {
 fn roce_gids(ctx: &NodeContext, _: Scope) -> Outcome {
     let scan = cards(ctx)?;
     let roce = roce_up(scan)?;
-    let mut missing = Vec::new();
-    let mut addressed = Vec::new();
+    let (mut missing, mut addressed, mut unread) = (Vec::new(), Vec::new(), Vec::new());
     for p in &roce {
-        match p.port.gids.iter().find(|g| g.is_v2() && g.is_routable()) {
+        let found = p.port.gids.iter().find(|g| g.is_v2() && g.is_routable());
+        if let (None, Some(e)) = (found, &p.port.gid_error) {
+            // A table that did not read whole cannot say it lacks a GID.
+            unread.push(format!("{}: {e}", p.name()));
+            continue;
+        }
+        match found {
             Some(g) => addressed.push(format!("{} {} (GID {})", p.device.name, g.shown(), g.index)),
             None => {
                 let has: Vec<String> = p
@@ -471,10 +593,21 @@ fn roce_gids(ctx: &NodeContext, _: Scope) -> Outcome {
             ),
         )));
     }
-    Ok(Verdict::pass(format!(
-        "every RoCE port that is up has a routable RoCE v2 GID: {}",
-        list(&addressed, 8)
-    )))
+    let mut parts = Vec::new();
+    if !addressed.is_empty() {
+        parts.push(Verdict::pass(format!(
+            "every RoCE port that is up has a routable RoCE v2 GID: {}",
+            list(&addressed, 8)
+        )));
+    }
+    if !unread.is_empty() {
+        parts.push(Verdict::unverifiable(format!(
+            "GID table not read: {}",
+            list(&unread, 4)
+        )));
+    }
+    parts.extend(unread_devices(scan));
+    Ok(combine(parts, "no RoCE port"))
 }
 
 /// The least netdev MTU that gives a RoCE MTU of 4096: Linux's
@@ -529,6 +662,7 @@ fn roce_mtu(ctx: &NodeContext, _: Scope) -> Outcome {
             list(&unread, 4)
         )));
     }
+    parts.extend(unread_devices(scan));
     Ok(combine(parts, "no RoCE port"))
 }
 
@@ -536,10 +670,16 @@ fn nic_firmware(ctx: &NodeContext, _: Scope) -> Outcome {
     let scan = cards(ctx)?;
     let mut by_model: BTreeMap<String, BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
     let mut unread = Vec::new();
-    for d in &scan.devices {
+    for d in physical(scan) {
+        // One firmware per card (both functions of a dual-port card run
+        // it), compared among cards of one model and board.
+        let card = match &d.board_id {
+            Some(b) => format!("{} ({b})", d.model()),
+            None => d.model(),
+        };
         match d.firmware.as_deref() {
             Some(fw) => by_model
-                .entry(d.model())
+                .entry(card)
                 .or_default()
                 .entry(fw)
                 .or_default()
@@ -609,7 +749,7 @@ fn nic_pcie_link(ctx: &NodeContext, _: Scope) -> Outcome {
     let mut seen = std::collections::BTreeSet::new();
     let (mut short, mut unread, mut full) = (Vec::new(), Vec::new(), Vec::new());
     let mut metrics = Verdict::pass("");
-    for d in &scan.devices {
+    for d in physical(scan) {
         // Both ports of a dual-port card on one function share its link.
         let Some(address) = d.address() else {
             unread.push(format!("{} (no PCI function)", d.name));
@@ -618,7 +758,10 @@ fn nic_pcie_link(ctx: &NodeContext, _: Scope) -> Outcome {
         if !seen.insert(address) {
             continue;
         }
-        let link = match pci::physical_link(&ctx.facts.sysroot, address) {
+        // A card with a PCIe switch of its own (ConnectX-8, BlueField-3)
+        // trains its slot link above its own vendor's bridges.
+        let vendor = d.pci.as_ref().and_then(|p| p.ids).map_or(0, |(v, _)| v);
+        let link = match pci::physical_link_past(&ctx.facts.sysroot, address, vendor) {
             Ok(l) => l,
             Err(e) => {
                 unread.push(format!("{}: {e}", d.name));
@@ -626,7 +769,10 @@ fn nic_pcie_link(ctx: &NodeContext, _: Scope) -> Outcome {
             }
         };
         let (Some(cur), Some(max)) = (link.current_width, link.max_width) else {
-            unread.push(format!("{} ({address}): no link width", d.name));
+            unread.push(match link.unread.first() {
+                Some(e) => format!("{} ({address}): {e}", d.name),
+                None => format!("{} ({address}): no link width", d.name),
+            });
             continue;
         };
         metrics = metrics.with_count(
@@ -684,6 +830,7 @@ fn nic_pcie_link(ctx: &NodeContext, _: Scope) -> Outcome {
             list(&unread, 4)
         )));
     }
+    parts.extend(unread_devices(scan));
     let mut v = combine(parts, "no card");
     v.metrics = metrics.metrics;
     Ok(v)
@@ -712,8 +859,9 @@ impl Placed<'_> {
 }
 
 /// Each GPU's card: pairs taken closest first (a shared switch, then a
-/// root complex, then a NUMA node, then the rest), ties to the card whose
-/// bus is nearest the GPU's, as RCCL gives each GPU the closest NIC.
+/// root complex, then a NUMA node, then a card whose NUMA node is unknown
+/// before one known to be remote), ties to the card whose bus is nearest
+/// the GPU's, as RCCL gives each GPU the closest NIC.
 fn pair<'a>(
     gpus: &[Placed<'a>],
     nics: &[Placed<'a>],
@@ -723,8 +871,10 @@ fn pair<'a>(
         Closeness::Unknown if one_domain => Closeness::NumaNode,
         c => c,
     };
+    // The bus of `dddd:bb:dd.f` (domains may have five digits).
     let bus = |a: &str| {
-        a.get(5..7)
+        a.rsplit(':')
+            .nth(1)
             .and_then(|b| u8::from_str_radix(b, 16).ok())
             .unwrap_or(0)
     };
@@ -734,8 +884,8 @@ fn pair<'a>(
         Closeness::Switch,
         Closeness::RootComplex,
         Closeness::NumaNode,
-        Closeness::Remote,
         Closeness::Unknown,
+        Closeness::Remote,
     ] {
         for (gi, g) in gpus.iter().enumerate() {
             if pairs[gi].is_some() {
@@ -780,9 +930,24 @@ fn gpu_nic_affinity(ctx: &NodeContext, _: Scope) -> Outcome {
             });
         }
     }
+    // The rails: the cards of the kind the node has most of (a frontend
+    // card, the unused function of a dual-port card or a VF is no GPU's
+    // rail), one per PCI function.
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for d in physical(scan) {
+        *kinds.entry(d.kind()).or_default() += 1;
+    }
+    let rail = kinds
+        .iter()
+        .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        .map(|(k, _)| k.clone())
+        .unwrap_or_default();
     let mut nics: Vec<Placed<'_>> = Vec::new();
-    for d in &scan.devices {
+    for d in physical(scan).filter(|d| d.kind() == rail) {
         let Some(address) = d.address() else { continue };
+        if nics.iter().any(|n| n.address == address) {
+            continue;
+        }
         if let Some(at) = place(d.name.clone(), address) {
             nics.push(Placed {
                 name: d.name.clone(),
@@ -802,9 +967,13 @@ fn gpu_nic_affinity(ctx: &NodeContext, _: Scope) -> Outcome {
             list(&unread, 3)
         )));
     }
-    // A kernel that knows no device's NUMA node treats the host as one
-    // memory domain (numa_node -1 everywhere): nothing is remote there.
-    let one_domain = gpus.iter().chain(&nics).all(|p| p.at.numa_node.is_none());
+    // One memory domain: nothing is remote. The kernel says how many
+    // NUMA nodes it has; without that, a node where no device has one
+    // (numa_node -1 everywhere) is taken as one.
+    let one_domain = match rdma::numa_nodes_online(sysroot) {
+        Some(n) => n == 1,
+        None => gpus.iter().chain(&nics).all(|p| p.at.numa_node.is_none()),
+    };
     let pairs = pair(&gpus, &nics, one_domain);
     let mut table = String::new();
     for (g, p) in gpus.iter().zip(&pairs) {
@@ -820,8 +989,13 @@ fn gpu_nic_affinity(ctx: &NodeContext, _: Scope) -> Outcome {
     }
     let with = |v: Verdict| v.with_output(table.clone());
     if nics.len() < gpus.len() {
+        let unplaced = if unread.is_empty() {
+            String::new()
+        } else {
+            format!("; not placed: {}", list(&unread, 4))
+        };
         return end(with(Verdict::not_applicable(format!(
-            "{} RDMA cards for {} GPUs: GPUs share cards, so no GPU is owed one nearby (the pairing RCCL would start from is in the output)",
+            "{} {rail} cards for {} GPUs: GPUs share cards, so no GPU is owed one nearby (the pairing RCCL would start from is in the output){unplaced}",
             nics.len(),
             gpus.len()
         ))));
@@ -906,7 +1080,7 @@ fn gpu_nic_affinity(ctx: &NodeContext, _: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::{next_step, node};
+    use crate::layers::fixture::{code, next_step, node};
     use rocgate_harness::SkipReason;
 
     #[test]
@@ -933,7 +1107,7 @@ mod tests {
                 .map(|c| c.id)
                 .collect();
             // InfiniBand has no RoCE to judge.
-            let expected = if scenario.ends_with("ib") { 5 } else { 7 };
+            let expected = if scenario.ends_with("ib") { 6 } else { 8 };
             assert_eq!(passed.len(), expected, "{scenario}: {passed:?}");
         }
         let n = node("mi300x-8-ib");
@@ -947,7 +1121,7 @@ mod tests {
         let v = n.verdict(nic_firmware, Scope::Node);
         assert_eq!(
             v.facts.get("nic_firmware").map(String::as_str),
-            Some("ConnectX-7 28.39.1002")
+            Some("ConnectX-7 (MT_0000000838) 28.39.1002")
         );
         let v = n.verdict(gpu_nic_affinity, Scope::Node);
         assert!(v.message.contains("8 on one root complex"), "{}", v.message);
@@ -995,7 +1169,7 @@ mod tests {
             Some("rdma-port-slow"),
             "{v:?}"
         );
-        assert!(v.message.contains("bnxt_re2 port 1 (BCM57608 at 0000:4c:00.0, Ethernet) runs at 200 Gb/sec (4X HDR) while port 1 of each of the other 7 BCM57608 cards runs at 400 Gb/sec (4X NDR)"), "{}", v.message);
+        assert!(v.message.contains("bnxt_re2 port 1 (BCM57608 at 0000:4c:00.0, Ethernet, enp76s0np0) runs at 200 Gb/sec (4X HDR) while port 1 of each of the other 7 BCM57608 cards runs at 400 Gb/sec (4X NDR)"), "{}", v.message);
         assert_eq!(v.metrics.len(), 8);
         let v = node("nic-numa-remote").verdict(gpu_nic_affinity, Scope::Node);
         assert_eq!(
@@ -1020,6 +1194,121 @@ mod tests {
             "{}",
             v.message
         );
+    }
+
+    /// Writes `contents` to `rel` under the node's root.
+    fn put(root: &std::path::Path, rel: &str, contents: &str) {
+        std::fs::write(root.join(rel), contents).unwrap();
+    }
+
+    #[test]
+    fn cards_that_are_no_rails_are_not_judged_as_rails() {
+        use crate::layers::fixture::node_changed;
+        // Each rail card grows an unused second port (function 1, its own
+        // RDMA device, down), and mlx5_0 a virtual function that is down.
+        let n = node_changed("mi300x-8-ib", |root| {
+            let devices = root.join("sys/devices");
+            // (device, PCI function, its directory under sys/devices)
+            let spares = [
+                (
+                    "mlx5_8",
+                    "0000:0c:00.1",
+                    "pci0000:00/0000:00:03.4/0000:0c:00.1",
+                    "0x1021",
+                ),
+                (
+                    "mlx5_9",
+                    "0000:2c:00.2",
+                    "pci0000:20/0000:20:03.4/0000:2c:00.2",
+                    "0x101e",
+                ),
+            ];
+            for (name, address, dir, id) in spares {
+                let f = devices.join(dir);
+                let ib = f.join("infiniband").join(name);
+                std::fs::create_dir_all(ib.join("ports/1")).unwrap();
+                for (file, v) in [
+                    ("vendor", "0x15b3\n"),
+                    ("device", id),
+                    ("class", "0x020700\n"),
+                ] {
+                    put(&f, file, v);
+                }
+                for (file, v) in [
+                    ("fw_ver", "28.39.1002\n"),
+                    ("hca_type", "MT4129\n"),
+                    ("board_id", "MT_0000000838\n"),
+                ] {
+                    put(&ib, file, v);
+                }
+                for (file, v) in [
+                    ("state", "1: DOWN\n"),
+                    ("phys_state", "2: Polling\n"),
+                    ("link_layer", "InfiniBand\n"),
+                    ("rate", "10 Gb/sec (4X SDR)\n"),
+                ] {
+                    put(&ib, &format!("ports/1/{file}"), v);
+                }
+                std::os::unix::fs::symlink(format!("../../../{address}"), ib.join("device"))
+                    .unwrap();
+                std::os::unix::fs::symlink(
+                    format!("../../devices/{dir}/infiniband/{name}"),
+                    root.join("sys/class/infiniband").join(name),
+                )
+                .unwrap();
+                std::os::unix::fs::symlink(
+                    format!("../../../devices/{dir}"),
+                    root.join("sys/bus/pci/devices").join(address),
+                )
+                .unwrap();
+            }
+            // mlx5_9 is a VF of mlx5_1's card.
+            std::os::unix::fs::symlink(
+                "../0000:2c:00.0",
+                devices.join("pci0000:20/0000:20:03.4/0000:2c:00.2/physfn"),
+            )
+            .unwrap();
+        });
+        // The unused second ports of one kind are all down: a warning, not
+        // a drain; the VF is no card at all.
+        let v = n.verdict(rdma_ports, Scope::Node);
+        assert_eq!(code(&v), Some("rdma-no-port-up"), "{}", v.message);
+        assert!(
+            v.message.contains("mlx5_8 port 1") && !v.message.contains("mlx5_9"),
+            "{}",
+            v.message
+        );
+        let v = n.verdict(gpu_nic_affinity, Scope::Node);
+        assert_eq!(v.status, rocgate_harness::Status::Pass, "{}", v.message);
+        assert!(
+            !v.output.contains("mlx5_8") && !v.output.contains("mlx5_9"),
+            "{}",
+            v.output
+        );
+    }
+
+    #[test]
+    fn a_port_set_down_warns_and_a_card_without_its_rdma_device_is_named() {
+        use crate::layers::fixture::node_changed;
+        let n = node_changed("mi300x-8-roce", |root| {
+            let ib = root.join("sys/class/infiniband");
+            let port = ib.join("bnxt_re3/ports/1");
+            put(&port, "state", "1: DOWN\n");
+            put(&port, "phys_state", "3: Disabled\n");
+            put(&root.join("sys/class/net/enp108s0np0"), "flags", "0x1002\n");
+            // bnxt_re5's RDMA device never came: bnxt_re did not probe it.
+            std::fs::remove_file(ib.join("bnxt_re5")).unwrap();
+        });
+        let v = n.verdict(rdma_ports, Scope::Node);
+        assert_eq!(code(&v), Some("rdma-port-disabled"), "{}", v.message);
+        assert!(
+            v.message.contains("its netdev enp108s0np0 is set down"),
+            "{}",
+            v.message
+        );
+        let v = n.verdict(rdma_devices, Scope::Node);
+        assert_eq!(code(&v), Some("rdma-device-missing"), "{}", v.message);
+        assert!(v.message.contains("1 of the 8 RDMA cards on the PCI bus have no RDMA device in /sys/class/infiniband: 0000:ac:00.0 (BCM57608, driver bnxt_en)"), "{}", v.message);
     }
 
     #[test]
