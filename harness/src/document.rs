@@ -81,7 +81,7 @@ pub struct Document<R = CheckResult, D = serde_json::Value> {
     pub versions: BTreeMap<String, BTreeMap<String, String>>,
     /// Each scope with its identity (an entry of another shape is left
     /// out, the others kept).
-    #[serde(default, deserialize_with = "each")]
+    #[serde(default, deserialize_with = "crate::loose::scopes_of")]
     pub scopes: Vec<ScopeEntry>,
     /// Every result, in run order.
     pub results: Vec<R>,

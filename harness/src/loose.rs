@@ -9,6 +9,7 @@
 use crate::verdict::MetricKind;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -40,19 +41,22 @@ macro_rules! forward_other {
     };
 }
 
-/// The part of a metric the fleet compares.
+/// The part of a metric the fleet compares; its text borrowed from the
+/// report where the report's bytes allow.
 #[derive(Debug, PartialEq)]
-pub(crate) struct SavedMetric {
-    pub name: String,
+pub(crate) struct SavedMetric<'a> {
+    pub name: Cow<'a, str>,
     pub value: f64,
-    pub unit: String,
+    pub unit: Cow<'a, str>,
     pub kind: Option<MetricKind>,
-    pub between: Option<(String, String)>,
+    pub between: Option<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
 /// The metrics of a result: those of a metric's shape, in order; a value
 /// that is not a list is no metrics.
-pub(crate) fn metrics_of<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SavedMetric>, D::Error> {
+pub(crate) fn metrics_of<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<SavedMetric<'de>>, D::Error> {
     d.deserialize_any(ListOf).map(Option::unwrap_or_default)
 }
 
@@ -60,7 +64,7 @@ pub(crate) fn metrics_of<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<SavedMet
 struct ListOf;
 
 impl<'de> Visitor<'de> for ListOf {
-    type Value = Option<Vec<SavedMetric>>;
+    type Value = Option<Vec<SavedMetric<'de>>>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a list of metrics")
@@ -88,18 +92,24 @@ impl<'de> Visitor<'de> for ListOf {
 /// `None`, its content skipped.
 struct Loose<T>(Option<T>);
 
-/// A type [`Loose`] can take from whatever value it meets.
-trait Shape: Sized {
+/// A type [`Loose`] can take from whatever value it meets, in a document
+/// whose text lives for `'de`.
+trait Shape<'de>: Sized {
     fn from_str(_: &str) -> Option<Self> {
         None
+    }
+    /// Text that lives as long as the document: kept without a copy by
+    /// those that can.
+    fn from_borrowed(s: &'de str) -> Option<Self> {
+        Self::from_str(s)
     }
     fn from_f64(_: f64) -> Option<Self> {
         None
     }
-    fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Option<Self>, A::Error> {
+    fn from_seq<A: SeqAccess<'de>>(seq: A) -> Result<Option<Self>, A::Error> {
         skip_seq(seq).map(|()| None)
     }
-    fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error> {
+    fn from_map<A: MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error> {
         skip_map(map).map(|()| None)
     }
 }
@@ -116,7 +126,7 @@ fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
 
 struct LooseVisitor<T>(std::marker::PhantomData<T>);
 
-impl<'de, T: Shape> Visitor<'de> for LooseVisitor<T> {
+impl<'de, T: Shape<'de>> Visitor<'de> for LooseVisitor<T> {
     type Value = Option<T>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -137,6 +147,9 @@ impl<'de, T: Shape> Visitor<'de> for LooseVisitor<T> {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
         Ok(T::from_str(v))
     }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(T::from_borrowed(v))
+    }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(None)
     }
@@ -151,20 +164,29 @@ impl<'de, T: Shape> Visitor<'de> for LooseVisitor<T> {
     }
 }
 
-impl<'de, T: Shape> Deserialize<'de> for Loose<T> {
+impl<'de, T: Shape<'de>> Deserialize<'de> for Loose<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(LooseVisitor(std::marker::PhantomData))
             .map(Loose)
     }
 }
 
-impl Shape for String {
+impl Shape<'_> for String {
     fn from_str(s: &str) -> Option<Self> {
         Some(s.to_string())
     }
 }
 
-impl Shape for f64 {
+impl<'de> Shape<'de> for Cow<'de, str> {
+    fn from_str(s: &str) -> Option<Self> {
+        Some(Cow::Owned(s.to_string()))
+    }
+    fn from_borrowed(s: &'de str) -> Option<Self> {
+        Some(Cow::Borrowed(s))
+    }
+}
+
+impl Shape<'_> for f64 {
     fn from_f64(v: f64) -> Option<Self> {
         Some(v)
     }
@@ -196,10 +218,10 @@ impl<T> Field<T> {
 /// A value for a [`Field`]: null, a `T`, or something else.
 struct FieldValue<T>(Field<T>);
 
-impl<'de, T: Shape> Deserialize<'de> for FieldValue<T> {
+impl<'de, T: Shape<'de>> Deserialize<'de> for FieldValue<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Shape> Visitor<'de> for V<T> {
+        impl<'de, T: Shape<'de>> Visitor<'de> for V<T> {
             type Value = Field<T>;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
                 f.write_str("any value")
@@ -225,6 +247,9 @@ impl<'de, T: Shape> Deserialize<'de> for FieldValue<T> {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
                 Ok(T::from_str(v).map_or(Field::Bad, Field::Is))
             }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(T::from_borrowed(v).map_or(Field::Bad, Field::Is))
+            }
             fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
                 Ok(T::from_seq(seq)?.map_or(Field::Bad, Field::Is))
             }
@@ -238,12 +263,16 @@ impl<'de, T: Shape> Deserialize<'de> for FieldValue<T> {
 }
 
 /// A pair of GPUs, `["gpu0", "gpu1"]`.
-struct Pair(String, String);
+struct Pair<'a>(Cow<'a, str>, Cow<'a, str>);
 
-impl Shape for Pair {
-    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
-        let a = seq.next_element::<Loose<String>>()?.and_then(|l| l.0);
-        let b = seq.next_element::<Loose<String>>()?.and_then(|l| l.0);
+impl<'de> Shape<'de> for Pair<'de> {
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+        let a = seq
+            .next_element::<Loose<Cow<'de, str>>>()?
+            .and_then(|l| l.0);
+        let b = seq
+            .next_element::<Loose<Cow<'de, str>>>()?
+            .and_then(|l| l.0);
         let extra = seq.next_element::<IgnoredAny>()?.is_some();
         skip_seq(seq)?;
         Ok(match (a, b, extra) {
@@ -256,7 +285,7 @@ impl Shape for Pair {
 /// A metric's kind by its name.
 struct Kind(MetricKind);
 
-impl Shape for Kind {
+impl Shape<'_> for Kind {
     fn from_str(s: &str) -> Option<Self> {
         let d: de::value::StrDeserializer<'_, de::value::Error> = s.into_deserializer();
         MetricKind::deserialize(d).ok().map(Kind)
@@ -267,8 +296,8 @@ impl Shape for Kind {
 /// left out.
 struct Strings(BTreeMap<String, String>);
 
-impl Shape for Strings {
-    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+impl<'de> Shape<'de> for Strings {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
         let mut out = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
             if let Loose(Some(v)) = map.next_value::<Loose<String>>()? {
@@ -308,8 +337,8 @@ pub(crate) fn versions_of<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, D::Error> {
     struct Scopes(BTreeMap<String, BTreeMap<String, String>>);
-    impl Shape for Scopes {
-        fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+    impl<'de> Shape<'de> for Scopes {
+        fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
             let mut out = BTreeMap::new();
             while let Some(scope) = map.next_key::<String>()? {
                 match map.next_value::<Loose<Strings>>()? {
@@ -330,26 +359,96 @@ pub(crate) fn versions_of<'de, D: Deserializer<'de>>(
         .unwrap_or_default())
 }
 
-/// The fields of a metric as they were read, before they are judged.
-#[derive(Default)]
-struct MetricFields {
-    name: Field<String>,
-    value: Field<f64>,
-    unit: Field<String>,
-    kind: Field<Kind>,
-    between: Field<Pair>,
+/// The keys of a scope entry.
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum ScopeKey {
+    Scope,
+    FirstFailingLayer,
+    Properties,
+    #[serde(other)]
+    Other,
 }
 
-impl MetricFields {
+impl<'de> Shape<'de> for crate::document::ScopeEntry {
+    /// An entry with a text label, a text (or null) first failing layer and
+    /// an object of properties (its text values), as a derived reader
+    /// takes one from a tree; any other shape is no entry.
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+        // A key given twice: the last one counts, as in a JSON tree.
+        let (mut scope, mut first, mut properties) = (Field::Absent, Field::Absent, None);
+        while let Some(key) = map.next_key::<ScopeKey>()? {
+            match key {
+                ScopeKey::Scope => scope = map.next_value::<FieldValue<String>>()?.0,
+                ScopeKey::FirstFailingLayer => first = map.next_value::<FieldValue<String>>()?.0,
+                ScopeKey::Properties => {
+                    properties = Some(map.next_value::<Loose<Strings>>()?.0.map(|s| s.0));
+                }
+                ScopeKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let Field::Is(scope) = scope else {
+            return Ok(None);
+        };
+        let Ok(first_failing_layer) = first.optional() else {
+            return Ok(None);
+        };
+        let properties = match properties {
+            None => BTreeMap::new(),
+            Some(Some(p)) => p,
+            Some(None) => return Ok(None),
+        };
+        Ok(Some(crate::document::ScopeEntry {
+            scope,
+            first_failing_layer,
+            properties,
+        }))
+    }
+}
+
+/// The scope entries of a report that have an entry's shape, the others
+/// left out; a value that is not a list is none.
+pub(crate) fn scopes_of<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<crate::document::ScopeEntry>, D::Error> {
+    struct Entries(Vec<crate::document::ScopeEntry>);
+    impl<'de> Shape<'de> for Entries {
+        fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(Loose(e)) = seq.next_element::<Loose<crate::document::ScopeEntry>>()? {
+                out.extend(e);
+            }
+            Ok(Some(Entries(out)))
+        }
+    }
+    Ok(Loose::<Entries>::deserialize(d)?
+        .0
+        .map(|e| e.0)
+        .unwrap_or_default())
+}
+
+/// The fields of a metric as they were read, before they are judged.
+#[derive(Default)]
+struct MetricFields<'a> {
+    name: Field<Cow<'a, str>>,
+    value: Field<f64>,
+    unit: Field<Cow<'a, str>>,
+    kind: Field<Kind>,
+    between: Field<Pair<'a>>,
+}
+
+impl<'a> MetricFields<'a> {
     /// The metric, when its fields have a metric's shape: a name and a
     /// number, a text unit (none when absent), a known kind and a pair
     /// when they are given.
-    fn metric(self) -> Option<SavedMetric> {
+    fn metric(self) -> Option<SavedMetric<'a>> {
         let (Field::Is(name), Field::Is(value)) = (self.name, self.value) else {
             return None;
         };
         let unit = match self.unit {
-            Field::Absent => String::new(),
+            Field::Absent => Cow::Borrowed(""),
             Field::Is(u) => u,
             Field::Null | Field::Bad => return None,
         };
@@ -376,11 +475,11 @@ enum Key {
     Other,
 }
 
-impl Shape for MetricFields {
+impl<'de> Shape<'de> for MetricFields<'de> {
     /// A metric written as a list, its fields in order (as a derived
     /// reader takes a struct): at least a name and a value, at most every
     /// field.
-    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+    fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
         let mut m = MetricFields::default();
         // Each field in turn; the list ending there gives `$short`.
         macro_rules! next {
@@ -391,25 +490,25 @@ impl Shape for MetricFields {
                 }
             };
         }
-        next!(name, String, None);
+        next!(name, Cow<'de, str>, None);
         next!(value, f64, None);
-        next!(unit, String, Some(m));
+        next!(unit, Cow<'de, str>, Some(m));
         next!(kind, Kind, Some(m));
-        next!(between, Pair, Some(m));
+        next!(between, Pair<'de>, Some(m));
         let extra = seq.next_element::<IgnoredAny>()?.is_some();
         skip_seq(seq)?;
         Ok((!extra).then_some(m))
     }
 
-    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
+    fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
         let mut m = MetricFields::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
-                Key::Name => m.name = map.next_value::<FieldValue<String>>()?.0,
+                Key::Name => m.name = map.next_value::<FieldValue<Cow<'de, str>>>()?.0,
                 Key::Value => m.value = map.next_value::<FieldValue<f64>>()?.0,
-                Key::Unit => m.unit = map.next_value::<FieldValue<String>>()?.0,
+                Key::Unit => m.unit = map.next_value::<FieldValue<Cow<'de, str>>>()?.0,
                 Key::Kind => m.kind = map.next_value::<FieldValue<Kind>>()?.0,
-                Key::Between => m.between = map.next_value::<FieldValue<Pair>>()?.0,
+                Key::Between => m.between = map.next_value::<FieldValue<Pair<'de>>>()?.0,
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -425,13 +524,13 @@ mod tests {
     use proptest::prelude::*;
 
     #[derive(Deserialize)]
-    struct Holder {
-        #[serde(default, deserialize_with = "metrics_of")]
-        metrics: Vec<SavedMetric>,
+    struct Holder<'a> {
+        #[serde(borrow, default, deserialize_with = "metrics_of")]
+        metrics: Vec<SavedMetric<'a>>,
     }
 
-    fn read(json: &str) -> Vec<SavedMetric> {
-        serde_json::from_str::<Holder>(json).unwrap().metrics
+    fn read(json: &str) -> Vec<SavedMetric<'_>> {
+        serde_json::from_str::<Holder<'_>>(json).unwrap().metrics
     }
 
     #[test]
@@ -449,7 +548,7 @@ mod tests {
                 ["listed", 4, "GB/s", "throughput"], ["too_long", 1, "", null, null, 6]
             ]}"#,
         );
-        let names: Vec<&str> = got.iter().map(|m| m.name.as_str()).collect();
+        let names: Vec<&str> = got.iter().map(|m| m.name.as_ref()).collect();
         // A list in a metric's field order reads as a derived reader takes it.
         assert_eq!(
             names,
@@ -464,7 +563,7 @@ mod tests {
         assert_eq!(got[0].unit, "TFLOP/s");
         assert_eq!(got[1].between, Some(("gpu0".into(), "gpu1".into())));
         assert_eq!(got[1].value, 48.0);
-        assert_eq!((got[2].unit.as_str(), got[2].kind), ("", None));
+        assert_eq!((got[2].unit.as_ref(), got[2].kind), ("", None));
     }
 
     #[test]
@@ -480,7 +579,7 @@ mod tests {
     }
 
     /// The same metrics as `document::each` keeps, from a JSON tree.
-    fn by_tree(v: &serde_json::Value) -> Vec<SavedMetric> {
+    fn by_tree(v: &serde_json::Value) -> Vec<SavedMetric<'static>> {
         #[derive(Deserialize)]
         struct Tree {
             name: String,
@@ -497,11 +596,11 @@ mod tests {
                 .iter()
                 .filter_map(|i| serde_json::from_value::<Tree>(i.clone()).ok())
                 .map(|t| SavedMetric {
-                    name: t.name,
+                    name: t.name.into(),
                     value: t.value,
-                    unit: t.unit,
+                    unit: t.unit.into(),
                     kind: t.kind,
-                    between: t.between,
+                    between: t.between.map(|(a, b)| (a.into(), b.into())),
                 })
                 .collect(),
             _ => Vec::new(),
@@ -544,6 +643,36 @@ mod tests {
                 .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
             ]
         })
+    }
+
+    #[derive(Deserialize)]
+    struct Scopes {
+        #[serde(default, deserialize_with = "scopes_of")]
+        scopes: Vec<crate::document::ScopeEntry>,
+    }
+
+    #[derive(Deserialize)]
+    struct ScopesByTree {
+        #[serde(default, deserialize_with = "crate::document::each")]
+        scopes: Vec<crate::document::ScopeEntry>,
+    }
+
+    #[test]
+    fn scope_entries_of_an_entry_shape_are_kept_and_odd_ones_left_out() {
+        let text = r#"{"scopes": [
+            {"scope": "gpu0", "properties": {"pci_address": "0000:05:00.0", "n": 1}},
+            {"properties": {}}, 3, null, [1],
+            {"scope": "gpu1", "first_failing_layer": 7},
+            {"scope": "gpu2", "first_failing_layer": null, "x": [1, {"y": 2}]},
+            {"scope": "gpu3", "properties": "odd"},
+            {"scope": "gpu4", "scope": "gpu5"}
+        ]}"#;
+        let got = serde_json::from_str::<Scopes>(text).unwrap().scopes;
+        let tree = serde_json::from_str::<ScopesByTree>(text).unwrap().scopes;
+        assert_eq!(got, tree);
+        let labels: Vec<&str> = got.iter().map(|e| e.scope.as_str()).collect();
+        assert_eq!(labels, ["gpu0", "gpu2", "gpu5"]);
+        assert_eq!(got[0].properties.len(), 1);
     }
 
     proptest! {

@@ -5,6 +5,7 @@
 //! message naming the file, never read whole or guessed at.
 
 use crate::document::Document;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fs::File;
@@ -148,11 +149,17 @@ pub fn parse<R: DeserializeOwned, D: DeserializeOwned>(
 /// built for a report that reads (a fleet of 100,000 reports pays for
 /// what it keeps, not for every value in them). Only when it does not read
 /// is the tree built, to say why as [`parse`] would.
-pub fn parse_bytes<R: DeserializeOwned, D: DeserializeOwned>(
-    bytes: &[u8],
+pub fn parse_bytes<'a, R: Deserialize<'a>, D: Deserialize<'a>>(
+    bytes: &'a [u8],
     what: &str,
 ) -> Result<Document<R, D>, NotRead> {
-    let typed = serde_json::from_slice::<Document<R, D>>(bytes);
+    // Checked as UTF-8 once, the text is parsed without checking each of
+    // its strings again (serde_json's `from_str`): a fleet's reports hold
+    // tens of thousands of strings each.
+    let typed = match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str::<Document<R, D>>(text),
+        Err(_) => serde_json::from_slice::<Document<R, D>>(bytes),
+    };
     let typed = match typed {
         Ok(doc) if u64::from(doc.schema_version) == SCHEMA_VERSION => return Ok(doc),
         other => other.err(),

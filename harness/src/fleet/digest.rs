@@ -10,7 +10,9 @@ use crate::saved_report::{self, NotRead};
 use crate::verdict::{MetricKind, SkipReason, Status};
 use chrono::{DateTime, FixedOffset, SecondsFormat};
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 /// The most metric samples kept of one report: a real extended run of an
 /// 8-GPU node has a few hundred; a report with more is odd, and the rest
@@ -27,7 +29,7 @@ pub struct Digest {
     /// Its fingerprint: (component, value), as [`fingerprint`] reads it.
     pub fingerprint: Vec<(String, String)>,
     /// The metrics the fleet compares across nodes.
-    pub samples: Vec<Sample>,
+    pub samples: Samples,
 }
 
 /// Which side of the fleet's median is the bad one.
@@ -62,14 +64,91 @@ pub struct GroupKey {
 }
 
 /// One metric of one scope of one report.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Sample {
-    /// What it is compared with.
-    pub group: GroupKey,
-    /// Where on the node it was measured: `gpu3`, `gpu0>gpu1`, `node`.
-    pub subject: String,
+    /// What it is compared with: its index in [`Samples::groups`].
+    pub group: u32,
+    /// Where on the node it was measured (`gpu3`, `gpu0>gpu1`, `node`):
+    /// its index in [`Samples::subjects`].
+    pub subject: u32,
     /// The value.
     pub value: f64,
+}
+
+/// A report's samples, each group and subject written once: a report has
+/// a few hundred samples of a few dozen groups on a few dozen subjects.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    /// The groups its samples belong to.
+    pub groups: Vec<GroupKey>,
+    /// Where on the node they were measured.
+    pub subjects: Vec<String>,
+    /// The samples.
+    pub values: Vec<Sample>,
+}
+
+impl Samples {
+    /// Adds `value` of `group` measured on `subject`.
+    pub fn push(&mut self, group: GroupRef<'_>, subject: &str, value: f64) {
+        let g = match self.groups.iter().position(|k| group.is(k)) {
+            Some(g) => g,
+            None => {
+                self.groups.push(group.owned());
+                self.groups.len() - 1
+            }
+        };
+        let s = match self.subjects.iter().position(|k| k == subject) {
+            Some(s) => s,
+            None => {
+                self.subjects.push(subject.to_string());
+                self.subjects.len() - 1
+            }
+        };
+        self.values.push(Sample {
+            group: g as u32,
+            subject: s as u32,
+            value,
+        });
+    }
+}
+
+/// A [`GroupKey`] of borrowed text, looked up before it is kept.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupRef<'a> {
+    /// The tier.
+    pub tier: &'a str,
+    /// The GPU model.
+    pub model: &'a str,
+    /// The partition mode.
+    pub partition: &'a str,
+    /// The metric or its family.
+    pub metric: &'a str,
+    /// Its unit.
+    pub unit: &'a str,
+    /// The bad side.
+    pub side: Side,
+}
+
+impl GroupRef<'_> {
+    fn is(&self, k: &GroupKey) -> bool {
+        k.side == self.side
+            && k.metric == self.metric
+            && k.unit == self.unit
+            && k.model == self.model
+            && k.partition == self.partition
+            && k.tier == self.tier
+    }
+
+    fn owned(&self) -> GroupKey {
+        GroupKey {
+            tier: self.tier.to_string(),
+            model: self.model.to_string(),
+            partition: self.partition.to_string(),
+            metric: self.metric.to_string(),
+            unit: self.unit.to_string(),
+            side: self.side,
+        }
+    }
 }
 
 /// Reads the report in `bytes` (from `file`) into what the fleet keeps of
@@ -80,26 +159,20 @@ pub fn digest(
     terms: &FleetTerms,
     as_of: DateTime<FixedOffset>,
 ) -> Result<Digest, NotRead> {
-    let report: Report = saved_report::parse_bytes(bytes, file)?;
+    let report: Report<'_> = saved_report::parse_bytes(bytes, file)?;
     Ok(reduce(file, &report, terms, as_of))
 }
 
-/// [`digest`] of a report already parsed as JSON.
-pub fn digest_value(
+fn reduce(
     file: &str,
-    doc: serde_json::Value,
+    report: &Report<'_>,
     terms: &FleetTerms,
     as_of: DateTime<FixedOffset>,
-) -> Result<Digest, NotRead> {
-    let report: Report = saved_report::parse(doc, file)?;
-    Ok(reduce(file, &report, terms, as_of))
-}
-
-fn reduce(file: &str, report: &Report, terms: &FleetTerms, as_of: DateTime<FixedOffset>) -> Digest {
+) -> Digest {
     let mut layers: Vec<String> = Vec::new();
     for r in &report.results {
-        if !layers.contains(&r.layer) {
-            layers.push(r.layer.clone());
+        if !layers.iter().any(|l| *l == r.layer) {
+            layers.push(r.layer.to_string());
         }
     }
     Digest {
@@ -111,7 +184,7 @@ fn reduce(file: &str, report: &Report, terms: &FleetTerms, as_of: DateTime<Fixed
 }
 
 /// Each scope's GPU model and partition mode, by label.
-fn models<'a>(report: &'a Report, terms: &FleetTerms) -> BTreeMap<&'a str, (&'a str, &'a str)> {
+fn models<'a>(report: &'a Report<'_>, terms: &FleetTerms) -> BTreeMap<&'a str, (&'a str, &'a str)> {
     report
         .scopes
         .iter()
@@ -134,7 +207,7 @@ fn models<'a>(report: &'a Report, terms: &FleetTerms) -> BTreeMap<&'a str, (&'a 
 /// else its properties), the GPU count, models and partition modes, and per
 /// GPU model every version its GPUs report (firmware, VBIOS), the distinct
 /// values of a model's GPUs joined (`a, b` when a node's GPUs differ).
-fn fingerprint(report: &Report, terms: &FleetTerms) -> Vec<(String, String)> {
+fn fingerprint(report: &Report<'_>, terms: &FleetTerms) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if !report.tool.is_empty() {
         out.push(("rocgate".to_string(), report.tool.clone()));
@@ -185,58 +258,53 @@ fn fingerprint(report: &Report, terms: &FleetTerms) -> Vec<(String, String)> {
 /// The metrics the fleet compares: throughputs (lower is worse) and error
 /// counters (higher is worse) of every result; readings, durations and
 /// counts are not compared (they follow the moment and the host).
-fn samples(report: &Report, terms: &FleetTerms) -> Vec<Sample> {
+fn samples(report: &Report<'_>, terms: &FleetTerms) -> Samples {
     let models = models(report, terms);
-    let node_model = || {
-        let set: BTreeSet<&str> = models.values().map(|(m, _)| *m).collect();
-        set.into_iter().collect::<Vec<_>>().join(", ")
-    };
-    let node_partition = || {
-        let set: BTreeSet<&str> = models.values().map(|(_, p)| *p).collect();
-        set.into_iter().collect::<Vec<_>>().join(", ")
-    };
-    let mut out = Vec::new();
+    let joined = |set: BTreeSet<&str>| set.into_iter().collect::<Vec<_>>().join(", ");
+    // A node-wide measurement belongs to every model the node has.
+    let node_model = joined(models.values().map(|(m, _)| *m).collect());
+    let node_partition = joined(models.values().map(|(_, p)| *p).collect());
+    let mut out = Samples::default();
+    let mut scope = String::new();
+    let mut pair = String::new();
     for r in &report.results {
+        scope.clear();
+        let _ = write!(scope, "{}", r.scope);
         for m in &r.metrics {
             let side = match m.kind {
                 Some(MetricKind::Throughput) => Side::Low,
                 Some(MetricKind::Counter) => Side::High,
                 _ => continue,
             };
-            if !m.value.is_finite() || out.len() >= MAX_SAMPLES {
+            if !m.value.is_finite() || out.values.len() >= MAX_SAMPLES {
                 continue;
             }
-            let scope = r.scope.label();
-            let (subject, metric, on) = match &m.between {
+            let (subject, metric, on): (&str, &str, &str) = match &m.between {
                 Some((from, to)) => {
+                    pair.clear();
+                    let _ = write!(pair, "{from}>{to}");
                     let family = m
                         .name
-                        .strip_suffix(&format!(".{from}>{to}"))
+                        .strip_suffix(pair.as_str())
+                        .and_then(|f| f.strip_suffix('.'))
                         .unwrap_or(&m.name);
-                    (
-                        format!("{from}>{to}"),
-                        family.to_string(),
-                        Some(from.as_str()),
-                    )
+                    (pair.as_str(), family, from)
                 }
-                None => (scope.clone(), m.name.clone(), Some(scope.as_str())),
+                None => (scope.as_str(), &m.name, scope.as_str()),
             };
-            let (model, partition) = match on.and_then(|s| models.get(s)) {
-                Some((m, p)) => (m.to_string(), p.to_string()),
-                None => (node_model(), node_partition()),
+            let (model, partition) = match models.get(on) {
+                Some((m, p)) => (*m, *p),
+                None => (node_model.as_str(), node_partition.as_str()),
             };
-            out.push(Sample {
-                group: GroupKey {
-                    tier: report.tier.clone(),
-                    model,
-                    partition,
-                    metric,
-                    unit: m.unit.clone(),
-                    side,
-                },
-                subject,
-                value: m.value,
-            });
+            let group = GroupRef {
+                tier: &report.tier,
+                model,
+                partition,
+                metric,
+                unit: &m.unit,
+                side,
+            };
+            out.push(group, subject, m.value);
         }
     }
     out
@@ -246,28 +314,32 @@ fn samples(report: &Report, terms: &FleetTerms) -> Vec<Sample> {
 /// the node and the metrics the fleet compares, nothing of facts, series
 /// or messages; a metric written oddly (a `null` reading) is left out, and
 /// never costs the node its place in the fleet.
-type Report = Document<Saved, SavedDecision>;
+type Report<'a> = Document<Saved<'a>, SavedDecision>;
 
-/// The part of a result the fleet reads.
+/// The part of a result the fleet reads; its text borrowed from the
+/// report's bytes where they allow.
 #[derive(Deserialize)]
-struct Saved {
-    id: String,
-    layer: String,
+struct Saved<'a> {
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow)]
+    layer: Cow<'a, str>,
     scope: Scope,
     status: Status,
-    #[serde(default)]
-    finding: Option<SavedFinding>,
+    #[serde(borrow, default)]
+    finding: Option<SavedFinding<'a>>,
     #[serde(default)]
     skip_reason: Option<SkipReason>,
     #[serde(default)]
     waiver: Option<SavedWaiver>,
-    #[serde(default, deserialize_with = "crate::loose::metrics_of")]
-    metrics: Vec<crate::loose::SavedMetric>,
+    #[serde(borrow, default, deserialize_with = "crate::loose::metrics_of")]
+    metrics: Vec<crate::loose::SavedMetric<'a>>,
 }
 
 #[derive(Deserialize)]
-struct SavedFinding {
-    code: String,
+struct SavedFinding<'a> {
+    #[serde(borrow)]
+    code: Cow<'a, str>,
     #[serde(default)]
     blames: Option<Scope>,
 }
@@ -278,7 +350,7 @@ struct SavedWaiver {
     expired: bool,
 }
 
-impl Saved {
+impl Saved<'_> {
     fn waived(&self) -> bool {
         self.waiver.as_ref().is_some_and(|w| !w.expired)
     }
@@ -299,7 +371,7 @@ impl Saved {
     }
 
     /// Whether it fails its run, as `RunReport::fails_run` decides.
-    fn fails(&self, report: &Report) -> bool {
+    fn fails(&self, report: &Report<'_>) -> bool {
         self.is_fault()
             || (self.status == Status::Blocked && !self.waived())
             || (report.fail_on.as_deref() == Some("warn") && self.is_warning())
@@ -318,7 +390,7 @@ struct SavedDecision {
 
 /// How a report's own verdicts compare with its results: whether it
 /// passed by all of them, and how they disagree when they do.
-fn judge(report: &Report) -> (bool, Option<String>) {
+fn judge(report: &Report<'_>) -> (bool, Option<String>) {
     let failing = report.results.iter().find(|r| r.fails(report));
     let by_results = report.interrupted.is_none() && failing.is_none();
     let why_fails = || match (failing, &report.interrupted) {
@@ -356,7 +428,7 @@ fn judge(report: &Report) -> (bool, Option<String>) {
 /// One report, summed up.
 fn summarise(
     file: &str,
-    report: &Report,
+    report: &Report<'_>,
     keys: &IdentityKeys,
     as_of: DateTime<FixedOffset>,
 ) -> FleetNode {
@@ -371,22 +443,24 @@ fn summarise(
                 .file_stem()
                 .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned())
         });
-    let mut layers: BTreeMap<String, String> = BTreeMap::new();
+    let mut cells: BTreeMap<&str, &'static str> = BTreeMap::new();
     for r in &report.results {
-        let cell = layers
-            .entry(r.layer.clone())
-            .or_insert_with(|| "skip".into());
+        let cell = cells.entry(&r.layer).or_insert("skip");
         let this = cell_of(r);
         if rank(this) > rank(cell) {
-            *cell = this.to_string();
+            *cell = this;
         }
     }
+    let layers: BTreeMap<String, String> = cells
+        .into_iter()
+        .map(|(l, c)| (l.to_string(), c.to_string()))
+        .collect();
     // The fault lowest in the stack, else the lowest warning; the report's
     // own first failing layer decides which layer.
     let stopping = report.results.iter().filter(|r| r.is_fault());
     let fault = stopping
         .clone()
-        .find(|r| Some(&r.layer) == report.first_failing_layer.as_ref())
+        .find(|r| Some(r.layer.as_ref()) == report.first_failing_layer.as_deref())
         .or_else(|| stopping.clone().next())
         .or_else(|| report.results.iter().find(|r| r.is_warning()));
     // A node-wide check whose finding blames one GPU (an all-reduce
@@ -446,9 +520,9 @@ fn summarise(
         // may name a layer that only warned.
         first_failing_layer: fault
             .filter(|r| r.is_fault())
-            .map(|r| r.layer.clone())
+            .map(|r| r.layer.to_string())
             .or_else(|| report.first_failing_layer.clone()),
-        code: fault.and_then(|r| r.finding.as_ref().map(|f| f.code.clone())),
+        code: fault.and_then(|r| r.finding.as_ref().map(|f| f.code.to_string())),
         scope: scope.map(Scope::label),
         pci_address,
         drain,
@@ -465,7 +539,7 @@ fn summarise(
     }
 }
 
-fn cell_of(r: &Saved) -> &'static str {
+fn cell_of(r: &Saved<'_>) -> &'static str {
     match r.status {
         _ if r.waived() => "waived",
         Status::Fail | Status::Timeout | Status::Crash => "fail",

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
 pub use diff::FleetDiff;
-pub use digest::{Digest, digest, digest_value};
+pub use digest::{Digest, digest};
 pub use drift::{Drift, Mixed};
 pub use outliers::{MetricSpread, OutlierRule};
 

@@ -3,7 +3,7 @@
 //! over the nodes that passed, and the GPUs and nodes far on its bad side,
 //! whether or not they pass their floors.
 
-use super::digest::{GroupKey, Sample, Side};
+use super::digest::{GroupKey, Samples, Side};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -70,21 +70,45 @@ pub(super) struct MetricTally {
 
 impl MetricTally {
     /// Adds node `node`'s samples (nodes are added in order, once each).
-    pub(super) fn add(&mut self, node: u32, passed: bool, samples: Vec<Sample>) {
+    pub(super) fn add(&mut self, node: u32, passed: bool, samples: Samples) {
         if self.passed.len() <= node as usize {
             self.passed.resize(node as usize + 1, false);
         }
         self.passed[node as usize] = passed;
-        for s in samples {
-            let g = match self.ids.get(&s.group) {
+        // The report's own groups and subjects, each looked up once.
+        let groups: Vec<u32> = samples
+            .groups
+            .into_iter()
+            .map(|key| match self.ids.get(&key) {
                 Some(&g) => g,
                 None => {
                     let g = self.keys.len() as u32;
-                    self.keys.push(s.group.clone());
-                    self.ids.insert(s.group, g);
+                    self.keys.push(key.clone());
+                    self.ids.insert(key, g);
                     self.groups.push(Group::default());
                     g
                 }
+            })
+            .collect();
+        let subjects: Vec<u32> = samples
+            .subjects
+            .into_iter()
+            .map(|subject| match self.subject_ids.get(&subject) {
+                Some(&id) => id,
+                None => {
+                    let id = self.subjects.len() as u32;
+                    self.subjects.push(subject.clone());
+                    self.subject_ids.insert(subject, id);
+                    id
+                }
+            })
+            .collect();
+        for s in samples.values {
+            let (Some(&g), Some(&subject)) = (
+                groups.get(s.group as usize),
+                subjects.get(s.subject as usize),
+            ) else {
+                continue;
             };
             let group = &mut self.groups[g as usize];
             if group.last_node != Some(node) {
@@ -97,15 +121,6 @@ impl MetricTally {
                 group.healthy_zeros += usize::from(passed);
                 continue;
             }
-            let subject = match self.subject_ids.get(&s.subject) {
-                Some(&id) => id,
-                None => {
-                    let id = self.subjects.len() as u32;
-                    self.subjects.push(s.subject.clone());
-                    self.subject_ids.insert(s.subject, id);
-                    id
-                }
-            };
             group.kept.push(Kept {
                 node,
                 subject,
@@ -365,19 +380,28 @@ fn finite_or_null<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error
 mod tests {
     use super::*;
 
-    fn sample(metric: &str, side: Side, subject: &str, value: f64) -> Sample {
-        Sample {
-            group: GroupKey {
-                tier: "extended".into(),
-                model: "MI300X".into(),
-                partition: "SPX".into(),
-                metric: metric.into(),
-                unit: "TFLOP/s".into(),
+    /// One sample: (metric, side, subject, value).
+    type One = (String, Side, String, f64);
+
+    fn sample(metric: &str, side: Side, subject: &str, value: f64) -> One {
+        (metric.into(), side, subject.into(), value)
+    }
+
+    /// A report's samples, of an extended run of MI300Xs in SPX.
+    fn samples(all: impl IntoIterator<Item = One>) -> Samples {
+        let mut out = Samples::default();
+        for (metric, side, subject, value) in all {
+            let group = crate::fleet::digest::GroupRef {
+                tier: "extended",
+                model: "MI300X",
+                partition: "SPX",
+                metric: &metric,
+                unit: "TFLOP/s",
                 side,
-            },
-            subject: subject.into(),
-            value,
+            };
+            out.push(group, &subject, value);
         }
+        out
     }
 
     #[test]
@@ -385,7 +409,7 @@ mod tests {
         let mut t = MetricTally::default();
         let names: Vec<String> = (0..10).map(|i| format!("n{i}")).collect();
         for n in 0..10u32 {
-            let samples = (0..8)
+            let all = (0..8)
                 .map(|g| {
                     let v = if n == 4 && g == 3 {
                         575.0
@@ -399,9 +423,8 @@ mod tests {
                     Side::High,
                     "gpu0",
                     if n == 7 { 2.0 } else { 0.0 },
-                )])
-                .collect();
-            t.add(n, n != 9, samples);
+                )]);
+            t.add(n, n != 9, samples(all));
         }
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let (spreads, per_node) = t.finish(&names, &OutlierRule::default());
@@ -433,12 +456,12 @@ mod tests {
             t.add(
                 n,
                 true,
-                vec![sample(
+                samples([sample(
                     "h2d_gbps",
                     Side::Low,
                     "gpu0",
                     if n == 0 { 10.0 } else { 50.0 },
-                )],
+                )]),
             );
         }
         let (spreads, _) = t.finish(&["a", "b", "c", "d"], &OutlierRule::default());
@@ -450,12 +473,12 @@ mod tests {
             t.add(
                 n,
                 true,
-                vec![sample(
+                samples([sample(
                     "h2d_gbps",
                     Side::Low,
                     "gpu0",
                     if n == 0 { 48.5 } else { 50.0 },
-                )],
+                )]),
             );
         }
         let names = ["a", "b", "c", "d", "e", "f", "g", "h"];
@@ -467,12 +490,12 @@ mod tests {
             t.add(
                 n,
                 true,
-                vec![sample(
+                samples([sample(
                     "h2d_gbps",
                     Side::Low,
                     "gpu0",
                     if n == 0 { 90.0 } else { 50.0 },
-                )],
+                )]),
             );
         }
         let (spreads, _) = t.finish(&names, &OutlierRule::default());
