@@ -68,6 +68,13 @@ fn one_gpu_on_other_firmware(root: &Path) {
 /// Where a test reaches an RDMA device's files.
 const RDMA: &str = "sys/class/infiniband";
 
+/// The netdev of the RDMA device at `device` (its card's only one).
+fn netdev_of(device: &Path) -> std::path::PathBuf {
+    let net = device.join("device/net");
+    let first = fs::read_dir(&net).unwrap().next().unwrap().unwrap();
+    net.join(first.file_name())
+}
+
 /// Every ConnectX-7 port down, as no link partner leaves it.
 fn every_rdma_port_down(root: &Path) {
     for i in 0..8 {
@@ -84,16 +91,11 @@ fn roce_rail_set_down_and_one_unprobed(root: &Path) {
     let port = root.join(format!("{RDMA}/bnxt_re3/ports/1"));
     fs::write(port.join("state"), "1: DOWN\n").unwrap();
     fs::write(port.join("phys_state"), "3: Disabled\n").unwrap();
-    let net = root.join(format!("{RDMA}/bnxt_re3/device/net"));
-    let netdev = net.join(
-        fs::read_dir(&net)
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .file_name(),
-    );
-    fs::write(netdev.join("flags"), "0x1002\n").unwrap();
+    fs::write(
+        netdev_of(&root.join(format!("{RDMA}/bnxt_re3"))).join("flags"),
+        "0x1002\n",
+    )
+    .unwrap();
     fs::remove_file(root.join(format!("{RDMA}/bnxt_re5"))).unwrap();
 }
 
@@ -102,17 +104,7 @@ fn roce_rail_set_down_and_one_unprobed(root: &Path) {
 /// entries), bnxt_re6 on other firmware, bnxt_re7's link trained at x8.
 fn roce_rails_misconfigured(root: &Path) {
     let dev = |i: u32| root.join(format!("{RDMA}/bnxt_re{i}"));
-    let netdev = |i: u32| {
-        let net = dev(i).join("device/net");
-        net.join(
-            fs::read_dir(&net)
-                .unwrap()
-                .next()
-                .unwrap()
-                .unwrap()
-                .file_name(),
-        )
-    };
+    let netdev = |i: u32| netdev_of(&dev(i));
     fs::write(netdev(1).join("mtu"), "1500\n").unwrap();
     for gid in ["2", "3"] {
         fs::write(

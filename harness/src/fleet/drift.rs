@@ -21,7 +21,14 @@ pub(super) struct DriftTally {
     nodes: Vec<Vec<(u32, u32)>>,
 }
 
-fn intern(names: &mut Vec<String>, ids: &mut HashMap<String, u32>, name: String) -> u32 {
+/// The id of `name` among `names` (its index), added when new: what a
+/// fleet holds many times (a component, a metric's group, a GPU's label)
+/// is kept once.
+pub(super) fn intern<K: std::hash::Hash + Eq + Clone>(
+    names: &mut Vec<K>,
+    ids: &mut HashMap<K, u32>,
+    name: K,
+) -> u32 {
     if let Some(&id) = ids.get(&name) {
         return id;
     }

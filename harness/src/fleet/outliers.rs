@@ -79,29 +79,18 @@ impl MetricTally {
         let groups: Vec<u32> = samples
             .groups
             .into_iter()
-            .map(|key| match self.ids.get(&key) {
-                Some(&g) => g,
-                None => {
-                    let g = self.keys.len() as u32;
-                    self.keys.push(key.clone());
-                    self.ids.insert(key, g);
+            .map(|key| {
+                let g = super::drift::intern(&mut self.keys, &mut self.ids, key);
+                if g as usize == self.groups.len() {
                     self.groups.push(Group::default());
-                    g
                 }
+                g
             })
             .collect();
         let subjects: Vec<u32> = samples
             .subjects
             .into_iter()
-            .map(|subject| match self.subject_ids.get(&subject) {
-                Some(&id) => id,
-                None => {
-                    let id = self.subjects.len() as u32;
-                    self.subjects.push(subject.clone());
-                    self.subject_ids.insert(subject, id);
-                    id
-                }
-            })
+            .map(|subject| super::drift::intern(&mut self.subjects, &mut self.subject_ids, subject))
             .collect();
         for s in samples.values {
             let (Some(&g), Some(&subject)) = (

@@ -89,7 +89,18 @@ pub fn checks() -> Vec<Check<NodeContext>> {
 /// at.
 fn cards(ctx: &NodeContext) -> Result<&RdmaScan, Verdict> {
     match ctx.facts.rdma() {
-        Ok(Some(scan)) if !scan.devices.is_empty() => Ok(scan),
+        Ok(Some(scan)) if physical(scan).next().is_some() => Ok(scan),
+        Ok(Some(scan)) if !scan.devices.is_empty() => Err(Verdict::not_applicable(format!(
+            "only SR-IOV virtual functions ({}): their cards are judged where their physical functions are",
+            list(
+                &scan
+                    .devices
+                    .iter()
+                    .map(|d| d.name.clone())
+                    .collect::<Vec<_>>(),
+                4
+            )
+        ))),
         Ok(Some(scan)) if !scan.errors.is_empty() => Err(Verdict::unverifiable(format!(
             "no RDMA device could be read: {}",
             list(
@@ -118,6 +129,22 @@ fn unread_devices(scan: &RdmaScan) -> Option<Verdict> {
         let names: Vec<String> = scan.errors.iter().map(ToString::to_string).collect();
         Verdict::unverifiable(format!("not read: {}", list(&names, 3)))
     })
+}
+
+/// A check's verdict when it found nothing: what it saw (a pass, or why
+/// nothing applied), with what could not be read (`what`: the items) and
+/// the devices that did not read as parts that could not look, which are
+/// never a pass.
+fn looked(seen: Option<Verdict>, what: &str, unread: &[String], scan: &RdmaScan) -> Verdict {
+    let mut parts: Vec<Verdict> = seen.into_iter().collect();
+    if !unread.is_empty() {
+        parts.push(Verdict::unverifiable(format!(
+            "{what}: {}",
+            list(unread, 4)
+        )));
+    }
+    parts.extend(unread_devices(scan));
+    combine(parts, "nothing to judge")
 }
 
 /// One port of one device.
@@ -411,19 +438,17 @@ fn rdma_ports(ctx: &NodeContext, _: Scope) -> Outcome {
             codes::RDMA_PORT_DISABLED.finding(off.join("; ")),
         )));
     }
-    let mut parts = vec![Verdict::pass(format!(
+    let seen = Verdict::pass(format!(
         "{up} RDMA port{} up ({})",
         if up == 1 { "" } else { "s" },
         kinds_text(&all)
-    ))];
-    if !unread.is_empty() {
-        parts.push(Verdict::unverifiable(format!(
-            "port state not read: {}",
-            list(&unread, 4)
-        )));
-    }
-    parts.extend(unread_devices(scan));
-    Ok(with(combine(parts, "no RDMA port")))
+    ));
+    Ok(with(looked(
+        Some(seen),
+        "port state not read",
+        &unread,
+        scan,
+    )))
 }
 
 /// `8 ConnectX-7 port 1, InfiniBand`: how many ports of each kind.
@@ -508,27 +533,19 @@ fn rdma_rate(ctx: &NodeContext, _: Scope) -> Outcome {
         v.metrics = verdict.metrics;
         return end(v);
     }
-    let mut parts = Vec::new();
-    if !judged.is_empty() {
-        judged.dedup();
-        parts.push(Verdict::pass(format!(
-            "every port runs at its siblings' rate ({})",
-            judged.join(", ")
-        )));
-    } else {
-        parts.push(Verdict::not_applicable(format!(
+    let seen = if judged.is_empty() {
+        Verdict::not_applicable(format!(
             "no other port of its kind to compare with: {}",
             list(&alone, 3)
-        )));
-    }
-    if !unread.is_empty() {
-        parts.push(Verdict::unverifiable(format!(
-            "rate not read: {}",
-            list(&unread, 4)
-        )));
-    }
-    parts.extend(unread_devices(scan));
-    let mut v = combine(parts, "no port");
+        ))
+    } else {
+        judged.dedup();
+        Verdict::pass(format!(
+            "every port runs at its siblings' rate ({})",
+            judged.join(", ")
+        ))
+    };
+    let mut v = looked(Some(seen), "rate not read", &unread, scan);
     v.metrics = verdict.metrics;
     Ok(v)
 }
@@ -593,21 +610,13 @@ fn roce_gids(ctx: &NodeContext, _: Scope) -> Outcome {
             ),
         )));
     }
-    let mut parts = Vec::new();
-    if !addressed.is_empty() {
-        parts.push(Verdict::pass(format!(
+    let seen = (!addressed.is_empty()).then(|| {
+        Verdict::pass(format!(
             "every RoCE port that is up has a routable RoCE v2 GID: {}",
             list(&addressed, 8)
-        )));
-    }
-    if !unread.is_empty() {
-        parts.push(Verdict::unverifiable(format!(
-            "GID table not read: {}",
-            list(&unread, 4)
-        )));
-    }
-    parts.extend(unread_devices(scan));
-    Ok(combine(parts, "no RoCE port"))
+        ))
+    });
+    Ok(looked(seen, "GID table not read", &unread, scan))
 }
 
 /// The least netdev MTU that gives a RoCE MTU of 4096: Linux's
@@ -649,21 +658,13 @@ fn roce_mtu(ctx: &NodeContext, _: Scope) -> Outcome {
     }
     mtus.sort();
     mtus.dedup();
-    let mut parts = Vec::new();
-    if !mtus.is_empty() {
-        parts.push(Verdict::pass(format!(
+    let seen = (!mtus.is_empty()).then(|| {
+        Verdict::pass(format!(
             "RoCE netdev MTU {}: RoCE runs 4096-byte packets",
             mtus.join(", ")
-        )));
-    }
-    if !unread.is_empty() {
-        parts.push(Verdict::unverifiable(format!(
-            "no netdev MTU read for {}",
-            list(&unread, 4)
-        )));
-    }
-    parts.extend(unread_devices(scan));
-    Ok(combine(parts, "no RoCE port"))
+        ))
+    });
+    Ok(looked(seen, "no netdev MTU read for", &unread, scan))
 }
 
 fn nic_firmware(ctx: &NodeContext, _: Scope) -> Outcome {
@@ -730,18 +731,14 @@ fn nic_firmware(ctx: &NodeContext, _: Scope) -> Outcome {
             codes::NIC_FIRMWARE_DIFFERS.finding(differ.join("; ")),
         )));
     }
-    let mut parts = Vec::new();
-    if !by_model.is_empty() {
-        parts.push(Verdict::pass(format!("one firmware per model: {fact}")));
-    }
-    if !unread.is_empty() {
-        parts.push(Verdict::unverifiable(format!(
-            "no firmware version read for {}",
-            list(&unread, 4)
-        )));
-    }
-    parts.extend(unread_devices(scan));
-    Ok(with(combine(parts, "no card")))
+    let seen =
+        (!by_model.is_empty()).then(|| Verdict::pass(format!("one firmware per model: {fact}")));
+    Ok(with(looked(
+        seen,
+        "no firmware version read for",
+        &unread,
+        scan,
+    )))
 }
 
 fn nic_pcie_link(ctx: &NodeContext, _: Scope) -> Outcome {
@@ -817,21 +814,13 @@ fn nic_pcie_link(ctx: &NodeContext, _: Scope) -> Outcome {
     }
     full.sort();
     full.dedup();
-    let mut parts = Vec::new();
-    if !full.is_empty() {
-        parts.push(Verdict::pass(format!(
+    let seen = (!full.is_empty()).then(|| {
+        Verdict::pass(format!(
             "every card's link at its full width and speed ({})",
             full.join(", ")
-        )));
-    }
-    if !unread.is_empty() {
-        parts.push(Verdict::unverifiable(format!(
-            "link not read: {}",
-            list(&unread, 4)
-        )));
-    }
-    parts.extend(unread_devices(scan));
-    let mut v = combine(parts, "no card");
+        ))
+    });
+    let mut v = looked(seen, "link not read", &unread, scan);
     v.metrics = metrics.metrics;
     Ok(v)
 }
@@ -1074,6 +1063,7 @@ fn gpu_nic_affinity(ctx: &NodeContext, _: Scope) -> Outcome {
             list(&unread, 4)
         )));
     }
+    parts.extend(unread_devices(scan));
     Ok(with(combine(parts, "no GPU")))
 }
 
