@@ -16,7 +16,7 @@ use std::time::Duration;
 const TIERS: [(Tier, &str); 5] = [
     (
         Tier::Passive,
-        "files only (sysfs, RAS counters, thermals, kernel log, versions, host settings): no vendor library, no worker, no device opened; safe beside running jobs",
+        "files only (sysfs, RAS counters, thermals, kernel log, versions, host settings, the RDMA cards beside the GPUs): no vendor library, no worker, no device opened; safe beside running jobs",
     ),
     (
         Tier::Quick,

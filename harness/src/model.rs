@@ -252,8 +252,18 @@ impl schemars::JsonSchema for Scope {
 
 impl<'de> Deserialize<'de> for Scope {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        // Read in place: a fleet's reports hold hundreds of scopes each.
+        struct Label;
+        impl serde::de::Visitor<'_> for Label {
+            type Value = Scope;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a scope (node, gpu0, gpu1, ...)")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Scope, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(Label)
     }
 }
 

@@ -54,6 +54,10 @@ pub fn trials() -> Vec<Trial> {
             "a_reader_without_root_sees_acs_and_denied_files_unverifiable",
             a_reader_without_root_sees_acs_and_denied_files_unverifiable,
         ),
+        (
+            "rdma_cards_read_the_same_through_sysfs_and_einval_leaves_no_false_verdict",
+            rdma_cards_read_the_same_through_sysfs_and_einval_leaves_no_false_verdict,
+        ),
     ];
     trials
         .into_iter()
@@ -338,6 +342,62 @@ fn an_einval_ras_file_leaves_the_other_files_and_the_kernel_log_judged() -> Outc
     check(
         result(&json, "gpu3.amdgpu.ras_bad_pages")["status"] == "pass",
         "gpu3's bad pages still read",
+    )?;
+    Ok(Completion::Completed)
+}
+
+fn rdma_cards_read_the_same_through_sysfs_and_einval_leaves_no_false_verdict() -> Outcome {
+    // The RDMA class is links into /sys/devices, each device's `device`
+    // a link back to its PCI function: followed through the mount as on
+    // a live node.
+    for name in [
+        "mi300x-8-ib",
+        "mi300x-8-roce",
+        "rdma-port-down",
+        "nic-numa-remote",
+    ] {
+        let plain = node(name);
+        let fused = mount_sysfs(&plain.root, &Faults::none());
+        let (code_a, _, json_a, _) = run(&plain.root, &["--tier", "passive"]);
+        let (code_b, out_b, json_b, _) = run(&fused.root, &["--tier", "passive"]);
+        if let Some(d) = differs(&verdicts(&json_a), &verdicts(&json_b)) {
+            return Err(format!("{name}: {d}\n{out_b}").into());
+        }
+        check(
+            code_a == code_b,
+            format!("{name}: exit {code_a} vs {code_b}"),
+        )?;
+    }
+    // A down port whose rate fails with EINVAL (a width the kernel cannot
+    // name) is still the port that is down, and its rate is no error.
+    let plain = node("rdma-port-down");
+    let faults = Faults::none().on("sys/class/infiniband/mlx5_5/ports/1/rate", Fault::Einval);
+    let fused = mount_sysfs(&plain.root, &faults);
+    let (code, stdout, json, _) = run(&fused.root, &["--tier", "passive"]);
+    check(code == 1, format!("a rail down is red: {stdout}"))?;
+    let r = result(&json, "node.network.rdma_ports");
+    check(
+        r["finding"]["code"] == "rdma-port-down" && text(&r["message"]).contains("mlx5_5 port 1"),
+        format!("mlx5_5 is named: {r}"),
+    )?;
+    check(
+        result(&json, "node.network.rdma_rate")["status"] == "pass",
+        "the other ports' rates are judged",
+    )?;
+    // A RoCE GID entry that fails to read leaves that port's addressing
+    // unverified, never reported missing.
+    let plain = node("mi300x-8-roce");
+    let faults = Faults::none().on(
+        "sys/class/infiniband/bnxt_re4/ports/1/gids/2",
+        Fault::Einval,
+    );
+    let fused = mount_sysfs(&plain.root, &faults);
+    let (code, stdout, json, _) = run(&fused.root, &["--tier", "passive"]);
+    check(code == 0, format!("nothing is red: {stdout}"))?;
+    unverifiable(
+        &json,
+        "node.network.roce_gids",
+        &["bnxt_re4 port 1", "Invalid argument"],
     )?;
     Ok(Completion::Completed)
 }
