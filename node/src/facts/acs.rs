@@ -190,18 +190,39 @@ pub fn bridges_in(path: &Path, address: &str) -> Vec<String> {
     }
 }
 
-/// The bridges above the PCI function at `address`, nearest the root
-/// first, from where its `/sys/bus/pci/devices` entry leads (a link into
-/// `/sys/devices/pci<domain>:<bus>/...`). Empty when the entry is no link.
-pub fn bridges_above(sysroot: &Sysroot, address: &str) -> Result<Vec<String>, ReadError> {
-    let entry = format!("{PCI_DEVICES}/{address}");
-    Ok(match sysroot.link_target(&entry) {
-        Ok(Some(target)) => bridges_in(&target, address),
-        Ok(None) => Vec::new(),
+/// The root bus in a device's sysfs path (`pci0000:00`): its root
+/// complex, the last one on the path.
+pub fn root_bus_in(path: &Path) -> Option<String> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => s.to_str(),
+            _ => None,
+        })
+        .rfind(|p| is_root_bus(p))
+        .map(str::to_string)
+}
+
+/// Where the `/sys/bus/pci/devices` entry of the function at `address`
+/// leads (a link into `/sys/devices/pci<domain>:<bus>/...`); `None` when
+/// the entry is no link, whose path to the root is unknown.
+pub fn device_path(
+    sysroot: &Sysroot,
+    address: &str,
+) -> Result<Option<std::path::PathBuf>, ReadError> {
+    match sysroot.link_target(&format!("{PCI_DEVICES}/{address}")) {
         // A directory rather than a link: the path to the root is unknown.
-        Err(e) if matches!(e.kind, ReadErrorKind::Malformed(_)) => Vec::new(),
-        Err(e) => return Err(e),
-    })
+        Err(e) if matches!(e.kind, ReadErrorKind::Malformed(_)) => Ok(None),
+        other => other,
+    }
+}
+
+/// The bridges above the PCI function at `address`, nearest the root
+/// first, from where its `/sys/bus/pci/devices` entry leads. Empty when
+/// the entry is no link.
+pub fn bridges_above(sysroot: &Sysroot, address: &str) -> Result<Vec<String>, ReadError> {
+    Ok(device_path(sysroot, address)?
+        .map(|target| bridges_in(&target, address))
+        .unwrap_or_default())
 }
 
 /// The ACS of the bridge at `address`, from its `config` file.

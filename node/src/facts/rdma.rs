@@ -552,17 +552,12 @@ pub struct Placement {
 /// Where the PCI function at `address` sits.
 pub fn placement(root: &Sysroot, address: &str) -> Result<Placement, ReadError> {
     let entry = format!("{PCI_DEVICES}/{address}");
-    let target = root.link_target(&entry).ok().flatten();
-    let host_bridge = target.as_ref().and_then(|t| {
-        t.components()
-            .filter_map(|c| match c {
-                std::path::Component::Normal(s) => s.to_str(),
-                _ => None,
-            })
-            .rfind(|s| s.starts_with("pci") && s.contains(':'))
-            .map(str::to_string)
-    });
-    let bridges = super::acs::bridges_above(root, address)?;
+    let target = super::acs::device_path(root, address)?;
+    let host_bridge = target.as_deref().and_then(super::acs::root_bus_in);
+    let bridges = target
+        .as_deref()
+        .map(|t| super::acs::bridges_in(t, address))
+        .unwrap_or_default();
     let numa_node = root
         .read_opt(&format!("{entry}/numa_node"))?
         .and_then(|t| t.parse::<i64>().ok())

@@ -1070,7 +1070,7 @@ fn gpu_nic_affinity(ctx: &NodeContext, _: Scope) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::layers::fixture::{code, next_step, node};
+    use crate::layers::fixture::{assert_found, code, next_step, node};
     use rocgate_harness::SkipReason;
 
     #[test]
@@ -1127,17 +1127,15 @@ mod tests {
     fn one_port_down_among_its_siblings_fails_naming_it() {
         let n = node("rdma-port-down");
         let v = n.verdict(rdma_ports, Scope::Node);
-        assert_eq!(
-            v.finding.as_ref().map(|f| f.code.as_str()),
-            Some("rdma-port-down"),
-            "{v:?}"
+        assert_found(
+            &v,
+            codes::RDMA_PORT_DOWN,
+            "mlx5_5 port 1 (ConnectX-7 at 0000:ac:00.0, InfiniBand) is DOWN, Polling: no link partner",
         );
-        assert!(v.message.contains("mlx5_5 port 1 (ConnectX-7 at 0000:ac:00.0, InfiniBand) is DOWN, Polling: no link partner"), "{}", v.message);
-        assert!(
-            v.message
-                .contains("while port 1 of each of the other 7 ConnectX-7 cards is up"),
-            "{}",
-            v.message
+        assert_found(
+            &v,
+            codes::RDMA_PORT_DOWN,
+            "while port 1 of each of the other 7 ConnectX-7 cards is up",
         );
         assert!(
             next_step(&v).starts_with("`ibstat mlx5_5 1` and `iblinkinfo`"),
@@ -1154,36 +1152,20 @@ mod tests {
     #[test]
     fn a_slow_port_and_a_far_card_warn() {
         let v = node("rdma-port-slow").verdict(rdma_rate, Scope::Node);
-        assert_eq!(
-            v.finding.as_ref().map(|f| f.code.as_str()),
-            Some("rdma-port-slow"),
-            "{v:?}"
+        assert_found(
+            &v,
+            codes::RDMA_PORT_SLOW,
+            "bnxt_re2 port 1 (BCM57608 at 0000:4c:00.0, Ethernet, enp76s0np0) runs at 200 Gb/sec (4X HDR) while port 1 of each of the other 7 BCM57608 cards runs at 400 Gb/sec (4X NDR)",
         );
-        assert!(v.message.contains("bnxt_re2 port 1 (BCM57608 at 0000:4c:00.0, Ethernet, enp76s0np0) runs at 200 Gb/sec (4X HDR) while port 1 of each of the other 7 BCM57608 cards runs at 400 Gb/sec (4X NDR)"), "{}", v.message);
         assert_eq!(v.metrics.len(), 8);
         let v = node("nic-numa-remote").verdict(gpu_nic_affinity, Scope::Node);
-        assert_eq!(
-            v.finding.as_ref().map(|f| f.code.as_str()),
-            Some("gpu-nic-far"),
-            "{v:?}"
-        );
-        assert!(
-            v.message
-                .contains("gpu3 (0000:65:00.0, NUMA node 0) has no card"),
-            "{}",
-            v.message
-        );
-        assert!(
-            v.message.contains("mlx5_3 (0000:ed:00.0, NUMA node 1)"),
-            "{}",
-            v.message
-        );
-        assert!(
-            v.message
-                .contains("2 cards share root complex pci0000:e0 (mlx5_3, mlx5_7)"),
-            "{}",
-            v.message
-        );
+        for says in [
+            "gpu3 (0000:65:00.0, NUMA node 0) has no card",
+            "mlx5_3 (0000:ed:00.0, NUMA node 1)",
+            "2 cards share root complex pci0000:e0 (mlx5_3, mlx5_7)",
+        ] {
+            assert_found(&v, codes::GPU_NIC_FAR, says);
+        }
     }
 
     /// Writes `contents` to `rel` under the node's root.
