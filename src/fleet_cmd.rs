@@ -125,8 +125,8 @@ pub(crate) fn read_fleet(
         .collect();
     let mut reader = FleetReader::new(&layers, as_of, options);
     let terms = &rocgate_suites::stack::FLEET;
-    for batch in files.chunks(BATCH) {
-        let digests: Vec<_> = batch
+    let read = |batch: &[(PathBuf, std::result::Result<(), String>)]| -> Vec<_> {
+        batch
             .par_iter()
             .map_init(Vec::new, |bytes, (file, listed)| {
                 let shown = file.display().to_string();
@@ -137,10 +137,24 @@ pub(crate) fn read_fleet(
                     .and_then(|()| digest(&shown, bytes, terms, as_of));
                 (shown, digest)
             })
-            .collect();
-        for (file, digest) in digests {
-            reader.add(file, digest);
-        }
+            .collect()
+    };
+    // A batch is added while the next one is read: the adding is in
+    // order, on one thread, and would otherwise leave the others idle.
+    let mut read_before = Vec::new();
+    for batch in files.chunks(BATCH) {
+        let (digests, ()) = rayon::join(
+            || read(batch),
+            || {
+                for (file, digest) in read_before.drain(..) {
+                    reader.add(file, digest);
+                }
+            },
+        );
+        read_before = digests;
+    }
+    for (file, digest) in read_before {
+        reader.add(file, digest);
     }
     Ok(reader.finish())
 }

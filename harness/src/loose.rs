@@ -90,11 +90,12 @@ impl<'de> Visitor<'de> for ListOf {
 
 /// A value of any type: `Some` when it is a `T` (see [`Shape`]), else
 /// `None`, its content skipped.
-struct Loose<T>(Option<T>);
+pub(crate) struct Loose<T>(pub(crate) Option<T>);
 
 /// A type [`Loose`] can take from whatever value it meets, in a document
 /// whose text lives for `'de`.
-trait Shape<'de>: Sized {
+pub(crate) trait Shape<'de>: Sized {
+    /// Text that does not live as long as the document.
     fn from_str(_: &str) -> Option<Self> {
         None
     }
@@ -195,11 +196,15 @@ impl Shape<'_> for f64 {
 /// A field present and `null` is as good as absent; present and of
 /// another type spoils the metric.
 #[derive(Default)]
-enum Field<T> {
+pub(crate) enum Field<T> {
+    /// Not given.
     #[default]
     Absent,
+    /// Given as `null`.
     Null,
+    /// Given, of another type.
     Bad,
+    /// Given, of its type.
     Is(T),
 }
 
@@ -263,7 +268,7 @@ impl<'de, T: Shape<'de>> Deserialize<'de> for FieldValue<T> {
 }
 
 /// A pair of GPUs, `["gpu0", "gpu1"]`.
-struct Pair<'a>(Cow<'a, str>, Cow<'a, str>);
+pub(crate) struct Pair<'a>(pub(crate) Cow<'a, str>, pub(crate) Cow<'a, str>);
 
 impl<'de> Shape<'de> for Pair<'de> {
     fn from_seq<A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
@@ -283,7 +288,7 @@ impl<'de> Shape<'de> for Pair<'de> {
 }
 
 /// A metric's kind by its name.
-struct Kind(MetricKind);
+pub(crate) struct Kind(MetricKind);
 
 impl Shape<'_> for Kind {
     fn from_str(s: &str) -> Option<Self> {
@@ -300,15 +305,24 @@ impl<'de> Shape<'de> for Strings {
     fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
         let mut out = BTreeMap::new();
         while let Some(key) = map.next_key::<String>()? {
-            if let Loose(Some(v)) = map.next_value::<Loose<String>>()? {
-                out.insert(key, v);
-            } else {
-                // A later text value of the same key would have replaced
-                // it; a later odd one leaves it out, as a JSON tree does.
-                out.remove(&key);
-            }
+            put(&mut out, key, map.next_value::<Loose<String>>()?.0);
         }
         Ok(Some(Strings(out)))
+    }
+}
+
+/// Puts an object's `key` into `map` as a JSON tree of its text values
+/// would hold it: its text `value`, or out when it is of another type
+/// (a later text value of a key replaces an earlier one; a later odd
+/// one leaves the key out).
+pub(crate) fn put<K: Ord, V>(map: &mut BTreeMap<K, V>, key: K, value: Option<V>) {
+    match value {
+        Some(v) => {
+            map.insert(key, v);
+        }
+        None => {
+            map.remove(&key);
+        }
     }
 }
 
@@ -341,14 +355,11 @@ pub(crate) fn versions_of<'de, D: Deserializer<'de>>(
         fn from_map<A: MapAccess<'de>>(mut map: A) -> Result<Option<Self>, A::Error> {
             let mut out = BTreeMap::new();
             while let Some(scope) = map.next_key::<String>()? {
-                match map.next_value::<Loose<Strings>>()? {
-                    Loose(Some(kv)) => {
-                        out.insert(scope, kv.0);
-                    }
-                    Loose(None) => {
-                        out.remove(&scope);
-                    }
-                }
+                put(
+                    &mut out,
+                    scope,
+                    map.next_value::<Loose<Strings>>()?.0.map(|kv| kv.0),
+                );
             }
             Ok(Some(Scopes(out)))
         }
@@ -389,23 +400,36 @@ impl<'de> Shape<'de> for crate::document::ScopeEntry {
                 }
             }
         }
-        let Field::Is(scope) = scope else {
-            return Ok(None);
-        };
-        let Ok(first_failing_layer) = first.optional() else {
-            return Ok(None);
-        };
-        let properties = match properties {
-            None => BTreeMap::new(),
-            Some(Some(p)) => p,
-            Some(None) => return Ok(None),
-        };
-        Ok(Some(crate::document::ScopeEntry {
-            scope,
-            first_failing_layer,
-            properties,
-        }))
+        Ok(
+            scope_entry(scope, first, properties).map(
+                |(scope, first_failing_layer, properties)| crate::document::ScopeEntry {
+                    scope,
+                    first_failing_layer,
+                    properties,
+                },
+            ),
+        )
     }
+}
+
+/// A scope entry from its fields as read: a text label, a text (or null)
+/// first failing layer, and properties that are absent (`None`) or an
+/// object (`Some(Some(..))`); any other shape is no entry.
+pub(crate) fn scope_entry<S, P: Default>(
+    scope: Field<S>,
+    first: Field<S>,
+    properties: Option<Option<P>>,
+) -> Option<(S, Option<S>, P)> {
+    let Field::Is(scope) = scope else {
+        return None;
+    };
+    let first_failing_layer = first.optional().ok()?;
+    let properties = match properties {
+        None => P::default(),
+        Some(Some(p)) => p,
+        Some(None) => return None,
+    };
+    Some((scope, first_failing_layer, properties))
 }
 
 /// The scope entries of a report that have an entry's shape, the others
@@ -431,19 +455,19 @@ pub(crate) fn scopes_of<'de, D: Deserializer<'de>>(
 
 /// The fields of a metric as they were read, before they are judged.
 #[derive(Default)]
-struct MetricFields<'a> {
-    name: Field<Cow<'a, str>>,
-    value: Field<f64>,
-    unit: Field<Cow<'a, str>>,
-    kind: Field<Kind>,
-    between: Field<Pair<'a>>,
+pub(crate) struct MetricFields<'a> {
+    pub(crate) name: Field<Cow<'a, str>>,
+    pub(crate) value: Field<f64>,
+    pub(crate) unit: Field<Cow<'a, str>>,
+    pub(crate) kind: Field<Kind>,
+    pub(crate) between: Field<Pair<'a>>,
 }
 
 impl<'a> MetricFields<'a> {
     /// The metric, when its fields have a metric's shape: a name and a
     /// number, a text unit (none when absent), a known kind and a pair
     /// when they are given.
-    fn metric(self) -> Option<SavedMetric<'a>> {
+    pub(crate) fn metric(self) -> Option<SavedMetric<'a>> {
         let (Field::Is(name), Field::Is(value)) = (self.name, self.value) else {
             return None;
         };

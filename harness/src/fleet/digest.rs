@@ -3,6 +3,9 @@
 //! Digests are made one report at a time, on any thread, so the fleet's
 //! memory follows its number of nodes, not the bytes of their reports.
 
+mod cursor;
+mod scan;
+
 use super::{FleetNode, FleetTerms};
 use crate::document::{Document, IdentityKeys};
 use crate::model::Scope;
@@ -159,7 +162,15 @@ pub fn digest(
     terms: &FleetTerms,
     as_of: DateTime<FixedOffset>,
 ) -> Result<Digest, NotRead> {
-    let report: Report<'_> = saved_report::parse_bytes(bytes, file)?;
+    // The scan reads a report as rocgate writes it; serde reads any other,
+    // or says why it is not a report.
+    let scanned = std::str::from_utf8(bytes).ok().map(scan::report);
+    let report = match scanned {
+        Some(Ok(report)) => report,
+        _ => Report::of(saved_report::parse_bytes::<Saved<'_>, SavedDecision>(
+            bytes, file,
+        )?),
+    };
     Ok(reduce(file, &report, terms, as_of))
 }
 
@@ -195,7 +206,7 @@ fn models<'a>(report: &'a Report<'_>, terms: &FleetTerms) -> BTreeMap<&'a str, (
                 .or_else(|| e.get(terms.model_fallback))
                 .unwrap_or("unknown GPU");
             (
-                e.scope.as_str(),
+                e.scope.as_ref(),
                 (model, e.get(terms.partition).unwrap_or("")),
             )
         })
@@ -210,7 +221,7 @@ fn models<'a>(report: &'a Report<'_>, terms: &FleetTerms) -> BTreeMap<&'a str, (
 fn fingerprint(report: &Report<'_>, terms: &FleetTerms) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if !report.tool.is_empty() {
-        out.push(("rocgate".to_string(), report.tool.clone()));
+        out.push(("rocgate".to_string(), report.tool.to_string()));
     }
     let node_versions = report.versions.get("node");
     for &c in terms.node_components {
@@ -219,7 +230,7 @@ fn fingerprint(report: &Report<'_>, terms: &FleetTerms) -> Vec<(String, String)>
             .or_else(|| report.node.get(c))
             .filter(|v| !v.is_empty());
         if let Some(v) = value {
-            out.push((c.to_string(), v.clone()));
+            out.push((c.to_string(), v.to_string()));
         }
     }
     let models = models(report, terms);
@@ -241,7 +252,7 @@ fn fingerprint(report: &Report<'_>, terms: &FleetTerms) -> Vec<(String, String)>
     }
     let mut per_model: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     for (scope, versions) in &report.versions {
-        let Some((model, _)) = models.get(scope.as_str()) else {
+        let Some((model, _)) = models.get(scope.as_ref()) else {
             continue;
         };
         for (k, v) in versions {
@@ -310,11 +321,83 @@ fn samples(report: &Report<'_>, terms: &FleetTerms) -> Samples {
     out
 }
 
-/// A run report as the fleet view reads it: of its results what judges
-/// the node and the metrics the fleet compares, nothing of facts, series
-/// or messages; a metric written oddly (a `null` reading) is left out, and
-/// never costs the node its place in the fleet.
-type Report<'a> = Document<Saved<'a>, SavedDecision>;
+/// A run report as the fleet reads it: of its results what judges the
+/// node and the metrics the fleet compares, nothing of facts, series or
+/// messages; a metric written oddly (a `null` reading) is left out, and
+/// never costs the node its place in the fleet. Its text is borrowed from
+/// the report's bytes (as [`scan`] reads them) or taken from the
+/// [`Document`] serde read: a fleet of 100,000 reports copies none of
+/// their strings.
+struct Report<'a> {
+    tool: Cow<'a, str>,
+    tier: Cow<'a, str>,
+    started_at: Cow<'a, str>,
+    duration_ms: f64,
+    interrupted: Option<Cow<'a, str>>,
+    passed: bool,
+    strict: bool,
+    fail_on: Option<Cow<'a, str>>,
+    decision: Option<SavedDecision>,
+    first_failing_layer: Option<Cow<'a, str>>,
+    node: Texts<'a>,
+    versions: BTreeMap<Cow<'a, str>, Texts<'a>>,
+    scopes: Vec<Entry<'a>>,
+    results: Vec<Saved<'a>>,
+}
+
+/// An object's text values, by key.
+type Texts<'a> = BTreeMap<Cow<'a, str>, Cow<'a, str>>;
+
+/// A scope and its properties.
+struct Entry<'a> {
+    scope: Cow<'a, str>,
+    properties: Texts<'a>,
+}
+
+impl Entry<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.properties.get(key).map(Cow::as_ref)
+    }
+}
+
+fn texts<'a>(map: BTreeMap<String, String>) -> Texts<'a> {
+    map.into_iter()
+        .map(|(k, v)| (Cow::Owned(k), Cow::Owned(v)))
+        .collect()
+}
+
+impl<'a> Report<'a> {
+    /// The report serde read.
+    fn of(doc: Document<Saved<'a>, SavedDecision>) -> Report<'a> {
+        Report {
+            tool: doc.tool.into(),
+            tier: doc.tier.into(),
+            started_at: doc.started_at.into(),
+            duration_ms: doc.duration_ms,
+            interrupted: doc.interrupted.map(Cow::Owned),
+            passed: doc.passed,
+            strict: doc.strict,
+            fail_on: doc.fail_on.map(Cow::Owned),
+            decision: doc.decision,
+            first_failing_layer: doc.first_failing_layer.map(Cow::Owned),
+            node: texts(doc.node),
+            versions: doc
+                .versions
+                .into_iter()
+                .map(|(scope, v)| (Cow::Owned(scope), texts(v)))
+                .collect(),
+            scopes: doc
+                .scopes
+                .into_iter()
+                .map(|e| Entry {
+                    scope: e.scope.into(),
+                    properties: texts(e.properties),
+                })
+                .collect(),
+            results: doc.results,
+        }
+    }
+}
 
 /// The part of a result the fleet reads; its text borrowed from the
 /// report's bytes where they allow.
@@ -435,7 +518,7 @@ fn summarise(
     let name = report
         .node
         .get(keys.host)
-        .map(String::as_str)
+        .map(Cow::as_ref)
         .filter(|h| !h.is_empty())
         .map(str::to_string)
         .unwrap_or_else(|| {
@@ -474,7 +557,7 @@ fn summarise(
             .and_then(|e| e.get(keys.address).map(str::to_string))
     });
     let (passed, disagrees) = judge(report);
-    let gpu_scopes: Vec<&crate::document::ScopeEntry> = report
+    let gpu_scopes: Vec<&Entry<'_>> = report
         .scopes
         .iter()
         .filter(|e| e.scope.starts_with("gpu"))
@@ -514,14 +597,14 @@ fn summarise(
         node: name,
         file: file.to_string(),
         passed,
-        interrupted: report.interrupted.clone(),
+        interrupted: report.interrupted.as_deref().map(str::to_string),
         layers,
         // The layer of the fault found: a report that contradicts itself
         // may name a layer that only warned.
         first_failing_layer: fault
             .filter(|r| r.is_fault())
             .map(|r| r.layer.to_string())
-            .or_else(|| report.first_failing_layer.clone()),
+            .or_else(|| report.first_failing_layer.as_deref().map(str::to_string)),
         code: fault.and_then(|r| r.finding.as_ref().map(|f| f.code.to_string())),
         scope: scope.map(Scope::label),
         pci_address,
@@ -529,8 +612,8 @@ fn summarise(
         disagrees,
         gpus: gpu_scopes.len(),
         devices: (devices < gpu_scopes.len()).then_some(devices),
-        tier: report.tier.clone(),
-        tool: report.tool.clone(),
+        tier: report.tier.to_string(),
+        tool: report.tool.to_string(),
         finished_at: finished.map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true)),
         age_s: finished.map(|t| (as_of - t).num_seconds()),
         page: None,
