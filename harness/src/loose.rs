@@ -288,7 +288,7 @@ impl<'de> Shape<'de> for Pair<'de> {
 }
 
 /// A metric's kind by its name.
-pub(crate) struct Kind(MetricKind);
+pub(crate) struct Kind(pub(crate) MetricKind);
 
 impl Shape<'_> for Kind {
     fn from_str(s: &str) -> Option<Self> {

@@ -180,15 +180,10 @@ fn reduce(
     terms: &FleetTerms,
     as_of: DateTime<FixedOffset>,
 ) -> Digest {
-    let mut layers: Vec<String> = Vec::new();
-    for r in &report.results {
-        if !layers.iter().any(|l| *l == r.layer) {
-            layers.push(r.layer.to_string());
-        }
-    }
+    let cells = cells(report);
     Digest {
-        node: summarise(file, report, &terms.keys, as_of),
-        layers,
+        layers: cells.iter().map(|(l, _)| l.to_string()).collect(),
+        node: summarise(file, report, cells, &terms.keys, as_of),
         fingerprint: fingerprint(report, terms),
         samples: samples(report, terms),
     }
@@ -278,9 +273,8 @@ fn samples(report: &Report<'_>, terms: &FleetTerms) -> Samples {
     let mut out = Samples::default();
     let mut scope = String::new();
     let mut pair = String::new();
+    let mut labelled = None;
     for r in &report.results {
-        scope.clear();
-        let _ = write!(scope, "{}", r.scope);
         for m in &r.metrics {
             let side = match m.kind {
                 Some(MetricKind::Throughput) => Side::Low,
@@ -289,6 +283,11 @@ fn samples(report: &Report<'_>, terms: &FleetTerms) -> Samples {
             };
             if !m.value.is_finite() || out.values.len() >= MAX_SAMPLES {
                 continue;
+            }
+            if labelled != Some(r.scope) {
+                scope.clear();
+                let _ = write!(scope, "{}", r.scope);
+                labelled = Some(r.scope);
             }
             let (subject, metric, on): (&str, &str, &str) = match &m.between {
                 Some((from, to)) => {
@@ -512,6 +511,7 @@ fn judge(report: &Report<'_>) -> (bool, Option<String>) {
 fn summarise(
     file: &str,
     report: &Report<'_>,
+    cells: Vec<(&str, &'static str)>,
     keys: &IdentityKeys,
     as_of: DateTime<FixedOffset>,
 ) -> FleetNode {
@@ -526,14 +526,6 @@ fn summarise(
                 .file_stem()
                 .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned())
         });
-    let mut cells: BTreeMap<&str, &'static str> = BTreeMap::new();
-    for r in &report.results {
-        let cell = cells.entry(&r.layer).or_insert("skip");
-        let this = cell_of(r);
-        if rank(this) > rank(cell) {
-            *cell = this;
-        }
-    }
     let layers: BTreeMap<String, String> = cells
         .into_iter()
         .map(|(l, c)| (l.to_string(), c.to_string()))
@@ -620,6 +612,30 @@ fn summarise(
         drift: Vec::new(),
         outliers: Vec::new(),
     }
+}
+
+/// Each layer the results name, in the order they first appear, with its
+/// cell: the worst of its results.
+fn cells<'a>(report: &'a Report<'_>) -> Vec<(&'a str, &'static str)> {
+    let mut cells: Vec<(&str, &'static str)> = Vec::new();
+    // A layer's results run together: the last one's cell is looked at first.
+    let mut last = 0;
+    for r in &report.results {
+        if cells.get(last).is_none_or(|(l, _)| *l != r.layer) {
+            last = match cells.iter().position(|(l, _)| *l == r.layer) {
+                Some(i) => i,
+                None => {
+                    cells.push((&r.layer, "skip"));
+                    cells.len() - 1
+                }
+            };
+        }
+        let this = cell_of(r);
+        if rank(this) > rank(cells[last].1) {
+            cells[last].1 = this;
+        }
+    }
+    cells
 }
 
 fn cell_of(r: &Saved<'_>) -> &'static str {

@@ -125,7 +125,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A number's text, of JSON's grammar.
-    fn number_text(&mut self) -> Step<&'a str> {
+    pub fn number_text(&mut self) -> Step<&'a str> {
         self.skip_whitespace();
         let bytes = self.bytes();
         let start = self.at;
@@ -175,7 +175,7 @@ impl<'a> Cursor<'a> {
 
     /// A number, as serde_json reads it into an f64.
     pub fn f64(&mut self) -> Step<f64> {
-        serde_json::from_str(self.number_text()?).map_err(|_| Decline)
+        number(self.number_text()?)
     }
 
     /// An integer, as serde_json reads it into an i64.
@@ -287,28 +287,46 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// A number's text (as [`Cursor::number_text`] took it) as serde_json
+/// reads it into an f64.
+pub(super) fn number(text: &str) -> Step<f64> {
+    serde_json::from_str(text).map_err(|_| Decline)
+}
+
 /// Where the plain text of a string that goes on at `i` ends: at the
 /// first quote, backslash or control character, found eight bytes at a
 /// time (a report's text is mostly strings).
 #[inline]
 fn plain_text_end(bytes: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     // The high bit of each byte of `v` that is zero, the first one exactly.
     let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    while let Some(chunk) = bytes.get(i..i + 8) {
-        let mut word = [0; 8];
-        word.copy_from_slice(chunk);
-        let v = u64::from_le_bytes(word);
-        let stops = zero(v ^ (ONES * u64::from(b'"')))
-            | zero(v ^ (ONES * u64::from(b'\\')))
-            | (v.wrapping_sub(ONES * 0x20) & !v & HIGH);
+    while let Some(v) = word_at(bytes, i) {
+        let stops = zero(v ^ spread(b'"'))
+            | zero(v ^ spread(b'\\'))
+            | (v.wrapping_sub(spread(0x20)) & !v & HIGH);
         if stops != 0 {
             return i + (stops.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
     i
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// `byte` in each of a word's eight bytes.
+const fn spread(byte: u8) -> u64 {
+    ONES * byte as u64
+}
+
+/// The eight bytes at `i`, when there are eight.
+#[inline]
+fn word_at(bytes: &[u8], i: usize) -> Option<u64> {
+    let chunk = bytes.get(i..i + 8)?;
+    let mut word = [0; 8];
+    word.copy_from_slice(chunk);
+    Some(u64::from_le_bytes(word))
 }
 
 /// Where the escape whose letter is at `i` ends; a `\u` escape of a

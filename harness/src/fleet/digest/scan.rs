@@ -11,10 +11,11 @@
 //! reads it the same way or says what is wrong with it; the tests hold
 //! the two to the same digest on every report either reads.
 
-use super::cursor::{Cursor, Decline, Step};
+use super::cursor::{self, Cursor, Decline, Step};
 use super::{Entry, Report, Saved, SavedDecision, SavedFinding, SavedWaiver, Texts};
 use crate::loose::{self, Field, Kind, MetricFields, Pair, SavedMetric, Shape};
 use crate::model::Scope;
+use crate::verdict::MetricKind;
 use serde::Deserialize;
 use serde::de::IntoDeserializer;
 use serde::de::value::{Error as ValueError, StrDeserializer};
@@ -329,7 +330,9 @@ fn saved_waiver(c: &mut Cursor<'_>) -> Step<SavedWaiver> {
     Ok(SavedWaiver { expired })
 }
 
-/// A result's metrics, as `loose::metrics_of` reads them; a metric
+/// A result's metrics the fleet compares (throughputs and counters, as
+/// `samples` picks them), as `loose::metrics_of` reads them; the others
+/// are checked and passed over, their values never parsed. A metric
 /// written as a list is left to serde.
 fn metrics_of<'a>(c: &mut Cursor<'a>) -> Step<Vec<SavedMetric<'a>>> {
     let mut out = Vec::new();
@@ -343,10 +346,15 @@ fn metrics_of<'a>(c: &mut Cursor<'a>) -> Step<Vec<SavedMetric<'a>>> {
             _ => return c.skip(),
         }
         let mut m = MetricFields::default();
+        // The value's text, parsed once the kind says it is compared.
+        let mut number = None;
         c.object(|c, key| {
             match &*key {
                 "name" => m.name = field(c)?,
-                "value" => m.value = field(c)?,
+                "value" => match c.peek()? {
+                    b'-' | b'0'..=b'9' => number = Some(c.number_text()?),
+                    _ => (m.value, number) = (field(c)?, None),
+                },
                 "unit" => m.unit = field(c)?,
                 "kind" => m.kind = field::<Kind>(c)?,
                 "between" => m.between = pair(c)?,
@@ -354,6 +362,15 @@ fn metrics_of<'a>(c: &mut Cursor<'a>) -> Step<Vec<SavedMetric<'a>>> {
             }
             Ok(())
         })?;
+        if !matches!(
+            m.kind,
+            Field::Is(Kind(MetricKind::Throughput | MetricKind::Counter))
+        ) {
+            return Ok(());
+        }
+        if let Some(text) = number {
+            m.value = Field::Is(cursor::number(text)?);
+        }
         out.extend(m.metric());
         Ok(())
     })?;
@@ -600,6 +617,21 @@ mod tests {
             let text = written(run, drain);
             let (scanned, parsed) = both(&text);
             prop_assert_eq!(scanned, Ok(parsed.unwrap()));
+        }
+
+        /// Any text at all: the scan never panics, and what it reads serde
+        /// reads the same way.
+        #[test]
+        fn any_text_is_scanned_alike_or_declined(text in r#"[ \[\]{}",:0-9a-z_.\-\\\x00-\x1f\u{e9}]{0,200}"#) {
+            let (scanned, parsed) = both(&text);
+            if let Ok(scanned) = scanned {
+                prop_assert_eq!(Ok(scanned), parsed);
+            }
+            let framed = format!(r#"{{"schema_version": 1, "passed": true, "results": [{text}]}}"#);
+            let (scanned, parsed) = both(&framed);
+            if let Ok(scanned) = scanned {
+                prop_assert_eq!(Ok(scanned), parsed);
+            }
         }
 
         /// A report changed anywhere is read by the scan as serde reads
