@@ -158,7 +158,7 @@ pub fn fleet_page(fleet: &Fleet) -> String {
 
 /// A node's layer cell: the layer that stopped it shows its code.
 fn cell(n: &FleetNode, layer: &str) -> Markup {
-    let text = n.layers.get(layer).map_or("-", String::as_str);
+    let text = n.layers.get(layer).copied().unwrap_or("-");
     let shown = match (&n.code, &n.first_failing_layer) {
         (Some(code), Some(first)) if first == layer => code.as_str(),
         _ => text,

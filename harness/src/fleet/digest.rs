@@ -164,7 +164,9 @@ pub fn digest(
 ) -> Result<Digest, NotRead> {
     // The scan reads a report as rocgate writes it; serde reads any other,
     // or says why it is not a report.
-    let scanned = std::str::from_utf8(bytes).ok().map(scan::report);
+    let scanned = std::str::from_utf8(bytes)
+        .ok()
+        .map(|text| scan::report(text, terms));
     let report = match scanned {
         Some(Ok(report)) => report,
         _ => Report::of(saved_report::parse_bytes::<Saved<'_>, SavedDecision>(
@@ -181,16 +183,20 @@ fn reduce(
     as_of: DateTime<FixedOffset>,
 ) -> Digest {
     let cells = cells(report);
+    let models = models(report, terms);
     Digest {
         layers: cells.iter().map(|(l, _)| l.to_string()).collect(),
         node: summarise(file, report, cells, &terms.keys, as_of),
-        fingerprint: fingerprint(report, terms),
-        samples: samples(report, terms),
+        fingerprint: fingerprint(report, &models, terms),
+        samples: samples(report, &models),
     }
 }
 
-/// Each scope's GPU model and partition mode, by label.
-fn models<'a>(report: &'a Report<'_>, terms: &FleetTerms) -> BTreeMap<&'a str, (&'a str, &'a str)> {
+/// Each GPU scope's model and partition mode, by label.
+type Models<'a> = BTreeMap<&'a str, (&'a str, &'a str)>;
+
+/// Each GPU scope's model and partition mode, by label.
+fn models<'a>(report: &'a Report<'_>, terms: &FleetTerms) -> Models<'a> {
     report
         .scopes
         .iter()
@@ -213,7 +219,11 @@ fn models<'a>(report: &'a Report<'_>, terms: &FleetTerms) -> BTreeMap<&'a str, (
 /// else its properties), the GPU count, models and partition modes, and per
 /// GPU model every version its GPUs report (firmware, VBIOS), the distinct
 /// values of a model's GPUs joined (`a, b` when a node's GPUs differ).
-fn fingerprint(report: &Report<'_>, terms: &FleetTerms) -> Vec<(String, String)> {
+fn fingerprint(
+    report: &Report<'_>,
+    models: &Models<'_>,
+    terms: &FleetTerms,
+) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if !report.tool.is_empty() {
         out.push(("rocgate".to_string(), report.tool.to_string()));
@@ -228,7 +238,6 @@ fn fingerprint(report: &Report<'_>, terms: &FleetTerms) -> Vec<(String, String)>
             out.push((c.to_string(), v.to_string()));
         }
     }
-    let models = models(report, terms);
     if !models.is_empty() {
         out.push(("gpus".to_string(), models.len().to_string()));
         let join = |set: BTreeSet<&str>| set.into_iter().collect::<Vec<_>>().join(", ");
@@ -264,8 +273,7 @@ fn fingerprint(report: &Report<'_>, terms: &FleetTerms) -> Vec<(String, String)>
 /// The metrics the fleet compares: throughputs (lower is worse) and error
 /// counters (higher is worse) of every result; readings, durations and
 /// counts are not compared (they follow the moment and the host).
-fn samples(report: &Report<'_>, terms: &FleetTerms) -> Samples {
-    let models = models(report, terms);
+fn samples(report: &Report<'_>, models: &Models<'_>) -> Samples {
     let joined = |set: BTreeSet<&str>| set.into_iter().collect::<Vec<_>>().join(", ");
     // A node-wide measurement belongs to every model the node has.
     let node_model = joined(models.values().map(|(m, _)| *m).collect());
@@ -526,10 +534,8 @@ fn summarise(
                 .file_stem()
                 .map_or_else(|| file.to_string(), |s| s.to_string_lossy().into_owned())
         });
-    let layers: BTreeMap<String, String> = cells
-        .into_iter()
-        .map(|(l, c)| (l.to_string(), c.to_string()))
-        .collect();
+    let layers: BTreeMap<String, &'static str> =
+        cells.into_iter().map(|(l, c)| (l.to_string(), c)).collect();
     // The fault lowest in the stack, else the lowest warning; the report's
     // own first failing layer decides which layer.
     let stopping = report.results.iter().filter(|r| r.is_fault());

@@ -53,7 +53,7 @@ pub struct FleetNode {
     /// Per layer: `fail` (a failure, timeout or crash), `blocked`, `warn`
     /// (warnings only), `waived` (faults or warnings the site waived),
     /// `pass` or `skip`.
-    pub layers: BTreeMap<String, String>,
+    pub layers: BTreeMap<String, &'static str>,
     /// The lowest layer with a fault.
     pub first_failing_layer: Option<String>,
     /// The finding code of the fault that stops the stack lowest.

@@ -101,12 +101,14 @@ impl Fleet {
         let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
         for n in &self.nodes {
             let mut row = vec![cell(&n.node)];
-            row.extend(self.layers.iter().map(
-                |l| match n.layers.get(l).map_or("-", String::as_str) {
-                    "fail" => "**fail**".to_string(),
-                    other => cell(other),
-                },
-            ));
+            row.extend(
+                self.layers
+                    .iter()
+                    .map(|l| match n.layers.get(l).copied().unwrap_or("-") {
+                        "fail" => "**fail**".to_string(),
+                        other => cell(other),
+                    }),
+            );
             // A node that passed has no failing layer: its code is a
             // warning, and says so.
             if n.passed {

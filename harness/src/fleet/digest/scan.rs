@@ -13,6 +13,7 @@
 
 use super::cursor::{self, Cursor, Decline, Step};
 use super::{Entry, Report, Saved, SavedDecision, SavedFinding, SavedWaiver, Texts};
+use crate::fleet::FleetTerms;
 use crate::loose::{self, Field, Kind, MetricFields, Pair, SavedMetric, Shape};
 use crate::model::Scope;
 use crate::verdict::MetricKind;
@@ -23,8 +24,20 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The report in `text`, or [`Decline`] when it is not of the shape this
-/// reader takes.
-pub(super) fn report(text: &str) -> Step<Report<'_>> {
+/// reader takes. Of the node's and each scope's properties it keeps those
+/// `terms` name, all the fleet reads of them.
+pub(super) fn report<'a>(text: &'a str, terms: &FleetTerms) -> Step<Report<'a>> {
+    let node_keys = |k: &str| k == terms.keys.host || terms.node_components.contains(&k);
+    let scope_keys = |k: &str| {
+        [
+            terms.model,
+            terms.model_fallback,
+            terms.partition,
+            terms.keys.address,
+            terms.keys.serial,
+        ]
+        .contains(&k)
+    };
     let mut c = Cursor::new(text);
     let mut doc = Report {
         tool: Cow::Borrowed(""),
@@ -83,15 +96,15 @@ pub(super) fn report(text: &str) -> Step<Report<'_>> {
             }
             "node" => {
                 seen.once(11)?;
-                doc.node = strings(c)?.ok_or(Decline)?;
+                doc.node = strings(c, &node_keys)?.ok_or(Decline)?;
             }
             "versions" => {
                 seen.once(12)?;
-                doc.versions = versions(c)?;
+                doc.versions = versions(c, &node_keys)?;
             }
             "scopes" => {
                 seen.once(13)?;
-                doc.scopes = scopes(c)?;
+                doc.scopes = scopes(c, &scope_keys)?;
             }
             "results" => {
                 seen.once(14)?;
@@ -180,14 +193,17 @@ fn decision(c: &mut Cursor<'_>) -> Step<SavedDecision> {
     })
 }
 
-/// An object's text values ([`loose::put`]); `None` when the value is
-/// not an object.
-fn strings<'a>(c: &mut Cursor<'a>) -> Step<Option<Texts<'a>>> {
+/// An object's text values ([`loose::put`]) of the keys `kept`; `None`
+/// when the value is not an object.
+fn strings<'a>(c: &mut Cursor<'a>, kept: &dyn Fn(&str) -> bool) -> Step<Option<Texts<'a>>> {
     if c.peek()? != b'{' {
         return c.skip().map(|()| None);
     }
     let mut out = BTreeMap::new();
     c.object(|c, key| {
+        if !kept(&key) {
+            return c.skip();
+        }
         let value = if c.peek()? == b'"' {
             Some(c.string()?)
         } else {
@@ -199,14 +215,24 @@ fn strings<'a>(c: &mut Cursor<'a>) -> Step<Option<Texts<'a>>> {
     Ok(Some(out))
 }
 
-/// Each scope's text versions, as `loose::versions_of` reads them.
-fn versions<'a>(c: &mut Cursor<'a>) -> Step<BTreeMap<Cow<'a, str>, Texts<'a>>> {
+/// Each scope's text versions, as `loose::versions_of` reads them; of the
+/// node's, those named `node_keys`.
+fn versions<'a>(
+    c: &mut Cursor<'a>,
+    node_keys: &dyn Fn(&str) -> bool,
+) -> Step<BTreeMap<Cow<'a, str>, Texts<'a>>> {
     let mut out = BTreeMap::new();
     if c.peek()? != b'{' {
         return c.skip().map(|()| out);
     }
     c.object(|c, scope| {
-        let versions = strings(c)?;
+        // Of the node's versions the fleet compares those `terms` name;
+        // of a GPU's, every one.
+        let versions = if scope == "node" {
+            strings(c, node_keys)?
+        } else {
+            strings(c, &|_| true)?
+        };
         loose::put(&mut out, scope, versions);
         Ok(())
     })?;
@@ -214,7 +240,7 @@ fn versions<'a>(c: &mut Cursor<'a>) -> Step<BTreeMap<Cow<'a, str>, Texts<'a>>> {
 }
 
 /// The scope entries of an entry's shape, as `loose::scopes_of` reads them.
-fn scopes<'a>(c: &mut Cursor<'a>) -> Step<Vec<Entry<'a>>> {
+fn scopes<'a>(c: &mut Cursor<'a>, kept: &dyn Fn(&str) -> bool) -> Step<Vec<Entry<'a>>> {
     let mut out = Vec::new();
     if c.peek()? != b'[' {
         return c.skip().map(|()| out);
@@ -228,7 +254,7 @@ fn scopes<'a>(c: &mut Cursor<'a>) -> Step<Vec<Entry<'a>>> {
             match &*key {
                 "scope" => scope = field::<Cow<'a, str>>(c)?,
                 "first_failing_layer" => first = field::<Cow<'a, str>>(c)?,
-                "properties" => properties = Some(strings(c)?),
+                "properties" => properties = Some(strings(c, kept)?),
                 _ => c.skip()?,
             }
             Ok(())
@@ -401,7 +427,6 @@ fn pair<'a>(c: &mut Cursor<'a>) -> Step<Field<Pair<'a>>> {
 mod tests {
     use super::super::{Digest, reduce};
     use super::*;
-    use crate::fleet::FleetTerms;
     use crate::json::{JsonContext, render};
     use crate::result::RunReport;
     use crate::saved_report;
@@ -425,7 +450,7 @@ mod tests {
     /// The digest of `text` as the scan reads it, and as serde does.
     fn both(text: &str) -> (Step<String>, Result<String, String>) {
         let shown = |d: Digest| format!("{d:?}");
-        let scanned = report(text).map(|r| shown(reduce("n.json", &r, &TERMS, as_of())));
+        let scanned = report(text, &TERMS).map(|r| shown(reduce("n.json", &r, &TERMS, as_of())));
         let parsed = saved_report::parse_bytes::<Saved<'_>, SavedDecision>(text.as_bytes(), "n")
             .map(|d| shown(reduce("n.json", &Report::of(d), &TERMS, as_of())))
             .map_err(|e| e.0);
@@ -499,7 +524,7 @@ mod tests {
         ))
         .unwrap();
         let text = base.to_string();
-        assert!(report(&text).is_ok(), "{text}");
+        assert!(report(&text, &TERMS).is_ok(), "{text}");
         let with = |edit: &dyn Fn(&mut Value)| {
             let mut v = base.clone();
             edit(&mut v);
@@ -521,7 +546,7 @@ mod tests {
             with(&|v| v["decision"] = json!([true, 0])),
         ];
         for case in &cases {
-            assert_eq!(report(case).err(), Some(Decline), "{case}");
+            assert_eq!(report(case, &TERMS).err(), Some(Decline), "{case}");
         }
         // A lone surrogate where serde passes over the text, a metric
         // list, a decision as a list: serde still reads the report.
