@@ -93,14 +93,16 @@ pub struct Samples {
 impl Samples {
     /// Adds `value` of `group` measured on `subject`.
     pub fn push(&mut self, group: GroupRef<'_>, subject: &str, value: f64) {
-        let g = match self.groups.iter().position(|k| group.is(k)) {
+        // Looked up from the latest: a check's metrics come GPU after GPU,
+        // each GPU's of the groups the one before it used.
+        let g = match self.groups.iter().rposition(|k| group.is(k)) {
             Some(g) => g,
             None => {
                 self.groups.push(group.owned());
                 self.groups.len() - 1
             }
         };
-        let s = match self.subjects.iter().position(|k| k == subject) {
+        let s = match self.subjects.iter().rposition(|k| k == subject) {
             Some(s) => s,
             None => {
                 self.subjects.push(subject.to_string());

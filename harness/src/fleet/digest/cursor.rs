@@ -56,8 +56,24 @@ impl<'a> Cursor<'a> {
 
     fn skip_whitespace(&mut self) {
         let bytes = self.bytes();
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = bytes.get(self.at) {
-            self.at += 1;
+        loop {
+            match bytes.get(self.at) {
+                Some(b' ' | b'\r' | b'\t') => self.at += 1,
+                Some(b'\n') => {
+                    self.at += 1;
+                    // A pretty-printed report indents each line: the
+                    // indent's spaces are counted eight bytes at a time.
+                    while let Some(v) = word_at(bytes, self.at) {
+                        let other = v ^ spread(b' ');
+                        if other != 0 {
+                            self.at += (other.trailing_zeros() / 8) as usize;
+                            break;
+                        }
+                        self.at += 8;
+                    }
+                }
+                _ => return,
+            }
         }
     }
 

@@ -4,12 +4,12 @@
 //! this reads the report as `rocgate run --json` writes it at the speed
 //! of a scan, keeping what the fleet needs and passing over the rest.
 //!
-//! It reads what the serde reader ([`super::Report`]'s `Deserialize`)
-//! reads, as it reads it, and declines everything else: a field of
-//! another type where serde would fail, a field given twice, a metric
-//! written as a list. A declined report is read by serde, which either
-//! reads it the same way or says what is wrong with it; the tests hold
-//! the two to the same digest on every report either reads.
+//! It reads what the serde reader (a `Document` of the fleet's `Saved`
+//! results, through `loose.rs`) reads, as it reads it, and declines
+//! everything else: a field of another type where serde would fail, a
+//! field given twice, a metric written as a list. A declined report is
+//! read by serde, which either reads it or says what is wrong with it; the
+//! tests hold the two to the same digest on every report the scan reads.
 
 use super::cursor::{self, Cursor, Decline, Step};
 use super::{Entry, Report, Saved, SavedDecision, SavedFinding, SavedWaiver, Texts};
@@ -24,8 +24,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The report in `text`, or [`Decline`] when it is not of the shape this
-/// reader takes. Of the node's and each scope's properties it keeps those
-/// `terms` name, all the fleet reads of them.
+/// reader takes. Of the node's properties and versions and of each scope's
+/// properties it keeps those `terms` name, all the fleet reads of them.
 pub(super) fn report<'a>(text: &'a str, terms: &FleetTerms) -> Step<Report<'a>> {
     let node_keys = |k: &str| k == terms.keys.host || terms.node_components.contains(&k);
     let scope_keys = |k: &str| {
