@@ -119,12 +119,9 @@ pub(crate) fn read_fleet(
     as_of: chrono::DateTime<chrono::FixedOffset>,
 ) -> Result<Fleet> {
     let files = reports_in(inputs)?;
-    let layers: Vec<&str> = rocgate_suites::stack::LAYERS
-        .iter()
-        .map(|l| l.as_str())
-        .collect();
-    let mut reader = FleetReader::new(&layers, as_of, options);
     let terms = &rocgate_suites::stack::FLEET;
+    let layers: Vec<&str> = terms.layers.iter().map(|l| l.as_str()).collect();
+    let mut reader = FleetReader::new(&layers, as_of, options);
     let read = |batch: &[(PathBuf, std::result::Result<(), String>)]| -> Vec<_> {
         batch
             .par_iter()

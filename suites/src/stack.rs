@@ -57,6 +57,7 @@ pub const IDENTITY: rocgate_harness::document::IdentityKeys =
 /// a node's fingerprint holds these versions (the `versions.node` a
 /// report carries): what a fleet upgrades and expects the same everywhere.
 pub const FLEET: rocgate_harness::fleet::FleetTerms = rocgate_harness::fleet::FleetTerms {
+    layers: LAYERS,
     keys: IDENTITY,
     model: "product",
     model_fallback: "gfx_target",

@@ -184,7 +184,7 @@ fn reduce(
     terms: &FleetTerms,
     as_of: DateTime<FixedOffset>,
 ) -> Digest {
-    let cells = cells(report);
+    let cells = cells(report, terms);
     let models = models(report, terms);
     Digest {
         layers: cells.iter().map(|(l, _)| l.to_string()).collect(),
@@ -623,27 +623,42 @@ fn summarise(
 }
 
 /// Each layer the results name, in the order they first appear, with its
-/// cell: the worst of its results.
-fn cells<'a>(report: &'a Report<'_>) -> Vec<(&'a str, &'static str)> {
-    let mut cells: Vec<(&str, &'static str)> = Vec::new();
+/// cell: the worst of its results. A layer beside the stack none of whose
+/// results applied to the node (a node without RDMA cards) has none, as
+/// the run's own views show it.
+fn cells<'a>(report: &'a Report<'_>, terms: &FleetTerms) -> Vec<(&'a str, &'static str)> {
+    // A cell, and whether any of its results applied.
+    let mut cells: Vec<(&str, &'static str, bool)> = Vec::new();
     // A layer's results run together: the last one's cell is looked at first.
     let mut last = 0;
     for r in &report.results {
-        if cells.get(last).is_none_or(|(l, _)| *l != r.layer) {
-            last = match cells.iter().position(|(l, _)| *l == r.layer) {
+        if cells.get(last).is_none_or(|(l, _, _)| *l != r.layer) {
+            last = match cells.iter().position(|(l, _, _)| *l == r.layer) {
                 Some(i) => i,
                 None => {
-                    cells.push((&r.layer, "skip"));
+                    cells.push((&r.layer, "skip", false));
                     cells.len() - 1
                 }
             };
         }
+        let cell = &mut cells[last];
         let this = cell_of(r);
-        if rank(this) > rank(cells[last].1) {
-            cells[last].1 = this;
+        if rank(this) > rank(cell.1) {
+            cell.1 = this;
         }
+        cell.2 |= r.skip_reason != Some(SkipReason::NotApplicable);
     }
+    let beside = |name: &str| {
+        terms
+            .layers
+            .iter()
+            .any(|l| l.is_beside() && l.as_str() == name)
+    };
     cells
+        .into_iter()
+        .filter(|(layer, _, applied)| *applied || !beside(layer))
+        .map(|(layer, cell, _)| (layer, cell))
+        .collect()
 }
 
 fn cell_of(r: &Saved<'_>) -> &'static str {

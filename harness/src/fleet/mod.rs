@@ -180,7 +180,8 @@ pub struct NotRead {
 pub struct Fleet {
     /// The time report ages are counted to (RFC 3339).
     pub as_of: String,
-    /// The layers, in report order.
+    /// The layers some node has a cell in, bottom-up (the caller's order,
+    /// then any other in report order).
     pub layers: Vec<String>,
     /// One entry per report read: the failed nodes first, then those
     /// that passed with a warning, then the rest, each group in the order
@@ -198,11 +199,15 @@ pub struct Fleet {
     pub since: Option<FleetDiff>,
 }
 
-/// What the caller's reports mean by their names, for the fleet: who a
-/// node and its GPUs are, a GPU's model and partition mode, and the node
-/// components a fingerprint holds.
+/// What the caller's reports mean by their names, for the fleet: its
+/// layers, who a node and its GPUs are, a GPU's model and partition mode,
+/// and the node components a fingerprint holds.
 #[derive(Clone, Copy, Debug)]
 pub struct FleetTerms {
+    /// The layers, bottom-up: a layer beside the stack none of whose
+    /// results applied to a node is left out of its row, as a run's own
+    /// views leave it out (`RunReport::layers`).
+    pub layers: &'static [crate::model::Layer],
     /// The identity keys.
     pub keys: IdentityKeys,
     /// The scope property naming a GPU's model (`product`).
@@ -303,6 +308,12 @@ impl FleetReader {
         }
         fleet.drift = drift;
         fleet.metrics = metrics;
+        // A layer no node has a cell in (one beside the stack that applied
+        // nowhere, one no tier run reached) is no column.
+        let nodes = &fleet.nodes;
+        fleet
+            .layers
+            .retain(|l| nodes.iter().any(|n| n.layers.contains_key(l)));
         // What needs a person first: a stable sort keeps the given order
         // within each group.
         fleet.nodes.sort_by_key(|n| match n.standing() {
@@ -493,6 +504,7 @@ mod tests {
     use serde_json::{Value, json};
 
     const TERMS: FleetTerms = FleetTerms {
+        layers: &[],
         keys: KEYS,
         model: "product",
         model_fallback: "gfx_target",

@@ -436,12 +436,15 @@ mod tests {
     use serde_json::{Value, json};
 
     const TERMS: FleetTerms = FleetTerms {
+        layers: &[crate::model::test_stack::A, BESIDE],
         keys: KEYS,
         model: "product",
         model_fallback: "gfx_target",
         partition: "partition",
         node_components: &["rocm", "kernel", "hostname"],
     };
+
+    const BESIDE: crate::model::Layer = crate::model::Layer::beside("e", 9);
 
     fn as_of() -> chrono::DateTime<chrono::FixedOffset> {
         chrono::DateTime::parse_from_rfc3339("2026-12-06T00:00:00Z").unwrap()
@@ -570,6 +573,55 @@ mod tests {
             let (scanned, parsed) = both(&case);
             assert_eq!(scanned, Ok(parsed.unwrap()), "{case}");
         }
+    }
+
+    #[test]
+    fn a_layer_beside_the_stack_that_applied_nowhere_has_no_cell() {
+        use crate::model::Scope;
+        use crate::verdict::{SkipReason, Status};
+        let digest_of = |statuses: &[(crate::model::Layer, Status)]| {
+            let results = statuses
+                .iter()
+                .enumerate()
+                .map(|(i, &(layer, status))| {
+                    let mut r = crate::test_support::result(
+                        &format!("node.{layer}.c{i}"),
+                        layer,
+                        Scope::Node,
+                        status,
+                    );
+                    if status == Status::Skipped {
+                        r.skip_reason = Some(SkipReason::NotApplicable);
+                    }
+                    r
+                })
+                .collect();
+            let text = written(crate::test_support::run(results), false);
+            let (scanned, parsed) = both(&text);
+            assert_eq!(scanned, Ok(parsed.unwrap()));
+            let r = report(&text, &TERMS).unwrap();
+            reduce("n.json", &r, &TERMS, as_of())
+        };
+        let a = crate::model::test_stack::A;
+        let none = digest_of(&[
+            (a, Status::Skipped),
+            (BESIDE, Status::Skipped),
+            (BESIDE, Status::Skipped),
+        ]);
+        assert_eq!(
+            none.layers,
+            ["a"],
+            "a stack layer shows as skip; the beside one not at all"
+        );
+        assert_eq!(none.node.layers.get("a"), Some(&"skip"));
+        assert_eq!(none.node.layers.get("e"), None);
+        let some = digest_of(&[
+            (a, Status::Pass),
+            (BESIDE, Status::Skipped),
+            (BESIDE, Status::Warn),
+        ]);
+        assert_eq!(some.layers, ["a", "e"]);
+        assert_eq!(some.node.layers.get("e"), Some(&"warn"));
     }
 
     /// A value of the shapes a report's fields take, and others.
