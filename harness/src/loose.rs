@@ -631,42 +631,11 @@ mod tests {
         }
     }
 
-    fn leaf() -> impl Strategy<Value = serde_json::Value> {
-        prop_oneof![
-            Just(serde_json::Value::Null),
-            any::<bool>().prop_map(serde_json::Value::from),
-            (-1e6f64..1e6).prop_map(serde_json::Value::from),
-            any::<i32>().prop_map(serde_json::Value::from),
-            prop_oneof![
-                Just("throughput"),
-                Just("counter"),
-                Just("reading"),
-                Just("gpu0"),
-                Just("x")
-            ]
-            .prop_map(serde_json::Value::from),
-        ]
-    }
-
     fn value() -> impl Strategy<Value = serde_json::Value> {
-        leaf().prop_recursive(3, 24, 4, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
-                proptest::collection::btree_map(
-                    prop_oneof![
-                        Just("name".to_string()),
-                        Just("value".to_string()),
-                        Just("unit".to_string()),
-                        Just("kind".to_string()),
-                        Just("between".to_string()),
-                        "[a-z]{1,4}"
-                    ],
-                    inner,
-                    0..6
-                )
-                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
-            ]
-        })
+        crate::test_support::strategies::json_value(
+            &["throughput", "counter", "reading", "gpu0", "x"],
+            &["name", "value", "unit", "kind", "between"],
+        )
     }
 
     #[derive(Deserialize)]

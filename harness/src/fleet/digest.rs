@@ -197,7 +197,8 @@ fn reduce(
 /// Each GPU scope's model and partition mode, by label.
 type Models<'a> = BTreeMap<&'a str, (&'a str, &'a str)>;
 
-/// Each GPU scope's model and partition mode, by label.
+/// Reads each GPU scope's model (or its fallback) and partition mode
+/// from its properties.
 fn models<'a>(report: &'a Report<'_>, terms: &FleetTerms) -> Models<'a> {
     report
         .scopes

@@ -138,3 +138,35 @@ pub(crate) fn any_report(text: BoxedStrategy<String>) -> impl Strategy<Value = R
             fail_on_warn: false,
         })
 }
+
+/// A JSON value of the shapes a report's fields take, and others: null,
+/// booleans, numbers, one of `words`, and lists and objects of them (up to
+/// three deep) whose keys are among `keys` or short words.
+pub(crate) fn json_value(
+    words: &'static [&'static str],
+    keys: &'static [&'static str],
+) -> BoxedStrategy<serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        (-1e6f64..1e6).prop_map(Value::from),
+        any::<i32>().prop_map(Value::from),
+        proptest::sample::select(words).prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 24, 4, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+            proptest::collection::btree_map(
+                prop_oneof![
+                    proptest::sample::select(keys).prop_map(String::from),
+                    "[a-z]{1,4}"
+                ],
+                inner,
+                0..6
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+    .boxed()
+}

@@ -242,30 +242,28 @@ impl<'a> Cursor<'a> {
         &mut self,
         mut each: impl FnMut(&mut Self, Cow<'a, str>) -> Step<()>,
     ) -> Step<()> {
-        self.take(b'{')?;
-        if self.peek()? == b'}' {
-            self.at += 1;
-            return Ok(());
-        }
-        loop {
-            let key = self.string()?;
-            self.take(b':')?;
-            each(self, key)?;
-            match self.peek()? {
-                b',' => self.at += 1,
-                b'}' => {
-                    self.at += 1;
-                    return Ok(());
-                }
-                _ => return Err(Decline),
-            }
-        }
+        self.items(b'{', b'}', |c| {
+            let key = c.string()?;
+            c.take(b':')?;
+            each(c, key)
+        })
     }
 
     /// An array: `each` reads every element, in order.
-    pub fn array(&mut self, mut each: impl FnMut(&mut Self) -> Step<()>) -> Step<()> {
-        self.take(b'[')?;
-        if self.peek()? == b']' {
+    pub fn array(&mut self, each: impl FnMut(&mut Self) -> Step<()>) -> Step<()> {
+        self.items(b'[', b']', each)
+    }
+
+    /// Items between `open` and `close`, separated by commas, each read
+    /// by `each`.
+    fn items(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut each: impl FnMut(&mut Self) -> Step<()>,
+    ) -> Step<()> {
+        self.take(open)?;
+        if self.peek()? == close {
             self.at += 1;
             return Ok(());
         }
@@ -273,7 +271,7 @@ impl<'a> Cursor<'a> {
             each(self)?;
             match self.peek()? {
                 b',' => self.at += 1,
-                b']' => {
+                b if b == close => {
                     self.at += 1;
                     return Ok(());
                 }

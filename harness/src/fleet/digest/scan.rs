@@ -626,42 +626,19 @@ mod tests {
 
     /// A value of the shapes a report's fields take, and others.
     fn odd_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i32>().prop_map(Value::from),
-            (-1e6f64..1e6).prop_map(Value::from),
-            prop_oneof![
-                Just("gpu0"),
-                Just("node"),
-                Just("pass"),
-                Just("fail"),
-                Just("warn"),
-                Just("throughput"),
-                Just("unverifiable"),
-                Just("x")
-            ]
-            .prop_map(Value::from),
-        ];
-        leaf.prop_recursive(2, 12, 3, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
-                proptest::collection::btree_map(
-                    prop_oneof![
-                        Just("name".to_string()),
-                        Just("value".to_string()),
-                        Just("code".to_string()),
-                        Just("drain".to_string()),
-                        Just("expired".to_string()),
-                        Just("scope".to_string()),
-                        "[a-z]{1,3}"
-                    ],
-                    inner,
-                    0..4
-                )
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        strategies::json_value(
+            &[
+                "gpu0",
+                "node",
+                "pass",
+                "fail",
+                "warn",
+                "throughput",
+                "unverifiable",
+                "x",
+            ],
+            &["name", "value", "code", "drain", "expired", "scope"],
+        )
     }
 
     /// Every place in `v` a value sits, as a JSON pointer.
